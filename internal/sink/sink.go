@@ -1,0 +1,36 @@
+// Package sink commits batches of Arrow records to a destination, atomically
+// and idempotently under a deterministic batch id.
+package sink
+
+import (
+	"context"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow"
+)
+
+// Batch names one unit of commit: the submissions of one form whose
+// submission time falls in the half-open window [WindowStart, WindowEnd).
+// A window never crosses a UTC midnight, so a batch belongs to one Day.
+type Batch struct {
+	ID                string    // deterministic: the same window always gets the same id
+	FormID            string    // source form
+	Table             string    // destination table name (already sanitised)
+	Day               time.Time // UTC midnight of the submissions' date: the partition
+	WindowStart       time.Time // inclusive
+	WindowEnd         time.Time // exclusive
+	SchemaFingerprint string    // of the pinned table schema the record was built with
+}
+
+// Sink is a destination that commits whole batches.
+type Sink interface {
+	// Commit writes rec as batch b so that it becomes visible whole or not at
+	// all. Committing a batch id that is already committed must not create a
+	// second copy of its rows.
+	Commit(ctx context.Context, b Batch, rec arrow.Record) error
+	// Committed reports whether batch b is already committed. It is how an
+	// open intent found at start-up is resolved.
+	Committed(ctx context.Context, b Batch) (bool, error)
+	// Close releases what the sink holds.
+	Close() error
+}
