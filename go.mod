@@ -1,6 +1,6 @@
 module github.com/syncd-dev/syncd
 
-go 1.26
+go 1.26.8
 
 require (
 	github.com/apache/arrow/go/v15 v15.0.2
