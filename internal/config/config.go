@@ -1,0 +1,520 @@
+// Package config loads syncd's YAML configuration: ${ENV} expansion in values,
+// strict keys (an unknown or misspelt key is an error naming it and its line),
+// defaults, and validation with one clear sentence per problem.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"reflect"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the whole configuration file.
+type Config struct {
+	Source  Source       `yaml:"source"`
+	Forms   []FormConfig `yaml:"forms"`
+	Sync    Sync         `yaml:"sync"`
+	Sink    Sink         `yaml:"sink"`
+	State   State        `yaml:"state"`
+	Log     Log          `yaml:"log"`
+	Server  Server       `yaml:"server"`
+	Webhook *Webhook     `yaml:"webhook,omitempty"`
+}
+
+// Source is the Forms API account.
+type Source struct {
+	BaseURL     string   `yaml:"base_url"`
+	APIKey      Secret   `yaml:"api_key"`
+	RateLimit   float64  `yaml:"rate_limit"`
+	MaxAttempts int      `yaml:"max_attempts"`
+	Timeout     Duration `yaml:"timeout"`
+}
+
+// FormConfig selects one form and, optionally, its table and schedule.
+type FormConfig struct {
+	ID        string `yaml:"id"`
+	Table     string `yaml:"table"`
+	StartDate Date   `yaml:"start_date"`
+	Schedule  string `yaml:"schedule"`
+}
+
+// Sync tunes how windows are planned and fetched.
+type Sync struct {
+	StartDate       Date     `yaml:"start_date"`
+	SafetyLag       Duration `yaml:"safety_lag"`
+	MaxRowsPerBatch int      `yaml:"max_rows_per_batch"`
+	PageSize        int      `yaml:"page_size"`
+	Concurrency     int      `yaml:"concurrency"`
+	IncludeEditLink bool     `yaml:"include_edit_link"`
+	Schedule        string   `yaml:"schedule"`
+	Jitter          Duration `yaml:"jitter"`
+}
+
+// Sink chooses and configures the destination.
+type Sink struct {
+	Type     string        `yaml:"type"`
+	Parquet  ParquetSink   `yaml:"parquet"`
+	BigQuery *BigQuerySink `yaml:"bigquery,omitempty"`
+}
+
+// ParquetSink writes Parquet files under a folder.
+type ParquetSink struct {
+	Path         string `yaml:"path"`
+	Compression  string `yaml:"compression"`
+	RowGroupRows int    `yaml:"row_group_rows"`
+}
+
+// BigQuerySink loads into BigQuery tables (see the BigQuery issue).
+type BigQuerySink struct {
+	Project     string   `yaml:"project"`
+	Dataset     string   `yaml:"dataset"`
+	Location    string   `yaml:"location"`
+	TablePrefix string   `yaml:"table_prefix"`
+	Clustering  []string `yaml:"clustering"`
+}
+
+// State is where checkpoints and pinned schemas live.
+type State struct {
+	Path string `yaml:"path"`
+}
+
+// Log configures zap.
+type Log struct {
+	Level  string `yaml:"level"`
+	Format string `yaml:"format"` // auto, json, console
+}
+
+// Server is the daemon's HTTP listener for metrics and health.
+type Server struct {
+	Addr string `yaml:"addr"`
+}
+
+// Webhook is reserved for push delivery; not used by the poller.
+type Webhook struct {
+	Addr string `yaml:"addr"`
+}
+
+// Defaults are applied to every key the file leaves out.
+func Defaults() Config {
+	return Config{
+		Source: Source{
+			BaseURL:     "https://api.fillout.com/v1/api",
+			APIKey:      "${FORMS_API_KEY}",
+			RateLimit:   5,
+			MaxAttempts: 6,
+			Timeout:     Duration(60 * time.Second),
+		},
+		Sync: Sync{
+			SafetyLag:       Duration(2 * time.Minute),
+			MaxRowsPerBatch: 50000,
+			PageSize:        150,
+			Concurrency:     4,
+			Schedule:        "*/15 * * * *",
+			Jitter:          Duration(10 * time.Second),
+		},
+		Sink: Sink{
+			Type:    "parquet",
+			Parquet: ParquetSink{Path: "./out", Compression: "zstd", RowGroupRows: 65536},
+		},
+		State:  State{Path: "./state/syncd.db"},
+		Log:    Log{Level: "info", Format: "auto"},
+		Server: Server{Addr: "127.0.0.1:9464"},
+	}
+}
+
+// Error is a configuration problem: it names the file, the key and the line.
+type Error struct {
+	File string
+	Line int
+	Key  string
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("config")
+	if e.File != "" {
+		b.WriteString(" " + e.File)
+	}
+	if e.Line > 0 {
+		fmt.Fprintf(&b, " line %d", e.Line)
+	}
+	if e.Key != "" {
+		b.WriteString(": " + e.Key)
+	}
+	b.WriteString(": " + e.Msg)
+	return b.String()
+}
+
+// Load reads the file at path (or, when path is empty, only the defaults and
+// the environment), expands ${ENV} references in values and validates.
+// lookupEnv is os.LookupEnv in production and a map in tests.
+func Load(path string, lookupEnv func(string) (string, bool)) (*Config, error) {
+	cfg := Defaults()
+	if path != "" {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("read config: %w", err)
+		}
+		if err := decode(path, raw, &cfg, lookupEnv); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	if cfg.Source.APIKey, err = expandSecret(cfg.Source.APIKey, lookupEnv); err != nil {
+		return nil, &Error{File: path, Key: "source.api_key", Msg: err.Error()}
+	}
+	if err := cfg.validate(path); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+// Parse is Load for a configuration held in memory (tests, fuzzing).
+func Parse(name string, raw []byte, lookupEnv func(string) (string, bool)) (*Config, error) {
+	cfg := Defaults()
+	if err := decode(name, raw, &cfg, lookupEnv); err != nil {
+		return nil, err
+	}
+	var err error
+	if cfg.Source.APIKey, err = expandSecret(cfg.Source.APIKey, lookupEnv); err != nil {
+		return nil, &Error{File: name, Key: "source.api_key", Msg: err.Error()}
+	}
+	if err := cfg.validate(name); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+
+// expand replaces ${VAR} and ${VAR:-default} in s. A missing variable without
+// a default is an error, so a typo never silently becomes "".
+func expand(s string, lookupEnv func(string) (string, bool)) (string, error) {
+	var missing []string
+	out := envRef.ReplaceAllStringFunc(s, func(m string) string {
+		sub := envRef.FindStringSubmatch(m)
+		if v, ok := lookupEnv(sub[1]); ok {
+			return v
+		}
+		if sub[2] != "" {
+			return sub[3]
+		}
+		missing = append(missing, sub[1])
+		return ""
+	})
+	if len(missing) > 0 {
+		return "", fmt.Errorf("environment variable %s is not set: export it or set a default with ${%s:-value}", missing[0], missing[0])
+	}
+	return out, nil
+}
+
+func expandSecret(s Secret, lookupEnv func(string) (string, bool)) (Secret, error) {
+	v, err := expand(string(s), lookupEnv)
+	return Secret(v), err
+}
+
+func decode(name string, raw []byte, cfg *Config, lookupEnv func(string) (string, bool)) (err error) {
+	var doc yaml.Node
+	if err := yaml.NewDecoder(bytes.NewReader(raw)).Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil // an empty file is all defaults
+		}
+		return &Error{File: name, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	if len(doc.Content) == 0 {
+		return nil
+	}
+	root := doc.Content[0]
+	if err := checkKeys(name, root, reflect.TypeOf(*cfg), ""); err != nil {
+		return err
+	}
+	if err := expandNode(name, root, "", lookupEnv); err != nil {
+		return err
+	}
+	if err := root.Decode(cfg); err != nil {
+		var te *yaml.TypeError
+		if errors.As(err, &te) && len(te.Errors) > 0 {
+			return &Error{File: name, Msg: strings.Join(te.Errors, "; ")}
+		}
+		return &Error{File: name, Msg: err.Error()}
+	}
+	return nil
+}
+
+// expandNode expands ${ENV} in every scalar value except source.api_key, which
+// is expanded after decoding so that its value never reaches a YAML error.
+func expandNode(file string, n *yaml.Node, path string, lookupEnv func(string) (string, bool)) error {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if err := expandNode(file, n.Content[i+1], join(path, n.Content[i].Value), lookupEnv); err != nil {
+				return err
+			}
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			if err := expandNode(file, c, fmt.Sprintf("%s[%d]", path, i), lookupEnv); err != nil {
+				return err
+			}
+		}
+	case yaml.ScalarNode:
+		if path == "source.api_key" || !strings.Contains(n.Value, "${") {
+			return nil
+		}
+		v, err := expand(n.Value, lookupEnv)
+		if err != nil {
+			return &Error{File: file, Line: n.Line, Key: path, Msg: err.Error()}
+		}
+		n.Value = v
+		if n.Style == 0 {
+			n.Tag = "" // let YAML resolve the expanded text's type (numbers, bools)
+		}
+	}
+	return nil
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// checkKeys rejects keys that do not exist in the configuration structure,
+// naming the key, its line and the keys that would be valid there.
+func checkKeys(file string, n *yaml.Node, t reflect.Type, path string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		if t.Kind() == reflect.Map {
+			return nil
+		}
+		if t.Kind() != reflect.Struct {
+			return nil // a scalar type given a mapping: Decode reports it with its line
+		}
+		fields := map[string]reflect.Type{}
+		var names []string
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			tag := strings.Split(f.Tag.Get("yaml"), ",")[0]
+			if tag == "" || tag == "-" {
+				continue
+			}
+			fields[tag] = f.Type
+			names = append(names, tag)
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			ft, ok := fields[k.Value]
+			if !ok {
+				where := "at the top level"
+				if path != "" {
+					where = "under " + path
+				}
+				return &Error{File: file, Line: k.Line, Key: join(path, k.Value),
+					Msg: fmt.Sprintf("unknown key %s: valid keys are %s", where, strings.Join(names, ", "))}
+			}
+			if err := checkKeys(file, n.Content[i+1], ft, join(path, k.Value)); err != nil {
+				return err
+			}
+		}
+	case yaml.SequenceNode:
+		if t.Kind() == reflect.Slice {
+			for i, c := range n.Content {
+				if err := checkKeys(file, c, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Config) validate(file string) error {
+	bad := func(key, msg string) error { return &Error{File: file, Key: key, Msg: msg} }
+	u, err := url.Parse(c.Source.BaseURL)
+	if c.Source.BaseURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return bad("source.base_url", fmt.Sprintf("%q is not an http(s) URL: set it to your account's API base, e.g. https://api.fillout.com/v1/api", c.Source.BaseURL))
+	}
+	if c.Source.APIKey == "" {
+		return bad("source.api_key", "the API key is empty: export FORMS_API_KEY (or set source.api_key to ${YOUR_VARIABLE})")
+	}
+	if c.Source.RateLimit <= 0 {
+		return bad("source.rate_limit", "must be a positive number of requests per second (the service allows 5)")
+	}
+	if c.Source.MaxAttempts < 1 {
+		return bad("source.max_attempts", "must be at least 1")
+	}
+	if c.Sync.SafetyLag < 0 {
+		return bad("sync.safety_lag", "must not be negative")
+	}
+	if c.Sync.MaxRowsPerBatch < 1 {
+		return bad("sync.max_rows_per_batch", "must be at least 1")
+	}
+	if c.Sync.PageSize < 1 || c.Sync.PageSize > 150 {
+		return bad("sync.page_size", "must be between 1 and 150 (the API's limit)")
+	}
+	if c.Sync.Concurrency < 1 {
+		return bad("sync.concurrency", "must be at least 1")
+	}
+	if err := checkSchedule(c.Sync.Schedule); err != nil {
+		return bad("sync.schedule", err.Error())
+	}
+	seenID := map[string]bool{}
+	seenTable := map[string]bool{}
+	for i, f := range c.Forms {
+		key := fmt.Sprintf("forms[%d]", i)
+		if f.ID == "" {
+			return bad(key+".id", "every form needs an id (the form's public id, see `syncd forms`)")
+		}
+		if seenID[f.ID] {
+			return bad(key+".id", fmt.Sprintf("form %s is listed twice", f.ID))
+		}
+		seenID[f.ID] = true
+		if f.Table != "" {
+			if !tableName.MatchString(f.Table) || len(f.Table) > 1024 {
+				return bad(key+".table", fmt.Sprintf("%q is not a valid table name: use letters, digits and _ (at most 1024), starting with a letter or _", f.Table))
+			}
+			if seenTable[strings.ToLower(f.Table)] {
+				return bad(key+".table", fmt.Sprintf("table %s is used by two forms", f.Table))
+			}
+			seenTable[strings.ToLower(f.Table)] = true
+		}
+		if f.Schedule != "" {
+			if err := checkSchedule(f.Schedule); err != nil {
+				return bad(key+".schedule", err.Error())
+			}
+		}
+	}
+	switch c.Sink.Type {
+	case "parquet":
+		if c.Sink.Parquet.Path == "" {
+			return bad("sink.parquet.path", "is empty: set the folder (or bucket URL) to write Parquet files to")
+		}
+		switch c.Sink.Parquet.Compression {
+		case "zstd", "snappy", "none":
+		default:
+			return bad("sink.parquet.compression", fmt.Sprintf("%q is not one of zstd, snappy, none", c.Sink.Parquet.Compression))
+		}
+		if c.Sink.Parquet.RowGroupRows < 1 {
+			return bad("sink.parquet.row_group_rows", "must be at least 1")
+		}
+	case "bigquery":
+		if c.Sink.BigQuery == nil || c.Sink.BigQuery.Project == "" || c.Sink.BigQuery.Dataset == "" {
+			return bad("sink.bigquery", "needs project and dataset")
+		}
+	default:
+		return bad("sink.type", fmt.Sprintf("%q is not a sink: use parquet or bigquery", c.Sink.Type))
+	}
+	if c.State.Path == "" {
+		return bad("state.path", "is empty: set the file that keeps checkpoints, e.g. ./state/syncd.db")
+	}
+	switch c.Log.Format {
+	case "auto", "json", "console":
+	default:
+		return bad("log.format", fmt.Sprintf("%q is not one of auto, json, console", c.Log.Format))
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		return bad("log.level", fmt.Sprintf("%q is not one of debug, info, warn, error", c.Log.Level))
+	}
+	return nil
+}
+
+var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func checkSchedule(spec string) error {
+	if _, err := cron.ParseStandard(spec); err != nil {
+		return fmt.Errorf("%q is not a cron schedule (%v): use five fields like \"*/15 * * * *\" or a descriptor like \"@hourly\" or \"@every 5m\"", spec, err)
+	}
+	return nil
+}
+
+// Secret is a string that never prints itself.
+type Secret string
+
+// String redacts the secret for %v and %s.
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return "[redacted]"
+}
+
+// GoString redacts the secret for %#v.
+func (s Secret) GoString() string { return `"[redacted]"` }
+
+// MarshalYAML redacts the secret when a config is printed.
+func (s Secret) MarshalYAML() (any, error) { return s.String(), nil }
+
+// Reveal returns the secret for the one place that must send it.
+func (s Secret) Reveal() string { return string(s) }
+
+// Duration is a time.Duration written as "90s", "2m", "1h30m".
+type Duration time.Duration
+
+// UnmarshalYAML parses a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %q is not a duration: write it like 90s, 2m or 1h30m", n.Line, n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML prints the duration in Go syntax.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// Date is a UTC instant given as a date ("2024-01-31") or an RFC 3339 time.
+type Date struct{ time.Time }
+
+// UnmarshalYAML accepts a date or an RFC 3339 timestamp.
+func (d *Date) UnmarshalYAML(n *yaml.Node) error {
+	t, err := ParseDate(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	d.Time = t
+	return nil
+}
+
+// MarshalYAML prints the date in RFC 3339.
+func (d Date) MarshalYAML() (any, error) {
+	if d.IsZero() {
+		return "", nil
+	}
+	return d.Format(time.RFC3339), nil
+}
+
+// ParseDate accepts "2024-01-31" (UTC midnight) or any RFC 3339 timestamp.
+func ParseDate(s string) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse("2006-01-02", s); err == nil {
+		return t.UTC(), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t.UTC(), nil
+	}
+	return time.Time{}, fmt.Errorf("%q is not a date: write it as 2024-01-31 or 2024-01-31T12:00:00Z", s)
+}

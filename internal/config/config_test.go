@@ -1,0 +1,159 @@
+package config
+
+import (
+	"fmt"
+
+	"errors"
+	"gopkg.in/yaml.v3"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestParseValid(t *testing.T) {
+	raw := `
+source:
+  base_url: http://127.0.0.1:8088/v1/api
+  api_key: ${KEY}
+  rate_limit: ${RATE:-7}
+forms:
+  - id: abc123
+    table: signups
+    start_date: 2024-01-31
+sync:
+  safety_lag: 90s
+  max_rows_per_batch: ${ROWS}
+sink:
+  type: parquet
+  parquet: {path: /tmp/out, compression: snappy}
+`
+	cfg, err := Parse("t.yaml", []byte(raw), env(map[string]string{"KEY": "sk_test_SECRET", "ROWS": "1000"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Source.APIKey.Reveal() != "sk_test_SECRET" {
+		t.Errorf("api key not expanded")
+	}
+	if cfg.Source.RateLimit != 7 {
+		t.Errorf("rate_limit = %v, want the ${RATE:-7} default", cfg.Source.RateLimit)
+	}
+	if cfg.Sync.MaxRowsPerBatch != 1000 {
+		t.Errorf("max_rows_per_batch = %d, want 1000 from the environment", cfg.Sync.MaxRowsPerBatch)
+	}
+	if cfg.Sync.SafetyLag.D() != 90*time.Second {
+		t.Errorf("safety_lag = %v", cfg.Sync.SafetyLag.D())
+	}
+	if got := cfg.Forms[0].StartDate.Time; !got.Equal(time.Date(2024, 1, 31, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("start_date = %v", got)
+	}
+	if cfg.Sync.PageSize != 150 || cfg.State.Path != "./state/syncd.db" || cfg.Sink.Parquet.RowGroupRows != 65536 {
+		t.Errorf("defaults not applied: %+v", cfg)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	withKey := env(map[string]string{"FORMS_API_KEY": "sk_test_SECRET"})
+	tests := []struct {
+		name string
+		raw  string
+		env  func(string) (string, bool)
+		want []string // every fragment must appear in the error
+	}{
+		{"unknown top-level key", "source:\n  base_url: http://x/v1\nsinks: {}\n", withKey, []string{"line 3", "sinks", "valid keys are"}},
+		{"misspelt nested key", "sink:\n  type: parquet\n  parquet:\n    pth: ./out\n", withKey, []string{"line 4", "sink.parquet.pth", "path"}},
+		{"unknown key in a form", "forms:\n  - id: a\n    tabel: x\n", withKey, []string{"line 3", "forms[0].tabel"}},
+		{"missing api key", "", env(nil), []string{"FORMS_API_KEY is not set"}},
+		{"missing env in value", "sync:\n  concurrency: ${NOPE}\n", withKey, []string{"line 2", "sync.concurrency", "NOPE is not set"}},
+		{"bad duration", "sync:\n  safety_lag: soon\n", withKey, []string{"line 2", "not a duration"}},
+		{"bad number", "sync:\n  concurrency: many\n", withKey, []string{"line 2"}},
+		{"bad schedule", "sync:\n  schedule: every day\n", withKey, []string{"sync.schedule", "not a cron schedule"}},
+		{"bad sink type", "sink:\n  type: csv\n", withKey, []string{"sink.type", "parquet or bigquery"}},
+		{"bad base url", "source:\n  base_url: api.example.com\n", withKey, []string{"source.base_url"}},
+		{"page size over the API limit", "sync:\n  page_size: 500\n", withKey, []string{"sync.page_size", "150"}},
+		{"duplicate form", "forms:\n  - id: a\n  - id: a\n", withKey, []string{"forms[1].id", "twice"}},
+		{"bad table name", "forms:\n  - id: a\n    table: my-table\n", withKey, []string{"forms[0].table"}},
+		{"bad date", "sync:\n  start_date: yesterday\n", withKey, []string{"line 2", "not a date"}},
+		{"not yaml", "source: [unclosed\n", withKey, []string{"config t.yaml"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("t.yaml", []byte(tt.raw), tt.env)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "sk_test_SECRET") {
+				t.Errorf("error leaks the API key: %q", err)
+			}
+		})
+	}
+}
+
+func TestSecretNeverPrints(t *testing.T) {
+	cfg, err := Parse("t.yaml", []byte("source:\n  api_key: sk_test_SECRET\n"), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{
+		cfg.Source.APIKey.String(),
+		strings.TrimSpace(fmtAll(cfg)),
+	} {
+		if strings.Contains(s, "sk_test_SECRET") {
+			t.Errorf("secret printed: %s", s)
+		}
+	}
+}
+
+func TestLoadFileAndExample(t *testing.T) {
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml"), env(nil)); err == nil || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: got %v", err)
+	}
+	// The commented example in configs/ must stay loadable.
+	cfg, err := Load("../../configs/syncd.example.yaml", env(map[string]string{"FORMS_API_KEY": "k"}))
+	if err != nil {
+		t.Fatalf("configs/syncd.example.yaml: %v", err)
+	}
+	if cfg.Sink.Type != "parquet" {
+		t.Errorf("example sink = %q", cfg.Sink.Type)
+	}
+	if _, err := Load("../../configs/demo.yaml", env(map[string]string{"FORMS_API_KEY": "k"})); err != nil {
+		t.Fatalf("configs/demo.yaml: %v", err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	seeds := []string{
+		"", "source:\n  api_key: x\n", "forms:\n  - id: a\n", "sync: {concurrency: -1}\n",
+		"sink:\n  parquet:\n    path: ${X:-/tmp}\n", "a: [", "source: 5\n", "forms: {a: 1}\n",
+	}
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		cfg, err := Parse("fuzz.yaml", raw, env(map[string]string{"FORMS_API_KEY": "sk_fuzz_SECRET"}))
+		if err != nil {
+			if strings.Contains(err.Error(), "sk_fuzz_SECRET") {
+				t.Fatalf("error leaks the key: %v", err)
+			}
+			return
+		}
+		if cfg.Sync.PageSize < 1 || cfg.Sync.PageSize > 150 {
+			t.Fatalf("accepted page_size %d", cfg.Sync.PageSize)
+		}
+	})
+}
+
+func fmtAll(cfg *Config) string {
+	b, _ := yaml.Marshal(cfg)
+	return string(b) + " " + fmt.Sprintf("%v %+v %#v", cfg.Source, cfg.Source, cfg.Source)
+}
