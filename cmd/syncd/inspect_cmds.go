@@ -1,0 +1,279 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/syncd-dev/syncd/internal/app"
+	"github.com/syncd-dev/syncd/internal/forms"
+	"github.com/syncd-dev/syncd/internal/schema"
+	"github.com/syncd-dev/syncd/internal/state"
+)
+
+func newFormsCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "forms",
+		Short: "List the account's forms",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, log, err := g.load()
+			if err != nil {
+				return err
+			}
+			client, err := app.NewClient(cfg, log)
+			if err != nil {
+				return withCode(exitUsage, err)
+			}
+			list, err := client.ListForms(cmd.Context())
+			if err != nil {
+				return withCode(exitFailed, err)
+			}
+			rows := make([][]string, 0, len(list))
+			for _, f := range list {
+				rows = append(rows, []string{f.FormID, f.Name, strings.Join(f.Tags, ",")})
+			}
+			return tabular(g.stdout, []string{"ID", "NAME", "TAGS"}, rows)
+		},
+	}
+}
+
+func newSchemaCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "schema FORM",
+		Short: "Show the table a form maps to: column, type, source",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			cfg, log, err := g.load()
+			if err != nil {
+				return err
+			}
+			client, err := app.NewClient(cfg, log)
+			if err != nil {
+				return withCode(exitUsage, err)
+			}
+			form, err := client.GetForm(ctx, args[0])
+			if err != nil {
+				return withCode(exitFailed, err)
+			}
+			// The pinned schema, when a sync has run, is what the output holds;
+			// read it without taking the writer's lock.
+			var pinned *schema.Table
+			if st, err := state.OpenBolt(ctx, state.BoltOptions{Path: cfg.State.Path, ReadOnly: true}); err == nil {
+				fs, gerr := st.Get(ctx, form.ID)
+				st.Close()
+				if gerr == nil && len(fs.Schema) > 0 {
+					pinned, _ = schema.Unmarshal(fs.Schema)
+				}
+			}
+			var table *schema.Table
+			if pinned != nil {
+				table, _, err = pinned.Evolve(form)
+			} else {
+				table, _, err = schema.New(form, schema.Options{IncludeEditLink: cfg.Sync.IncludeEditLink})
+			}
+			if err != nil {
+				return withCode(exitFailed, fmt.Errorf("map form %s: %w", form.ID, err))
+			}
+			rows := make([][]string, 0, len(table.Columns))
+			for _, c := range table.Columns {
+				src := string(c.Kind)
+				if c.SourceID != "" {
+					src += " " + c.SourceID
+				}
+				if c.SourceType != "" {
+					src += " (" + c.SourceType + ")"
+				}
+				req := "NULLABLE"
+				if c.Required {
+					req = "REQUIRED"
+				}
+				rows = append(rows, []string{c.Name, string(c.Type), req, src, c.SourceName})
+			}
+			fmt.Fprintf(g.stdout, "form %s (%s): %d columns\n", form.ID, form.Name, len(table.Columns))
+			if hidden := passwordQuestions(form); len(hidden) > 0 {
+				fmt.Fprintf(g.stdout, "not exported (Password questions): %s\n", strings.Join(hidden, ", "))
+			}
+			return tabular(g.stdout, []string{"COLUMN", "TYPE", "MODE", "SOURCE", "NAME"}, rows)
+		},
+	}
+}
+
+func passwordQuestions(f *forms.Form) []string {
+	var out []string
+	for _, q := range f.Questions {
+		if q.Type == "Password" {
+			out = append(out, q.Name)
+		}
+	}
+	return out
+}
+
+func newStateCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "state", Short: "Inspect or reset the sync state"}
+	show := &cobra.Command{
+		Use:   "show [FORM]",
+		Short: "Show committed windows, open batches and counters",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			a, err := g.openApp(ctx, true)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			var list []state.FormState
+			if len(args) == 1 {
+				st, err := a.Store.Get(ctx, args[0])
+				if err != nil {
+					return withCode(exitFailed, err)
+				}
+				list = append(list, st)
+			} else if list, err = a.Store.List(ctx); err != nil {
+				return withCode(exitFailed, err)
+			}
+			for _, st := range list {
+				fmt.Fprintf(g.stdout, "form %s: %d rows in %d batches", st.FormID, st.Rows, st.Batches)
+				if !st.LastSuccess.IsZero() {
+					fmt.Fprintf(g.stdout, ", last success %s", st.LastSuccess.Format(time.RFC3339))
+				}
+				fmt.Fprintln(g.stdout)
+				for _, iv := range st.Committed {
+					fmt.Fprintf(g.stdout, "  committed [%s, %s)\n", fmtTime(iv.Start), fmtTime(iv.End))
+				}
+				for id, in := range st.Intents {
+					fmt.Fprintf(g.stdout, "  open batch %s [%s, %s) since %s\n", id, fmtTime(in.Start), fmtTime(in.End), in.CreatedAt.Format(time.RFC3339))
+				}
+				if st.LastError != "" {
+					fmt.Fprintf(g.stdout, "  last error: %s\n", st.LastError)
+				}
+			}
+			if len(list) == 0 {
+				fmt.Fprintln(g.stdout, "no form has been synced yet")
+			}
+			return nil
+		},
+	}
+	var yes bool
+	reset := &cobra.Command{
+		Use:   "reset FORM",
+		Short: "Forget a form's committed windows and pinned schema (the output is not touched)",
+		Long: "Forget a form's committed windows and pinned schema. The next sync fetches the\n" +
+			"form's whole range again: move or delete its output first, or it will be written twice.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if !yes {
+				if !isTerminal(os.Stdin) {
+					return withCode(exitUsage, errors.New("state reset needs confirmation: pass --yes when not on a terminal"))
+				}
+				fmt.Fprintf(g.stdout, "Forget everything synced of form %s? The next sync fetches it all again. Type the form id to confirm: ", args[0])
+				line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+				if strings.TrimSpace(line) != args[0] {
+					return withCode(exitUsage, errors.New("not confirmed; nothing changed"))
+				}
+			}
+			a, err := g.openApp(ctx, false)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			if err := a.Store.Reset(ctx, args[0]); err != nil {
+				return withCode(exitFailed, err)
+			}
+			fmt.Fprintf(g.stdout, "state of form %s reset\n", args[0])
+			return nil
+		},
+	}
+	reset.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
+	cmd.AddCommand(show, reset)
+	return cmd
+}
+
+func fmtTime(t time.Time) string {
+	if t.Equal(time.Unix(0, 0)) {
+		return "beginning"
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+func newValidateCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate",
+		Short: "Check the config, the API key, the forms, the sink and the state store",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			out := g.stdout
+			cfg, log, err := g.load()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(out, "ok   config")
+			client, err := app.NewClient(cfg, log)
+			if err != nil {
+				return withCode(exitUsage, err)
+			}
+			list, err := client.ListForms(ctx)
+			if err != nil {
+				fmt.Fprintf(out, "FAIL api key: %v\n", err)
+				return withCode(exitFailed, errReported)
+			}
+			fmt.Fprintf(out, "ok   api key: %d forms visible at %s\n", len(list), cfg.Source.BaseURL)
+			bad := 0
+			for _, f := range cfg.Forms {
+				if _, err := client.GetForm(ctx, f.ID); err != nil {
+					fmt.Fprintf(out, "FAIL form %s: %v\n", f.ID, err)
+					bad++
+					continue
+				}
+				fmt.Fprintf(out, "ok   form %s\n", f.ID)
+			}
+			snk, err := app.NewSink(cfg, version, log)
+			if err != nil {
+				fmt.Fprintf(out, "FAIL sink: %v\n", err)
+				bad++
+			} else {
+				snk.Close()
+				fmt.Fprintf(out, "ok   sink %s\n", cfg.Sink.Type)
+			}
+			st, err := state.OpenBolt(ctx, state.BoltOptions{Path: cfg.State.Path})
+			if err != nil {
+				fmt.Fprintf(out, "FAIL state: %v\n", err)
+				bad++
+			} else {
+				st.Close()
+				fmt.Fprintf(out, "ok   state %s\n", cfg.State.Path)
+			}
+			if bad > 0 {
+				return withCode(exitFailed, errReported)
+			}
+			return nil
+		},
+	}
+}
+
+func newVersionCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if asJSON {
+				return json.NewEncoder(g.stdout).Encode(map[string]string{"version": version})
+			}
+			fmt.Fprintln(g.stdout, "syncd "+version)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}

@@ -1,0 +1,168 @@
+// Command syncd copies form submissions from the Forms API into Parquet files
+// or BigQuery tables, exactly once, on a schedule or in one pass.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"golang.org/x/term"
+
+	"github.com/syncd-dev/syncd/internal/config"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// Exit codes, documented in the README.
+const (
+	exitOK     = 0
+	exitFailed = 1 // one or more forms failed; the others committed
+	exitUsage  = 2 // bad flags or configuration
+	exitState  = 3 // the state store could not be opened (locked, corrupt)
+)
+
+// exitError carries an exit code to main.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func withCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: code, err: err}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRoot(os.Stdout, os.Stderr).ExecuteContext(ctx)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil && !errors.Is(ee.err, errReported) {
+			fmt.Fprintln(stderr, "syncd:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(stderr, "syncd:", err)
+	return exitUsage // cobra's own errors are about flags and arguments
+}
+
+// errReported marks a failure whose details were already printed.
+var errReported = errors.New("reported")
+
+// globals are the flags every command shares.
+type globals struct {
+	configPath string
+	logLevel   string
+	logFormat  string
+	stdout     io.Writer
+	stderr     io.Writer
+}
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	g := &globals{stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:           "syncd",
+		Short:         "Copy form submissions into Parquet or BigQuery, exactly once",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.PersistentFlags().StringVarP(&g.configPath, "config", "c", envOr("SYNCD_CONFIG", ""), "configuration file (YAML); env SYNCD_CONFIG")
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "", "debug, info, warn or error (overrides log.level)")
+	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "", "auto, json or console (overrides log.format)")
+	root.AddCommand(
+		newOnceCmd(g),
+		newRunCmd(g),
+		newBackfillCmd(g),
+		newFormsCmd(g),
+		newSchemaCmd(g),
+		newStateCmd(g),
+		newValidateCmd(g),
+		newVersionCmd(g),
+	)
+	return root
+}
+
+func envOr(key, def string) string {
+	if v, ok := os.LookupEnv(key); ok {
+		return v
+	}
+	return def
+}
+
+// load reads the configuration and builds the logger it asks for.
+func (g *globals) load() (*config.Config, *zap.Logger, error) {
+	cfg, err := config.Load(g.configPath, os.LookupEnv)
+	if err != nil {
+		return nil, nil, withCode(exitUsage, err)
+	}
+	if g.logLevel != "" {
+		cfg.Log.Level = g.logLevel
+	}
+	if g.logFormat != "" {
+		cfg.Log.Format = g.logFormat
+	}
+	log, err := newLogger(cfg.Log, g.stderr)
+	if err != nil {
+		return nil, nil, withCode(exitUsage, err)
+	}
+	return cfg, log, nil
+}
+
+// newLogger writes JSON lines when stderr is not a terminal and readable
+// console lines when it is.
+func newLogger(c config.Log, w io.Writer) (*zap.Logger, error) {
+	level, err := zapcore.ParseLevel(c.Level)
+	if err != nil {
+		return nil, fmt.Errorf("log level %q: use debug, info, warn or error", c.Level)
+	}
+	format := c.Format
+	if format == "auto" || format == "" {
+		format = "json"
+		if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			format = "console"
+		}
+	}
+	enc := zap.NewProductionEncoderConfig()
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	var encoder zapcore.Encoder
+	switch format {
+	case "json":
+		encoder = zapcore.NewJSONEncoder(enc)
+	case "console":
+		enc.EncodeLevel = zapcore.CapitalColorLevelEncoder
+		encoder = zapcore.NewConsoleEncoder(enc)
+	default:
+		return nil, fmt.Errorf("log format %q: use auto, json or console", c.Format)
+	}
+	core := zapcore.NewCore(encoder, zapcore.AddSync(w), level)
+	return zap.New(core), nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

@@ -1,0 +1,366 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/syncd-dev/syncd/internal/app"
+	"github.com/syncd-dev/syncd/internal/config"
+	"github.com/syncd-dev/syncd/internal/poller"
+)
+
+// openApp opens the configured parts, mapping failures to exit codes.
+func (g *globals) openApp(ctx context.Context, readOnly bool) (*app.App, error) {
+	cfg, log, err := g.load()
+	if err != nil {
+		return nil, err
+	}
+	a, err := app.Open(ctx, cfg, log, app.Options{Version: version, ReadOnly: readOnly})
+	if err != nil {
+		var se *app.StateError
+		if errors.As(err, &se) {
+			return nil, withCode(exitState, err)
+		}
+		return nil, withCode(exitUsage, err)
+	}
+	return a, nil
+}
+
+func newOnceCmd(g *globals) *cobra.Command {
+	var summaryPath string
+	cmd := &cobra.Command{
+		Use:   "once",
+		Short: "Sync every configured form once, print a summary line per form, and exit",
+		Long: "Sync every configured form once and exit: 0 when every form synced, 1 when any failed\n" +
+			"(the others still committed), 2 on a usage or configuration error, 3 when the state\n" +
+			"store cannot be opened (in use by another syncd, or corrupt).",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			a, err := g.openApp(ctx, false)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			started := time.Now()
+			jobs, err := a.Jobs(ctx)
+			if err != nil {
+				return withCode(exitFailed, err)
+			}
+			results := a.SyncAll(ctx, jobs, a.Cfg.Sync.Concurrency)
+			printResults(g.stdout, results, time.Since(started))
+			if summaryPath != "" {
+				if err := writeSummary(summaryPath, results); err != nil {
+					return withCode(exitFailed, err)
+				}
+			}
+			if failed(results) > 0 {
+				return withCode(exitFailed, errReported)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&summaryPath, "summary", "", "also write a JSON summary per form to this file")
+	return cmd
+}
+
+func failed(results []poller.Result) int {
+	n := 0
+	for _, r := range results {
+		if r.Err != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// printResults writes one line per form: what a person running a CronJob
+// wants to read in its log.
+func printResults(w io.Writer, results []poller.Result, took time.Duration) {
+	var rows int64
+	for _, r := range results {
+		rows += r.Rows
+		if r.Err != nil {
+			fmt.Fprintf(w, "FAIL %s: %v\n", r.FormID, r.Err)
+			continue
+		}
+		fmt.Fprintf(w, "ok   %s -> %s: %d rows in %d batches, %d requests, %s%s\n",
+			r.FormID, r.Table, r.Rows, r.Batches, r.Requests, r.Duration.Round(time.Millisecond), covered(r))
+	}
+	fmt.Fprintf(w, "%d forms, %d failed, %d rows, %s\n", len(results), failed(results), rows, took.Round(time.Millisecond))
+}
+
+func covered(r poller.Result) string {
+	if r.CoveredEnd.IsZero() {
+		return ""
+	}
+	return fmt.Sprintf(", synced up to %s", r.CoveredEnd.Format(time.RFC3339))
+}
+
+type summaryEntry struct {
+	FormID       string    `json:"form_id"`
+	Table        string    `json:"table"`
+	Rows         int64     `json:"rows"`
+	Batches      int       `json:"batches"`
+	Requests     int64     `json:"requests"`
+	Misfits      int64     `json:"values_kept_as_json"`
+	Discarded    int64     `json:"unknown_type_answers_discarded"`
+	Seconds      float64   `json:"duration_seconds"`
+	CoveredStart time.Time `json:"covered_start,omitzero"`
+	CoveredEnd   time.Time `json:"covered_end,omitzero"`
+	Error        string    `json:"error,omitempty"`
+}
+
+func writeSummary(path string, results []poller.Result) error {
+	out := make([]summaryEntry, 0, len(results))
+	for _, r := range results {
+		e := summaryEntry{FormID: r.FormID, Table: r.Table, Rows: r.Rows, Batches: r.Batches, Requests: r.Requests,
+			Misfits: r.Misfits, Discarded: r.Discarded, Seconds: r.Duration.Seconds(), CoveredStart: r.CoveredStart, CoveredEnd: r.CoveredEnd}
+		if r.Err != nil {
+			e.Error = r.Err.Error()
+		}
+		out = append(out, e)
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode the summary: %w", err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write the summary to %s: %w", path, err)
+	}
+	return nil
+}
+
+func newRunCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "run",
+		Short: "Sync on the configured cron schedule until stopped (SIGINT/SIGTERM)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			a, err := g.openApp(ctx, false)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			return runDaemon(ctx, a, g.stdout)
+		},
+	}
+}
+
+// runDaemon runs a pass at start and then on each form's schedule. The
+// poller refuses a second pass of a form that is still running, so a pass
+// that overruns its slot makes the next one skip, not stack.
+func runDaemon(ctx context.Context, a *app.App, stdout io.Writer) error {
+	log := a.Log
+	c := cron.New(cron.WithLocation(time.UTC))
+	var passes sync.WaitGroup
+	pass := func(jobs func(context.Context) ([]poller.Job, error), jitter time.Duration) func() {
+		return func() {
+			passes.Add(1)
+			defer passes.Done()
+			if jitter > 0 {
+				select {
+				case <-time.After(rand.N(jitter)):
+				case <-ctx.Done():
+					return
+				}
+			}
+			list, err := jobs(ctx)
+			if err != nil {
+				log.Error("pass failed before syncing", zap.Error(err))
+				return
+			}
+			for _, r := range a.SyncAll(ctx, list, a.Cfg.Sync.Concurrency) {
+				switch {
+				case errors.Is(r.Err, poller.ErrBusy):
+					log.Warn("pass skipped: the previous pass of this form is still running", zap.String("form_id", r.FormID))
+				case r.Err != nil:
+					log.Error("form sync failed", zap.String("form_id", r.FormID), zap.Error(r.Err))
+				default:
+					log.Info("form synced", zap.String("form_id", r.FormID), zap.Int64("rows", r.Rows),
+						zap.Int("batches", r.Batches), zap.Int64("requests", r.Requests), zap.Duration("duration", r.Duration))
+				}
+			}
+		}
+	}
+	var entries []func()
+	if len(a.Cfg.Forms) == 0 {
+		f := pass(a.Jobs, a.Cfg.Sync.Jitter.D())
+		if _, err := c.AddFunc(a.Cfg.Sync.Schedule, f); err != nil {
+			return withCode(exitUsage, fmt.Errorf("sync.schedule: %w", err))
+		}
+		entries = append(entries, f)
+	} else {
+		all, err := a.Jobs(ctx)
+		if err != nil {
+			return withCode(exitUsage, err)
+		}
+		for i, fc := range a.Cfg.Forms {
+			job := all[i]
+			spec := fc.Schedule
+			if spec == "" {
+				spec = a.Cfg.Sync.Schedule
+			}
+			f := pass(func(context.Context) ([]poller.Job, error) { return []poller.Job{job}, nil }, a.Cfg.Sync.Jitter.D())
+			if _, err := c.AddFunc(spec, f); err != nil {
+				return withCode(exitUsage, fmt.Errorf("schedule of form %s: %w", fc.ID, err))
+			}
+			entries = append(entries, f)
+		}
+	}
+	log.Info("syncd running", zap.String("schedule", a.Cfg.Sync.Schedule), zap.Int("entries", len(entries)), zap.String("version", version))
+	for _, f := range entries {
+		go f()
+	}
+	c.Start()
+	<-ctx.Done()
+	log.Info("stopping: no new passes; waiting for batches in flight")
+	<-c.Stop().Done()
+	passes.Wait()
+	fmt.Fprintln(stdout, "syncd stopped")
+	return nil
+}
+
+func newBackfillCmd(g *globals) *cobra.Command {
+	var formID, from, to string
+	var concurrency int
+	cmd := &cobra.Command{
+		Use:   "backfill --form ID --from DATE --to DATE",
+		Short: "Load a time range of one form, fetching windows in parallel; a rerun resumes",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			start, err := config.ParseDate(from)
+			if err != nil {
+				return withCode(exitUsage, fmt.Errorf("--from: %w", err))
+			}
+			end, err := config.ParseDate(to)
+			if err != nil {
+				return withCode(exitUsage, fmt.Errorf("--to: %w", err))
+			}
+			if end.IsZero() {
+				end = time.Now().UTC()
+			}
+			if !start.Before(end) {
+				return withCode(exitUsage, fmt.Errorf("--from %s is not before --to %s", start.Format(time.RFC3339), end.Format(time.RFC3339)))
+			}
+			a, err := g.openApp(ctx, false)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			if concurrency < 1 {
+				concurrency = a.Cfg.Sync.Concurrency
+			}
+			job := poller.Job{FormID: formID}
+			for _, f := range a.Cfg.Forms {
+				if f.ID == formID {
+					job.Table = f.Table
+				}
+			}
+			report := newProgressReporter(g.stderr, a.Log, formID)
+			started := time.Now()
+			r := a.Poller.Backfill(ctx, job, start, end, concurrency, report.update)
+			report.finish()
+			printResults(g.stdout, []poller.Result{r}, time.Since(started))
+			if r.Err != nil {
+				return withCode(exitFailed, errReported)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&formID, "form", "", "form id (required)")
+	cmd.Flags().StringVar(&from, "from", "", "start of the range, inclusive: 2024-01-31 or RFC 3339 (required)")
+	cmd.Flags().StringVar(&to, "to", "", "end of the range, exclusive (default: now)")
+	cmd.Flags().IntVar(&concurrency, "concurrency", 0, "windows fetched at once (default: sync.concurrency)")
+	_ = cmd.MarkFlagRequired("form")
+	_ = cmd.MarkFlagRequired("from")
+	return cmd
+}
+
+// progressReporter draws a bar on a terminal and logs a line every few
+// seconds otherwise.
+type progressReporter struct {
+	mu      sync.Mutex
+	bar     *progressbar.ProgressBar
+	log     *zap.Logger
+	formID  string
+	last    time.Time
+	started time.Time
+}
+
+func newProgressReporter(w io.Writer, log *zap.Logger, formID string) *progressReporter {
+	p := &progressReporter{log: log, formID: formID, started: time.Now()}
+	if isTerminal(w) {
+		p.bar = progressbar.NewOptions64(-1,
+			progressbar.OptionSetWriter(w),
+			progressbar.OptionSetDescription("backfill "+formID),
+			progressbar.OptionShowCount(),
+			progressbar.OptionShowIts(),
+			progressbar.OptionSetItsString("rows"),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionThrottle(200*time.Millisecond),
+		)
+	}
+	return p
+}
+
+func (p *progressReporter) update(pr poller.Progress) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pr.CoveredBefore {
+		p.log.Info("backfill: the range is already synced; nothing to fetch", zap.String("form_id", p.formID))
+		return
+	}
+	if p.bar != nil {
+		if pr.ExpectedRows > 0 && p.bar.GetMax64() != pr.ExpectedRows {
+			p.bar.ChangeMax64(pr.ExpectedRows)
+		}
+		_ = p.bar.Set64(pr.Rows)
+		return
+	}
+	if time.Since(p.last) < 5*time.Second {
+		return
+	}
+	p.last = time.Now()
+	elapsed := time.Since(p.started).Seconds()
+	rate := float64(pr.Rows) / max(elapsed, 0.001)
+	fields := []zap.Field{zap.String("form_id", p.formID), zap.Int64("rows", pr.Rows), zap.Int64("expected_rows", pr.ExpectedRows),
+		zap.Int("batches", pr.Windows), zap.Float64("rows_per_second", rate)}
+	if rate > 0 && pr.ExpectedRows > pr.Rows {
+		fields = append(fields, zap.Duration("eta", time.Duration(float64(pr.ExpectedRows-pr.Rows)/rate*float64(time.Second)).Round(time.Second)))
+	}
+	p.log.Info("backfill progress", fields...)
+}
+
+func (p *progressReporter) finish() {
+	if p.bar != nil {
+		_ = p.bar.Finish()
+		fmt.Fprintln(os.Stderr)
+	}
+}
+
+// tabular prints aligned columns.
+func tabular(w io.Writer, header []string, rows [][]string) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
+}

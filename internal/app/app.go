@@ -1,0 +1,180 @@
+// Package app wires a loaded configuration into the parts of a sync: the
+// Forms API client, the state store, the sink and the poller. The commands
+// in cmd/syncd are thin shells around it.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/syncd-dev/syncd/internal/config"
+	"github.com/syncd-dev/syncd/internal/forms"
+	"github.com/syncd-dev/syncd/internal/poller"
+	"github.com/syncd-dev/syncd/internal/sink"
+	"github.com/syncd-dev/syncd/internal/sink/parquetsink"
+	"github.com/syncd-dev/syncd/internal/state"
+)
+
+// App holds the open parts of a sync.
+type App struct {
+	Cfg    *config.Config
+	Log    *zap.Logger
+	Client *forms.Client
+	Store  state.Store
+	Sink   sink.Sink
+	Poller *poller.Poller
+}
+
+// StateError is a failure to open the state store: in use by another syncd,
+// corrupt, or not writable.
+type StateError struct{ Err error }
+
+func (e *StateError) Error() string { return e.Err.Error() }
+func (e *StateError) Unwrap() error { return e.Err }
+
+// Options are what the command line adds to the configuration.
+type Options struct {
+	Version  string
+	ReadOnly bool // open the state for reading only (state show)
+	Now      func() time.Time
+}
+
+// NewClient builds the Forms API client the configuration describes.
+func NewClient(cfg *config.Config, log *zap.Logger) (*forms.Client, error) {
+	c, err := forms.New(forms.Config{
+		BaseURL:     cfg.Source.BaseURL,
+		APIKey:      cfg.Source.APIKey.Reveal(),
+		RateLimit:   cfg.Source.RateLimit,
+		MaxAttempts: cfg.Source.MaxAttempts,
+		Timeout:     cfg.Source.Timeout.D(),
+		Logger:      log.Named("forms"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("set up the Forms API client: %w", err)
+	}
+	return c, nil
+}
+
+// NewSink opens the sink the configuration names.
+func NewSink(cfg *config.Config, version string, log *zap.Logger) (sink.Sink, error) {
+	switch cfg.Sink.Type {
+	case "parquet":
+		s, err := parquetsink.New(parquetsink.Options{
+			Root:    cfg.Sink.Parquet.Path,
+			Version: version,
+			Logger:  log.Named("sink"),
+			Encode: parquetsink.EncodeOptions{
+				Compression:  parquetsink.Compression(cfg.Sink.Parquet.Compression),
+				RowGroupRows: cfg.Sink.Parquet.RowGroupRows,
+			},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("open the parquet sink: %w", err)
+		}
+		return s, nil
+	default:
+		return nil, fmt.Errorf("sink type %q is not available in this build: use parquet", cfg.Sink.Type)
+	}
+}
+
+// Open opens every part. The state store is opened first: a second syncd on
+// the same state fails here, before it makes a single request.
+func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options) (*App, error) {
+	store, err := state.OpenBolt(ctx, state.BoltOptions{Path: cfg.State.Path, ReadOnly: opts.ReadOnly})
+	if err != nil {
+		return nil, &StateError{Err: err}
+	}
+	a := &App{Cfg: cfg, Log: log, Store: store}
+	if opts.ReadOnly {
+		return a, nil
+	}
+	if a.Client, err = NewClient(cfg, log); err != nil {
+		a.Close()
+		return nil, err
+	}
+	if a.Sink, err = NewSink(cfg, opts.Version, log); err != nil {
+		a.Close()
+		return nil, err
+	}
+	a.Poller = poller.New(a.Client, a.Sink, a.Store, poller.Options{
+		PageSize:        cfg.Sync.PageSize,
+		MaxRowsPerBatch: cfg.Sync.MaxRowsPerBatch,
+		SafetyLag:       cfg.Sync.SafetyLag.D(),
+		IncludeEditLink: cfg.Sync.IncludeEditLink,
+		Now:             opts.Now,
+		Logger:          log.Named("poller"),
+	})
+	return a, nil
+}
+
+// Close releases everything App holds.
+func (a *App) Close() error {
+	var errs []error
+	if a.Sink != nil {
+		errs = append(errs, a.Sink.Close())
+	}
+	if a.Store != nil {
+		errs = append(errs, a.Store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Jobs are the configured forms, or every form of the account when the
+// configuration lists none.
+func (a *App) Jobs(ctx context.Context) ([]poller.Job, error) {
+	if len(a.Cfg.Forms) > 0 {
+		jobs := make([]poller.Job, 0, len(a.Cfg.Forms))
+		for _, f := range a.Cfg.Forms {
+			start := f.StartDate.Time
+			if start.IsZero() {
+				start = a.Cfg.Sync.StartDate.Time
+			}
+			jobs = append(jobs, poller.Job{FormID: f.ID, Table: f.Table, Start: start})
+		}
+		return jobs, nil
+	}
+	list, err := a.Client.ListForms(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list the account's forms (forms: [] in the config means every form): %w", err)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].FormID < list[j].FormID })
+	jobs := make([]poller.Job, 0, len(list))
+	for _, f := range list {
+		jobs = append(jobs, poller.Job{FormID: f.FormID, Start: a.Cfg.Sync.StartDate.Time})
+	}
+	return jobs, nil
+}
+
+// SyncAll runs one live pass over every job, at most concurrency forms at a
+// time, all under the client's shared per-key rate limit. One form failing
+// does not stop the others.
+func (a *App) SyncAll(ctx context.Context, jobs []poller.Job, concurrency int) []poller.Result {
+	if concurrency < 1 {
+		concurrency = 1
+	}
+	results := make([]poller.Result, len(jobs))
+	sem := make(chan struct{}, concurrency)
+	var wg sync.WaitGroup
+	for i, job := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				results[i] = poller.Result{FormID: job.FormID, Err: fmt.Errorf("sync form %s: %w", job.FormID, ctx.Err())}
+				return
+			}
+			defer func() { <-sem }()
+			results[i] = a.Poller.Sync(ctx, job)
+		}()
+	}
+	wg.Wait()
+	return results
+}

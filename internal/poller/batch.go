@@ -1,0 +1,202 @@
+package poller
+
+import (
+	"context"
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"github.com/syncd-dev/syncd/internal/schema"
+	"github.com/syncd-dev/syncd/internal/state"
+)
+
+// processWindow is the exactly-once protocol for one window: record the
+// intent, fetch the whole window off to the side, commit it to the sink
+// under its batch id, then move the checkpoint and clear the intent in one
+// state transaction.
+func (f *formRun) processWindow(ctx context.Context, w window) error {
+	b := f.batchFor(w.start, w.end)
+	log := f.log.With(zap.String("batch_id", b.ID))
+	intent := state.Intent{BatchID: b.ID, Table: b.Table, Start: w.start, End: w.end, CreatedAt: f.p.opts.Now().UTC()}
+	if err := f.p.store.RecordIntent(ctx, f.job.FormID, intent); err != nil {
+		return fmt.Errorf("record intent of batch %s: %w", b.ID, err)
+	}
+	base, err := f.schemaForFetch(ctx)
+	if err != nil {
+		f.dropIntent(ctx, b.ID)
+		return err
+	}
+	builder := schema.NewBuilder(base, f.p.opts.Allocator)
+	defer builder.Release()
+	lin := schema.Lineage{BatchID: b.ID, SyncedAt: f.p.opts.Now().UTC()}
+	if err := f.fetch(ctx, w, builder, lin); err != nil {
+		f.dropIntent(ctx, b.ID)
+		return err
+	}
+	rec, table, stats := builder.Finish()
+	defer rec.Release()
+	b.SchemaFingerprint = table.Fingerprint()
+	f.noteStats(log, stats)
+
+	if rec.NumRows() > 0 {
+		if err := f.p.sink.Commit(ctx, b, rec); err != nil {
+			// The sink may or may not hold the batch: the intent stays, and the
+			// next run asks the sink before it fetches the window again.
+			return fmt.Errorf("commit batch %s of form %s: %w", b.ID, f.job.FormID, err)
+		}
+	}
+
+	f.schemaMu.Lock()
+	defer f.schemaMu.Unlock()
+	merged := mergeTables(f.pinned, table)
+	pinned, err := schema.Marshal(merged)
+	if err != nil {
+		return fmt.Errorf("serialise the schema of form %s: %w", f.job.FormID, err)
+	}
+	// The batch is in the sink: finish the move even if the pass is being
+	// cancelled, so that a clean stop leaves no intent to resolve.
+	commit := state.Commit{BatchID: b.ID, Window: state.Interval{Start: w.start, End: w.end}, Rows: int(rec.NumRows()), Schema: pinned}
+	if err := f.p.store.Commit(context.WithoutCancel(ctx), f.job.FormID, commit); err != nil {
+		return fmt.Errorf("move the checkpoint of form %s past batch %s: %w", f.job.FormID, b.ID, err)
+	}
+	f.pinned = merged
+	f.rows.Add(rec.NumRows())
+	f.batches.Add(1)
+	log.Debug("batch committed", zap.Int64("rows", rec.NumRows()),
+		zap.Time("window_start", w.start), zap.Time("window_end", w.end))
+	f.report(Progress{})
+	return nil
+}
+
+func (f *formRun) dropIntent(ctx context.Context, batchID string) {
+	if err := f.p.store.DropIntent(context.WithoutCancel(ctx), f.job.FormID, batchID); err != nil {
+		f.log.Warn("could not drop the intent of an abandoned batch; the next run resolves it", zap.String("batch_id", batchID), zap.Error(err))
+	}
+}
+
+// schemaForFetch reads the form's metadata once per pass, evolves the pinned
+// schema with it, and returns a snapshot for one window's builder.
+func (f *formRun) schemaForFetch(ctx context.Context) (*schema.Table, error) {
+	f.schemaMu.Lock()
+	defer f.schemaMu.Unlock()
+	if !f.metaFetched {
+		form, err := f.src.GetForm(ctx, f.job.FormID)
+		if err != nil {
+			return nil, fmt.Errorf("read metadata of form %s: %w", f.job.FormID, err)
+		}
+		var changes []schema.Change
+		if f.pinned == nil {
+			f.pinned, changes, err = schema.New(form, schema.Options{IncludeEditLink: f.p.opts.IncludeEditLink})
+		} else {
+			f.pinned, changes, err = f.pinned.Evolve(form)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("map the metadata of form %s to a table: %w", f.job.FormID, err)
+		}
+		for _, c := range changes {
+			f.log.Info("schema change", zap.String("change", c.Kind), zap.String("column", c.Column), zap.String("detail", c.Detail))
+		}
+		f.metaFetched = true
+	}
+	return f.pinned.Clone(), nil
+}
+
+func (f *formRun) noteStats(log *zap.Logger, st schema.Stats) {
+	for col, n := range st.Misfits {
+		f.misfits.Add(int64(n))
+		log.Warn("values did not fit their column and were kept as JSON text", zap.String("column", col), zap.Int("values", n), zap.String("kept_in", col+"__v_json"))
+	}
+	for typ, n := range st.Discarded {
+		f.discarded.Add(int64(n))
+		if f.p.firstSighting(f.job.FormID, typ) {
+			log.Warn("discarding answers of an unknown question type, as the API contract asks", zap.String("type", typ), zap.Int("answers", n))
+		}
+	}
+	for _, c := range st.Changes {
+		log.Info("schema change", zap.String("change", c.Kind), zap.String("column", c.Column), zap.String("detail", c.Detail))
+	}
+}
+
+// firstSighting reports whether an unknown type is new for this form, so
+// that each (form, type) is logged once per process.
+func (p *Poller) firstSighting(formID, typ string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	key := formID + "\x00" + typ
+	if p.loggedTypes[key] {
+		return false
+	}
+	p.loggedTypes[key] = true
+	return true
+}
+
+// fetch pages through the window by offset in ascending order, keeps exactly
+// [start, end), and drops ids already seen. Offsets shift when submissions are
+// imported or deleted inside the window while it is paged, so the window is
+// counted again afterwards and walked again while the count moved or shows
+// more than was seen.
+func (f *formRun) fetch(ctx context.Context, w window, b *schema.Builder, lin schema.Lineage) error {
+	seen := make(map[string]struct{}, max(w.count, 16))
+	expected := w.count
+	for attempt := 0; ; attempt++ {
+		if err := f.walk(ctx, w, seen, b, lin); err != nil {
+			return err
+		}
+		page, err := f.list(ctx, w.start, w.end, 1, 0, false)
+		if err != nil {
+			return err
+		}
+		now := page.TotalResponses
+		if now == expected && len(seen) >= now {
+			return nil
+		}
+		if attempt >= f.p.opts.MaxRefetches {
+			f.log.Warn("window kept changing while it was paged; committing what was seen",
+				zap.Time("window_start", w.start), zap.Time("window_end", w.end),
+				zap.Int("counted", now), zap.Int("seen", len(seen)))
+			return nil
+		}
+		expected = now
+	}
+}
+
+func (f *formRun) walk(ctx context.Context, w window, seen map[string]struct{}, b *schema.Builder, lin schema.Lineage) error {
+	limit := f.p.opts.PageSize
+	for offset := 0; ; {
+		page, err := f.list(ctx, w.start, w.end, limit, offset, f.p.opts.IncludeEditLink)
+		if err != nil {
+			return err
+		}
+		for i := range page.Responses {
+			sub := &page.Responses[i]
+			if sub.SubmissionID == "" {
+				return fmt.Errorf("list submissions of form %s: a submission without submissionId at offset %d", f.job.FormID, offset+i)
+			}
+			if _, dup := seen[sub.SubmissionID]; dup {
+				continue
+			}
+			seen[sub.SubmissionID] = struct{}{}
+			t := sub.SubmissionTime
+			if t.Before(w.start) || !t.Before(w.end) {
+				continue
+			}
+			if err := b.Append(sub, lin); err != nil {
+				return fmt.Errorf("map submission %s of form %s: %w", sub.SubmissionID, f.job.FormID, err)
+			}
+		}
+		offset += len(page.Responses)
+		if len(page.Responses) < limit || offset >= page.TotalResponses {
+			return nil
+		}
+	}
+}
+
+// mergeTables is the pinned schema after a window built with a snapshot of
+// pinned has committed: windows of one pass run concurrently and each may
+// have added columns, so the pin keeps the union.
+func mergeTables(pinned, built *schema.Table) *schema.Table {
+	if pinned == nil {
+		return built
+	}
+	return pinned.Merge(built)
+}

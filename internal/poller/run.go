@@ -1,0 +1,293 @@
+package poller
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/syncd-dev/syncd/internal/forms"
+	"github.com/syncd-dev/syncd/internal/schema"
+	"github.com/syncd-dev/syncd/internal/sink"
+	"github.com/syncd-dev/syncd/internal/state"
+)
+
+// countingSource counts the requests one pass makes, for its summary.
+type countingSource struct {
+	Source
+	count atomic.Int64
+}
+
+func (c *countingSource) GetForm(ctx context.Context, formID string) (*forms.Form, error) {
+	c.count.Add(1)
+	return c.Source.GetForm(ctx, formID)
+}
+
+func (c *countingSource) ListSubmissions(ctx context.Context, formID string, p forms.ListParams) (*forms.SubmissionPage, error) {
+	c.count.Add(1)
+	return c.Source.ListSubmissions(ctx, formID, p)
+}
+
+// window is a planned half-open range of one UTC day, with the count the
+// service gave for it when it was planned (-1 when unknown).
+type window struct {
+	start, end time.Time
+	count      int
+}
+
+// formRun is one pass over one form.
+type formRun struct {
+	p        *Poller
+	src      *countingSource
+	job      Job
+	log      *zap.Logger
+	progress func(Progress)
+
+	table     string
+	recovered int
+	rows      atomic.Int64
+	batches   atomic.Int64
+	misfits   atomic.Int64
+	discarded atomic.Int64
+	expected  int64
+
+	// schemaMu guards the pinned schema, which every window of the pass
+	// extends, and orders the state commits that pin it.
+	schemaMu    sync.Mutex
+	pinned      *schema.Table
+	metaFetched bool
+}
+
+// epoch stands for "the beginning of the form's history": no afterDate is sent.
+var epoch = time.Unix(0, 0).UTC()
+
+func (f *formRun) execute(ctx context.Context, from, to time.Time, concurrency int) error {
+	store := f.p.store
+	st, err := store.Get(ctx, f.job.FormID)
+	if err != nil {
+		return fmt.Errorf("read state of form %s: %w", f.job.FormID, err)
+	}
+	f.table = f.job.Table
+	if f.table == "" {
+		f.table = DefaultTable(f.job.FormID)
+	}
+	if err := f.recoverIntents(ctx, st); err != nil {
+		return err
+	}
+	if st, err = store.Get(ctx, f.job.FormID); err != nil {
+		return fmt.Errorf("read state of form %s: %w", f.job.FormID, err)
+	}
+	if len(st.Schema) > 0 {
+		if f.pinned, err = schema.Unmarshal(st.Schema); err != nil {
+			return fmt.Errorf("read the pinned schema of form %s from the state store: %w", f.job.FormID, err)
+		}
+	}
+
+	if from.Before(epoch) || from.IsZero() {
+		from = epoch
+	}
+	from, to = floorMS(from), floorMS(to)
+	if !from.Before(to) {
+		return nil
+	}
+	gaps := st.Committed.Gaps(state.Interval{Start: from, End: to})
+	if len(gaps) == 0 {
+		f.report(Progress{CoveredBefore: true})
+		return nil
+	}
+	if f.progress != nil {
+		// One request tells how much the run has to do, for the ETA.
+		for _, g := range gaps {
+			page, err := f.list(ctx, g.Start, g.End, 1, 0, false)
+			if err != nil {
+				return err
+			}
+			f.expected += int64(page.TotalResponses)
+		}
+		f.report(Progress{})
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	windows := make(chan window)
+	var (
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	fail := func(err error) {
+		errOnce.Do(func() { firstErr = err; cancel() })
+	}
+	for i := 0; i < concurrency; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for w := range windows {
+				if err := f.processWindow(ctx, w); err != nil {
+					fail(err)
+				}
+			}
+		}()
+	}
+	emit := func(w window) error {
+		select {
+		case windows <- w:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	for _, g := range gaps {
+		if err := f.plan(ctx, g, emit); err != nil {
+			fail(err)
+			break
+		}
+	}
+	close(windows)
+	wg.Wait()
+	return firstErr
+}
+
+// DefaultTable is the table a form is written to when the config names none.
+func DefaultTable(formID string) string {
+	return "form_" + schema.SanitizeName(formID)
+}
+
+func (f *formRun) report(p Progress) {
+	if f.progress == nil {
+		return
+	}
+	p.Rows = f.rows.Load()
+	p.ExpectedRows = f.expected
+	p.Windows = int(f.batches.Load())
+	f.progress(p)
+}
+
+// recoverIntents resolves intents left by a run that stopped between
+// recording an intent and moving the checkpoint: the sink says whether the
+// batch landed, and the record follows what the sink says.
+func (f *formRun) recoverIntents(ctx context.Context, st state.FormState) error {
+	ids := make([]string, 0, len(st.Intents))
+	for id := range st.Intents {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		in := st.Intents[id]
+		b := f.batchFor(in.Start, in.End)
+		if in.Table != "" {
+			b.Table = in.Table
+		}
+		done, err := f.p.sink.Committed(ctx, b)
+		if err != nil {
+			return fmt.Errorf("resolve open batch %s of form %s: ask the sink: %w", id, f.job.FormID, err)
+		}
+		if done {
+			err = f.p.store.Commit(ctx, f.job.FormID, state.Commit{BatchID: id, Window: state.Interval{Start: in.Start, End: in.End}, Rows: in.Rows})
+			f.log.Info("recovered a batch committed before a stop", zap.String("batch_id", id))
+			f.recovered++
+		} else {
+			err = f.p.store.DropIntent(ctx, f.job.FormID, id)
+			f.log.Info("dropped a batch that never reached the sink; it will be fetched again", zap.String("batch_id", id))
+		}
+		if err != nil {
+			return fmt.Errorf("resolve open batch %s of form %s: %w", id, f.job.FormID, err)
+		}
+	}
+	return nil
+}
+
+func (f *formRun) batchFor(start, end time.Time) sink.Batch {
+	return sink.Batch{
+		ID:          BatchID(f.job.FormID, start, end),
+		FormID:      f.job.FormID,
+		Table:       f.table,
+		Day:         dayStart(start),
+		WindowStart: start,
+		WindowEnd:   end,
+	}
+}
+
+// list asks for submissions of [start, end) in ascending order. The API's
+// inclusivity of afterDate and beforeDate is unknown, so the query reaches
+// one millisecond before start and stops at end; callers filter to exactly
+// [start, end).
+func (f *formRun) list(ctx context.Context, start, end time.Time, limit, offset int, editLink bool) (*forms.SubmissionPage, error) {
+	p := forms.ListParams{Limit: limit, Offset: offset, Sort: forms.SortAsc, IncludeEditLink: editLink}
+	if start.After(epoch) {
+		after := start.Add(-time.Millisecond)
+		p.AfterDate = &after
+	}
+	before := end
+	p.BeforeDate = &before
+	page, err := f.src.ListSubmissions(ctx, f.job.FormID, p)
+	if err != nil {
+		return nil, fmt.Errorf("list submissions of form %s in [%s, %s): %w", f.job.FormID, forms.FormatTime(start), forms.FormatTime(end), err)
+	}
+	return page, nil
+}
+
+// commitEmpty records a range the service says holds no submission.
+func (f *formRun) commitEmpty(ctx context.Context, start, end time.Time) error {
+	if !start.Before(end) {
+		return nil
+	}
+	if err := f.p.store.Commit(ctx, f.job.FormID, state.Commit{Window: state.Interval{Start: start, End: end}}); err != nil {
+		return fmt.Errorf("record empty range of form %s: %w", f.job.FormID, err)
+	}
+	return nil
+}
+
+// plan cuts the gap [a, b) into windows that never cross a UTC midnight and
+// count at most MaxRowsPerBatch submissions, skipping empty stretches with
+// one request each: the first submission of what is left tells where data
+// resumes.
+func (f *formRun) plan(ctx context.Context, gap state.Interval, emit func(window) error) error {
+	a, b := gap.Start, gap.End
+	maxRows := f.p.opts.MaxRowsPerBatch
+	for a.Before(b) {
+		page, err := f.list(ctx, a, b, 1, 0, false)
+		if err != nil {
+			return err
+		}
+		if page.TotalResponses == 0 || len(page.Responses) == 0 || !page.Responses[0].SubmissionTime.Before(b) {
+			return f.commitEmpty(ctx, a, b)
+		}
+		first := floorMS(page.Responses[0].SubmissionTime)
+		start := maxTime(a, dayStart(maxTime(a, first)))
+		if err := f.commitEmpty(ctx, a, start); err != nil {
+			return err
+		}
+		end := minTime(b, nextMidnight(start))
+		count := -1
+		if start.Equal(a) && end.Equal(b) {
+			count = page.TotalResponses
+		}
+		for {
+			if count < 0 {
+				p, err := f.list(ctx, start, end, 1, 0, false)
+				if err != nil {
+					return err
+				}
+				count = p.TotalResponses
+			}
+			if count <= maxRows {
+				break
+			}
+			m := midpoint(start, end)
+			if m.Equal(end) {
+				break // a single millisecond holds more than a batch: take it whole
+			}
+			end, count = m, -1
+		}
+		if err := emit(window{start: start, end: end, count: count}); err != nil {
+			return err
+		}
+		a = end
+	}
+	return nil
+}

@@ -1,0 +1,186 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/syncd-dev/syncd/internal/formsim"
+	"github.com/syncd-dev/syncd/internal/poller"
+	"github.com/syncd-dev/syncd/internal/testkit"
+)
+
+// history is a fixed stretch of submission times, so that runs are
+// repeatable and the live sync's end (now) is past all of it.
+func history(days int) (time.Time, time.Time) {
+	end := time.Now().UTC().Truncate(time.Hour).Add(-time.Hour)
+	return end.AddDate(0, 0, -days), end
+}
+
+// checkOutput asserts that every form's table holds exactly the simulator's
+// submissions inside the committed windows, each once, and that the
+// committed windows reach at least until covers.
+func checkOutput(t *testing.T, sim *testkit.Sim, w *testkit.Workdir, covers time.Time) {
+	t.Helper()
+	duck := testkit.OpenDuck(t)
+	for _, id := range sim.FormIDs() {
+		covered := testkit.Covered(t, w.State, id)
+		if len(covered) == 0 || covered[len(covered)-1].End.Before(covers) {
+			t.Errorf("form %s: committed windows %v do not reach %s", id, covered, covers)
+		}
+		got := duck.IDCounts(t, w.Out, poller.DefaultTable(id))
+		testkit.CheckExactlyOnce(t, got, testkit.ExpectedIn(sim, id, covered))
+	}
+}
+
+func TestOnceWithFaultsExactlyOnce(t *testing.T) {
+	for _, inclusive := range []bool{false, true} {
+		t.Run(fmt.Sprintf("inclusive=%v", inclusive), func(t *testing.T) {
+			start, end := history(20)
+			sim := testkit.StartSim(t, formsim.Config{Seed: 7, Forms: 3, Submissions: 2500, Start: start, End: end, InclusiveDates: inclusive})
+			sim.SetFaults(faultsOn())
+			w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{Sync: "  safety_lag: 0s\n  max_rows_per_batch: 400\n  concurrency: 3\n"})
+			ctx := context.Background()
+			passStart := time.Now()
+			res := testkit.Run(ctx, syncdBin, w, "once")
+			if res.Code != 0 {
+				t.Fatalf("syncd once exited %d\nstdout:\n%s\nstderr:\n%s", res.Code, res.Stdout, tail(res.Stderr))
+			}
+			st := sim.Stats()
+			if st.InjectedErrors == 0 {
+				t.Errorf("no fault was injected: the test proves nothing (stats %+v)", st)
+			}
+			checkOutput(t, sim, w, passStart.Add(-time.Second))
+			if strings.Contains(res.Stdout+res.Stderr, testkit.APIKey) {
+				t.Error("the API key appears in syncd's output")
+			}
+		})
+	}
+}
+
+func TestSecondPassWritesNothingAndIsCheap(t *testing.T) {
+	start, end := history(5)
+	sim := testkit.StartSim(t, formsim.Config{Seed: 3, Forms: 3, Submissions: 600, Start: start, End: end})
+	w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{})
+	ctx := context.Background()
+	if res := testkit.Run(ctx, syncdBin, w, "once"); res.Code != 0 {
+		t.Fatalf("first pass exited %d: %s %s", res.Code, res.Stdout, tail(res.Stderr))
+	}
+	files := testkit.ParquetFiles(t, w.Out)
+	if len(files) == 0 {
+		t.Fatal("the first pass wrote no file")
+	}
+	before := sim.Stats().Requests
+	res := testkit.Run(ctx, syncdBin, w, "once")
+	if res.Code != 0 {
+		t.Fatalf("second pass exited %d: %s %s", res.Code, res.Stdout, tail(res.Stderr))
+	}
+	requests := sim.Stats().Requests - before
+	forms := int64(len(sim.FormIDs()))
+	// One count per form, plus one to list the account's forms.
+	if requests > forms+1 {
+		t.Errorf("second pass with nothing new made %d requests for %d forms, want at most %d", requests, forms, forms+1)
+	}
+	if after := testkit.ParquetFiles(t, w.Out); len(after) != len(files) {
+		t.Errorf("second pass wrote %d new files", len(after)-len(files))
+	}
+	checkOutput(t, sim, w, end)
+}
+
+func TestBackfillAndLiveSyncOverlap(t *testing.T) {
+	for _, order := range []string{"backfill-first", "live-first"} {
+		t.Run(order, func(t *testing.T) {
+			start, end := history(10)
+			sim := testkit.StartSim(t, formsim.Config{Seed: 11, Forms: 1, Submissions: 1500, Start: start, End: end})
+			form := sim.FormIDs()[0]
+			w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{Sync: "  safety_lag: 0s\n  max_rows_per_batch: 300\n"})
+			ctx := context.Background()
+			backfill := func() {
+				// An overlapping middle stretch, not aligned to days.
+				from := start.Add(50 * time.Hour).Format(time.RFC3339)
+				to := end.Add(-70 * time.Hour).Format(time.RFC3339)
+				if res := testkit.Run(ctx, syncdBin, w, "backfill", "--form", form, "--from", from, "--to", to, "--concurrency", "4"); res.Code != 0 {
+					t.Fatalf("backfill exited %d: %s %s", res.Code, res.Stdout, tail(res.Stderr))
+				}
+			}
+			live := func() {
+				if res := testkit.Run(ctx, syncdBin, w, "once"); res.Code != 0 {
+					t.Fatalf("once exited %d: %s %s", res.Code, res.Stdout, tail(res.Stderr))
+				}
+			}
+			if order == "backfill-first" {
+				backfill()
+				live()
+			} else {
+				live()
+				backfill()
+			}
+			checkOutput(t, sim, w, end)
+			if got, want := len(testkit.OpenDuck(t).IDCounts(t, w.Out, poller.DefaultTable(form))), len(sim.ExpectedIDs(form)); got != want {
+				t.Errorf("output holds %d distinct submissions, the simulator %d", got, want)
+			}
+		})
+	}
+}
+
+func TestUserErrorsAreOneClearSentence(t *testing.T) {
+	start, end := history(2)
+	sim := testkit.StartSim(t, formsim.Config{Seed: 5, Forms: 1, Submissions: 50, Start: start, End: end})
+	ctx := context.Background()
+
+	t.Run("wrong key", func(t *testing.T) {
+		w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{})
+		w2 := *w
+		res := runWithKey(ctx, &w2, "sk_wrong_key_123", "once")
+		if res.Code != 1 || !strings.Contains(res.Stderr, "rejected the API key") || strings.Contains(res.Stderr+res.Stdout, "sk_wrong_key_123") {
+			t.Errorf("exit %d, stderr %q", res.Code, tail(res.Stderr))
+		}
+	})
+	t.Run("unknown form", func(t *testing.T) {
+		w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{Forms: "forms:\n  - id: doesNotExist42\n"})
+		res := testkit.Run(ctx, syncdBin, w, "once")
+		if res.Code != 1 || !strings.Contains(res.Stdout, "doesNotExist42") || !strings.Contains(res.Stdout, "does not exist") {
+			t.Errorf("exit %d, stdout %q", res.Code, res.Stdout)
+		}
+	})
+	t.Run("missing config key", func(t *testing.T) {
+		w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{})
+		res := runWithKey(ctx, w, "", "once")
+		if res.Code != 2 || !strings.Contains(res.Stderr, "FORMS_API_KEY") {
+			t.Errorf("exit %d, stderr %q", res.Code, res.Stderr)
+		}
+	})
+	t.Run("locked state", func(t *testing.T) {
+		slow := testkit.StartSim(t, formsim.Config{Seed: 5, Forms: 1, Submissions: 50, Start: start, End: end})
+		slow.SetFaults(formsim.Faults{Latency: 3 * time.Second})
+		w := testkit.NewWorkdir(t, slow.BaseURL, testkit.Config{})
+		holder := make(chan testkit.Result, 1)
+		go func() { holder <- testkit.Run(ctx, syncdBin, w, "once") }()
+		deadline := time.Now().Add(10 * time.Second)
+		var res testkit.Result
+		for time.Now().Before(deadline) {
+			res = testkit.Run(ctx, syncdBin, w, "once")
+			if res.Code != 0 && strings.Contains(res.Stderr, "in use") {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if res.Code != 3 || !strings.Contains(res.Stderr, w.State) || !strings.Contains(res.Stderr, "pid") {
+			t.Errorf("exit %d, stderr %q", res.Code, res.Stderr)
+		}
+		<-holder
+	})
+}
+
+func runWithKey(ctx context.Context, w *testkit.Workdir, key string, args ...string) testkit.Result {
+	return testkit.RunEnv(ctx, syncdBin, w, []string{"FORMS_API_KEY=" + key}, args...)
+}
+
+func tail(s string) string {
+	if len(s) > 3000 {
+		return "…" + s[len(s)-3000:]
+	}
+	return s
+}
