@@ -27,7 +27,7 @@ func newFormsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			client, err := app.NewClient(cfg, log)
+			client, err := app.NewClient(cfg, log, nil)
 			if err != nil {
 				return withCode(exitUsage, err)
 			}
@@ -55,7 +55,7 @@ func newSchemaCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			client, err := app.NewClient(cfg, log)
+			client, err := app.NewClient(cfg, log, nil)
 			if err != nil {
 				return withCode(exitUsage, err)
 			}
@@ -217,7 +217,7 @@ func newValidateCmd(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Fprintln(out, "ok   config")
-			client, err := app.NewClient(cfg, log)
+			client, err := app.NewClient(cfg, log, nil)
 			if err != nil {
 				return withCode(exitUsage, err)
 			}

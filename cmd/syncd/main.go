@@ -9,7 +9,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -47,9 +49,21 @@ func withCode(code int, err error) error {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := newRoot(os.Stdout, os.Stderr).ExecuteContext(ctx)
-	stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	root, g := newRoot(os.Stdout, os.Stderr)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// The first signal stops new work and gives batches in flight the
+		// grace period to commit; the second, or the end of the grace,
+		// abandons them (their intents are resolved on the next start).
+		<-sigs
+		g.stop(cancel)
+		<-sigs
+		cancel()
+	}()
+	err := root.ExecuteContext(ctx)
+	cancel()
 	os.Exit(exitCode(err, os.Stderr))
 }
 
@@ -78,10 +92,35 @@ type globals struct {
 	logFormat  string
 	stdout     io.Writer
 	stderr     io.Writer
+
+	mu       sync.Mutex
+	stopping chan struct{} // closed at the first SIGINT/SIGTERM
+	drain    func()        // stops planning new windows
+	grace    time.Duration // how long batches in flight may take to commit
 }
 
-func newRoot(stdout, stderr io.Writer) *cobra.Command {
-	g := &globals{stdout: stdout, stderr: stderr}
+// stop is the first signal: drain, then cancel everything after the grace.
+func (g *globals) stop(cancel context.CancelFunc) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	close(g.stopping)
+	if g.drain == nil {
+		cancel()
+		return
+	}
+	g.drain()
+	time.AfterFunc(g.grace, cancel)
+}
+
+// onStop registers what the first signal drains and for how long.
+func (g *globals) onStop(drain func(), grace time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.drain, g.grace = drain, grace
+}
+
+func newRoot(stdout, stderr io.Writer) (*cobra.Command, *globals) {
+	g := &globals{stdout: stdout, stderr: stderr, stopping: make(chan struct{})}
 	root := &cobra.Command{
 		Use:           "syncd",
 		Short:         "Copy form submissions into Parquet or BigQuery, exactly once",
@@ -103,7 +142,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newValidateCmd(g),
 		newVersionCmd(g),
 	)
-	return root
+	return root, g
 }
 
 func envOr(key, def string) string {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
+	"github.com/syncd-dev/syncd/internal/metrics"
 	"github.com/syncd-dev/syncd/internal/poller"
 )
 
@@ -36,6 +39,9 @@ func (g *globals) openApp(ctx context.Context, readOnly bool) (*app.App, error) 
 			return nil, withCode(exitState, err)
 		}
 		return nil, withCode(exitUsage, err)
+	}
+	if a.Poller != nil {
+		g.onStop(a.Poller.Drain, cfg.Sync.ShutdownGrace.D())
 	}
 	return a, nil
 }
@@ -148,7 +154,7 @@ func writeSummary(path string, results []poller.Result) error {
 func newRunCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "run",
-		Short: "Sync on the configured cron schedule until stopped (SIGINT/SIGTERM)",
+		Short: "Sync on the configured cron schedule until stopped (SIGINT/SIGTERM), serving /metrics, /healthz, /readyz",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -157,44 +163,71 @@ func newRunCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer a.Close()
-			return runDaemon(ctx, a, g.stdout)
+			return runDaemon(ctx, a, g)
 		},
 	}
 }
 
 // runDaemon runs a pass at start and then on each form's schedule. The
 // poller refuses a second pass of a form that is still running, so a pass
-// that overruns its slot makes the next one skip, not stack.
-func runDaemon(ctx context.Context, a *app.App, stdout io.Writer) error {
+// that overruns its slot is skipped and counted, not stacked.
+func runDaemon(ctx context.Context, a *app.App, g *globals) error {
 	log := a.Log
+	m := a.Metrics
+	srv := &http.Server{
+		Addr:              a.Cfg.Server.Addr,
+		Handler:           m.Handler(func() error { return nil }, a.Cfg.Server.UnreadyAfter.D()),
+		ReadHeaderTimeout: 5 * time.Second,
+	}
+	ln, err := net.Listen("tcp", a.Cfg.Server.Addr)
+	if err != nil {
+		return withCode(exitUsage, fmt.Errorf("server.addr %s: %w: choose a free address", a.Cfg.Server.Addr, err))
+	}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server stopped", zap.Error(err))
+		}
+	}()
+	log.Info("serving /metrics, /healthz, /readyz", zap.String("addr", ln.Addr().String()))
+
 	c := cron.New(cron.WithLocation(time.UTC))
 	var passes sync.WaitGroup
 	pass := func(jobs func(context.Context) ([]poller.Job, error), jitter time.Duration) func() {
 		return func() {
+			select {
+			case <-g.stopping:
+				return
+			default:
+			}
 			passes.Add(1)
 			defer passes.Done()
 			if jitter > 0 {
 				select {
 				case <-time.After(rand.N(jitter)):
-				case <-ctx.Done():
+				case <-g.stopping:
 					return
 				}
 			}
 			list, err := jobs(ctx)
+			m.ObserveAccountFailure(err)
 			if err != nil {
 				log.Error("pass failed before syncing", zap.Error(err))
 				return
 			}
 			for _, r := range a.SyncAll(ctx, list, a.Cfg.Sync.Concurrency) {
-				switch {
-				case errors.Is(r.Err, poller.ErrBusy):
+				if errors.Is(r.Err, poller.ErrBusy) {
+					m.ObserveSkipped(r.FormID)
 					log.Warn("pass skipped: the previous pass of this form is still running", zap.String("form_id", r.FormID))
-				case r.Err != nil:
-					log.Error("form sync failed", zap.String("form_id", r.FormID), zap.Error(r.Err))
-				default:
-					log.Info("form synced", zap.String("form_id", r.FormID), zap.Int64("rows", r.Rows),
-						zap.Int("batches", r.Batches), zap.Int64("requests", r.Requests), zap.Duration("duration", r.Duration))
+					continue
 				}
+				m.ObservePass(metrics.Pass{Form: r.FormID, Rows: r.Rows, Bytes: r.Bytes, Batches: r.Batches, Misfits: r.Misfits,
+					Discarded: r.Discarded, Duration: r.Duration, CoveredEnd: r.CoveredEnd, Err: r.Err})
+				if r.Err != nil {
+					log.Error("form sync failed", zap.String("form_id", r.FormID), zap.Error(r.Err))
+					continue
+				}
+				log.Info("form synced", zap.String("form_id", r.FormID), zap.Int64("rows", r.Rows),
+					zap.Int("batches", r.Batches), zap.Int64("requests", r.Requests), zap.Duration("duration", r.Duration))
 			}
 		}
 	}
@@ -225,14 +258,21 @@ func runDaemon(ctx context.Context, a *app.App, stdout io.Writer) error {
 	}
 	log.Info("syncd running", zap.String("schedule", a.Cfg.Sync.Schedule), zap.Int("entries", len(entries)), zap.String("version", version))
 	for _, f := range entries {
-		go f()
+		go f() // a first pass at start, without jitter's wait for the next slot
 	}
 	c.Start()
-	<-ctx.Done()
-	log.Info("stopping: no new passes; waiting for batches in flight")
+	select {
+	case <-g.stopping:
+	case <-ctx.Done():
+	}
+	log.Info("stopping: no new passes; batches in flight may commit", zap.Duration("grace", a.Cfg.Sync.ShutdownGrace.D()))
 	<-c.Stop().Done()
 	passes.Wait()
-	fmt.Fprintln(stdout, "syncd stopped")
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutdown)
+	log.Info("stopped cleanly")
+	fmt.Fprintln(g.stdout, "syncd stopped")
 	return nil
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/forms"
+	"github.com/syncd-dev/syncd/internal/metrics"
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/sink/parquetsink"
@@ -23,12 +24,13 @@ import (
 
 // App holds the open parts of a sync.
 type App struct {
-	Cfg    *config.Config
-	Log    *zap.Logger
-	Client *forms.Client
-	Store  state.Store
-	Sink   sink.Sink
-	Poller *poller.Poller
+	Cfg     *config.Config
+	Log     *zap.Logger
+	Client  *forms.Client
+	Store   state.Store
+	Sink    sink.Sink
+	Poller  *poller.Poller
+	Metrics *metrics.Metrics
 }
 
 // StateError is a failure to open the state store: in use by another syncd,
@@ -45,9 +47,11 @@ type Options struct {
 	Now      func() time.Time
 }
 
-// NewClient builds the Forms API client the configuration describes.
-func NewClient(cfg *config.Config, log *zap.Logger) (*forms.Client, error) {
+// NewClient builds the Forms API client the configuration describes; obs,
+// when not nil, sees every request attempt.
+func NewClient(cfg *config.Config, log *zap.Logger, obs forms.Observer) (*forms.Client, error) {
 	c, err := forms.New(forms.Config{
+		Observer:    obs,
 		BaseURL:     cfg.Source.BaseURL,
 		APIKey:      cfg.Source.APIKey.Reveal(),
 		RateLimit:   cfg.Source.RateLimit,
@@ -90,11 +94,11 @@ func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options
 	if err != nil {
 		return nil, &StateError{Err: err}
 	}
-	a := &App{Cfg: cfg, Log: log, Store: store}
+	a := &App{Cfg: cfg, Log: log, Store: store, Metrics: metrics.New(opts.Now)}
 	if opts.ReadOnly {
 		return a, nil
 	}
-	if a.Client, err = NewClient(cfg, log); err != nil {
+	if a.Client, err = NewClient(cfg, log, a.Metrics); err != nil {
 		a.Close()
 		return nil, err
 	}

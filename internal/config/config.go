@@ -58,6 +58,9 @@ type Sync struct {
 	IncludeEditLink bool     `yaml:"include_edit_link"`
 	Schedule        string   `yaml:"schedule"`
 	Jitter          Duration `yaml:"jitter"`
+	// ShutdownGrace is how long SIGTERM waits for batches in flight to
+	// commit before abandoning them (their intents are resolved on restart).
+	ShutdownGrace Duration `yaml:"shutdown_grace"`
 }
 
 // Sink chooses and configures the destination.
@@ -97,6 +100,9 @@ type Log struct {
 // Server is the daemon's HTTP listener for metrics and health.
 type Server struct {
 	Addr string `yaml:"addr"`
+	// UnreadyAfter is how long a form's passes may keep failing before
+	// /readyz reports the daemon unready.
+	UnreadyAfter Duration `yaml:"unready_after"`
 }
 
 // Webhook is reserved for push delivery; not used by the poller.
@@ -121,6 +127,7 @@ func Defaults() Config {
 			Concurrency:     4,
 			Schedule:        "*/15 * * * *",
 			Jitter:          Duration(10 * time.Second),
+			ShutdownGrace:   Duration(30 * time.Second),
 		},
 		Sink: Sink{
 			Type:    "parquet",
@@ -128,7 +135,7 @@ func Defaults() Config {
 		},
 		State:  State{Path: "./state/syncd.db"},
 		Log:    Log{Level: "info", Format: "auto"},
-		Server: Server{Addr: "127.0.0.1:9464"},
+		Server: Server{Addr: "127.0.0.1:9464", UnreadyAfter: Duration(30 * time.Minute)},
 	}
 }
 

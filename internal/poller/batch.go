@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/apache/arrow/go/v15/arrow"
 	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/schema"
+	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/state"
 )
 
@@ -39,7 +41,7 @@ func (f *formRun) processWindow(ctx context.Context, w window) error {
 	f.noteStats(log, stats)
 
 	if rec.NumRows() > 0 {
-		if err := f.p.sink.Commit(ctx, b, rec); err != nil {
+		if err := f.commitToSink(ctx, b, rec); err != nil {
 			// The sink may or may not hold the batch: the intent stays, and the
 			// next run asks the sink before it fetches the window again.
 			return fmt.Errorf("commit batch %s of form %s: %w", b.ID, f.job.FormID, err)
@@ -66,6 +68,20 @@ func (f *formRun) processWindow(ctx context.Context, w window) error {
 		zap.Time("window_start", w.start), zap.Time("window_end", w.end))
 	f.report(Progress{})
 	return nil
+}
+
+// sizedSink is a sink that can tell how many bytes a commit wrote.
+type sizedSink interface {
+	CommitSized(ctx context.Context, b sink.Batch, rec arrow.Record) (int64, error)
+}
+
+func (f *formRun) commitToSink(ctx context.Context, b sink.Batch, rec arrow.Record) error {
+	if s, ok := f.p.sink.(sizedSink); ok {
+		n, err := s.CommitSized(ctx, b, rec)
+		f.bytes.Add(n)
+		return err
+	}
+	return f.p.sink.Commit(ctx, b, rec)
 }
 
 func (f *formRun) dropIntent(ctx context.Context, batchID string) {

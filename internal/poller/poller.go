@@ -79,6 +79,9 @@ type Poller struct {
 	mu          sync.Mutex
 	formLocks   map[string]*sync.Mutex // one pass of a form at a time
 	loggedTypes map[string]bool        // "form/type" of unknown types already logged
+
+	draining  chan struct{} // closed by Drain: plan no new window
+	drainOnce sync.Once
 }
 
 // New returns a Poller.
@@ -91,14 +94,24 @@ func New(src Source, snk sink.Sink, store state.Store, opts Options) *Poller {
 		opts:        opts,
 		formLocks:   map[string]*sync.Mutex{},
 		loggedTypes: map[string]bool{},
+		draining:    make(chan struct{}),
 	}
 }
+
+// Drain makes every pass stop planning new windows; windows already being
+// fetched go on to commit unless their context is cancelled. It is how a
+// SIGTERM lets the batch in flight finish.
+func (p *Poller) Drain() { p.drainOnce.Do(func() { close(p.draining) }) }
+
+// errDraining ends planning early when Drain was called; it is not a failure.
+var errDraining = errors.New("draining")
 
 // Result summarises one pass over one form.
 type Result struct {
 	FormID       string        `json:"form_id"`
 	Table        string        `json:"table"`
 	Rows         int64         `json:"rows"`
+	Bytes        int64         `json:"bytes"`
 	Batches      int           `json:"batches"`
 	Requests     int64         `json:"requests"`
 	Misfits      int64         `json:"misfits"`
@@ -163,6 +176,7 @@ func (p *Poller) run(ctx context.Context, job Job, from, to time.Time, concurren
 	err := f.execute(ctx, from, to, concurrency)
 	res.Table = f.table
 	res.Rows = f.rows.Load()
+	res.Bytes = f.bytes.Load()
 	res.Batches = int(f.batches.Load())
 	res.Misfits = f.misfits.Load()
 	res.Discarded = f.discarded.Load()

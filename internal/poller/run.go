@@ -2,6 +2,7 @@ package poller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -50,6 +51,7 @@ type formRun struct {
 	table     string
 	recovered int
 	rows      atomic.Int64
+	bytes     atomic.Int64
 	batches   atomic.Int64
 	misfits   atomic.Int64
 	discarded atomic.Int64
@@ -135,15 +137,24 @@ func (f *formRun) execute(ctx context.Context, from, to time.Time, concurrency i
 	}
 	emit := func(w window) error {
 		select {
+		case <-f.p.draining:
+			return errDraining
+		default:
+		}
+		select {
 		case windows <- w:
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-f.p.draining:
+			return errDraining
 		}
 	}
 	for _, g := range gaps {
 		if err := f.plan(ctx, g, emit); err != nil {
-			fail(err)
+			if !errors.Is(err, errDraining) {
+				fail(err)
+			}
 			break
 		}
 	}
