@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -48,6 +50,13 @@ type Sim struct {
 // StartSim starts a simulator for the test; it stops at cleanup.
 func StartSim(t testing.TB, cfg formsim.Config) *Sim {
 	t.Helper()
+	return StartSimWrapped(t, cfg, nil)
+}
+
+// StartSimWrapped serves the simulator behind wrap, which can answer some
+// requests itself (a key that stops working, an outage).
+func StartSimWrapped(t testing.TB, cfg formsim.Config, wrap func(http.Handler) http.Handler) *Sim {
+	t.Helper()
 	if cfg.APIKey == "" {
 		cfg.APIKey = APIKey
 	}
@@ -55,7 +64,11 @@ func StartSim(t testing.TB, cfg formsim.Config) *Sim {
 	if err != nil {
 		t.Fatalf("start simulator: %v", err)
 	}
-	ts := httptest.NewServer(srv)
+	var h http.Handler = srv
+	if wrap != nil {
+		h = wrap(srv)
+	}
+	ts := httptest.NewServer(h)
 	t.Cleanup(func() { ts.Close(); srv.Close() })
 	return &Sim{Server: srv, BaseURL: ts.URL + formsim.BasePath}
 }
@@ -97,7 +110,7 @@ state:
 log:
   level: %s
   format: json
-`, baseURL, sections.RateLimit, sections.Forms, sections.Sync, w.Out, w.State, orDefault(sections.LogLevel, "info"))
+%s`, baseURL, sections.RateLimit, sections.Forms, sections.Sync, w.Out, w.State, orDefault(sections.LogLevel, "info"), sections.Extra)
 	if err := os.WriteFile(w.Config, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -110,6 +123,7 @@ type Config struct {
 	Sync      string  // lines under "sync:", indented two spaces
 	RateLimit float64 // source.rate_limit
 	LogLevel  string
+	Extra     string // whole top-level sections appended at the end, e.g. "server:\n  addr: ...\n"
 }
 
 func orDefault(s, d string) string {
@@ -136,6 +150,27 @@ func Run(ctx context.Context, bin string, w *Workdir, args ...string) Result {
 // test key.
 func RunEnv(ctx context.Context, bin string, w *Workdir, env []string, args ...string) Result {
 	return run(ctx, bin, w, 0, env, args)
+}
+
+// Start starts syncd in the background; the caller waits or signals it.
+func Start(bin string, w *Workdir, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer, error) {
+	cmd := exec.Command(bin, append(args, "--config", w.Config)...)
+	cmd.Env = append(os.Environ(), "FORMS_API_KEY="+APIKey)
+	cmd.Dir = w.Dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	return cmd, &stdout, &stderr, cmd.Start()
+}
+
+// FreeAddr returns a loopback address with a port free right now.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 // RunKilledAfter runs syncd and sends it SIGKILL after d (0: never).
