@@ -14,7 +14,9 @@ const batchTimeLayout = "20060102T150405.000Z"
 var unsafeIDChars = regexp.MustCompile(`[^A-Za-z0-9_-]`)
 
 // BatchID names the batch of one form's window. It is a pure function of the
-// form and the window, so a rerun after a crash finds the same name.
+// form and the window, so a rerun after a crash finds the same name. It
+// starts with the window's start, so files sort by time and the name never
+// begins with "." or "_", which readers treat as hidden.
 func BatchID(formID string, start, end time.Time) string {
 	id := unsafeIDChars.ReplaceAllString(formID, "_")
 	if id != formID || len(id) > 64 {
@@ -25,7 +27,7 @@ func BatchID(formID string, start, end time.Time) string {
 		}
 		id += "_" + hex.EncodeToString(sum[:4])
 	}
-	return id + "-" + stamp(start) + "-" + stamp(end)
+	return stamp(start) + "-" + stamp(end) + "-" + id
 }
 
 func stamp(t time.Time) string {

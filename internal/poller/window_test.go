@@ -20,8 +20,9 @@ func TestBatchID(t *testing.T) {
 		form string
 		want string
 	}{
-		{"abc123", "abc123-20240301T000000000Z-20240301T123000250Z"},
-		{"ABC-x_9", "ABC-x_9-20240301T000000000Z-20240301T123000250Z"},
+		{"abc123", "20240301T000000000Z-20240301T123000250Z-abc123"},
+		{"_hidden", "20240301T000000000Z-20240301T123000250Z-_hidden"},
+		{"ABC-x_9", "20240301T000000000Z-20240301T123000250Z-ABC-x_9"},
 	}
 	for _, tt := range tests {
 		if got := BatchID(tt.form, a, b); got != tt.want {

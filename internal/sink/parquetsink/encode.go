@@ -1,0 +1,283 @@
+// Package parquetsink writes batches as Parquet files under a local folder,
+// one file per batch, Hive-partitioned by the submissions' UTC date. Its
+// encoder is exported so that other sinks (BigQuery loads) write the same
+// bytes.
+package parquetsink
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"slices"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/parquet"
+	"github.com/apache/arrow/go/v15/parquet/compress"
+	"github.com/apache/arrow/go/v15/parquet/pqarrow"
+
+	"github.com/syncd-dev/syncd/internal/sink"
+)
+
+// Compression names the codec of every column chunk.
+type Compression string
+
+// The codecs syncd offers; they match the values of sink.parquet.compression.
+const (
+	CompressionZstd   Compression = "zstd"
+	CompressionSnappy Compression = "snappy"
+	CompressionNone   Compression = "none"
+)
+
+// DefaultRowGroupRows bounds a row group when EncodeOptions leaves it unset:
+// large enough for good compression, small enough that readers can skip and
+// parallelise.
+const DefaultRowGroupRows = 65536
+
+// Footer key-value metadata written into every file. The batch keys let a
+// reader (and Committed) tie a file to its batch without trusting its name.
+const (
+	KeyVersion           = "syncd.version"
+	KeyFormID            = "syncd.form_id"
+	KeyBatchID           = "syncd.batch_id"
+	KeyWindowStart       = "syncd.window_start"
+	KeyWindowEnd         = "syncd.window_end"
+	KeySchemaFingerprint = "syncd.schema_fingerprint"
+)
+
+// TimeLayout formats the window bounds in the footer: RFC 3339, UTC,
+// microseconds, like every timestamp syncd writes.
+const TimeLayout = "2006-01-02T15:04:05.000000Z07:00"
+
+// EncodeOptions tunes the Parquet output. The zero value is valid: zstd and
+// DefaultRowGroupRows.
+type EncodeOptions struct {
+	Compression  Compression // "" means zstd
+	RowGroupRows int         // 0 means DefaultRowGroupRows
+}
+
+func (o EncodeOptions) codec() (compress.Compression, error) {
+	switch o.Compression {
+	case "", CompressionZstd:
+		return compress.Codecs.Zstd, nil
+	case CompressionSnappy:
+		return compress.Codecs.Snappy, nil
+	case CompressionNone:
+		return compress.Codecs.Uncompressed, nil
+	}
+	return 0, fmt.Errorf("parquet compression %q is not one of zstd, snappy, none: fix sink.parquet.compression", o.Compression)
+}
+
+func (o EncodeOptions) rowGroupRows() (int64, error) {
+	switch {
+	case o.RowGroupRows == 0:
+		return DefaultRowGroupRows, nil
+	case o.RowGroupRows < 0:
+		return 0, fmt.Errorf("parquet row group size %d is negative: set sink.parquet.row_group_rows to at least 1", o.RowGroupRows)
+	}
+	return int64(o.RowGroupRows), nil
+}
+
+// Validate reports whether the options can be used, so that a bad
+// configuration fails at start-up rather than at the first commit.
+func (o EncodeOptions) Validate() error {
+	if _, err := o.codec(); err != nil {
+		return err
+	}
+	_, err := o.rowGroupRows()
+	return err
+}
+
+// reserved reports whether k is derived from the batch; a caller may not
+// set it, or a file could claim to be a batch it is not.
+func reserved(k string) bool {
+	switch k {
+	case KeyFormID, KeyBatchID, KeyWindowStart, KeyWindowEnd, KeySchemaFingerprint:
+		return true
+	}
+	return false
+}
+
+// Encode writes rec as one Parquet file to w and returns the number of bytes
+// written. Row groups hold at most opts.RowGroupRows rows; every column is
+// dictionary-encoded with statistics; the Arrow schema is stored so that
+// Arrow readers get the exact types back (timestamps stay µs UTC).
+//
+// The footer carries the batch (KeyFormID, KeyBatchID, KeyWindowStart,
+// KeyWindowEnd, KeySchemaFingerprint), KeyVersion, and kv. kv may set
+// KeyVersion; when it does not, the main module's build version is used.
+// kv may not set the batch keys.
+//
+// Encode does not close w. A non-nil error means the bytes written so far
+// are not a valid file.
+func Encode(w io.Writer, rec arrow.Record, b sink.Batch, kv map[string]string, opts EncodeOptions) (n int64, err error) {
+	if rec == nil {
+		return 0, errors.New("encode batch " + b.ID + ": no record")
+	}
+	codec, err := opts.codec()
+	if err != nil {
+		return 0, err
+	}
+	rgRows, err := opts.rowGroupRows()
+	if err != nil {
+		return 0, err
+	}
+	for k := range kv {
+		if reserved(k) {
+			return 0, fmt.Errorf("encode batch %s: metadata key %q is derived from the batch and cannot be set by the caller", b.ID, k)
+		}
+	}
+	if err := checkRequired(rec); err != nil {
+		return 0, fmt.Errorf("encode batch %s: %w", b.ID, err)
+	}
+
+	meta := footer(b, kv)
+	cw := &countingWriter{w: w}
+	// pqarrow panics on some write failures (the magic bytes) and drops
+	// others (closing a row group); the counting writer keeps the first
+	// error, and recover turns a panic into an error.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("encode batch %s: parquet writer failed: %v", b.ID, r)
+		}
+		if cw.err != nil {
+			err = fmt.Errorf("encode batch %s: %w", b.ID, cw.err)
+		}
+		n = cw.n
+	}()
+
+	props := parquet.NewWriterProperties(
+		parquet.WithCompression(codec),
+		parquet.WithDictionaryDefault(true),
+		parquet.WithStats(true),
+		parquet.WithMaxRowGroupLength(rgRows),
+	)
+	fw, err := pqarrow.NewFileWriter(rec.Schema(), cw, props,
+		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		return 0, fmt.Errorf("encode batch %s: map the arrow schema to parquet: %w", b.ID, err)
+	}
+	for _, k := range meta.keys {
+		if err := fw.AppendKeyValueMetadata(k, meta.m[k]); err != nil {
+			return 0, fmt.Errorf("encode batch %s: footer metadata %q: %w", b.ID, k, err)
+		}
+	}
+	// Slice explicitly: a zero-row record then writes no row group at all
+	// (pqarrow would write an empty one), and every group is bounded.
+	for off := int64(0); off < rec.NumRows(); off += rgRows {
+		part := rec.NewSlice(off, min(off+rgRows, rec.NumRows()))
+		err := fw.Write(part)
+		part.Release()
+		if err != nil {
+			return 0, fmt.Errorf("encode batch %s: write rows %d..%d: %w", b.ID, off, min(off+rgRows, rec.NumRows()), err)
+		}
+	}
+	if err := fw.Close(); err != nil {
+		return 0, fmt.Errorf("encode batch %s: write the footer: %w", b.ID, err)
+	}
+	return cw.n, nil
+}
+
+type orderedKV struct {
+	keys []string
+	m    map[string]string
+}
+
+// footer merges the batch keys, the version and kv, in sorted key order so
+// that the same batch always encodes to the same bytes.
+func footer(b sink.Batch, kv map[string]string) orderedKV {
+	m := make(map[string]string, len(kv)+6)
+	for k, v := range kv {
+		m[k] = v
+	}
+	if m[KeyVersion] == "" {
+		m[KeyVersion] = buildVersion()
+	}
+	m[KeyFormID] = b.FormID
+	m[KeyBatchID] = b.ID
+	m[KeyWindowStart] = formatTime(b.WindowStart)
+	m[KeyWindowEnd] = formatTime(b.WindowEnd)
+	m[KeySchemaFingerprint] = b.SchemaFingerprint
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return orderedKV{keys: keys, m: m}
+}
+
+func formatTime(t time.Time) string {
+	return t.UTC().Truncate(time.Microsecond).Format(TimeLayout)
+}
+
+// buildVersion is the main module's version as the Go tool stamped it, or
+// "devel" when there is none (tests, go run).
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+// checkRequired refuses nulls in non-nullable columns. pqarrow would
+// otherwise write a REQUIRED column whose values are whatever sits behind
+// the null slots, silently.
+func checkRequired(rec arrow.Record) error {
+	for i, f := range rec.Schema().Fields() {
+		if err := checkArray(f.Name, f.Nullable, rec.Column(i), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkArray checks arr, whose slots are allowed to be null only where
+// parent (same length, nil for a top-level column) is null.
+func checkArray(path string, nullable bool, arr arrow.Array, parent arrow.Array) error {
+	if !nullable && arr.NullN() > 0 {
+		for i := 0; i < arr.Len(); i++ {
+			if arr.IsNull(i) && (parent == nil || parent.IsValid(i)) {
+				return fmt.Errorf("column %s is required but row %d is null", path, i)
+			}
+		}
+	}
+	switch a := arr.(type) {
+	case *array.Struct:
+		st := a.DataType().(*arrow.StructType)
+		for j, cf := range st.Fields() {
+			if err := checkArray(path+"."+cf.Name, cf.Nullable, a.Field(j), a); err != nil {
+				return err
+			}
+		}
+	case *array.List:
+		// Elements are written OPTIONAL whatever the Arrow type says, so
+		// only what lies inside them (struct fields) needs checking.
+		if err := checkArray(path+"[]", true, a.ListValues(), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// countingWriter counts bytes and keeps the first error, which pqarrow does
+// not always pass on.
+type countingWriter struct {
+	w   io.Writer
+	n   int64
+	err error
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	if err == nil && n < len(p) {
+		err = io.ErrShortWrite
+	}
+	c.err = err
+	return n, err
+}
