@@ -202,6 +202,19 @@ func (s *Sink) Commit(ctx context.Context, b sink.Batch, rec arrow.Record) error
 	return nil
 }
 
+// CommitSized is Commit that also reports the size of the batch's file, for
+// the bytes-written metric.
+func (s *Sink) CommitSized(ctx context.Context, b sink.Batch, rec arrow.Record) (int64, error) {
+	if err := s.Commit(ctx, b, rec); err != nil {
+		return 0, err
+	}
+	fi, err := os.Stat(s.Path(b))
+	if err != nil {
+		return 0, nil // committed; only the figure is missing
+	}
+	return fi.Size(), nil
+}
+
 // writeTemp encodes rec into a new hidden file in dir, syncs and closes it,
 // and returns its path. On error nothing is left behind.
 func (s *Sink) writeTemp(ctx context.Context, dir string, b sink.Batch, rec arrow.Record) (path string, err error) {

@@ -1,0 +1,657 @@
+package state
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// formatVersion is the layout this build writes and the newest it reads.
+// Version 1: bucket "forms" maps form id to the JSON of FormState; bucket
+// "meta" holds "format_version".
+const formatVersion = 1
+
+var (
+	formsBucket = []byte("forms")
+	metaBucket  = []byte("meta")
+	versionKey  = []byte("format_version")
+)
+
+// defaultLockTimeout bounds the wait for bbolt's own lock on the state file
+// once the lock file is held. Only a process that skips the lock file (a
+// read-only opener, a bbolt tool) can hold it then, and those are brief.
+const defaultLockTimeout = time.Second
+
+// BoltOptions configures OpenBolt.
+type BoltOptions struct {
+	Path string
+	// ReadOnly opens without the writer lock, for inspection. It still
+	// cannot overlap a running writer: bbolt's shared lock on the file
+	// conflicts with the writer's exclusive one, so it fails at once with a
+	// LockedError naming that writer. A missing file reads as an empty store
+	// and is not created.
+	ReadOnly bool
+	// LockTimeout bounds the wait for bbolt's lock on the state file itself;
+	// zero means one second. The writer lock file never waits.
+	LockTimeout time.Duration
+	// Now is the clock for UpdatedAt, LastSuccess and intents without
+	// CreatedAt; nil means time.Now.
+	Now func() time.Time
+}
+
+// Bolt is the embedded Store: one bbolt file, fsync'd on every commit, held
+// by one writer at a time. It is safe for concurrent use.
+type Bolt struct {
+	path     string
+	readOnly bool
+	db       *bolt.DB  // nil for a read-only open of a missing file
+	lock     *fileLock // nil when read-only
+	now      func() time.Time
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ Store = (*Bolt)(nil)
+
+// OpenBolt opens (or, for a writer, creates) the state file at opts.Path.
+// A second writer on the same file fails at once with a *LockedError that
+// names the holder; a damaged file gives a *CorruptError and is left as it
+// is; a file from a newer syncd gives a *NewerFormatError.
+func OpenBolt(ctx context.Context, opts BoltOptions) (*Bolt, error) {
+	if opts.Path == "" {
+		return nil, errors.New("open state: the path is empty: set state.path")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("open state file %s: %w", opts.Path, err)
+	}
+	b := &Bolt{path: opts.Path, readOnly: opts.ReadOnly, now: opts.Now}
+	if b.now == nil {
+		b.now = time.Now
+	}
+	timeout := opts.LockTimeout
+	if timeout <= 0 {
+		timeout = defaultLockTimeout
+	}
+	var err error
+	if opts.ReadOnly {
+		err = b.openReader(timeout)
+	} else {
+		err = b.openWriter(timeout)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Path is the state file.
+func (b *Bolt) Path() string { return b.path }
+
+func (b *Bolt) lockPath() string { return b.path + ".lock" }
+
+func (b *Bolt) openWriter(timeout time.Duration) error {
+	if err := os.MkdirAll(filepath.Dir(b.path), 0o755); err != nil {
+		return fmt.Errorf("create the directory of state file %s: %w", b.path, err)
+	}
+	host, _ := os.Hostname()
+	me := Holder{PID: os.Getpid(), Host: host, Started: Normalize(time.Now()).Truncate(time.Second)}
+	lock, holder, err := lockExclusive(b.lockPath(), me)
+	if errors.Is(err, errHeld) {
+		return &LockedError{Path: b.path, Holder: holder}
+	}
+	if err != nil {
+		return fmt.Errorf("lock state file %s: %w", b.path, err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			lock.release()
+		}
+	}()
+
+	switch _, err := os.Stat(b.path); {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := createFresh(b.path, timeout); err != nil {
+			return fmt.Errorf("create state file %s: %w", b.path, err)
+		}
+	case err != nil:
+		return fmt.Errorf("open state file %s: %w", b.path, err)
+	}
+	// Check through a read-only handle first: a read-only Open reads only
+	// the meta pages, so whatever the check trips over happens inside a
+	// transaction whose handle can still be closed.
+	ro, err := b.openVerified(timeout)
+	if err != nil {
+		return err
+	}
+	if err := ro.Close(); err != nil {
+		return fmt.Errorf("open state file %s: %w", b.path, err)
+	}
+	if b.db, err = b.openDB(false, timeout); err != nil {
+		return err
+	}
+	if err := b.checkFreelist(); err != nil {
+		b.db.Close()
+		return err
+	}
+	b.lock = lock
+	ok = true
+	return nil
+}
+
+func (b *Bolt) openReader(timeout time.Duration) error {
+	switch _, err := os.Stat(b.path); {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil // nothing synced yet: an empty store
+	case err != nil:
+		return fmt.Errorf("open state file %s: %w", b.path, err)
+	}
+	// A running writer would make bbolt wait out the timeout and then say
+	// only "timeout": ask the lock file first, which answers at once.
+	holder, err := probeShared(b.lockPath())
+	if errors.Is(err, errHeld) {
+		return &LockedError{Path: b.path, Holder: holder, ReadOnly: true}
+	}
+	if err != nil {
+		return fmt.Errorf("check the lock of state file %s: %w", b.path, err)
+	}
+	b.db, err = b.openVerified(timeout)
+	return err
+}
+
+// openVerified opens the file read-only and reads all of it.
+func (b *Bolt) openVerified(timeout time.Duration) (*bolt.DB, error) {
+	db, err := b.openDB(true, timeout)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.verify(db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// createFresh creates an initialised state file in one rename, so that a
+// state file that exists is never legitimately empty or half made: an empty
+// one is damage, not a new installation. The caller holds the writer lock.
+func createFresh(path string, timeout time.Duration) error {
+	tmp := path + ".new"
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove leftover %s: %w", tmp, err)
+	}
+	db, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: timeout})
+	if err != nil {
+		return err
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		if _, err := tx.CreateBucket(formsBucket); err != nil {
+			return err
+		}
+		meta, err := tx.CreateBucket(metaBucket)
+		if err != nil {
+			return err
+		}
+		return meta.Put(versionKey, []byte(strconv.Itoa(formatVersion)))
+	})
+	if err = errors.Join(err, db.Close()); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// openDB opens the bbolt file, turning its failures into errors that say
+// what to do.
+func (b *Bolt) openDB(readOnly bool, timeout time.Duration) (db *bolt.DB, err error) {
+	// bbolt initialises a zero-length file as a new database: that would be
+	// a silent restart from zero. createFresh never leaves one behind.
+	if info, err := os.Stat(b.path); err == nil && info.Size() == 0 {
+		return nil, &CorruptError{Path: b.path, Err: errors.New("it is empty (0 bytes)")}
+	}
+	// Opening for writing reads the freelist page, and a damaged one makes
+	// bbolt panic inside Open: the handle never reaches us, and its map keeps
+	// the file open. Unlocking the file ourselves lets the lock go with the
+	// panic; only the map leaks, on a path that ends in an error.
+	var file *os.File
+	opts := &bolt.Options{
+		Timeout:  timeout,
+		ReadOnly: readOnly,
+		OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
+			f, err := os.OpenFile(name, flag, mode)
+			file = f
+			return f, err
+		},
+	}
+	err = b.guard(func() error {
+		db, err = bolt.Open(b.path, 0o600, opts)
+		return err
+	})
+	var corrupt *CorruptError
+	switch {
+	case err == nil:
+		return db, nil
+	case errors.As(err, &corrupt):
+		if file != nil {
+			unlockFile(file)
+			file.Close()
+		}
+		return nil, err
+	case errors.Is(err, berrors.ErrTimeout):
+		// Someone holds the state file without the lock file. If a writer
+		// took the lock file since the probe, name it.
+		if b.readOnly {
+			if holder, perr := probeShared(b.lockPath()); errors.Is(perr, errHeld) {
+				return nil, &LockedError{Path: b.path, Holder: holder, ReadOnly: true}
+			}
+		}
+		return nil, &LockedError{Path: b.path, ReadOnly: b.readOnly, Foreign: true}
+	case isIOError(err):
+		return nil, fmt.Errorf("open state file %s: %w", b.path, err)
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
+		return nil, &CorruptError{Path: b.path, Err: fmt.Errorf("neither of its two header pages is a valid bbolt header: %w", err)}
+	default:
+		// A file too small to hold the header pages, and the like.
+		return nil, &CorruptError{Path: b.path, Err: err}
+	}
+}
+
+// isIOError tells an operating-system failure (permissions, no memory for
+// the map) from bbolt finding the content wrong.
+func isIOError(err error) bool {
+	var pe *fs.PathError
+	var errno syscall.Errno
+	return errors.As(err, &pe) || errors.As(err, &errno)
+}
+
+// verify reads the whole file once at open, so that damage is reported now,
+// in one clear error, rather than as a failure in the middle of a sync.
+//
+// It walks every key and value itself instead of calling bbolt's tx.Check:
+// Check reads pages on a goroutine of its own, where a key offset that
+// points outside the map is a fatal fault, not a panic guard can recover.
+func (b *Bolt) verify(db *bolt.DB) error {
+	info, err := os.Stat(b.path)
+	if err != nil {
+		return fmt.Errorf("open state file %s: %w", b.path, err)
+	}
+	return b.guard(func() error {
+		return db.View(func(tx *bolt.Tx) error {
+			// Pages past the end of a truncated file would fault rather than
+			// fail: rule them out before anything reads a page.
+			if need := tx.Size(); info.Size() < need {
+				return &CorruptError{Path: b.path, Err: fmt.Errorf("truncated: %d bytes, its pages need %d", info.Size(), need)}
+			}
+			if err := tx.ForEach(func(_ []byte, bk *bolt.Bucket) error { return touch(bk) }); err != nil {
+				return &CorruptError{Path: b.path, Err: err}
+			}
+			meta := tx.Bucket(metaBucket)
+			if meta == nil {
+				return fmt.Errorf("file %s is a bbolt database but not a syncd state file (it has no %q bucket): point state.path at syncd's state file", b.path, metaBucket)
+			}
+			raw := meta.Get(versionKey)
+			v, err := strconv.Atoi(string(raw))
+			if err != nil || v < 1 {
+				return &CorruptError{Path: b.path, Err: fmt.Errorf("format version %q is not a version", raw)}
+			}
+			if v > formatVersion {
+				return &NewerFormatError{Path: b.path, Version: v, Supported: formatVersion}
+			}
+			forms := tx.Bucket(formsBucket)
+			if forms == nil {
+				return &CorruptError{Path: b.path, Err: fmt.Errorf("bucket %q is missing", formsBucket)}
+			}
+			return forms.ForEach(func(k, v []byte) error {
+				_, err := b.decode(k, v)
+				return err
+			})
+		})
+	})
+}
+
+// checkFreelist makes sure every page the freelist offers is a page of the
+// file, once, before the first write: a damaged free page id would have the
+// writer allocate, and write, pages far past the end of the file.
+func (b *Bolt) checkFreelist() error {
+	return b.guard(func() error {
+		return b.db.View(func(tx *bolt.Tx) error {
+			inFile := 0
+			for id := 2; int64(id)*int64(b.db.Info().PageSize) < tx.Size(); id++ {
+				p, err := tx.Page(id)
+				if err != nil {
+					return err
+				}
+				if p != nil && p.Type == "free" {
+					inFile++
+				}
+			}
+			if listed := b.db.Stats().FreePageN; listed != inFile {
+				return &CorruptError{Path: b.path, Err: fmt.Errorf("its freelist names %d free pages, but only %d pages of the file are free", listed, inFile)}
+			}
+			return nil
+		})
+	})
+}
+
+// touch reads every byte of every key and value under bk, so that a damaged
+// page faults or panics here, under guard.
+func touch(bk *bolt.Bucket) error {
+	return bk.ForEach(func(k, v []byte) error {
+		if v == nil {
+			if sub := bk.Bucket(k); sub != nil {
+				return touch(sub)
+			}
+		}
+		crc32.ChecksumIEEE(k)
+		crc32.ChecksumIEEE(v)
+		return nil
+	})
+}
+
+// guard runs fn, turning a panic or memory fault inside bbolt into a
+// CorruptError: bbolt trusts its pages, and a damaged page makes it panic.
+func (b *Bolt) guard(fn func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = &CorruptError{Path: b.path, Err: fmt.Errorf("reading it panicked: %v", r)}
+		}
+	}()
+	return fn()
+}
+
+func (b *Bolt) decode(key, val []byte) (FormState, error) {
+	var st FormState
+	if err := json.Unmarshal(val, &st); err != nil {
+		return st, &CorruptError{Path: b.path, Err: fmt.Errorf("record of form %q: %w", key, err)}
+	}
+	if st.FormID != string(key) {
+		return st, &CorruptError{Path: b.path, Err: fmt.Errorf("record under key %q names form %q", key, st.FormID)}
+	}
+	if err := st.Committed.check(); err != nil {
+		return st, &CorruptError{Path: b.path, Err: fmt.Errorf("committed windows of form %q: %w", key, err)}
+	}
+	return st, nil
+}
+
+func encode(st *FormState) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // keep the schema's bytes as close to the caller's as JSON allows
+	if err := enc.Encode(st); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// Get returns the state of a form, FormState{FormID: formID} if it has none.
+func (b *Bolt) Get(ctx context.Context, formID string) (FormState, error) {
+	st := FormState{FormID: formID}
+	err := b.view(ctx, func(forms *bolt.Bucket) error {
+		v := forms.Get([]byte(formID))
+		if v == nil {
+			return nil
+		}
+		var err error
+		st, err = b.decode([]byte(formID), v)
+		return err
+	})
+	if err != nil {
+		return FormState{}, fmt.Errorf("read state of form %s: %w", formID, err)
+	}
+	return st, nil
+}
+
+// List returns the state of every form that has one, ordered by form id.
+func (b *Bolt) List(ctx context.Context) ([]FormState, error) {
+	var list []FormState
+	err := b.view(ctx, func(forms *bolt.Bucket) error {
+		return forms.ForEach(func(k, v []byte) error {
+			st, err := b.decode(k, v)
+			list = append(list, st)
+			return err
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list form states: %w", err)
+	}
+	return list, nil
+}
+
+// RecordIntent records the intent in.BatchID, replacing one of the same id.
+func (b *Bolt) RecordIntent(ctx context.Context, formID string, in Intent) error {
+	if in.BatchID == "" {
+		return fmt.Errorf("record intent for form %s: the batch id is empty", formID)
+	}
+	in.Start, in.End, in.CreatedAt = Normalize(in.Start), Normalize(in.End), Normalize(in.CreatedAt)
+	if in.End.Before(in.Start) {
+		return fmt.Errorf("record intent %s for form %s: window %v ends before it starts", in.BatchID, formID, Interval{in.Start, in.End})
+	}
+	if in.Rows < 0 {
+		return fmt.Errorf("record intent %s for form %s: negative row count %d", in.BatchID, formID, in.Rows)
+	}
+	err := b.update(ctx, formID, func(st *FormState, now time.Time) error {
+		if in.CreatedAt.IsZero() {
+			in.CreatedAt = now
+		}
+		if st.Intents == nil {
+			st.Intents = make(map[string]Intent)
+		}
+		st.Intents[in.BatchID] = in
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("record intent %s for form %s: %w", in.BatchID, formID, err)
+	}
+	return nil
+}
+
+// Commit applies c in one transaction: the intent is cleared, the window
+// covered, the schema pinned, the batch counted and LastSuccess set (and
+// LastError cleared). A replay, whose intent is gone and window already
+// covered, changes nothing, so counters never count a batch twice.
+func (b *Bolt) Commit(ctx context.Context, formID string, c Commit) error {
+	w := c.Window.normal()
+	if w.End.Before(w.Start) {
+		return fmt.Errorf("commit batch %q of form %s: window %v ends before it starts", c.BatchID, formID, w)
+	}
+	if c.Rows < 0 {
+		return fmt.Errorf("commit batch %q of form %s: negative row count %d", c.BatchID, formID, c.Rows)
+	}
+	if c.Schema != nil && !json.Valid(c.Schema) {
+		return fmt.Errorf("commit batch %q of form %s: the schema is not valid JSON", c.BatchID, formID)
+	}
+	err := b.update(ctx, formID, func(st *FormState, now time.Time) error {
+		if c.BatchID != "" {
+			if _, open := st.Intents[c.BatchID]; open {
+				delete(st.Intents, c.BatchID)
+				if len(st.Intents) == 0 {
+					st.Intents = nil
+				}
+			} else if st.Committed.Covers(w) {
+				return errUnchanged
+			}
+			st.Batches++
+		}
+		st.Committed = st.Committed.Add(w)
+		st.Rows += int64(c.Rows)
+		if c.Schema != nil {
+			st.Schema = bytes.Clone(c.Schema)
+		}
+		st.LastSuccess = now
+		st.LastError = ""
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("commit batch %q of form %s: %w", c.BatchID, formID, err)
+	}
+	return nil
+}
+
+// DropIntent forgets an intent; one that is not there is already dropped.
+func (b *Bolt) DropIntent(ctx context.Context, formID, batchID string) error {
+	err := b.update(ctx, formID, func(st *FormState, _ time.Time) error {
+		if _, open := st.Intents[batchID]; !open {
+			return errUnchanged
+		}
+		delete(st.Intents, batchID)
+		if len(st.Intents) == 0 {
+			st.Intents = nil
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("drop intent %s of form %s: %w", batchID, formID, err)
+	}
+	return nil
+}
+
+// SetSchema pins schema for the form; nil unpins it.
+func (b *Bolt) SetSchema(ctx context.Context, formID string, schema json.RawMessage) error {
+	if schema != nil && !json.Valid(schema) {
+		return fmt.Errorf("pin schema of form %s: it is not valid JSON", formID)
+	}
+	err := b.update(ctx, formID, func(st *FormState, _ time.Time) error {
+		st.Schema = bytes.Clone(schema)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("pin schema of form %s: %w", formID, err)
+	}
+	return nil
+}
+
+// SetError records msg as the form's last error; "" clears it.
+func (b *Bolt) SetError(ctx context.Context, formID string, msg string) error {
+	err := b.update(ctx, formID, func(st *FormState, _ time.Time) error {
+		st.LastError = msg
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("record last error of form %s: %w", formID, err)
+	}
+	return nil
+}
+
+// Reset forgets everything of the form. The output is not touched.
+func (b *Bolt) Reset(ctx context.Context, formID string) error {
+	err := b.write(ctx, formID, func(forms *bolt.Bucket) error {
+		return forms.Delete([]byte(formID))
+	})
+	if err != nil {
+		return fmt.Errorf("reset state of form %s: %w", formID, err)
+	}
+	return nil
+}
+
+// Close closes the file and lets go of the writer lock. Calling it again
+// returns the first result.
+func (b *Bolt) Close() error {
+	b.closeOnce.Do(func() {
+		var errs []error
+		if b.db != nil {
+			errs = append(errs, b.db.Close())
+		}
+		if b.lock != nil {
+			errs = append(errs, b.lock.release())
+		}
+		if err := errors.Join(errs...); err != nil {
+			b.closeErr = fmt.Errorf("close state file %s: %w", b.path, err)
+		}
+	})
+	return b.closeErr
+}
+
+// errUnchanged makes update roll back: nothing to write, nothing to fsync.
+var errUnchanged = errors.New("unchanged")
+
+// update loads the form's state (zero if absent), lets fn change it and
+// stores it, all in one transaction.
+func (b *Bolt) update(ctx context.Context, formID string, fn func(st *FormState, now time.Time) error) error {
+	err := b.write(ctx, formID, func(forms *bolt.Bucket) error {
+		key := []byte(formID)
+		st := FormState{FormID: formID}
+		if v := forms.Get(key); v != nil {
+			var err error
+			if st, err = b.decode(key, v); err != nil {
+				return err
+			}
+		}
+		now := Normalize(b.now())
+		if err := fn(&st, now); err != nil {
+			return err
+		}
+		st.UpdatedAt = now
+		v, err := encode(&st)
+		if err != nil {
+			return fmt.Errorf("encode: %w", err)
+		}
+		return forms.Put(key, v)
+	})
+	if errors.Is(err, errUnchanged) {
+		return nil
+	}
+	return err
+}
+
+func (b *Bolt) write(ctx context.Context, formID string, fn func(forms *bolt.Bucket) error) error {
+	if formID == "" {
+		return errors.New("the form id is empty")
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if b.readOnly {
+		return ErrReadOnly
+	}
+	return b.guard(func() error {
+		return b.db.Update(func(tx *bolt.Tx) error {
+			return fn(tx.Bucket(formsBucket))
+		})
+	})
+}
+
+func (b *Bolt) view(ctx context.Context, fn func(forms *bolt.Bucket) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if b.db == nil {
+		return nil // read-only open of a file that does not exist yet
+	}
+	return b.guard(func() error {
+		return b.db.View(func(tx *bolt.Tx) error {
+			return fn(tx.Bucket(formsBucket))
+		})
+	})
+}

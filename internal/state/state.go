@@ -1,0 +1,139 @@
+// Package state keeps what syncd must remember between runs, per form: the
+// windows of submission time already committed to the sink, the batches in
+// flight (intents), the pinned table schema and a few counters.
+//
+// The committed windows are a merged set of half-open intervals rather than
+// a single checkpoint: backfill and live sync fill gaps in the same record,
+// so no range is ever written twice. A window becomes covered only in the
+// same transaction that clears its intent, after the sink committed the
+// batch (see "Exactly once, on purpose" in the design).
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Intent is a batch in flight: recorded before the batch is fetched, cleared
+// when it is committed. One found at start-up is resolved by asking the sink
+// whether BatchID landed.
+type Intent struct {
+	BatchID   string    `json:"batch_id"`
+	Table     string    `json:"table"`
+	Start     time.Time `json:"start"`
+	End       time.Time `json:"end"`
+	Rows      int       `json:"rows,omitempty"` // expected rows, when known
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// FormState is everything the store keeps about one form.
+type FormState struct {
+	FormID      string            `json:"form_id"`
+	Committed   Intervals         `json:"committed"`
+	Intents     map[string]Intent `json:"intents,omitempty"`
+	Schema      json.RawMessage   `json:"schema,omitempty"` // owned by the schema package
+	Rows        int64             `json:"rows"`
+	Batches     int64             `json:"batches"`
+	LastSuccess time.Time         `json:"last_success,omitempty"`
+	LastError   string            `json:"last_error,omitempty"` // cleared by the next Commit
+	UpdatedAt   time.Time         `json:"updated_at"`
+}
+
+// Commit is one atomic state transition after the sink committed a batch.
+type Commit struct {
+	BatchID string          // intent to clear ("" for a range known empty: no batch)
+	Window  Interval        // becomes covered
+	Rows    int             // rows the batch held
+	Schema  json.RawMessage // pinned schema after the batch (nil: unchanged)
+}
+
+// Store is the durable record of every form's progress. Every method that
+// returns nil has made its change durable (fsync'd).
+type Store interface {
+	// Get returns the state of a form; FormState{FormID: id} if it has none.
+	Get(ctx context.Context, formID string) (FormState, error)
+	// List returns the state of every form that has one, by form id.
+	List(ctx context.Context) ([]FormState, error)
+	// RecordIntent records (or replaces) the intent in.BatchID.
+	RecordIntent(ctx context.Context, formID string, in Intent) error
+	// Commit clears the intent, covers the window, pins the schema and
+	// counts the batch in one transaction. Replaying a Commit whose intent is
+	// already gone and whose window is already covered changes nothing.
+	Commit(ctx context.Context, formID string, c Commit) error
+	// DropIntent forgets an intent whose batch never reached the sink.
+	DropIntent(ctx context.Context, formID, batchID string) error
+	// SetSchema pins a schema; nil unpins it.
+	SetSchema(ctx context.Context, formID string, schema json.RawMessage) error
+	// SetError records the last error of a form ("" clears it).
+	SetError(ctx context.Context, formID string, msg string) error
+	// Reset forgets everything of the form.
+	Reset(ctx context.Context, formID string) error
+	Close() error
+}
+
+// ErrReadOnly is returned by writes to a store opened read-only.
+var ErrReadOnly = errors.New("the state store is open read-only")
+
+// Holder is what the process holding a state file wrote into its lock file.
+type Holder struct {
+	PID     int       `json:"pid"`
+	Host    string    `json:"host"`
+	Started time.Time `json:"started"` // when it took the lock
+}
+
+func (h *Holder) String() string {
+	if h == nil {
+		return "which one is unknown: its lock file names no process"
+	}
+	return fmt.Sprintf("pid %d, started %s on host %s", h.PID, h.Started.UTC().Format(time.RFC3339), h.Host)
+}
+
+// LockedError means another process holds the state file.
+type LockedError struct {
+	Path     string  // the state file
+	Holder   *Holder // nil when the holder is unknown
+	ReadOnly bool    // the refused open was read-only
+	// Foreign is set when the state file itself was locked by a process that
+	// does not take the lock file: a read-only opener such as
+	// `syncd state show`, or a bbolt tool.
+	Foreign bool
+}
+
+func (e *LockedError) Error() string {
+	switch {
+	case e.Foreign:
+		return fmt.Sprintf("state file %s is open in another process (a read-only `syncd state show` or a bbolt tool): let it finish, or stop it", e.Path)
+	case e.ReadOnly:
+		return fmt.Sprintf("state file %s is in use by a running syncd (%s), and it cannot be read while syncd writes it: stop that syncd first", e.Path, e.Holder)
+	default:
+		return fmt.Sprintf("state file %s is in use by another syncd (%s): stop it or point state.path elsewhere", e.Path, e.Holder)
+	}
+}
+
+// CorruptError means the state file cannot be trusted. The store never
+// starts over on its own: that would re-sync every form from its start date
+// into output that already holds the rows.
+type CorruptError struct {
+	Path string
+	Err  error // what was wrong
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("state file %s is corrupt (%v): restore it from a backup; or move it aside and let syncd start a fresh one, which re-syncs every form from its start date, so move the output already written aside too or its rows will be written twice", e.Path, e.Err)
+}
+
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// NewerFormatError means the state file was written by a newer syncd.
+type NewerFormatError struct {
+	Path      string
+	Version   int // found in the file
+	Supported int // newest this build reads
+}
+
+func (e *NewerFormatError) Error() string {
+	return fmt.Sprintf("state file %s has format version %d, newer than the %d this syncd reads: run the newer syncd that wrote it, or restore a backup written by this version", e.Path, e.Version, e.Supported)
+}
