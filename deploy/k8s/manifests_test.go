@@ -1,0 +1,687 @@
+package k8s_test
+
+// Renders every kustomization under deploy/k8s in-process (the same engine as
+// `kubectl apply -k`), decodes every object strictly into the typed
+// Kubernetes API structs, so a misspelt or misplaced field fails here rather
+// than at `kubectl apply`, and checks what an operator relies on: one writer
+// per state file, hardened pods, the API key from a Secret only, and a config
+// that syncd itself accepts and that writes only to volumes.
+
+import (
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	k8syaml "sigs.k8s.io/yaml"
+
+	"github.com/syncd-dev/syncd/internal/config"
+)
+
+const (
+	secretName = "syncd-forms-api" // created by the operator, never rendered
+	secretKey  = "FORMS_API_KEY"
+	uid        = 65532 // distroless "nonroot", the Dockerfile's USER
+	container  = "syncd"
+)
+
+// The kustomizations that must exist (more are rendered if found), and the
+// one workload each runs: exactly one, since a state file has one writer.
+var want = map[string]string{
+	"base":            "CronJob",
+	"overlays/daemon": "Deployment",
+}
+
+// kinds maps apiVersion/kind to the typed struct it must decode into. A kind
+// missing here fails the test: add it with its k8s.io/api type.
+var kinds = map[string]func() any{
+	"v1/ConfigMap":             func() any { return &corev1.ConfigMap{} },
+	"v1/ServiceAccount":        func() any { return &corev1.ServiceAccount{} },
+	"v1/PersistentVolumeClaim": func() any { return &corev1.PersistentVolumeClaim{} },
+	"v1/Service":               func() any { return &corev1.Service{} },
+	"batch/v1/CronJob":         func() any { return &batchv1.CronJob{} },
+	"apps/v1/Deployment":       func() any { return &appsv1.Deployment{} },
+}
+
+type rendered struct {
+	dir         string
+	configMaps  map[string]*corev1.ConfigMap
+	pvcs        map[string]*corev1.PersistentVolumeClaim
+	accounts    map[string]*corev1.ServiceAccount
+	services    []*corev1.Service
+	cronJobs    []*batchv1.CronJob
+	deployments []*appsv1.Deployment
+}
+
+func TestManifests(t *testing.T) {
+	dirs := kustomizations(t)
+	for d := range want {
+		if !slices.Contains(dirs, d) {
+			t.Errorf("kustomization %s/kustomization.yaml is missing", d)
+		}
+	}
+	example := parseConfig(t, "configs/syncd.example.yaml", readFile(t, "../../configs/syncd.example.yaml"), map[string]bool{secretKey: true})
+	for _, dir := range dirs {
+		t.Run(dir, func(t *testing.T) {
+			t.Parallel()
+			r := render(t, dir)
+			n := len(r.cronJobs) + len(r.deployments)
+			if n != 1 {
+				t.Fatalf("%d syncd workloads (CronJobs + Deployments), want exactly 1: one writer per state file", n)
+			}
+			if w, ok := want[dir]; ok && (w == "CronJob") != (len(r.cronJobs) == 1) {
+				t.Fatalf("want a %s", w)
+			}
+			for _, cj := range r.cronJobs {
+				checkCronJob(t, r, cj, example)
+			}
+			for _, d := range r.deployments {
+				checkDeployment(t, r, d, example)
+			}
+		})
+	}
+}
+
+// kustomizations lists every directory under deploy/k8s holding a
+// kustomization, relative to it.
+func kustomizations(t *testing.T) []string {
+	t.Helper()
+	var dirs []string
+	err := filepath.WalkDir(".", func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		switch e.Name() {
+		case "kustomization.yaml", "kustomization.yml", "Kustomization":
+			dirs = append(dirs, filepath.ToSlash(filepath.Dir(p)))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(dirs)
+	return dirs
+}
+
+// render runs kustomize (load restrictions on: no file outside the root) and
+// decodes every object strictly into its typed struct.
+func render(t *testing.T, dir string) *rendered {
+	t.Helper()
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v", dir, err)
+	}
+	r := &rendered{dir: dir, configMaps: map[string]*corev1.ConfigMap{},
+		pvcs: map[string]*corev1.PersistentVolumeClaim{}, accounts: map[string]*corev1.ServiceAccount{}}
+	for _, res := range m.Resources() {
+		raw, err := res.AsYAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := res.GetApiVersion() + "/" + res.GetKind()
+		where := id + " " + res.GetName()
+		if res.GetKind() == "Secret" {
+			t.Errorf("%s: the API key Secret must be created by the operator, not rendered from the repository", where)
+			continue
+		}
+		mk, ok := kinds[id]
+		if !ok {
+			t.Errorf("%s: no typed struct for %s in manifests_test.go", where, id)
+			continue
+		}
+		obj := mk()
+		if err := decodeStrict(raw, obj); err != nil {
+			t.Errorf("%s does not decode strictly into %T: %v", where, obj, err)
+			continue
+		}
+		switch o := obj.(type) {
+		case *corev1.ConfigMap:
+			r.configMaps[o.Name] = o
+		case *corev1.PersistentVolumeClaim:
+			r.pvcs[o.Name] = o
+		case *corev1.ServiceAccount:
+			r.accounts[o.Name] = o
+		case *corev1.Service:
+			r.services = append(r.services, o)
+		case *batchv1.CronJob:
+			r.cronJobs = append(r.cronJobs, o)
+		case *appsv1.Deployment:
+			r.deployments = append(r.deployments, o)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	return r
+}
+
+// decodeStrict fails on unknown and duplicate fields (sigs.k8s.io/yaml goes
+// through JSON with DisallowUnknownFields, as the API server's strict field
+// validation does).
+func decodeStrict(raw []byte, obj any) error {
+	return k8syaml.UnmarshalStrict(raw, obj)
+}
+
+func TestStrictDecodeCatchesTypos(t *testing.T) {
+	good := "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: x}\nspec:\n  schedule: '* * * * *'\n  concurrencyPolicy: Forbid\n" +
+		"  jobTemplate:\n    spec:\n      template:\n        spec:\n          containers:\n          - name: c\n            securityContext: {readOnlyRootFilesystem: true}\n"
+	if err := decodeStrict([]byte(good), &batchv1.CronJob{}); err != nil {
+		t.Fatalf("a valid CronJob fails to decode: %v", err)
+	}
+	for _, typo := range []string{"concurrencyPolicy: Forbid", "readOnlyRootFilesystem"} {
+		bad := strings.Replace(good, typo, strings.Replace(typo, "o", "0", 1), 1)
+		if err := decodeStrict([]byte(bad), &batchv1.CronJob{}); err == nil {
+			t.Errorf("a misspelt %q decodes without error", typo)
+		}
+	}
+}
+
+// ---- workloads ----------------------------------------------------------
+
+func checkCronJob(t *testing.T, r *rendered, cj *batchv1.CronJob, example *config.Config) {
+	where := "CronJob " + cj.Name
+	s := cj.Spec
+	if s.ConcurrencyPolicy != batchv1.ForbidConcurrent {
+		t.Errorf("%s: concurrencyPolicy %q, want Forbid (one writer per state file)", where, s.ConcurrencyPolicy)
+	}
+	if s.StartingDeadlineSeconds == nil || *s.StartingDeadlineSeconds < 60 {
+		t.Errorf("%s: startingDeadlineSeconds must be set, at least 60 (the controller checks every 10s)", where)
+	}
+	if s.SuccessfulJobsHistoryLimit == nil || s.FailedJobsHistoryLimit == nil {
+		t.Errorf("%s: successfulJobsHistoryLimit and failedJobsHistoryLimit must be set", where)
+	}
+	js := s.JobTemplate.Spec
+	if js.BackoffLimit == nil {
+		t.Errorf("%s: backoffLimit must be set", where)
+	}
+	if js.ActiveDeadlineSeconds == nil || *js.ActiveDeadlineSeconds <= 0 {
+		t.Errorf("%s: activeDeadlineSeconds must be set", where)
+	}
+	if rp := js.Template.Spec.RestartPolicy; rp != corev1.RestartPolicyNever && rp != corev1.RestartPolicyOnFailure {
+		t.Errorf("%s: restartPolicy %q, want Never or OnFailure", where, rp)
+	}
+	c, args, _ := checkPod(t, r, where, &js.Template, example)
+	if c == nil {
+		return
+	}
+	if len(args) == 0 || args[0] != "once" {
+		t.Errorf("%s: args %q, want `once ...`", where, c.Args)
+	}
+	if p, ok := flag(args, "--summary"); !ok {
+		t.Errorf("%s: args %q: no --summary FILE", where, c.Args)
+	} else {
+		writable(t, where, &js.Template.Spec, c, p, "emptyDir")
+	}
+}
+
+func checkDeployment(t *testing.T, r *rendered, d *appsv1.Deployment, example *config.Config) {
+	where := "Deployment " + d.Name
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {
+		t.Errorf("%s: replicas must be exactly 1 (one writer per state file)", where)
+	}
+	if d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+		t.Errorf("%s: strategy %q, want Recreate (a rolling update would run two writers)", where, d.Spec.Strategy.Type)
+	}
+	tpl := &d.Spec.Template
+	if d.Spec.Selector == nil || !subset(d.Spec.Selector.MatchLabels, tpl.Labels) || len(d.Spec.Selector.MatchLabels) == 0 {
+		t.Errorf("%s: selector %v does not match the template's labels %v", where, d.Spec.Selector, tpl.Labels)
+	}
+	c, args, cfg := checkPod(t, r, where, tpl, example)
+	if c == nil {
+		return
+	}
+	if len(args) == 0 || args[0] != "run" {
+		t.Errorf("%s: args %q, want `run ...`", where, c.Args)
+	}
+	// The metrics port: server.addr, the container port, the probes, the
+	// scrape annotation and the Service all agree.
+	host, portStr, err := net.SplitHostPort(cfg.Server.Addr)
+	port, _ := strconv.Atoi(portStr)
+	if err != nil || port == 0 {
+		t.Fatalf("%s: server.addr %q has no port", where, cfg.Server.Addr)
+	}
+	if host != "" && host != "0.0.0.0" && host != "::" {
+		t.Errorf("%s: server.addr %q listens on %s only: the kubelet's probes and Prometheus cannot reach it; use 0.0.0.0", where, cfg.Server.Addr, host)
+	}
+	var cport *corev1.ContainerPort
+	for i := range c.Ports {
+		if int(c.Ports[i].ContainerPort) == port {
+			cport = &c.Ports[i]
+		}
+	}
+	if cport == nil {
+		t.Fatalf("%s: no containerPort %d (server.addr %s)", where, port, cfg.Server.Addr)
+	}
+	probe := func(name string, p *corev1.Probe, wantPath string) {
+		switch {
+		case p == nil:
+			t.Errorf("%s: no %s probe", where, name)
+		case p.HTTPGet == nil:
+			t.Errorf("%s: %s probe is not an httpGet", where, name)
+		case p.HTTPGet.Path != wantPath:
+			t.Errorf("%s: %s probe path %q, want %s", where, name, p.HTTPGet.Path, wantPath)
+		case !portIs(p.HTTPGet.Port, cport):
+			t.Errorf("%s: %s probe port %s, want the metrics port %d", where, name, p.HTTPGet.Port.String(), port)
+		}
+	}
+	probe("liveness", c.LivenessProbe, "/healthz")
+	probe("readiness", c.ReadinessProbe, "/readyz")
+	if c.StartupProbe != nil {
+		probe("startup", c.StartupProbe, "/healthz")
+	}
+	a := tpl.Annotations
+	if a["prometheus.io/scrape"] != "true" || a["prometheus.io/port"] != portStr || a["prometheus.io/path"] != "/metrics" {
+		t.Errorf("%s: pod annotations %v, want prometheus.io/scrape \"true\", port %q, path /metrics", where, a, portStr)
+	}
+	found := false
+	for _, s := range r.services {
+		if len(s.Spec.Selector) == 0 || !subset(s.Spec.Selector, tpl.Labels) {
+			continue
+		}
+		for _, sp := range s.Spec.Ports {
+			if portIs(sp.TargetPort, cport) || (sp.TargetPort.IntValue() == 0 && sp.TargetPort.StrVal == "" && int(sp.Port) == port) {
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Errorf("%s: no Service selects the pod and targets the metrics port %d", where, port)
+	}
+}
+
+// checkPod checks what every syncd pod needs and returns the syncd
+// container, its args and its parsed config.
+func checkPod(t *testing.T, r *rendered, where string, tpl *corev1.PodTemplateSpec, example *config.Config) (*corev1.Container, []string, *config.Config) {
+	t.Helper()
+	ps := &tpl.Spec
+	psc := ps.SecurityContext
+	if psc == nil {
+		t.Errorf("%s: no pod securityContext", where)
+		psc = &corev1.PodSecurityContext{}
+	}
+	if psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot {
+		t.Errorf("%s: pod securityContext.runAsNonRoot must be true", where)
+	}
+	if psc.RunAsUser == nil || *psc.RunAsUser != uid {
+		t.Errorf("%s: pod securityContext.runAsUser must be %d", where, uid)
+	}
+	if psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("%s: pod securityContext.seccompProfile must be RuntimeDefault", where)
+	}
+	if ps.ServiceAccountName == "" || r.accounts[ps.ServiceAccountName] == nil {
+		t.Errorf("%s: serviceAccountName %q is not a rendered ServiceAccount", where, ps.ServiceAccountName)
+	}
+	if ps.AutomountServiceAccountToken == nil || *ps.AutomountServiceAccountToken {
+		t.Errorf("%s: automountServiceAccountToken must be false (syncd does not call the Kubernetes API)", where)
+	}
+	if ps.HostNetwork || ps.HostPID || ps.HostIPC {
+		t.Errorf("%s: host namespaces must not be shared", where)
+	}
+	var syncd *corev1.Container
+	all := append(append([]corev1.Container{}, ps.InitContainers...), ps.Containers...)
+	for i := range all {
+		c := &all[i]
+		checkContainer(t, where+" container "+c.Name, ps, c)
+		if c.Name == container && i >= len(ps.InitContainers) {
+			syncd = &ps.Containers[i-len(ps.InitContainers)]
+		}
+	}
+	if syncd == nil {
+		t.Errorf("%s: no container named %s", where, container)
+		return nil, nil, nil
+	}
+	where += " container " + syncd.Name
+	if len(syncd.Command) != 0 {
+		t.Errorf("%s: command %q overrides the image's ENTRYPOINT [/syncd]; use args", where, syncd.Command)
+	}
+	if !strings.Contains(syncd.Image, "/") {
+		t.Errorf("%s: image %q is the unset placeholder: set images: in the kustomization", where, syncd.Image)
+	}
+	args := splitFlags(syncd.Args)
+
+	// The API key: only from the Secret.
+	envNames := map[string]bool{}
+	var keyEnv *corev1.EnvVar
+	for i, e := range syncd.Env {
+		envNames[e.Name] = true
+		if e.Name == secretKey {
+			keyEnv = &syncd.Env[i]
+		}
+		if e.Value != "" && regexp.MustCompile(`(?i)key|token|secret|password`).MatchString(e.Name) {
+			t.Errorf("%s: env %s has a literal value: take it from a Secret", where, e.Name)
+		}
+	}
+	if len(syncd.EnvFrom) > 0 {
+		t.Errorf("%s: envFrom hides which variables syncd gets: list them in env", where)
+	}
+	switch {
+	case keyEnv == nil:
+		t.Errorf("%s: no env %s", where, secretKey)
+	case keyEnv.ValueFrom == nil || keyEnv.ValueFrom.SecretKeyRef == nil:
+		t.Errorf("%s: env %s must come from secretKeyRef", where, secretKey)
+	default:
+		ref := keyEnv.ValueFrom.SecretKeyRef
+		if ref.Name != secretName || ref.Key != secretKey {
+			t.Errorf("%s: env %s from Secret %s key %s, want Secret %s key %s (README)", where, secretKey, ref.Name, ref.Key, secretName, secretKey)
+		}
+		if ref.Optional != nil && *ref.Optional {
+			t.Errorf("%s: the API key Secret must not be optional", where)
+		}
+	}
+
+	// The config: --config names a file of a mounted, rendered ConfigMap.
+	cfgPath, ok := flag(args, "--config")
+	if !ok {
+		t.Errorf("%s: args %q: no --config FILE", where, syncd.Args)
+		return syncd, args, nil
+	}
+	m, v := mountOf(ps, syncd, cfgPath)
+	if m == nil || v.ConfigMap == nil {
+		t.Errorf("%s: --config %s is not on a ConfigMap volume", where, cfgPath)
+		return syncd, args, nil
+	}
+	if !m.ReadOnly {
+		t.Errorf("%s: the config mount %s must be readOnly", where, m.MountPath)
+	}
+	key := strings.TrimPrefix(strings.TrimPrefix(cfgPath, m.MountPath), "/")
+	for _, it := range v.ConfigMap.Items {
+		if it.Path == key {
+			key = it.Key
+		}
+	}
+	cm := r.configMaps[v.ConfigMap.Name]
+	if cm == nil {
+		t.Errorf("%s: volume %s names ConfigMap %s, not rendered (a generator name not rewritten?)", where, v.Name, v.ConfigMap.Name)
+		return syncd, args, nil
+	}
+	raw, ok := cm.Data[key]
+	if !ok {
+		t.Errorf("%s: --config %s: ConfigMap %s has no key %s", where, cfgPath, cm.Name, key)
+		return syncd, args, nil
+	}
+	noLiteralKey(t, where+": ConfigMap "+cm.Name+" "+key, []byte(raw), syncd)
+	cfg := parseConfig(t, "ConfigMap "+cm.Name+" "+key, []byte(raw), envNames)
+	if cfg == nil {
+		return syncd, args, nil
+	}
+	sameAsExample(t, where, cfg, example)
+	if ps.TerminationGracePeriodSeconds == nil || float64(*ps.TerminationGracePeriodSeconds) <= cfg.Sync.ShutdownGrace.D().Seconds() {
+		t.Errorf("%s: terminationGracePeriodSeconds must exceed sync.shutdown_grace %v, or the batch in flight is SIGKILLed", where, cfg.Sync.ShutdownGrace.D())
+	}
+
+	// Everything syncd writes is on a volume: the root filesystem is read-only.
+	writable(t, where, ps, syncd, cfg.State.Path, "persistentVolumeClaim")
+	if cfg.Sink.Type == "parquet" {
+		writable(t, where, ps, syncd, cfg.Sink.Parquet.Path+"/x", "persistentVolumeClaim")
+	}
+	for _, vol := range ps.Volumes {
+		if pvc := vol.PersistentVolumeClaim; pvc != nil {
+			c := r.pvcs[pvc.ClaimName]
+			if c == nil {
+				t.Errorf("%s: volume %s claims %s, not rendered", where, vol.Name, pvc.ClaimName)
+				continue
+			}
+			if !slices.Contains(c.Spec.AccessModes, corev1.ReadWriteOnce) && !slices.Contains(c.Spec.AccessModes, corev1.ReadWriteOncePod) {
+				t.Errorf("%s: PVC %s access modes %v, want ReadWriteOnce or ReadWriteOncePod", where, c.Name, c.Spec.AccessModes)
+			}
+			if q := c.Spec.Resources.Requests[corev1.ResourceStorage]; q.IsZero() {
+				t.Errorf("%s: PVC %s requests no storage", where, c.Name)
+			}
+		}
+	}
+	return syncd, args, cfg
+}
+
+func checkContainer(t *testing.T, where string, ps *corev1.PodSpec, c *corev1.Container) {
+	t.Helper()
+	sc := c.SecurityContext
+	if sc == nil {
+		t.Errorf("%s: no securityContext", where)
+		sc = &corev1.SecurityContext{}
+	}
+	psc := ps.SecurityContext
+	if psc == nil {
+		psc = &corev1.PodSecurityContext{}
+	}
+	// Container settings override the pod's.
+	nonRoot, user, seccomp := psc.RunAsNonRoot, psc.RunAsUser, psc.SeccompProfile
+	if sc.RunAsNonRoot != nil {
+		nonRoot = sc.RunAsNonRoot
+	}
+	if sc.RunAsUser != nil {
+		user = sc.RunAsUser
+	}
+	if sc.SeccompProfile != nil {
+		seccomp = sc.SeccompProfile
+	}
+	if nonRoot == nil || !*nonRoot {
+		t.Errorf("%s: runAsNonRoot must be true", where)
+	}
+	if user == nil || *user != uid {
+		t.Errorf("%s: runs as user %v, want %d", where, user, uid)
+	}
+	if seccomp == nil || seccomp.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("%s: seccompProfile must be RuntimeDefault", where)
+	}
+	if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+		t.Errorf("%s: readOnlyRootFilesystem must be true", where)
+	}
+	if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		t.Errorf("%s: allowPrivilegeEscalation must be false", where)
+	}
+	if sc.Privileged != nil && *sc.Privileged {
+		t.Errorf("%s: must not be privileged", where)
+	}
+	if sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") || len(sc.Capabilities.Add) > 0 {
+		t.Errorf("%s: capabilities must drop ALL and add none", where)
+	}
+	for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		req, lim := c.Resources.Requests[res], c.Resources.Limits[res]
+		if req.IsZero() || lim.IsZero() {
+			t.Errorf("%s: resources.requests and limits must set %s", where, res)
+		} else if req.Cmp(lim) > 0 {
+			t.Errorf("%s: %s request %s above its limit %s", where, res, req.String(), lim.String())
+		}
+	}
+	writable(t, where, ps, c, "/tmp/x", "emptyDir")
+}
+
+// ---- config -------------------------------------------------------------
+
+// parseConfig runs syncd's own loader (strict keys, ${ENV} expansion,
+// validation). Only the container's env variables are defined, so a
+// reference to anything else fails as it would in the pod.
+func parseConfig(t *testing.T, name string, raw []byte, env map[string]bool) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse(name, raw, func(k string) (string, bool) {
+		if env[k] {
+			return "value-of-" + k, true
+		}
+		return "", false
+	})
+	if err != nil {
+		t.Errorf("syncd rejects the config: %v", err)
+		return nil
+	}
+	return cfg
+}
+
+// noLiteralKey: source.api_key must be exactly ${VAR} (no default: that would
+// be a key in the ConfigMap), and VAR must be the Secret-fed variable.
+func noLiteralKey(t *testing.T, where string, raw []byte, c *corev1.Container) {
+	t.Helper()
+	var doc struct {
+		Source struct {
+			APIKey *string `yaml:"api_key"`
+		} `yaml:"source"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Errorf("%s: %v", where, err)
+		return
+	}
+	if doc.Source.APIKey == nil {
+		return // the default, ${FORMS_API_KEY}
+	}
+	m := regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$`).FindStringSubmatch(*doc.Source.APIKey)
+	if m == nil {
+		t.Errorf("%s: source.api_key is not a bare ${VARIABLE} reference: a literal key (or a ${VAR:-default}) would be stored in a ConfigMap", where)
+		return
+	}
+	if m[1] != secretKey {
+		t.Errorf("%s: source.api_key reads $%s, but the Secret feeds $%s", where, m[1], secretKey)
+	}
+}
+
+// sameAsExample: the Kubernetes config mirrors configs/syncd.example.yaml;
+// only what a pod needs differently may differ.
+func sameAsExample(t *testing.T, where string, got, example *config.Config) {
+	t.Helper()
+	if example == nil {
+		return
+	}
+	e := *example
+	e.State.Path, e.Sink.Parquet.Path, e.Log.Format, e.Server.Addr = got.State.Path, got.Sink.Parquet.Path, got.Log.Format, got.Server.Addr
+	g, w := reflect.ValueOf(*got), reflect.ValueOf(e)
+	for i := range g.NumField() {
+		if !reflect.DeepEqual(g.Field(i).Interface(), w.Field(i).Interface()) {
+			t.Errorf("%s: %s differs from configs/syncd.example.yaml (only state.path, sink.parquet.path, log.format and server.addr may):\n got  %+v\n want %+v",
+				where, g.Type().Field(i).Tag.Get("yaml"), g.Field(i).Interface(), w.Field(i).Interface())
+		}
+	}
+	if got.Log.Format != "json" {
+		t.Errorf("%s: log.format %q, want json in a pod", where, got.Log.Format)
+	}
+}
+
+// ---- helpers ------------------------------------------------------------
+
+// splitFlags turns --flag=value into --flag value.
+func splitFlags(args []string) []string {
+	var out []string
+	for _, a := range args {
+		if k, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(k, "--") {
+			out = append(out, k, v)
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func flag(args []string, name string) (string, bool) {
+	for i, a := range args {
+		if a == name && i+1 < len(args) {
+			return args[i+1], true
+		}
+	}
+	return "", false
+}
+
+// mountOf finds the mount (deepest first) holding the file p.
+func mountOf(ps *corev1.PodSpec, c *corev1.Container, p string) (*corev1.VolumeMount, *corev1.Volume) {
+	p = path.Clean(p)
+	var best *corev1.VolumeMount
+	for i := range c.VolumeMounts {
+		m := &c.VolumeMounts[i]
+		mp := path.Clean(m.MountPath)
+		if strings.HasPrefix(p, mp+"/") && (best == nil || len(mp) > len(path.Clean(best.MountPath))) {
+			best = m
+		}
+	}
+	if best == nil {
+		return nil, nil
+	}
+	for i := range ps.Volumes {
+		if ps.Volumes[i].Name == best.Name {
+			return best, &ps.Volumes[i]
+		}
+	}
+	return best, nil
+}
+
+// writable checks that the file p is on a writable volume of the given kind.
+func writable(t *testing.T, where string, ps *corev1.PodSpec, c *corev1.Container, p, kind string) {
+	t.Helper()
+	if !path.IsAbs(p) {
+		t.Errorf("%s: %s is relative: the working directory is on the read-only root filesystem", where, p)
+		return
+	}
+	m, v := mountOf(ps, c, p)
+	if m == nil || v == nil {
+		t.Errorf("%s: %s is on the read-only root filesystem: put it on a volume (%s)", where, p, kind)
+		return
+	}
+	ok := (kind == "emptyDir" && v.EmptyDir != nil) || (kind == "persistentVolumeClaim" && v.PersistentVolumeClaim != nil)
+	if !ok || m.ReadOnly {
+		t.Errorf("%s: %s is on volume %s, want a writable %s", where, p, v.Name, kind)
+	}
+}
+
+func portIs(p intstr.IntOrString, cp *corev1.ContainerPort) bool {
+	if p.Type == intstr.String {
+		return p.StrVal != "" && p.StrVal == cp.Name
+	}
+	return p.IntVal == cp.ContainerPort
+}
+
+func subset(sel, labels map[string]string) bool {
+	for k, v := range sel {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func readFile(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestDockerfile checks what the manifests assume of the image.
+func TestDockerfile(t *testing.T) {
+	df := string(readFile(t, "../../Dockerfile"))
+	var froms []string
+	for _, l := range strings.Split(df, "\n") {
+		if f := strings.Fields(l); len(f) > 1 && strings.EqualFold(f[0], "FROM") {
+			froms = append(froms, l)
+		}
+	}
+	if len(froms) < 2 || !strings.Contains(froms[len(froms)-1], "gcr.io/distroless/static-debian12:nonroot") {
+		t.Errorf("Dockerfile: want a multi-stage build ending FROM gcr.io/distroless/static-debian12:nonroot, got %q", froms)
+	}
+	for _, s := range []string{
+		"CGO_ENABLED=0", "-trimpath", "-X main.version=", "./cmd/syncd",
+		fmt.Sprintf("USER %d", uid), `ENTRYPOINT ["/syncd"]`,
+	} {
+		if !strings.Contains(df, s) {
+			t.Errorf("Dockerfile: no %q", s)
+		}
+	}
+	di := string(readFile(t, "../../.dockerignore"))
+	for _, s := range []string{"!go.mod", "!go.sum", "!cmd", "!internal"} {
+		if !strings.Contains(di, s) {
+			t.Errorf(".dockerignore: the build needs %s", strings.TrimPrefix(s, "!"))
+		}
+	}
+}
