@@ -1,0 +1,705 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/syncd-dev/syncd/internal/forms"
+)
+
+// Lineage is what every row of a batch records about the batch.
+type Lineage struct {
+	BatchID  string
+	SyncedAt time.Time
+}
+
+// Stats describe what a Builder did since it started or last finished.
+type Stats struct {
+	Rows int
+	// Misfits counts, per typed column, the values kept in its __v_json
+	// companion because they did not fit (or repeated an answer already
+	// given in the same submission).
+	Misfits map[string]int
+	// Discarded counts, per unknown question type, the answers discarded.
+	Discarded map[string]int
+	// Changes are the columns the Builder added on its own: answers of a
+	// type, or of a source, that the metadata it started from did not have.
+	Changes []Change
+	// Dropped counts answers repeated within one submission once both the
+	// column and its __v_json companion already held a value for it.
+	Dropped int
+}
+
+// Builder appends submissions of one form to Arrow builders, evolving its own
+// copy of the table when answers need columns it lacks. It is not safe for
+// concurrent use.
+type Builder struct {
+	mem      memory.Allocator
+	ed       *editor // over the builder's own table
+	cols     []column
+	fixed    fixedIndex
+	rows     int
+	stats    Stats
+	err      error
+	released bool
+
+	// Scratch reused across values so that appending allocates little.
+	cells []cell
+	nulls []bool
+	strs  [][]byte
+	text  []byte // unescaped strings of the value being appended
+	buf   bytes.Buffer
+}
+
+// column is the Arrow builder of one table column.
+type column struct {
+	typ   ColumnType
+	bld   array.Builder
+	stamp int // 1 + the row this column last got a value in
+}
+
+// fixedIndex locates the fixed and lineage columns; editLink is -1 when the
+// table has none.
+type fixedIndex struct {
+	formID, submissionID, submissionTime, lastUpdatedAt, startedAt, loginEmail,
+	quizScore, quizMaxScore, editLink, documents, batchID, syncedAt int
+}
+
+// cell is one decoded child of a struct value.
+type cell struct {
+	set   bool // the key was present (a repeated key does not fit)
+	valid bool // present and not empty
+	s     []byte
+	f     float64
+	i     int64 // int64, date (days) or timestamp (µs)
+}
+
+// NewBuilder returns a Builder for rows of table t; it works on its own
+// clone of t. A nil mem means memory.DefaultAllocator. A table that fails
+// validation makes every Append fail.
+func NewBuilder(t *Table, mem memory.Allocator) *Builder {
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	b := &Builder{mem: mem}
+	switch {
+	case t == nil:
+		b.err = errors.New("schema: builder without a table")
+		t = &Table{}
+	default:
+		if err := t.validate(); err != nil {
+			b.err = fmt.Errorf("schema: builder for form %s: %w", t.FormID, err)
+			t = &Table{FormID: t.FormID}
+		} else {
+			t = t.Clone()
+		}
+	}
+	b.ed = newEditor(t)
+	b.sync()
+	at := func(name string) int {
+		if i, ok := b.ed.byName[name]; ok {
+			return i
+		}
+		return -1
+	}
+	b.fixed = fixedIndex{
+		formID: at(ColFormID), submissionID: at(ColSubmissionID), submissionTime: at(ColSubmissionTime),
+		lastUpdatedAt: at(ColLastUpdatedAt), startedAt: at(ColStartedAt), loginEmail: at(ColLoginEmail),
+		quizScore: at(ColQuizScore), quizMaxScore: at(ColQuizMaxScore), editLink: at(ColEditLink),
+		documents: at(ColDocuments), batchID: at(ColBatchID), syncedAt: at(ColSyncedAt),
+	}
+	return b
+}
+
+// sync creates Arrow builders for columns the table gained, back-filling
+// nulls for the rows already appended.
+func (b *Builder) sync() {
+	for i := len(b.cols); i < len(b.ed.t.Columns); i++ {
+		ct := b.ed.t.Columns[i].Type
+		bld := array.NewBuilder(b.mem, arrowType(ct))
+		bld.AppendNulls(b.rows)
+		b.cols = append(b.cols, column{typ: ct, bld: bld})
+	}
+}
+
+// Len is the number of rows appended since the last Finish.
+func (b *Builder) Len() int { return b.rows }
+
+// Append adds one submission as a row. Values that do not fit their column
+// never fail: they are kept in its __v_json companion. It fails, appending
+// nothing, only when a required column would be empty (no submission, id,
+// submission time, batch id or sync time) or the builder was released or
+// built on an invalid table.
+func (b *Builder) Append(sub *forms.Submission, lin Lineage) error {
+	switch {
+	case b.err != nil:
+		return b.err
+	case b.released:
+		return errors.New("schema: append to a released builder")
+	case sub == nil:
+		return fmt.Errorf("schema: append to table of form %s: no submission", b.ed.t.FormID)
+	case sub.SubmissionID == "":
+		return fmt.Errorf("schema: append to table of form %s: submission without an id", b.ed.t.FormID)
+	case sub.SubmissionTime.IsZero():
+		return fmt.Errorf("schema: append submission %s of form %s: no submission time", sub.SubmissionID, b.ed.t.FormID)
+	case lin.BatchID == "" || lin.SyncedAt.IsZero():
+		return fmt.Errorf("schema: append submission %s: lineage lacks a batch id or sync time", sub.SubmissionID)
+	}
+	f := &b.fixed
+	b.putString(f.formID, b.ed.t.FormID)
+	b.putString(f.submissionID, sub.SubmissionID)
+	b.putTime(f.submissionTime, sub.SubmissionTime)
+	if sub.LastUpdatedAt != nil {
+		b.putTime(f.lastUpdatedAt, *sub.LastUpdatedAt)
+	}
+	if sub.StartedAt != nil {
+		b.putTime(f.startedAt, *sub.StartedAt)
+	}
+	if sub.Login != nil {
+		b.putString(f.loginEmail, sub.Login.Email)
+	}
+	if q := sub.Quiz; q != nil {
+		b.putFloat(f.quizScore, q.Score)
+		b.putFloat(f.quizMaxScore, q.MaxScore)
+	}
+	if f.editLink >= 0 {
+		b.putString(f.editLink, sub.EditLink)
+	}
+	b.putDocuments(sub.Documents)
+	b.putString(f.batchID, lin.BatchID)
+	b.putTime(f.syncedAt, lin.SyncedAt)
+
+	for i := range sub.Questions {
+		a := &sub.Questions[i]
+		if col := b.route(KindQuestion, a.ID, a.Name, a.Type); col >= 0 {
+			b.putJSON(col, a.Value)
+		}
+	}
+	for i := range sub.Calculations {
+		c := &sub.Calculations[i]
+		if col := b.route(KindCalculation, c.ID, c.Name, c.Type); col >= 0 {
+			b.putText(col, c.Value)
+		}
+	}
+	for i := range sub.URLParameters {
+		p := &sub.URLParameters[i]
+		if col := b.route(KindURLParameter, p.ID, p.Name, ""); col >= 0 {
+			b.putText(col, p.Value)
+		}
+	}
+	for i := range sub.Scheduling {
+		s := &sub.Scheduling[i]
+		if col := b.route(KindScheduling, s.ID, s.Name, ""); col >= 0 {
+			b.putJSON(col, s.Value)
+		}
+	}
+	for i := range sub.Payments {
+		p := &sub.Payments[i]
+		if col := b.route(KindPayment, p.ID, p.Name, ""); col >= 0 {
+			b.putJSON(col, p.Value)
+		}
+	}
+
+	stamp := b.rows + 1
+	for i := range b.cols {
+		if c := &b.cols[i]; c.stamp != stamp {
+			c.bld.AppendNull()
+		}
+	}
+	b.rows++
+	return nil
+}
+
+// route returns the column a value of source (kind, id) goes to, given the
+// value's own type, adding a column when the table has none for it yet. It
+// returns -1 for a value that is not exported (Password) or discarded
+// (unknown type).
+func (b *Builder) route(kind SourceKind, id, name, typ string) int {
+	k := sourceKey{kind, id}
+	si, known := b.ed.sources[k]
+	if typ == "" && (kind == KindQuestion || kind == KindCalculation) {
+		// No type on the value: the source's current column decides.
+		if !known {
+			return b.addSource(kind, id, name, "", typeless(kind))
+		}
+		s := &b.ed.t.Sources[si]
+		if s.Column == "" {
+			if _, _, ok := mapType(kind, s.Type); !ok {
+				b.discard(s.Type)
+			}
+			return -1
+		}
+		return b.ed.byName[s.Column]
+	}
+	ct, export, ok := mapType(kind, typ)
+	switch {
+	case !ok:
+		b.discard(typ)
+		return -1
+	case !export:
+		return -1
+	case !known:
+		return b.addSource(kind, id, name, typ, ct)
+	}
+	if col := b.ed.columnOf(k, ct); col >= 0 {
+		return col
+	}
+	col := b.ed.addTyped(si, ct, typ, "had an answer of type "+typ)
+	b.sync()
+	return col
+}
+
+func (b *Builder) discard(typ string) {
+	if b.stats.Discarded == nil {
+		b.stats.Discarded = make(map[string]int)
+	}
+	b.stats.Discarded[typ]++
+}
+
+// addSource adds a source first seen in a submission, and its column.
+func (b *Builder) addSource(kind SourceKind, id, name, typ string, ct ColumnType) int {
+	si := b.ed.addSource(Source{Kind: kind, ID: id, Name: name, Type: typ})
+	col := b.ed.addTyped(si, ct, typ, "")
+	b.ed.t.Sources[si].Column = b.ed.t.Columns[col].Name
+	b.ed.changes[len(b.ed.changes)-1].Detail += ", first seen in a submission (not in the form metadata read)"
+	b.sync()
+	return col
+}
+
+// taken reports whether column i already has a value in the current row.
+func (b *Builder) taken(i int) bool { return b.cols[i].stamp == b.rows+1 }
+
+func (b *Builder) mark(i int) { b.cols[i].stamp = b.rows + 1 }
+
+// putString sets a string column; "" stays null.
+func (b *Builder) putString(i int, s string) {
+	if i < 0 || s == "" {
+		return
+	}
+	appendString(b.cols[i].bld, s)
+	b.mark(i)
+}
+
+func appendString(bld array.Builder, s string) {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	bld.(*array.StringBuilder).Append(s)
+}
+
+func (b *Builder) putTime(i int, t time.Time) {
+	if i < 0 || t.IsZero() {
+		return
+	}
+	b.cols[i].bld.(*array.TimestampBuilder).Append(arrow.Timestamp(t.UnixMicro()))
+	b.mark(i)
+}
+
+func (b *Builder) putFloat(i int, f *float64) {
+	if i < 0 || f == nil {
+		return
+	}
+	b.cols[i].bld.(*array.Float64Builder).Append(*f)
+	b.mark(i)
+}
+
+func (b *Builder) putDocuments(docs []forms.Document) {
+	i := b.fixed.documents
+	if i < 0 || len(docs) == 0 {
+		return
+	}
+	lb := b.cols[i].bld.(*array.ListBuilder)
+	vb := lb.ValueBuilder().(*array.StructBuilder)
+	lb.Append(true)
+	for _, d := range docs {
+		vb.Append(true)
+		for j, s := range [...]string{d.ID, d.Name, d.URL} {
+			if s == "" {
+				vb.FieldBuilder(j).AppendNull()
+			} else {
+				appendString(vb.FieldBuilder(j), s)
+			}
+		}
+	}
+	b.mark(i)
+}
+
+// putText sets column i from a value the API sends as a string
+// (calculations, URL parameters). A number calculation must hold a number
+// in JSON's grammar ("12.50").
+func (b *Builder) putText(i int, s string) {
+	if s == "" {
+		return
+	}
+	if b.taken(i) {
+		b.misfitText(i, s)
+		return
+	}
+	switch b.cols[i].typ {
+	case TypeString:
+		appendString(b.cols[i].bld, s)
+	case TypeDouble:
+		f, err := strconv.ParseFloat(s, 64)
+		if !isNumberText(s) || err != nil {
+			b.misfitText(i, s)
+			return
+		}
+		b.cols[i].bld.(*array.Float64Builder).Append(f)
+	default:
+		b.misfitText(i, s)
+		return
+	}
+	b.mark(i)
+}
+
+func (b *Builder) misfitText(i int, s string) {
+	b.buf.Reset()
+	enc := json.NewEncoder(&b.buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // encoding a string cannot fail
+	b.keep(i, bytes.TrimSuffix(b.buf.Bytes(), []byte("\n")))
+}
+
+// putJSON sets column i from a raw JSON value. Empty answers stay null; a
+// value that does not fit the column's type goes whole to its __v_json
+// companion.
+func (b *Builder) putJSON(i int, raw json.RawMessage) {
+	v := trimJSON(raw)
+	b.text = b.text[:0]
+	if b.cols[i].typ == TypeJSON && !b.taken(i) && len(v) > 0 {
+		b.putJSONText(i, v)
+		return
+	}
+	if !validJSON(v) {
+		if len(v) > 0 {
+			b.keep(i, v) // not JSON at all: kept as sent
+		}
+		return
+	}
+	if isEmpty(v) {
+		return
+	}
+	if b.taken(i) || !b.appendValue(i, v) {
+		b.compactKeep(i, v)
+		return
+	}
+	b.mark(i)
+}
+
+// putJSONText sets JSON column i to the compact form of v; compacting also
+// validates, so v is scanned once.
+func (b *Builder) putJSONText(i int, v []byte) {
+	b.buf.Reset()
+	if err := json.Compact(&b.buf, v); err != nil {
+		b.keep(i, v) // not JSON at all: kept as sent
+		return
+	}
+	text := b.buf.Bytes()
+	if isEmpty(text) {
+		return
+	}
+	if !utf8.Valid(text) {
+		text = bytes.ToValidUTF8(text, []byte("\uFFFD"))
+	}
+	b.cols[i].bld.(*array.StringBuilder).BinaryBuilder.Append(text)
+	b.mark(i)
+}
+
+func (b *Builder) compactKeep(i int, v []byte) {
+	b.buf.Reset()
+	if err := json.Compact(&b.buf, v); err != nil {
+		b.keep(i, v) // unreachable: v is valid
+		return
+	}
+	b.keep(i, b.buf.Bytes())
+}
+
+// keep stores text in the __v_json companion of column i and counts it.
+func (b *Builder) keep(i int, text []byte) {
+	j := b.ed.addCompanion(i)
+	b.sync()
+	if b.taken(j) {
+		b.stats.Dropped++
+		return
+	}
+	if !utf8.Valid(text) {
+		text = bytes.ToValidUTF8(text, []byte("\uFFFD"))
+	}
+	b.cols[j].bld.(*array.StringBuilder).BinaryBuilder.Append(text)
+	b.mark(j)
+	if b.stats.Misfits == nil {
+		b.stats.Misfits = make(map[string]int)
+	}
+	b.stats.Misfits[b.ed.t.Columns[i].Name]++
+}
+
+// appendValue appends v (valid, trimmed, not empty) to column i if it fits
+// the column's type, and appends nothing otherwise. Composite values are
+// decoded whole before anything is appended, since Arrow builders cannot
+// take a value back.
+func (b *Builder) appendValue(i int, v []byte) bool {
+	bld := b.cols[i].bld
+	switch ct := b.cols[i].typ; ct {
+	case TypeString:
+		if v[0] != '"' {
+			return false
+		}
+		bld.(*array.StringBuilder).BinaryBuilder.Append(b.unquote(v))
+	case TypeDouble:
+		f, ok := parseDouble(v)
+		if !ok {
+			return false
+		}
+		bld.(*array.Float64Builder).Append(f)
+	case TypeInt64:
+		n, ok := parseInt(v)
+		if !ok {
+			return false
+		}
+		bld.(*array.Int64Builder).Append(n)
+	case TypeBool:
+		switch string(v) {
+		case "true":
+			bld.(*array.BooleanBuilder).Append(true)
+		case "false":
+			bld.(*array.BooleanBuilder).Append(false)
+		default:
+			return false
+		}
+	case TypeDate, TypeTimestamp:
+		c, ok := b.decodeCell(childOf(ct), v)
+		if !ok || !c.valid {
+			return false
+		}
+		appendCell(bld, childOf(ct), c)
+	case TypeListString:
+		return b.appendStrings(bld.(*array.ListBuilder), v)
+	case TypeFiles:
+		return b.appendFiles(bld.(*array.ListBuilder), v)
+	case TypeDateRange, TypeAddress, TypeLocation, TypeScheduling, TypePayment:
+		spec := structOf(ct)
+		cells := b.scratchCells(len(spec.keys))
+		if !b.decodeStruct(spec, v, cells) {
+			return false
+		}
+		appendStruct(bld.(*array.StructBuilder), spec, cells)
+	default:
+		return false // json goes through putJSONText; documents is never read from JSON
+	}
+	return true
+}
+
+func childOf(ct ColumnType) childKind {
+	if ct == TypeDate {
+		return childDate
+	}
+	return childTimestamp
+}
+
+func (b *Builder) scratchCells(n int) []cell {
+	if cap(b.cells) < n {
+		b.cells = make([]cell, n)
+	}
+	return b.cells[:n]
+}
+
+// unquote decodes a string literal of the current value; the text stays
+// valid until the next value.
+func (b *Builder) unquote(s []byte) []byte {
+	var text []byte
+	text, b.text = unquote(b.text, s)
+	return text
+}
+
+// appendStrings appends an array of strings; null and "" elements are null.
+func (b *Builder) appendStrings(lb *array.ListBuilder, v []byte) bool {
+	if v[0] != '[' {
+		return false
+	}
+	b.strs = b.strs[:0]
+	ok := eachElement(v, func(el []byte) bool {
+		switch el[0] {
+		case 'n':
+			b.strs = append(b.strs, nil)
+		case '"':
+			b.strs = append(b.strs, b.unquote(el))
+		default:
+			return false
+		}
+		return true
+	})
+	if !ok {
+		return false
+	}
+	vb := lb.ValueBuilder().(*array.StringBuilder)
+	lb.Append(true)
+	for _, s := range b.strs {
+		if len(s) == 0 {
+			vb.AppendNull()
+		} else {
+			vb.BinaryBuilder.Append(s)
+		}
+	}
+	return true
+}
+
+// appendFiles appends an array of file objects; null or {} elements are null.
+func (b *Builder) appendFiles(lb *array.ListBuilder, v []byte) bool {
+	if v[0] != '[' {
+		return false
+	}
+	spec := specFile
+	n := len(spec.keys)
+	b.nulls = b.nulls[:0]
+	b.cells = b.cells[:0]
+	ok := eachElement(v, func(el []byte) bool {
+		base := len(b.cells)
+		for range n {
+			b.cells = append(b.cells, cell{})
+		}
+		if isEmpty(el) {
+			b.nulls = append(b.nulls, true)
+			return true
+		}
+		b.nulls = append(b.nulls, false)
+		return b.decodeStruct(spec, el, b.cells[base:base+n])
+	})
+	if !ok {
+		return false
+	}
+	vb := lb.ValueBuilder().(*array.StructBuilder)
+	lb.Append(true)
+	for k, null := range b.nulls {
+		if null {
+			vb.AppendNull()
+		} else {
+			appendStruct(vb, spec, b.cells[k*n:(k+1)*n])
+		}
+	}
+	return true
+}
+
+// decodeStruct decodes object v into cells (one per child of spec). An
+// unknown or repeated key, or a child that does not fit, makes the whole
+// value a misfit: keeping it as JSON loses nothing.
+func (b *Builder) decodeStruct(spec *structSpec, v []byte, cells []cell) bool {
+	if v[0] != '{' {
+		return false
+	}
+	clear(cells)
+	return eachMember(v, func(key, val []byte) bool {
+		i := spec.index(key)
+		if i < 0 || cells[i].set {
+			return false
+		}
+		c, ok := b.decodeCell(spec.kinds[i], val)
+		c.set = true
+		cells[i] = c
+		return ok
+	})
+}
+
+// decodeCell decodes one scalar child; null and "" are null.
+func (b *Builder) decodeCell(k childKind, v []byte) (cell, bool) {
+	if v[0] == 'n' || len(v) == 2 && v[0] == '"' {
+		return cell{}, true
+	}
+	var c cell
+	ok := false
+	switch k {
+	case childString:
+		if v[0] == '"' {
+			c.s, ok = b.unquote(v), true
+		}
+	case childDouble:
+		c.f, ok = parseDouble(v)
+	case childInt64:
+		c.i, ok = parseInt(v)
+	case childDate:
+		if v[0] == '"' {
+			var d int32
+			d, ok = parseDate(b.unquote(v))
+			c.i = int64(d)
+		}
+	case childTimestamp:
+		if v[0] == '"' {
+			c.i, ok = parseTimestamp(b.unquote(v))
+		}
+	}
+	c.valid = ok
+	return c, ok
+}
+
+func appendStruct(sb *array.StructBuilder, spec *structSpec, cells []cell) {
+	sb.Append(true)
+	for i, k := range spec.kinds {
+		appendCell(sb.FieldBuilder(i), k, cells[i])
+	}
+}
+
+func appendCell(bld array.Builder, k childKind, c cell) {
+	if !c.valid {
+		bld.AppendNull()
+		return
+	}
+	switch k {
+	case childString:
+		bld.(*array.StringBuilder).BinaryBuilder.Append(c.s)
+	case childDouble:
+		bld.(*array.Float64Builder).Append(c.f)
+	case childInt64:
+		bld.(*array.Int64Builder).Append(c.i)
+	case childDate:
+		bld.(*array.Date32Builder).Append(arrow.Date32(c.i))
+	case childTimestamp:
+		bld.(*array.TimestampBuilder).Append(arrow.Timestamp(c.i))
+	}
+}
+
+// Finish returns the rows appended since the last Finish as one record with
+// the schema of the (possibly evolved) table, that table, and what happened.
+// The caller releases the record. The Builder stays usable, with the evolved
+// table, for further rows.
+func (b *Builder) Finish() (arrow.Record, *Table, Stats) {
+	if b.released {
+		b.sync() // empty builders, so that the record is still well formed
+		defer b.Release()
+	}
+	schema := b.ed.t.ArrowSchema()
+	arrs := make([]arrow.Array, len(b.cols))
+	for i := range b.cols {
+		arrs[i] = b.cols[i].bld.NewArray()
+		b.cols[i].stamp = 0
+	}
+	rec := array.NewRecord(schema, arrs, int64(b.rows))
+	for _, a := range arrs {
+		a.Release()
+	}
+	st := b.stats
+	st.Rows = b.rows
+	st.Changes = b.ed.changes
+	b.stats = Stats{}
+	b.ed.changes = nil
+	b.rows = 0
+	return rec, b.ed.t.Clone(), st
+}
+
+// Release frees the Arrow builders. The Builder cannot be used afterwards.
+func (b *Builder) Release() {
+	for i := range b.cols {
+		b.cols[i].bld.Release()
+	}
+	b.cols = nil
+	b.rows = 0
+	b.released = true
+}

@@ -1,0 +1,376 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// The helpers below walk JSON that json.Valid has accepted, so they only
+// find boundaries and never need to report syntax errors. Working on the raw
+// bytes avoids decoding into map[string]any, matches keys exactly (the
+// standard decoder folds case) and tells null from "" and from absent.
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+// trimJSON trims the white space JSON allows around a value.
+func trimJSON(b []byte) []byte {
+	i, j := 0, len(b)
+	for i < j && isSpace(b[i]) {
+		i++
+	}
+	for j > i && isSpace(b[j-1]) {
+		j--
+	}
+	return b[i:j]
+}
+
+// valueEnd returns the index just past the value starting at b[i].
+func valueEnd(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				i = stringEnd(b, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	}
+	for i < len(b) && !isSpace(b[i]) && b[i] != ',' && b[i] != ']' && b[i] != '}' && b[i] != ':' {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index just past the string literal starting at b[i].
+func stringEnd(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return i
+}
+
+// eachElement calls fn with every element of the array a (a[0] == '[')
+// until fn returns false, and reports whether every call returned true.
+func eachElement(a []byte, fn func(elem []byte) bool) bool {
+	i := skipSpace(a, 1)
+	for i < len(a) && a[i] != ']' {
+		end := valueEnd(a, i)
+		if !fn(a[i:end]) {
+			return false
+		}
+		i = skipSpace(a, end)
+		if i < len(a) && a[i] == ',' {
+			i = skipSpace(a, i+1)
+		}
+	}
+	return true
+}
+
+// eachMember calls fn with every key (unquoted, unescaped) and value of the
+// object o (o[0] == '{') until fn returns false, and reports whether every
+// call returned true.
+func eachMember(o []byte, fn func(key, val []byte) bool) bool {
+	i := skipSpace(o, 1)
+	for i < len(o) && o[i] == '"' {
+		kend := stringEnd(o, i)
+		key, _ := unquote(nil, o[i:kend])
+		i = skipSpace(o, kend)
+		i = skipSpace(o, i+1) // the colon
+		end := valueEnd(o, i)
+		if !fn(key, o[i:end]) {
+			return false
+		}
+		i = skipSpace(o, end)
+		if i < len(o) && o[i] == ',' {
+			i = skipSpace(o, i+1)
+		}
+	}
+	return true
+}
+
+// unquote returns the text of a string literal as valid UTF-8, appending
+// decoded text to dst when the literal has escapes. It returns the text and
+// the extended dst; without escapes the text is a sub-slice of s.
+func unquote(dst, s []byte) (text, grown []byte) {
+	body := s[1 : len(s)-1]
+	if bytes.IndexByte(body, '\\') < 0 {
+		if utf8.Valid(body) {
+			return body, dst
+		}
+		return bytes.ToValidUTF8(body, []byte("\uFFFD")), dst
+	}
+	start := len(dst)
+	dst = appendUnescaped(dst, body)
+	text = dst[start:]
+	if !utf8.Valid(text) {
+		text = bytes.ToValidUTF8(text, []byte("\uFFFD"))
+	}
+	return text, dst
+}
+
+// appendUnescaped decodes the escapes of a valid string literal's body the
+// way encoding/json does: a lone surrogate becomes U+FFFD.
+func appendUnescaped(dst, body []byte) []byte {
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if c != '\\' || i+1 >= len(body) {
+			dst = append(dst, c)
+			continue
+		}
+		i++
+		switch body[i] {
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r := hex4(body, i+1)
+			i += 4
+			if utf16.IsSurrogate(r) {
+				r2 := rune(-1)
+				if i+2 < len(body) && body[i+1] == '\\' && body[i+2] == 'u' {
+					r2 = hex4(body, i+3)
+				}
+				if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+					i += 6
+					r = dec
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			dst = utf8.AppendRune(dst, r)
+		default: // " \ /
+			dst = append(dst, body[i])
+		}
+	}
+	return dst
+}
+
+// hex4 reads the four hex digits at b[i:], or returns -1.
+func hex4(b []byte, i int) rune {
+	if i+4 > len(b) {
+		return -1
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return -1
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}
+
+// validJSON reports whether v (trimmed) is one JSON value. Scalars, the
+// common case, are checked here without the general scanner.
+func validJSON(v []byte) bool {
+	if len(v) == 0 {
+		return false
+	}
+	switch c := v[0]; {
+	case c == '"':
+		return validString(v)
+	case c == '-' || c >= '0' && c <= '9':
+		return isNumberText(v)
+	case c == 't':
+		return string(v) == "true"
+	case c == 'f':
+		return string(v) == "false"
+	case c == 'n':
+		return string(v) == "null"
+	}
+	return json.Valid(v)
+}
+
+// validString reports whether v is exactly one JSON string literal.
+func validString(v []byte) bool {
+	if len(v) < 2 || v[len(v)-1] != '"' {
+		return false
+	}
+	for i := 1; i < len(v)-1; i++ {
+		switch c := v[i]; {
+		case c < 0x20, c == '"':
+			return false
+		case c == '\\':
+			i++
+			if i >= len(v)-1 {
+				return false // the closing quote was escaped
+			}
+			switch v[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if hex4(v[:len(v)-1], i+1) < 0 {
+					return false
+				}
+				i += 4
+			default:
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// isEmpty reports whether a (trimmed, valid) value is an empty answer:
+// null, "", [] or {}.
+func isEmpty(v []byte) bool {
+	switch {
+	case len(v) == 0:
+		return true
+	case v[0] == 'n':
+		return true // null: the only literal starting with n
+	case v[0] == '"':
+		return len(v) == 2
+	case v[0] == '[', v[0] == '{':
+		return skipSpace(v, 1) == len(v)-1
+	}
+	return false
+}
+
+func isNumber(v []byte) bool { return len(v) > 0 && (v[0] == '-' || v[0] >= '0' && v[0] <= '9') }
+
+// parseDouble reads a JSON number token; out-of-range numbers do not fit.
+func parseDouble(v []byte) (float64, bool) {
+	if !isNumber(v) {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(v), 64)
+	return f, err == nil
+}
+
+// parseInt reads a JSON number token that is a whole number in int64 range,
+// such as 4 or 4.0 (not 4.5).
+func parseInt(v []byte) (int64, bool) {
+	if !isNumber(v) {
+		return 0, false
+	}
+	if bytes.IndexAny(v, ".eE") < 0 { // an integer token; skips ParseInt's error for 4.0
+		if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
+			return n, true
+		}
+	}
+	f, err := strconv.ParseFloat(string(v), 64)
+	if err != nil || f != math.Trunc(f) || f < -(1<<63) || f >= 1<<63 {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+// isNumberText reports whether s is a number in JSON's grammar, the strict
+// test for a calculation's string value ("12.50"); strconv alone would also
+// take "Inf", "0x1p3" and "1_000".
+func isNumberText[T string | []byte](s T) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		n := 0
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case digits() == 0:
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(s)
+}
+
+// parseDate reads "YYYY-MM-DD" as days since the Unix epoch.
+func parseDate(s []byte) (int32, bool) {
+	if len(s) != 10 || s[4] != '-' || s[7] != '-' {
+		return 0, false
+	}
+	num := func(b []byte) int {
+		n := 0
+		for _, c := range b {
+			if c < '0' || c > '9' {
+				return -1
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n
+	}
+	y, m, d := num(s[:4]), num(s[5:7]), num(s[8:])
+	if y < 0 || m < 1 || m > 12 || d < 1 || d > 31 {
+		return 0, false
+	}
+	t := time.Date(y, time.Month(m), d, 0, 0, 0, 0, time.UTC)
+	if t.Day() != d { // 2023-02-30 normalises to March
+		return 0, false
+	}
+	return int32(t.Unix() / 86400), true
+}
+
+// parseTimestamp reads an RFC 3339 timestamp with a zone as microseconds
+// since the epoch, UTC. A time without a zone is ambiguous and does not fit.
+func parseTimestamp(s []byte) (int64, bool) {
+	t, err := time.Parse(time.RFC3339Nano, string(s))
+	if err != nil {
+		return 0, false
+	}
+	return t.UnixMicro(), true
+}
