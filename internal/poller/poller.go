@@ -15,7 +15,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/forms"
-	"github.com/syncd-dev/syncd/internal/schema"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/state"
 )

@@ -1,3 +1,5 @@
+//go:build e2e
+
 // Package e2e runs the real syncd binary against the Forms API simulator over
 // loopback and reads its Parquet output back with DuckDB.
 package e2e
