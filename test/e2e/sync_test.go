@@ -186,3 +186,9 @@ func tail(s string) string {
 	}
 	return s
 }
+
+// faultsOn is the fault mix of the end-to-end runs: a share of 5xx answers
+// and submissions arriving while windows are paged.
+func faultsOn() formsim.Faults {
+	return formsim.Faults{ErrorRate: 0.05, ArrivalsPerPage: 1}
+}
