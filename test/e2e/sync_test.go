@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -160,15 +161,14 @@ func TestUserErrorsAreOneClearSentence(t *testing.T) {
 		w := testkit.NewWorkdir(t, slow.BaseURL, testkit.Config{})
 		holder := make(chan testkit.Result, 1)
 		go func() { holder <- testkit.Run(ctx, syncdBin, w, "once") }()
-		deadline := time.Now().Add(10 * time.Second)
-		var res testkit.Result
-		for time.Now().Before(deadline) {
-			res = testkit.Run(ctx, syncdBin, w, "once")
-			if res.Code != 0 && strings.Contains(res.Stderr, "in use") {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
+		// The holder writes its pid into the lock file once it holds the lock.
+		if !eventually(10*time.Second, func() bool {
+			b, _ := os.ReadFile(w.State + ".lock")
+			return strings.Contains(string(b), "pid")
+		}) {
+			t.Fatal("the first syncd never took the state lock")
 		}
+		res := testkit.Run(ctx, syncdBin, w, "once")
 		if res.Code != 3 || !strings.Contains(res.Stderr, w.State) || !strings.Contains(res.Stderr, "pid") {
 			t.Errorf("exit %d, stderr %q", res.Code, res.Stderr)
 		}
