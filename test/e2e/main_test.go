@@ -1,5 +1,3 @@
-//go:build e2e
-
 // Package e2e runs the real syncd binary against the Forms API simulator over
 // loopback and reads its Parquet output back with DuckDB.
 package e2e
