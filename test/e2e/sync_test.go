@@ -40,7 +40,8 @@ func TestOnceWithFaultsExactlyOnce(t *testing.T) {
 	for _, inclusive := range []bool{false, true} {
 		t.Run(fmt.Sprintf("inclusive=%v", inclusive), func(t *testing.T) {
 			start, end := history(20)
-			sim := testkit.StartSim(t, formsim.Config{Seed: 7, Forms: 3, Submissions: 2500, Start: start, End: end, InclusiveDates: inclusive})
+			sim := testkit.StartSim(t, formsim.Config{Seed: 7, Forms: 3, Submissions: 2500, Start: start, End: end, InclusiveDates: inclusive,
+				RateLimit: 60}) // below the client's 200/s: 429s happen and are retried
 			sim.SetFaults(faultsOn())
 			w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{Sync: "  safety_lag: 0s\n  max_rows_per_batch: 400\n  concurrency: 3\n"})
 			ctx := context.Background()
@@ -50,6 +51,9 @@ func TestOnceWithFaultsExactlyOnce(t *testing.T) {
 				t.Fatalf("syncd once exited %d\nstdout:\n%s\nstderr:\n%s", res.Code, res.Stdout, tail(res.Stderr))
 			}
 			st := sim.Stats()
+			if st.RateLimited == 0 {
+				t.Errorf("the simulator never answered 429: the test proves nothing about rate limiting")
+			}
 			if st.InjectedErrors == 0 {
 				t.Errorf("no fault was injected: the test proves nothing (stats %+v)", st)
 			}
