@@ -18,6 +18,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/metrics"
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/sink"
+	"github.com/syncd-dev/syncd/internal/sink/bigquery"
 	"github.com/syncd-dev/syncd/internal/sink/parquetsink"
 	"github.com/syncd-dev/syncd/internal/state"
 )
@@ -82,8 +83,19 @@ func NewSink(cfg *config.Config, version string, log *zap.Logger) (sink.Sink, er
 			return nil, fmt.Errorf("open the parquet sink: %w", err)
 		}
 		return s, nil
+	case "bigquery":
+		bq := cfg.Sink.BigQuery
+		s, err := bigquery.New(context.Background(), bigquery.Options{
+			Project: bq.Project, Dataset: bq.Dataset, Location: bq.Location, TablePrefix: bq.TablePrefix,
+			Clustering: bq.Clustering, Logger: log.Named("sink"), Version: version,
+			Encode: parquetsink.EncodeOptions{Compression: parquetsink.Compression(cfg.Sink.Parquet.Compression)},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("open the bigquery sink: %w", err)
+		}
+		return s, nil
 	default:
-		return nil, fmt.Errorf("sink type %q is not available in this build: use parquet", cfg.Sink.Type)
+		return nil, fmt.Errorf("sink type %q is not one of parquet, bigquery", cfg.Sink.Type)
 	}
 }
 

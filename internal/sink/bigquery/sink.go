@@ -1,0 +1,675 @@
+// Package bigquery commits batches to BigQuery tables, one table per form,
+// with load jobs of the batch's Parquet bytes.
+//
+// Exactly once rests on job ids: BigQuery accepts a job id once per project,
+// forever, failed jobs included. A batch's load job is named after the batch
+// id plus an attempt number, so whoever asks — a retry, a second Commit, a
+// process restarted after a crash — finds the job that holds the batch
+// instead of loading it twice:
+//
+//	attempt n exists and succeeded -> committed
+//	attempt n exists and is running -> wait for it
+//	attempt n exists and failed     -> look at attempt n+1
+//	attempt n does not exist        -> submit it (not committed)
+//
+// A failed job therefore never blocks its batch: the next attempt gets a
+// fresh id. A load is atomic, so a job's rows appear whole or not at all.
+//
+// The client library never resends a job insert that carries a file (and,
+// by default, the sink sends each file in one request); the sink keeps the
+// encoded file and retries with backoff on 5xx, backendError and
+// rateLimitExceeded, and on calls that got no answer, whose outcome it then
+// learns by looking the job up. It fails at once, with one sentence naming
+// the project, dataset, table and column or permission, on invalid,
+// notFound and accessDenied.
+//
+// Tables are created on first load from the batch's Arrow schema (REQUIRED
+// for top-level non-nullable fields, descriptions from field metadata,
+// partitioned by day on submission_time, clustered as configured). New
+// columns are added as NULLABLE by a table patch before the load: a load's
+// ALLOW_FIELD_ADDITION cannot add a column the file marks REQUIRED ("Cannot
+// add required fields to an existing schema") and does not carry
+// descriptions. The load keeps ALLOW_FIELD_ADDITION as a safety net. The
+// Parquet file is then written with exactly the table's modes, because
+// BigQuery compares a file's REQUIRED/OPTIONAL with the table's column
+// modes.
+package bigquery
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"github.com/apache/arrow/go/v15/arrow"
+	"go.uber.org/zap"
+	"google.golang.org/api/googleapi"
+	"google.golang.org/api/option"
+
+	"github.com/syncd-dev/syncd/internal/sink"
+	"github.com/syncd-dev/syncd/internal/sink/parquetsink"
+)
+
+// Options configures a Sink. Project and Dataset are required.
+type Options struct {
+	Project     string   // Google Cloud project of the dataset; jobs run here too
+	Dataset     string   // created when missing
+	Location    string   // of the dataset and jobs; "" means the dataset's (US when created)
+	TablePrefix string   // prepended to each batch's table name
+	Clustering  []string // clustering columns of created tables, at most 4
+
+	// ClientOptions are passed to the BigQuery client. Without them it uses
+	// Application Default Credentials. Tests point it at a fake with
+	// option.WithEndpoint and option.WithoutAuthentication.
+	ClientOptions []option.ClientOption
+
+	// MaxAttempts bounds how often one Commit tries before it returns the
+	// last error: submissions and lookups that failed temporarily, and jobs
+	// that failed temporarily, count. 0 means 5.
+	MaxAttempts int
+	// MinBackoff and MaxBackoff bound the pause between tries, which
+	// doubles from one to the other, with jitter, and the polling interval
+	// of a running job. 0 means 1s and 30s.
+	MinBackoff, MaxBackoff time.Duration
+
+	// UploadChunkSize, when positive, sends files larger than it as
+	// resumable uploads in chunks of that size (rounded up to 256 KiB); the
+	// client then resends a failed chunk within its upload session, which
+	// cannot create a second job. 0 sends each file in one request that is
+	// never resent by the client.
+	UploadChunkSize int
+
+	Logger  *zap.Logger               // nil means no logs
+	Version string                    // written into each file's footer; "" means the build's
+	Encode  parquetsink.EncodeOptions // the Parquet encoding of the loads
+}
+
+// maxClustering is BigQuery's limit on clustering columns.
+const maxClustering = 4
+
+func (o *Options) setDefaults() error {
+	switch {
+	case o.Project == "":
+		return errors.New("bigquery sink: sink.bigquery.project is empty: set the Google Cloud project that holds the dataset")
+	case !validDatasetID(o.Dataset):
+		return fmt.Errorf("bigquery sink: sink.bigquery.dataset %q is not a dataset id: use letters, digits and underscores, at most 1024", o.Dataset)
+	case len(o.Clustering) > maxClustering:
+		return fmt.Errorf("bigquery sink: sink.bigquery.clustering names %d columns; BigQuery clusters on at most %d", len(o.Clustering), maxClustering)
+	case o.MaxAttempts < 0 || o.MinBackoff < 0 || o.MaxBackoff < 0 || o.UploadChunkSize < 0:
+		return errors.New("bigquery sink: attempts, backoffs and chunk size cannot be negative")
+	}
+	if err := o.Encode.Validate(); err != nil {
+		return fmt.Errorf("bigquery sink: %w", err)
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = 5
+	}
+	if o.MinBackoff == 0 {
+		o.MinBackoff = time.Second
+	}
+	if o.MaxBackoff == 0 {
+		o.MaxBackoff = 30 * time.Second
+	}
+	o.MaxBackoff = max(o.MaxBackoff, o.MinBackoff)
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	return nil
+}
+
+func validDatasetID(id string) bool {
+	if id == "" || len(id) > 1024 {
+		return false
+	}
+	for _, c := range []byte(id) {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// Sink loads batches into BigQuery. It is safe for concurrent use; batches
+// of different tables load in parallel.
+type Sink struct {
+	opts   Options
+	client *bigquery.Client
+	log    *zap.Logger
+
+	dsMu     sync.Mutex // serialises finding (or creating) the dataset
+	location string     // the dataset's, once known
+
+	mu     sync.Mutex
+	tables map[string]*tableState
+}
+
+// tableState caches what the sink knows of one table, so that a batch with
+// an unchanged schema costs no table call.
+type tableState struct {
+	mu     sync.Mutex      // serialises creating and patching the table
+	schema bigquery.Schema // as last seen or written; nil when unknown
+}
+
+var _ sink.Sink = (*Sink)(nil)
+
+// New returns a Sink. It makes no BigQuery call; the dataset and tables are
+// looked up (and created) by the first Commit that needs them.
+func New(ctx context.Context, opts Options) (*Sink, error) {
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
+	}
+	opts.Clustering = append([]string(nil), opts.Clustering...)
+	opts.ClientOptions = append([]option.ClientOption(nil), opts.ClientOptions...)
+	client, err := bigquery.NewClient(ctx, opts.Project, opts.ClientOptions...)
+	if err != nil {
+		return nil, fmt.Errorf("bigquery sink: connect to project %s: %w (syncd uses Application Default Credentials: set GOOGLE_APPLICATION_CREDENTIALS to a key file, or run with Workload Identity)", opts.Project, err)
+	}
+	client.Location = opts.Location
+	return &Sink{
+		opts:   opts,
+		client: client,
+		log:    opts.Logger.With(zap.String("sink", "bigquery"), zap.String("project", opts.Project), zap.String("dataset", opts.Dataset)),
+		tables: map[string]*tableState{},
+	}, nil
+}
+
+// Close releases the client.
+func (s *Sink) Close() error {
+	return s.client.Close()
+}
+
+func checkBatch(b sink.Batch) error {
+	switch {
+	case b.ID == "":
+		return errors.New("bigquery sink: batch has no id")
+	case b.Table == "":
+		return fmt.Errorf("bigquery sink: batch %s has no table", b.ID)
+	}
+	return nil
+}
+
+// maxJobID is BigQuery's limit on the length of a job id.
+const maxJobID = 1024
+
+// jobID is the load job id of attempt n of batch id: the batch id with
+// every character BigQuery does not allow in a job id replaced by '_', then
+// "_a<n>". When anything was replaced, or the id is too long, a hash of the
+// batch id keeps distinct batches distinct.
+func jobID(batch string, attempt int) string {
+	suffix := "_a" + strconv.Itoa(attempt)
+	b := []byte(batch)
+	clean := true
+	for i, c := range b {
+		if !(c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			b[i] = '_'
+			clean = false
+		}
+	}
+	id := string(b)
+	if !clean || len(id)+len(suffix) > maxJobID {
+		sum := sha256.Sum256([]byte(batch))
+		tag := "_" + hex.EncodeToString(sum[:8])
+		if n := maxJobID - len(suffix) - len(tag); len(id) > n {
+			id = id[:n]
+		}
+		id += tag
+	}
+	return id + suffix
+}
+
+// tableName is a batch's table in the dataset.
+func (s *Sink) tableName(b sink.Batch) string { return s.opts.TablePrefix + b.Table }
+
+func (s *Sink) fullName(table string) string {
+	return s.opts.Project + "." + s.opts.Dataset + "." + table
+}
+
+// Commit loads rec as batch b into its table, exactly once: if a load job
+// of the batch already succeeded, Commit checks its row count and returns.
+// A record without rows only makes sure the table exists with its columns;
+// it spends no load job (a table takes at most 1,500 a day).
+func (s *Sink) Commit(ctx context.Context, b sink.Batch, rec arrow.Record) error {
+	if err := checkBatch(b); err != nil {
+		return err
+	}
+	if rec == nil {
+		return fmt.Errorf("bigquery sink: commit batch %s: no record", b.ID)
+	}
+	if _, err := s.dataset(ctx, true); err != nil {
+		return err
+	}
+	c := &commit{s: s, b: b, table: s.tableName(b), rec: rec}
+	defer c.close()
+	return c.run(ctx)
+}
+
+// commit is one Commit call: the batch, and its encoded file once made.
+type commit struct {
+	s     *Sink
+	b     sink.Batch
+	table string
+	rec   arrow.Record
+	file  *os.File // the Parquet bytes, made on first submission, kept for retries
+	size  int64
+}
+
+func (c *commit) close() {
+	if c.file != nil {
+		c.file.Close()
+		os.Remove(c.file.Name())
+	}
+}
+
+func (c *commit) run(ctx context.Context) error {
+	s := c.s
+	log := s.log.With(zap.String("batch_id", c.b.ID), zap.String("table", c.table))
+	tries := 0
+	// again records a temporary failure and pauses, or gives up.
+	again := func(err error) error {
+		tries++
+		if tries >= s.opts.MaxAttempts {
+			return fmt.Errorf("bigquery sink: batch %s not committed after %d tries, the last: %w", c.b.ID, tries, err)
+		}
+		log.Warn("load failed for now; retrying", zap.Int("try", tries), zap.Error(err))
+		return s.sleep(ctx, tries)
+	}
+	for attempt := 1; ; {
+		id := jobID(c.b.ID, attempt)
+		job, err := s.lookup(ctx, c.table, id)
+		if err != nil {
+			if v, _ := classify(err); v == retry {
+				if err := again(err); err != nil {
+					return err
+				}
+				continue
+			}
+			return err
+		}
+		submitted := false
+		if job == nil {
+			if c.rec.NumRows() == 0 {
+				if _, err := s.ensureTable(ctx, c.table, c.b, c.rec.Schema()); err != nil {
+					return err
+				}
+				log.Debug("empty batch: nothing to load")
+				return nil
+			}
+			if err := c.prepare(ctx); err != nil {
+				return err
+			}
+			job, err = s.submit(ctx, c.table, id, c.file, c.size)
+			if err != nil {
+				werr := s.apiError("load batch "+c.b.ID, c.table, id, err)
+				v, _ := classify(err)
+				if v == duplicate || v == retry {
+					// Someone submitted this attempt first, or the job may
+					// or may not have been created: the lookup tells.
+					if err := again(werr); err != nil {
+						return err
+					}
+					continue
+				}
+				if v == missing {
+					s.forgetTable(c.table) // the table may have been deleted
+				}
+				return werr
+			}
+			submitted = true
+			log.Debug("load job submitted", zap.String("job_id", id), zap.Int64("bytes", c.size))
+		}
+		st, err := s.wait(ctx, job)
+		if err != nil {
+			if v, _ := classify(err); v == retry {
+				if err := again(s.apiError("wait for load job", c.table, id, err)); err != nil {
+					return err
+				}
+				continue
+			}
+			return s.apiError("wait for load job", c.table, id, err)
+		}
+		if jerr := st.Err(); jerr != nil {
+			werr := s.apiError("load batch "+c.b.ID, c.table, id, jerr)
+			v, reason := classify(jerr)
+			if reason == "invalid" || v == missing || reason == "notFound" {
+				s.forgetTable(c.table) // the table may not be what the sink believes
+			}
+			if submitted && v != retry {
+				return werr
+			}
+			// A temporary failure, or a job of an earlier call that failed:
+			// the next attempt gets a fresh id.
+			attempt++
+			if submitted {
+				if err := again(werr); err != nil {
+					return err
+				}
+			} else {
+				log.Info("an earlier load job of the batch failed; trying the next attempt", zap.String("job_id", id), zap.Error(werr))
+			}
+			continue
+		}
+		n, err := outputRows(st)
+		if err != nil {
+			return s.apiError("check load job", c.table, id, err)
+		}
+		if n != c.rec.NumRows() {
+			return fmt.Errorf("bigquery sink: load job %s of batch %s into %s succeeded with %d rows but the batch has %d: the batch was rebuilt differently after the job ran, or another deployment uses the same batch ids in project %s",
+				id, c.b.ID, s.fullName(c.table), n, c.rec.NumRows(), s.opts.Project)
+		}
+		log.Info("batch committed", zap.String("job_id", id), zap.Int64("rows", n), zap.Int("attempt", attempt))
+		return nil
+	}
+}
+
+// prepare makes sure the table can take the batch and encodes the batch
+// with the table's modes into a temporary file, once per Commit.
+func (c *commit) prepare(ctx context.Context) error {
+	if c.file != nil {
+		return nil
+	}
+	schema, err := c.s.ensureTable(ctx, c.table, c.b, c.rec.Schema())
+	if err != nil {
+		return err
+	}
+	rec, err := conform(c.rec, schema)
+	if err != nil {
+		return fmt.Errorf("bigquery sink: batch %s for %s: %w", c.b.ID, c.s.fullName(c.table), err)
+	}
+	defer rec.Release()
+	f, err := os.CreateTemp("", "syncd-bigquery-*.parquet")
+	if err != nil {
+		return fmt.Errorf("bigquery sink: batch %s: temporary file: %w", c.b.ID, err)
+	}
+	kv := map[string]string{}
+	if c.s.opts.Version != "" {
+		kv[parquetsink.KeyVersion] = c.s.opts.Version
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	n, err := parquetsink.Encode(w, rec, c.b, kv, c.s.opts.Encode)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return fmt.Errorf("bigquery sink: batch %s: %w", c.b.ID, err)
+	}
+	c.file, c.size = f, n
+	return nil
+}
+
+func outputRows(st *bigquery.JobStatus) (int64, error) {
+	if st.Statistics != nil {
+		if ls, ok := st.Statistics.Details.(*bigquery.LoadStatistics); ok {
+			return ls.OutputRows, nil
+		}
+	}
+	return 0, errors.New("the finished load job has no load statistics")
+}
+
+// Committed reports whether a load job of batch b succeeded. A job still
+// running is waited for. It creates nothing.
+func (s *Sink) Committed(ctx context.Context, b sink.Batch) (bool, error) {
+	if err := checkBatch(b); err != nil {
+		return false, err
+	}
+	exists, err := s.dataset(ctx, false)
+	if err != nil || !exists {
+		return false, err
+	}
+	table := s.tableName(b)
+	for attempt := 1; ; attempt++ {
+		id := jobID(b.ID, attempt)
+		job, err := s.lookup(ctx, table, id)
+		if err != nil || job == nil {
+			return false, err
+		}
+		st, err := s.wait(ctx, job)
+		if err != nil {
+			return false, s.apiError("wait for load job", table, id, err)
+		}
+		if st.Err() == nil {
+			return true, nil
+		}
+	}
+}
+
+// lookup returns load job id of table, or nil if there is none. A job of
+// that id that loads elsewhere is an error: two deployments share batch ids
+// in one project, and trusting the job could lose a batch.
+func (s *Sink) lookup(ctx context.Context, table, id string) (*bigquery.Job, error) {
+	job, err := s.client.JobFromIDLocation(ctx, id, s.location)
+	if err != nil {
+		if v, _ := classify(err); v == missing {
+			return nil, nil
+		}
+		return nil, s.apiError("look up load job", table, id, err)
+	}
+	cfg, err := job.Config()
+	if err != nil {
+		return nil, fmt.Errorf("bigquery sink: job %s: %w", id, err)
+	}
+	lc, ok := cfg.(*bigquery.LoadConfig)
+	if !ok || lc.Dst == nil || lc.Dst.ProjectID != s.opts.Project || lc.Dst.DatasetID != s.opts.Dataset || lc.Dst.TableID != table {
+		dst := "something that is not a load"
+		if ok && lc.Dst != nil {
+			dst = lc.Dst.ProjectID + "." + lc.Dst.DatasetID + "." + lc.Dst.TableID
+		}
+		return nil, fmt.Errorf("bigquery sink: job %s in project %s loads %s, not %s: another syncd uses the same batch ids in this project; give each deployment its own project, or stop one", id, s.opts.Project, dst, s.fullName(table))
+	}
+	return job, nil
+}
+
+// submit starts load job id of the file into table.
+func (s *Sink) submit(ctx context.Context, table, id string, f *os.File, size int64) (*bigquery.Job, error) {
+	src := bigquery.NewReaderSource(io.NewSectionReader(f, 0, size))
+	src.SourceFormat = bigquery.Parquet
+	src.ParquetOptions = &bigquery.ParquetOptions{EnableListInference: true}
+	l := s.client.DatasetInProject(s.opts.Project, s.opts.Dataset).Table(table).LoaderFrom(src)
+	l.JobID = id
+	l.Location = s.location
+	l.WriteDisposition = bigquery.WriteAppend
+	// The sink creates tables itself (partitioned, described); a table
+	// that vanished must fail the load, not be recreated bare.
+	l.CreateDisposition = bigquery.CreateNever
+	l.SchemaUpdateOptions = []string{"ALLOW_FIELD_ADDITION"}
+	l.Labels = map[string]string{"app": "syncd"}
+	l.MediaOptions = []googleapi.MediaOption{
+		googleapi.ContentType("application/octet-stream"),
+		googleapi.ChunkSize(s.opts.UploadChunkSize),
+	}
+	return l.Run(ctx)
+}
+
+// wait polls job until it is done.
+func (s *Sink) wait(ctx context.Context, job *bigquery.Job) (*bigquery.JobStatus, error) {
+	st := job.LastStatus()
+	for poll := 1; st == nil || !st.Done(); poll++ {
+		if err := s.pause(ctx, min(s.opts.MinBackoff<<min(poll-1, 20), s.opts.MaxBackoff)); err != nil {
+			return nil, err
+		}
+		var err error
+		if st, err = job.Status(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+// sleep pauses before try+1: MinBackoff doubled per try up to MaxBackoff,
+// half of it random so that many syncd processes do not retry in step.
+func (s *Sink) sleep(ctx context.Context, try int) error {
+	d := min(s.opts.MinBackoff<<min(try-1, 20), s.opts.MaxBackoff)
+	return s.pause(ctx, d/2+rand.N(d/2+1))
+}
+
+func (s *Sink) pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// dataset finds the dataset, creating it in the configured location when
+// create is set, and learns its location (jobs must run there). It reports
+// whether the dataset exists.
+func (s *Sink) dataset(ctx context.Context, create bool) (bool, error) {
+	s.dsMu.Lock()
+	defer s.dsMu.Unlock()
+	if s.location != "" {
+		return true, nil
+	}
+	ds := s.client.DatasetInProject(s.opts.Project, s.opts.Dataset)
+	md, err := ds.Metadata(ctx)
+	if v, _ := classify(err); err != nil && v == missing {
+		if !create {
+			return false, nil
+		}
+		err = ds.Create(ctx, &bigquery.DatasetMetadata{
+			Location:    s.opts.Location,
+			Description: "Form submissions, synced by syncd.",
+		})
+		if v, _ := classify(err); err != nil && v != duplicate { // duplicate: created meanwhile
+			return false, s.apiError("create dataset", "", "", err)
+		}
+		if err == nil {
+			s.log.Info("dataset created", zap.String("location", s.opts.Location))
+		}
+		md, err = ds.Metadata(ctx)
+	}
+	if err != nil {
+		return false, s.apiError("get dataset", "", "", err)
+	}
+	if s.opts.Location != "" && !strings.EqualFold(md.Location, s.opts.Location) {
+		return false, fmt.Errorf("bigquery sink: dataset %s.%s is in location %s, not %s as sink.bigquery.location says: set location to %s or use another dataset",
+			s.opts.Project, s.opts.Dataset, md.Location, s.opts.Location, md.Location)
+	}
+	s.location = md.Location
+	return true, nil
+}
+
+func (s *Sink) tableState(table string) *tableState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ts := s.tables[table]
+	if ts == nil {
+		ts = &tableState{}
+		s.tables[table] = ts
+	}
+	return ts
+}
+
+// forgetTable drops what the sink believes of a table, so that the next
+// batch looks at it afresh.
+func (s *Sink) forgetTable(table string) {
+	ts := s.tableState(table)
+	ts.mu.Lock()
+	ts.schema = nil
+	ts.mu.Unlock()
+}
+
+// maxPatchTries bounds the retries of a table patch that lost a race with
+// another writer of the table's schema.
+const maxPatchTries = 3
+
+// ensureTable makes table able to take a file of schema as: it creates the
+// table, or adds the new columns (NULLABLE) and relaxes REQUIRED columns the
+// batch has as nullable. It returns the table's schema.
+func (s *Sink) ensureTable(ctx context.Context, table string, b sink.Batch, as *arrow.Schema) (bigquery.Schema, error) {
+	want, err := tableSchema(as)
+	if err != nil {
+		return nil, fmt.Errorf("bigquery sink: batch %s for %s: %w", b.ID, s.fullName(table), err)
+	}
+	ts := s.tableState(table)
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.schema != nil {
+		_, changes, err := reconcile(s.fullName(table), ts.schema, want)
+		if err != nil {
+			return nil, err
+		}
+		if len(changes) == 0 {
+			return ts.schema, nil
+		}
+	}
+	t := s.client.DatasetInProject(s.opts.Project, s.opts.Dataset).Table(table)
+	for try := 1; ; try++ {
+		md, err := t.Metadata(ctx)
+		if v, _ := classify(err); err != nil && v == missing {
+			md, err = s.createTable(ctx, t, b, want)
+			if v, _ := classify(err); err != nil && v == duplicate && try < maxPatchTries {
+				continue // created meanwhile: read it
+			}
+			if err != nil {
+				return nil, err
+			}
+			ts.schema = md.Schema
+			return md.Schema, nil
+		}
+		if err != nil {
+			return nil, s.apiError("get table", table, "", err)
+		}
+		next, changes, err := reconcile(s.fullName(table), md.Schema, want)
+		if err != nil {
+			return nil, err
+		}
+		if len(changes) == 0 {
+			ts.schema = md.Schema
+			return md.Schema, nil
+		}
+		md, err = t.Update(ctx, bigquery.TableMetadataToUpdate{Schema: next}, md.ETag)
+		var ge *googleapi.Error
+		if errors.As(err, &ge) && ge.Code == 412 && try < maxPatchTries {
+			continue // the table changed under us: look again
+		}
+		if err != nil {
+			return nil, s.apiError("update schema", table, "", err)
+		}
+		s.log.Info("table schema updated", zap.String("table", table), zap.Strings("changes", changes))
+		ts.schema = md.Schema
+		return md.Schema, nil
+	}
+}
+
+func (s *Sink) createTable(ctx context.Context, t *bigquery.Table, b sink.Batch, schema bigquery.Schema) (*bigquery.TableMetadata, error) {
+	if err := checkClustering(s.fullName(t.TableID), schema, s.opts.Clustering); err != nil {
+		return nil, err
+	}
+	tm := &bigquery.TableMetadata{
+		Schema:           schema,
+		TimePartitioning: partitioning(schema),
+		Description:      fmt.Sprintf("Submissions of form %s, synced by syncd.", b.FormID),
+	}
+	if tm.TimePartitioning == nil {
+		s.log.Warn("table has no submission_time column: it is not partitioned", zap.String("table", t.TableID))
+	}
+	if len(s.opts.Clustering) > 0 {
+		tm.Clustering = &bigquery.Clustering{Fields: s.opts.Clustering}
+	}
+	if err := t.Create(ctx, tm); err != nil {
+		if v, _ := classify(err); v == duplicate {
+			return nil, err
+		}
+		return nil, s.apiError("create table", t.TableID, "", err)
+	}
+	s.log.Info("table created", zap.String("table", t.TableID), zap.Int("columns", len(schema)))
+	md, err := t.Metadata(ctx)
+	if err != nil {
+		return nil, s.apiError("get table", t.TableID, "", err)
+	}
+	return md, nil
+}
