@@ -10,12 +10,28 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/app"
+	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/forms"
 	"github.com/syncd-dev/syncd/internal/schema"
 	"github.com/syncd-dev/syncd/internal/state"
 )
+
+// loadClient loads the configuration and builds the Forms API client, for
+// the commands that only read the API.
+func (g *globals) loadClient() (*config.Config, *zap.Logger, *forms.Client, error) {
+	cfg, log, err := g.load()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	client, err := app.NewClient(cfg, log, nil)
+	if err != nil {
+		return nil, nil, nil, withCode(exitUsage, err)
+	}
+	return cfg, log, client, nil
+}
 
 func newFormsCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
@@ -23,13 +39,9 @@ func newFormsCmd(g *globals) *cobra.Command {
 		Short: "List the account's forms",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, log, err := g.load()
+			_, _, client, err := g.loadClient()
 			if err != nil {
 				return err
-			}
-			client, err := app.NewClient(cfg, log, nil)
-			if err != nil {
-				return withCode(exitUsage, err)
 			}
 			list, err := client.ListForms(cmd.Context())
 			if err != nil {
@@ -51,13 +63,9 @@ func newSchemaCmd(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			cfg, log, err := g.load()
+			cfg, _, client, err := g.loadClient()
 			if err != nil {
 				return err
-			}
-			client, err := app.NewClient(cfg, log, nil)
-			if err != nil {
-				return withCode(exitUsage, err)
 			}
 			form, err := client.GetForm(ctx, args[0])
 			if err != nil {

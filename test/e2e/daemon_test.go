@@ -63,21 +63,27 @@ func eventually(d time.Duration, cond func() bool) bool {
 	return cond()
 }
 
+// rejectKeyWhile answers 401, as the API does for a revoked key, while
+// rejecting is set.
+func rejectKeyWhile(rejecting *atomic.Bool) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if rejecting.Load() {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusUnauthorized)
+				w.Write([]byte(`{"message":"Invalid API key"}`))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
 func TestDaemonMetricsAndReadiness(t *testing.T) {
 	start, end := history(3)
 	var keyRejected atomic.Bool
 	sim := testkit.StartSimWrapped(t, formsim.Config{Seed: 31, Forms: 2, Submissions: 300, Start: start, End: end},
-		func(next http.Handler) http.Handler {
-			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if keyRejected.Load() {
-					w.Header().Set("Content-Type", "application/json")
-					w.WriteHeader(http.StatusUnauthorized)
-					w.Write([]byte(`{"message":"Invalid API key"}`))
-					return
-				}
-				next.ServeHTTP(w, r)
-			})
-		})
+		rejectKeyWhile(&keyRejected))
 	addr := testkit.FreeAddr(t)
 	w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{
 		Sync:  "  safety_lag: 0s\n  schedule: \"@every 1s\"\n  jitter: 0s\n",
@@ -182,16 +188,7 @@ func TestSecretsRedacted(t *testing.T) {
 	var reject atomic.Bool
 	reject.Store(true)
 	sim := testkit.StartSimWrapped(t, formsim.Config{Seed: 51, Forms: 1, Submissions: 100, Start: start, End: end},
-		func(next http.Handler) http.Handler {
-			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if reject.Load() {
-					w.WriteHeader(http.StatusUnauthorized)
-					w.Write([]byte(`{"message":"Invalid API key"}`))
-					return
-				}
-				next.ServeHTTP(w, r)
-			})
-		})
+		rejectKeyWhile(&reject))
 	w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{LogLevel: "debug"})
 	summary := filepath.Join(w.Dir, "summary.json")
 	var all strings.Builder
