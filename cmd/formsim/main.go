@@ -1,5 +1,12 @@
-// Command formsim serves the Forms API simulator on loopback, for the demo,
-// manual testing and benchmarks.
+// Command formsim serves the Forms API simulator (internal/formsim) for the
+// demo, manual testing and benchmarks.
+//
+//	formsim --addr 127.0.0.1:8088 --api-key KEY --seed 1 --forms 3 --submissions 10000 \
+//	    [--inclusive] [--rate-limit 5] [--latency 200ms] [--error-rate 0.05] [...fault flags]
+//
+// The key may also come from FORMSIM_API_KEY. The first line on stdout is
+// the base URL (http://127.0.0.1:8088/v1/api; with port 0 the real port);
+// the server runs until SIGINT or SIGTERM and then shuts down gracefully.
 package main
 
 import (
@@ -7,10 +14,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -18,54 +27,112 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
 		fmt.Fprintln(os.Stderr, "formsim:", err)
 		os.Exit(2)
 	}
 }
 
-func run() error {
-	var cfg formsim.Config
-	var faults formsim.Faults
-	addr := flag.String("addr", "127.0.0.1:8088", "listen address (port 0 picks a free one)")
-	flag.StringVar(&cfg.APIKey, "api-key", os.Getenv("FORMSIM_API_KEY"), "the API key clients must send (env FORMSIM_API_KEY)")
-	flag.Int64Var(&cfg.Seed, "seed", 1, "seed of the generated data")
-	flag.IntVar(&cfg.Forms, "forms", 3, "number of forms; the first holds every documented question type")
-	flag.IntVar(&cfg.Submissions, "submissions", 1000, "finished submissions per form")
-	flag.BoolVar(&cfg.InclusiveDates, "inclusive", false, "treat afterDate/beforeDate as inclusive")
-	flag.Float64Var(&cfg.RateLimit, "rate-limit", 0, "requests per second before 429 (0: unlimited)")
-	end := flag.String("end", "", "submission times end here (RFC 3339; default now)")
-	flag.DurationVar(&faults.Latency, "latency", 0, "latency added to every request")
-	flag.Float64Var(&faults.ErrorRate, "error-rate", 0, "share of requests answered 500/502/503")
-	flag.Parse()
-	if *end != "" {
-		t, err := time.Parse(time.RFC3339, *end)
-		if err != nil {
-			return fmt.Errorf("--end %q: %w", *end, err)
+// run serves until ctx ends.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	var (
+		cfg    formsim.Config
+		faults formsim.Faults
+		addr   string
+		start  string
+		end    string
+	)
+	fs := flag.NewFlagSet("formsim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&addr, "addr", "127.0.0.1:8088", "listen address (port 0 picks a free one)")
+	fs.StringVar(&cfg.APIKey, "api-key", "", "the API key clients must send (default $FORMSIM_API_KEY)")
+	fs.Int64Var(&cfg.Seed, "seed", 1, "seed of the generated data")
+	fs.IntVar(&cfg.Forms, "forms", 3, "number of forms; the first asks every documented question type")
+	fs.IntVar(&cfg.Submissions, "submissions", 1000, "finished submissions per form")
+	fs.StringVar(&start, "start", "", "submission times start here (RFC 3339; default end - 30 days)")
+	fs.StringVar(&end, "end", "", "submission times end here (RFC 3339; default now, truncated to the minute)")
+	fs.BoolVar(&cfg.InclusiveDates, "inclusive", false, "afterDate/beforeDate keep submissions at exactly those instants")
+	fs.Float64Var(&cfg.RateLimit, "rate-limit", 0, "requests per second before 429 (0: unlimited)")
+	fs.IntVar(&cfg.RateBurst, "rate-burst", 0, "rate limiter burst (0: one second's worth)")
+	fs.DurationVar(&cfg.WebhookTimeout, "webhook-timeout", 5*time.Second, "timeout of one webhook delivery")
+
+	fs.DurationVar(&faults.Latency, "latency", 0, "latency added to every request")
+	fs.Float64Var(&faults.ServerErrorRate, "error-rate", 0, "share of requests answered 500/502/503")
+	fs.Float64Var(&faults.RateLimitRate, "rate-limit-rate", 0, "share of requests answered 429")
+	fs.IntVar(&faults.RateLimitBurstEvery, "burst-every", 0, "every Nth request starts a burst of 429s")
+	fs.IntVar(&faults.RateLimitBurstLen, "burst-len", 3, "length of a burst of 429s")
+	fs.DurationVar(&faults.RetryAfter, "retry-after", 0, "Retry-After on every 429 (0: none, as documented)")
+	fs.Float64Var(&faults.SlowRate, "slow-rate", 0, "share of requests delayed by --slow-delay")
+	fs.DurationVar(&faults.SlowDelay, "slow-delay", time.Second, "delay of a slow request")
+	fs.Float64Var(&faults.TruncateRate, "truncate-rate", 0, "share of GET answers cut mid-JSON")
+	fs.Float64Var(&faults.MalformedRate, "malformed-rate", 0, "share of GET answers that are not JSON")
+	fs.Float64Var(&faults.BadValueRate, "bad-value-rate", 0, "share of answers that do not fit their question type")
+	fs.IntVar(&faults.MetadataChurnEvery, "churn-every", 0, "every Nth metadata read of a form changes the form")
+	fs.IntVar(&faults.ArrivalsPerPage, "arrivals-per-page", 0, "new submissions arriving per page served")
+	fs.IntVar(&faults.BackdatedPerPage, "backdated-per-page", 0, "back-dated imports per page served")
+	fs.IntVar(&faults.EditsPerPage, "edits-per-page", 0, "edits per page served")
+	fs.IntVar(&faults.DeletesPerPage, "deletes-per-page", 0, "deletions per page served")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if cfg.APIKey == "" {
+		cfg.APIKey = getenv("FORMSIM_API_KEY")
+	}
+	if cfg.APIKey == "" {
+		return errors.New("an API key is required: pass --api-key or set FORMSIM_API_KEY")
+	}
+	for _, t := range []struct {
+		flag string
+		text string
+		dst  *time.Time
+	}{{"--start", start, &cfg.Start}, {"--end", end, &cfg.End}} {
+		if t.text == "" {
+			continue
 		}
-		cfg.End = t
+		v, err := time.Parse(time.RFC3339Nano, t.text)
+		if err != nil {
+			return fmt.Errorf("%s %q is not an RFC 3339 time", t.flag, t.text)
+		}
+		*t.dst = v
 	}
-	srv, err := formsim.New(cfg)
+
+	sim, err := formsim.New(cfg)
 	if err != nil {
 		return err
 	}
-	srv.SetFaults(faults)
-	ln, err := net.Listen("tcp", *addr)
+	defer sim.Close()
+	sim.SetFaults(faults)
+
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
-		return err
+		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	fmt.Printf("http://%s%s\n", ln.Addr(), formsim.BasePath)
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 5 * time.Second}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = hs.Shutdown(shutdown)
-	}()
-	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
+	fmt.Fprintf(stdout, "http://%s%s\n", ln.Addr(), formsim.BasePath)
+	fmt.Fprintf(stderr, "formsim: %d forms of %d submissions (seed %d): %s\n",
+		cfg.Forms, cfg.Submissions, cfg.Seed, strings.Join(sim.FormIDs(), " "))
+
+	hs := &http.Server{Handler: sim, ReadHeaderTimeout: 5 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	sim.Close() // ends injected delays so in-flight requests finish quickly
+	if err := hs.Shutdown(shutdown); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
 }

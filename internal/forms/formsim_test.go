@@ -1,5 +1,3 @@
-//go:build formsim
-
 package forms_test
 
 // Tests of the client against the Forms API simulator (internal/formsim) over

@@ -1,20 +1,32 @@
-// Package formsim is an HTTP simulator of the Forms API for tests, the demo
-// and benchmarks: deterministic data from a seed, the documented endpoints
-// and parameters, both readings of afterDate/beforeDate inclusivity, and
-// fault knobs.
+// Package formsim is an HTTP simulator of the Forms API (Fillout's public REST
+// API as described in shared/spec) for tests, the demo and benchmarks.
+//
+// It serves every documented endpoint and query parameter under BasePath,
+// with deterministic data from a seed: form 0 asks every documented question
+// type plus calculations, URL parameters, scheduling, payments, quiz, login
+// and documents; other forms are narrower. Ties on submissionTime, preview
+// and in-progress submissions, empty answers, both readings of
+// afterDate/beforeDate inclusivity, a rate limit, webhooks and a set of
+// fault knobs (Faults) make it behave like the real service on a bad day.
+//
+// It is lean: a submission costs 16 bytes (time, row ordinal, class) in a
+// blocked sorted index; ids, answers and every other field are generated
+// from (seed, form, ordinal) when a page is served, so a million
+// submissions take a few tens of megabytes.
 package formsim
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
-	"sort"
-	"strconv"
-	"strings"
+	"net/http"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/syncd-dev/syncd/internal/forms"
 )
@@ -24,80 +36,85 @@ const BasePath = "/v1/api"
 
 // Config shapes the simulated account.
 type Config struct {
-	APIKey         string
-	Seed           int64
-	Forms          int // default 3; form 0 holds every documented question type
-	Submissions    int // finished submissions per form, default 1000
-	Start, End     time.Time
+	APIKey      string
+	Seed        int64
+	Forms       int // default 3; form 0 holds every documented question type
+	Submissions int // finished submissions per form, default 1000 (plus a few preview and in-progress)
+	// Submission times spread over [Start, End); zero: End = Now() truncated
+	// to the minute, Start = End - 30 days.
+	Start, End time.Time
+	// InclusiveDates makes afterDate/beforeDate keep submissions at exactly
+	// those instants; false excludes them. The service documents neither.
 	InclusiveDates bool
-	RateLimit      float64 // requests/s; 0 = unlimited
-	Now            func() time.Time
+	RateLimit      float64 // requests per second for the key; 0 = unlimited
+	RateBurst      int     // token bucket size; 0 = max(1, RateLimit), one second's worth
+	// Now is the clock of the data: default submission times of created
+	// submissions, arrivals and edits. The rate limiter and delays use real
+	// time. Default time.Now.
+	Now func() time.Time
+	// WebhookTimeout bounds one webhook delivery; default 5s.
+	WebhookTimeout time.Duration
 }
 
-// Faults are knobs; zero values are off.
-type Faults struct {
-	ErrorRate       float64       // share of requests answered 500/502/503
-	Latency         time.Duration // added to every request
-	ArrivalsPerPage int           // new submissions (submissionTime = now) per submissions page served
-}
+// MaxSubmissions bounds Config.Submissions (row ordinals are 32-bit).
+const MaxSubmissions = 100_000_000
 
-// Stats count what the server did.
-type Stats struct {
-	Requests          int64
-	RateLimited       int64
-	InjectedErrors    int64
-	PagesServed       int64
-	SubmissionsServed int64
-	ByStatus          map[int]int64
-}
+// ErrNotFound is returned (wrapped) for an unknown form, question or submission.
+var ErrNotFound = errors.New("not found")
 
-type submission struct {
-	id      string
-	t       time.Time
-	answers []forms.Answer
-	deleted bool
-}
-
-type form struct {
-	meta forms.Form
-	subs []*submission // sorted by (t, id)
-}
-
-// Server is the simulator; it is an http.Handler.
+// Server is the simulator; it is an http.Handler. Its methods are safe for
+// concurrent use.
 type Server struct {
-	cfg Config
+	cfg     Config
+	ids     idCodec
+	limiter *rate.Limiter // nil: unlimited
+	bufs    sync.Pool     // *[]byte response buffers
+	bad     atomic.Int64  // misfit answers rendered (rendering runs outside mu)
 
-	mu       sync.Mutex
-	rng      *rand.Rand
-	forms    []*form
-	faults   Faults
-	stats    Stats
-	lastTick time.Time
-	tokens   float64
-	nextID   int
+	hookClient *http.Client
+	ctx        context.Context // cancelled by Close: ends deliveries and delays
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup // webhook deliveries
+	closeOnce  sync.Once
+
+	mu        sync.Mutex
+	closed    bool
+	rng       *rand.Rand // every random decision after New; never the global source
+	forms     []*formState
+	byID      map[string]*formState
+	faults    Faults
+	stats     Stats
+	admitted  int64 // requests past auth and the limiter, for burst faults
+	burstLeft int
+	hooks     map[int64]webhook
+	nextHook  int64
 }
 
-// Documented question types, in the order form 0 asks them.
-var documentedTypes = strings.Fields(`Address AudioRecording Calcom Calendly Captcha Checkbox Checkboxes ColorPicker
-CurrencyInput DatePicker DateRange DateTimePicker Dropdown EmailInput FileUpload ImagePicker LocationCoordinates
-LongAnswer Matrix MultiSelect MultipleChoice NumberInput OpinionScale Password Payment PhoneNumber Ranking
-RecordPicker ShortAnswer Signature Slider StarRating Subform SubmissionPicker Switch Table TimePicker URLInput`)
-
-var narrowTypes = []string{"ShortAnswer", "NumberInput", "MultipleChoice", "Checkbox", "DatePicker", "EmailInput"}
+type webhook struct{ formID, url string }
 
 // New builds the account from the seed.
 func New(cfg Config) (*Server, error) {
 	if cfg.APIKey == "" {
 		return nil, errors.New("formsim: an API key is required")
 	}
-	if cfg.Forms <= 0 {
+	switch {
+	case cfg.Forms < 0:
+		return nil, fmt.Errorf("formsim: Forms %d is negative", cfg.Forms)
+	case cfg.Forms == 0:
 		cfg.Forms = 3
+	case cfg.Forms > 10_000:
+		return nil, fmt.Errorf("formsim: Forms %d is more than 10000", cfg.Forms)
 	}
-	if cfg.Submissions < 0 {
-		return nil, errors.New("formsim: negative submissions")
-	}
-	if cfg.Submissions == 0 {
+	switch {
+	case cfg.Submissions < 0:
+		return nil, fmt.Errorf("formsim: Submissions %d is negative", cfg.Submissions)
+	case cfg.Submissions == 0:
 		cfg.Submissions = 1000
+	case cfg.Submissions > MaxSubmissions:
+		return nil, fmt.Errorf("formsim: Submissions %d is more than %d", cfg.Submissions, MaxSubmissions)
+	}
+	if cfg.RateLimit < 0 || cfg.RateBurst < 0 {
+		return nil, errors.New("formsim: RateLimit and RateBurst must not be negative")
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -108,260 +125,291 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Start.IsZero() {
 		cfg.Start = cfg.End.AddDate(0, 0, -30)
 	}
-	if !cfg.Start.Before(cfg.End) {
-		return nil, errors.New("formsim: Start must be before End")
+	if cfg.End.Sub(cfg.Start) < time.Millisecond {
+		return nil, fmt.Errorf("formsim: Start %s must be at least 1ms before End %s", cfg.Start, cfg.End)
 	}
-	s := &Server{cfg: cfg, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x5eed)), stats: Stats{ByStatus: map[int]int64{}}}
+	if cfg.WebhookTimeout <= 0 {
+		cfg.WebhookTimeout = 5 * time.Second
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		cfg:    cfg,
+		ids:    newIDCodec(cfg.Seed),
+		ctx:    ctx,
+		cancel: cancel,
+		rng:    rand.New(rand.NewPCG(uint64(cfg.Seed), 0x5eed_f0e5)),
+		byID:   map[string]*formState{},
+		stats:  Stats{Injected: map[FaultKind]int64{}, ByStatus: map[int]int64{}},
+		hooks:  map[int64]webhook{},
+		hookClient: &http.Client{
+			Timeout:   cfg.WebhookTimeout,
+			Transport: &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second},
+		},
+	}
+	s.bufs.New = func() any { b := make([]byte, 0, 64<<10); return &b }
+	if cfg.RateLimit > 0 {
+		burst := cfg.RateBurst
+		if burst == 0 {
+			burst = max(1, int(cfg.RateLimit))
+		}
+		s.limiter = rate.NewLimiter(rate.Limit(cfg.RateLimit), burst)
+	}
+	taken := map[string]bool{}
 	for i := 0; i < cfg.Forms; i++ {
-		f := &form{meta: forms.Form{ID: fmt.Sprintf("f%02dx%s", i, s.token(8)), Name: fmt.Sprintf("Form %d", i+1)}}
-		types := narrowTypes
-		if i == 0 {
-			types = documentedTypes
-		}
-		for j, typ := range types {
-			f.meta.Questions = append(f.meta.Questions, forms.Field{ID: fmt.Sprintf("q%d%s", j, s.token(4)), Name: questionName(j, typ), Type: typ})
-		}
-		span := cfg.End.Sub(cfg.Start)
-		var prev time.Time
-		for k := 0; k < cfg.Submissions; k++ {
-			t := cfg.Start.Add(time.Duration(s.rng.Int64N(int64(span)))).Truncate(time.Millisecond)
-			if k > 0 && s.rng.IntN(20) == 0 {
-				t = prev // ties on purpose
-			}
-			prev = t
-			f.subs = append(f.subs, s.newSubmission(f, t))
-		}
-		f.sort()
+		f := buildForm(&s.cfg, s.ids, s.rng, i, taken)
 		s.forms = append(s.forms, f)
+		s.byID[f.view.id] = f
 	}
+	s.nextHook = 12345 + s.rng.Int64N(1000)
 	return s, nil
 }
 
-func questionName(j int, typ string) string {
-	names := []string{"Prénom", "Email Address?", "1st choice", "Name", "name", "Rating (1-5)"}
-	if j < len(names) {
-		return names[j] + " " + typ
-	}
-	return typ + " question"
-}
-
-func (s *Server) token(n int) string {
-	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = alphabet[s.rng.IntN(len(alphabet))]
-	}
-	return string(b)
-}
-
-func (f *form) sort() {
-	sort.Slice(f.subs, func(i, j int) bool {
-		if !f.subs[i].t.Equal(f.subs[j].t) {
-			return f.subs[i].t.Before(f.subs[j].t)
-		}
-		return f.subs[i].id < f.subs[j].id
+// Close stops webhook deliveries in flight and waits for them, and ends
+// pending injected delays early. It does not stop an http.Server serving s.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		s.cancel()
+		s.wg.Wait()
+		s.hookClient.CloseIdleConnections()
 	})
-}
-
-func (s *Server) newSubmission(f *form, t time.Time) *submission {
-	s.nextID++
-	sub := &submission{id: fmt.Sprintf("s%07d%s", s.nextID, s.token(12)), t: t}
-	for _, q := range f.meta.Questions {
-		sub.answers = append(sub.answers, forms.Answer{ID: q.ID, Name: q.Name, Type: q.Type, Value: s.value(q.Type, t)})
-	}
-	return sub
-}
-
-func (s *Server) value(typ string, t time.Time) json.RawMessage {
-	if s.rng.IntN(25) == 0 {
-		return json.RawMessage(`null`)
-	}
-	r := s.rng
-	var v any
-	switch typ {
-	case "NumberInput", "CurrencyInput", "Slider":
-		v = math.Round(r.Float64()*10000) / 100
-	case "StarRating", "OpinionScale":
-		v = 1 + r.IntN(5)
-	case "Checkbox", "Switch":
-		v = r.IntN(2) == 0
-	case "Checkboxes", "MultiSelect", "Ranking", "ImagePicker":
-		v = []string{"red", "green", "blue"}[:1+r.IntN(3)]
-	case "DatePicker":
-		v = t.AddDate(0, 0, -r.IntN(30)).Format("2006-01-02")
-	case "DateTimePicker":
-		v = t.Add(-time.Duration(r.IntN(1000)) * time.Minute).Format("2006-01-02T15:04:05.000Z")
-	case "TimePicker":
-		v = fmt.Sprintf("%02d:%02d", r.IntN(24), r.IntN(60))
-	case "DateRange":
-		d := t.AddDate(0, 0, r.IntN(10))
-		v = map[string]string{"start": d.Format("2006-01-02"), "end": d.AddDate(0, 0, 2).Format("2006-01-02")}
-	case "FileUpload", "Signature", "AudioRecording":
-		v = []map[string]any{{"url": "https://files.example.com/" + s.token(6), "filename": "f" + s.token(3) + ".png", "type": "image/png", "size": r.IntN(100000)}}
-	case "Address":
-		v = map[string]string{"address": strconv.Itoa(r.IntN(999)) + " Main St", "city": "Springfield", "state": "IL", "zipCode": "62701", "country": "US"}
-	case "LocationCoordinates":
-		v = map[string]float64{"latitude": math.Round(r.Float64()*9000) / 100, "longitude": math.Round(r.Float64()*18000) / 100}
-	case "Matrix", "Table", "Subform", "Payment", "Calcom", "Calendly", "RecordPicker", "SubmissionPicker":
-		v = map[string]any{"k": s.token(4), "n": r.IntN(10)}
-	case "ColorPicker":
-		v = fmt.Sprintf("#%06x", r.IntN(1<<24))
-	case "EmailInput":
-		v = s.token(6) + "@example.com"
-	default:
-		v = "answer " + s.token(5)
-	}
-	b, _ := json.Marshal(v)
-	return b
+	return nil
 }
 
 // SetFaults replaces the fault knobs.
-func (s *Server) SetFaults(f Faults) { s.mu.Lock(); s.faults = f; s.mu.Unlock() }
+func (s *Server) SetFaults(f Faults) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = f
+	if f.RateLimitBurstEvery <= 0 {
+		s.burstLeft = 0
+	}
+}
+
+// Faults returns the current fault knobs.
+func (s *Server) Faults() Faults {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.faults
+}
 
 // Stats returns a copy of the counters.
 func (s *Server) Stats() Stats {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := s.stats
-	out.ByStatus = map[int]int64{}
-	for k, v := range s.stats.ByStatus {
-		out.ByStatus[k] = v
+	st := s.stats.clone()
+	s.mu.Unlock()
+	if n := s.bad.Load(); n > 0 {
+		st.Injected[FaultBadValue] = n
 	}
-	return out
+	return st
 }
 
-// Close releases the server; it holds nothing that needs stopping.
-func (s *Server) Close() error { return nil }
-
-// FormIDs lists the forms in creation order.
+// FormIDs lists the forms in creation order (form 0 first).
 func (s *Server) FormIDs() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ids := make([]string, len(s.forms))
 	for i, f := range s.forms {
-		ids[i] = f.meta.ID
+		ids[i] = f.view.id
 	}
 	return ids
 }
 
-func (s *Server) form(id string) *form {
-	for _, f := range s.forms {
-		if f.meta.ID == id {
-			return f
-		}
-	}
-	return nil
-}
-
-// Form returns the current metadata of a form.
-func (s *Server) Form(id string) (forms.Form, bool) {
+// Form returns the current metadata of a form, as GET /forms/{formId} shows it.
+func (s *Server) Form(formID string) (forms.Form, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f := s.form(id)
+	f := s.byID[formID]
 	if f == nil {
 		return forms.Form{}, false
 	}
-	m := f.meta
-	m.Questions = append([]forms.Field(nil), f.meta.Questions...)
-	return m, true
+	return f.view.copyMeta(), true
 }
 
-// ExpectedIDs are every live submission of a form.
-func (s *Server) ExpectedIDs(id string) []string {
-	return s.ExpectedIDsBetween(id, time.Time{}, time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC))
+func (s *Server) form(formID string) (*formState, error) {
+	f := s.byID[formID]
+	if f == nil {
+		return nil, fmt.Errorf("formsim: form %q: %w", formID, ErrNotFound)
+	}
+	return f, nil
 }
 
-// ExpectedIDsBetween are the live submissions with time in [start, end).
-func (s *Server) ExpectedIDsBetween(id string, start, end time.Time) []string {
+// ExpectedIDs returns every finished, non-preview, non-deleted submission id
+// of a form now, in (submissionTime, id-order) ascending order: exactly what
+// paging the list endpoint without filters returns.
+func (s *Server) ExpectedIDs(formID string) []string {
+	return s.expected(formID, minTime, maxTime)
+}
+
+// ExpectedIDsBetween is ExpectedIDs restricted to submission times in
+// [start, end).
+func (s *Server) ExpectedIDsBetween(formID string, start, end time.Time) []string {
+	return s.expected(formID, ceilMs(start), ceilMs(end))
+}
+
+func (s *Server) expected(formID string, lo, hi int64) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []string
-	if f := s.form(id); f != nil {
-		for _, sub := range f.subs {
-			if !sub.deleted && !sub.t.Before(start) && sub.t.Before(end) {
-				out = append(out, sub.id)
-			}
-		}
+	f := s.byID[formID]
+	if f == nil {
+		return nil
 	}
+	const fin = classMask(1 << classFinished)
+	out := make([]string, 0, f.rows.countRange(fin, lo, hi))
+	f.rows.walk(fin, lo, hi, 0, func(r rec, _ *block) bool {
+		out = append(out, s.ids.id(f.view.idx, r.ord))
+		return true
+	}, false)
 	return out
 }
 
-func (s *Server) question(formID, qid string) (*form, int, error) {
-	f := s.form(formID)
-	if f == nil {
-		return nil, 0, fmt.Errorf("no form %s", formID)
-	}
-	for i, q := range f.meta.Questions {
-		if q.ID == qid {
-			return f, i, nil
-		}
-	}
-	return nil, 0, fmt.Errorf("form %s has no question %s", formID, qid)
-}
-
-// RenameQuestion changes a question's name.
-func (s *Server) RenameQuestion(formID, qid, name string) error {
+// RenameQuestion changes a question's name; every submission shows the new
+// name (the id stays).
+func (s *Server) RenameQuestion(formID, questionID, newName string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f, i, err := s.question(formID, qid)
-	if err == nil {
-		f.meta.Questions[i].Name = name
+	f, err := s.form(formID)
+	if err != nil {
+		return err
 	}
-	return err
-}
-
-// ChangeQuestionType changes a question's type for submissions made later.
-func (s *Server) ChangeQuestionType(formID, qid, typ string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f, i, err := s.question(formID, qid)
-	if err == nil {
-		f.meta.Questions[i].Type = typ
+	i := f.view.question(questionID)
+	if i < 0 {
+		return fmt.Errorf("formsim: form %s has no question %q: %w", formID, questionID, ErrNotFound)
 	}
-	return err
-}
-
-// AddQuestion appends a question; later submissions answer it.
-func (s *Server) AddQuestion(formID string, q forms.Field) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f := s.form(formID)
-	if f == nil {
-		return fmt.Errorf("no form %s", formID)
-	}
-	f.meta.Questions = append(f.meta.Questions, q)
+	qs := slices.Clone(f.view.questions)
+	qs[i] = qs[i].renamed(newName)
+	f.view = f.view.with(qs)
 	return nil
 }
 
-// Insert adds finished submissions at the given times.
+// AddQuestion appends a question. Submissions created from now on answer it
+// (with generated values for Insert and arrivals); older ones answer null.
+func (s *Server) AddQuestion(formID string, q forms.Field) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addQuestion(formID, q, false)
+}
+
+func (s *Server) addQuestion(formID string, q forms.Field, retroactive bool) error {
+	f, err := s.form(formID)
+	if err != nil {
+		return err
+	}
+	if q.ID == "" || q.Type == "" {
+		return fmt.Errorf("formsim: a question needs an id and a type, got %+v", q)
+	}
+	if f.view.question(q.ID) >= 0 {
+		return fmt.Errorf("formsim: form %s already has a question %q", formID, q.ID)
+	}
+	since := f.nextOrd()
+	if retroactive {
+		since = 0
+	}
+	f.view = f.view.with(append(slices.Clip(f.view.questions), newQuestion(q.ID, q.Name, q.Type, since)))
+	return nil
+}
+
+// ChangeQuestionType changes a question's type for submissions created from
+// now on; older submissions keep the type and value shape they were answered
+// with. The metadata shows the new type.
+func (s *Server) ChangeQuestionType(formID, questionID, newType string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changeType(formID, questionID, newType, false)
+}
+
+func (s *Server) changeType(formID, questionID, newType string, retroactive bool) error {
+	f, err := s.form(formID)
+	if err != nil {
+		return err
+	}
+	if newType == "" {
+		return errors.New("formsim: the new question type is empty")
+	}
+	i := f.view.question(questionID)
+	if i < 0 {
+		return fmt.Errorf("formsim: form %s has no question %q: %w", formID, questionID, ErrNotFound)
+	}
+	from := f.nextOrd()
+	if retroactive {
+		from = 0
+	}
+	qs := slices.Clone(f.view.questions)
+	qs[i] = qs[i].retyped(newType, from)
+	f.view = f.view.with(qs)
+	return nil
+}
+
+// Insert adds finished submissions at the given times (truncated to the
+// millisecond) with generated answers, and delivers them to the form's
+// webhooks. It returns their ids in order.
 func (s *Server) Insert(formID string, times ...time.Time) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f := s.form(formID)
-	if f == nil {
-		return nil, fmt.Errorf("no form %s", formID)
+	f, err := s.form(formID)
+	if err != nil {
+		return nil, err
 	}
-	var ids []string
-	for _, t := range times {
-		sub := s.newSubmission(f, t.UTC().Truncate(time.Millisecond))
-		f.subs = append(f.subs, sub)
-		ids = append(ids, sub.id)
+	now := s.nowMs()
+	ids := make([]string, len(times))
+	refs := make([]rowRef, len(times))
+	for i, t := range times {
+		ms := floorMs(t)
+		refs[i] = f.add(&createdRow{t: ms, updated: max(ms, now), generated: true})
+		ids[i] = s.ids.id(f.view.idx, refs[i].r.ord)
 	}
-	f.sort()
+	s.stats.Created += int64(len(times))
+	s.deliver(f, refs)
 	return ids, nil
 }
 
-// Delete marks a submission deleted.
-func (s *Server) Delete(formID, id string) error {
+// Delete deletes a submission of any status, as the delete endpoint does.
+func (s *Server) Delete(formID, submissionID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if f := s.form(formID); f != nil {
-		for _, sub := range f.subs {
-			if sub.id == id && !sub.deleted {
-				sub.deleted = true
-				return nil
-			}
-		}
+	f, err := s.form(formID)
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("no submission %s in form %s", id, formID)
+	if !s.deleteRow(f, submissionID) {
+		return fmt.Errorf("formsim: form %s has no submission %q: %w", formID, submissionID, ErrNotFound)
+	}
+	return nil
+}
+
+// deleteRow removes a submission by id; callers hold s.mu.
+func (s *Server) deleteRow(f *formState, id string) bool {
+	ref, ok := s.lookup(f, id)
+	if !ok {
+		return false
+	}
+	f.rows.remove(ref.r)
+	delete(f.edited, ref.r.ord)
+	s.stats.Deleted++
+	return true
+}
+
+// lookup finds a live submission by id; callers hold s.mu.
+func (s *Server) lookup(f *formState, id string) (rowRef, bool) {
+	idx, ord, ok := s.ids.decode(id)
+	if !ok || idx != f.view.idx {
+		return rowRef{}, false
+	}
+	return f.lookup(ord)
+}
+
+func (s *Server) nowMs() int64 { return floorMs(s.cfg.Now()) }
+
+// floorMs and ceilMs round a time to whole Unix milliseconds; they work for
+// every year time.Parse accepts, unlike UnixNano.
+func floorMs(t time.Time) int64 { return t.Unix()*1000 + int64(t.Nanosecond()/1e6) }
+
+func ceilMs(t time.Time) int64 {
+	ms := floorMs(t)
+	if t.Nanosecond()%1e6 != 0 {
+		ms++
+	}
+	return ms
 }

@@ -41,7 +41,7 @@ func TestOnceWithFaultsExactlyOnce(t *testing.T) {
 		t.Run(fmt.Sprintf("inclusive=%v", inclusive), func(t *testing.T) {
 			start, end := history(20)
 			sim := testkit.StartSim(t, formsim.Config{Seed: 7, Forms: 3, Submissions: 2500, Start: start, End: end, InclusiveDates: inclusive,
-				RateLimit: 60}) // below the client's 200/s: 429s happen and are retried
+				RateLimit: 60, RateBurst: 5}) // below the client's 200/s: 429s happen and are retried
 			sim.SetFaults(faultsOn())
 			w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{Sync: "  safety_lag: 0s\n  max_rows_per_batch: 400\n  concurrency: 3\n"})
 			ctx := context.Background()
@@ -192,5 +192,6 @@ func tail(s string) string {
 // faultsOn is the fault mix of the end-to-end runs: a share of 5xx answers
 // and submissions arriving while windows are paged.
 func faultsOn() formsim.Faults {
-	return formsim.Faults{ErrorRate: 0.05, ArrivalsPerPage: 1}
+	return formsim.Faults{ServerErrorRate: 0.05, RateLimitBurstEvery: 40, TruncateRate: 0.02, MalformedRate: 0.02,
+		EditsPerPage: 1, ArrivalsPerPage: 1}
 }
