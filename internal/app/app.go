@@ -88,7 +88,11 @@ func NewSink(cfg *config.Config, version string, log *zap.Logger) (sink.Sink, er
 		s, err := bigquery.New(context.Background(), bigquery.Options{
 			Project: bq.Project, Dataset: bq.Dataset, Location: bq.Location, TablePrefix: bq.TablePrefix,
 			Clustering: bq.Clustering, Logger: log.Named("sink"), Version: version,
-			Encode: parquetsink.EncodeOptions{Compression: parquetsink.Compression(cfg.Sink.Parquet.Compression)},
+			Encode:        parquetsink.EncodeOptions{Compression: parquetsink.Compression(cfg.Sink.Parquet.Compression)},
+			ClientOptions: bigquery.EndpointOptions(bq.Endpoint),
+			MaxAttempts:   bq.MaxAttempts,
+			MinBackoff:    bq.MinBackoff.D(),
+			MaxBackoff:    bq.MaxBackoff.D(),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("open the bigquery sink: %w", err)

@@ -12,6 +12,7 @@
 package bqfake
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -85,6 +86,11 @@ type Server struct {
 	runningPolls int
 	seq          int
 	uploads      map[string]int // upload type -> requests that created or tried to create a job
+	onJob        func(project, jobID string)
+
+	flightMu sync.Mutex
+	inFlight int           // requests being served
+	idle     chan struct{} // closed while inFlight is 0
 }
 
 type dsKey struct{ project, dataset string }
@@ -135,13 +141,62 @@ func New(tb testing.TB) *Server {
 		sessions: map[string]*session{},
 		denied:   map[string]bool{},
 		uploads:  map[string]int{},
+		idle:     make(chan struct{}),
 	}
-	s.srv = httptest.NewServer(s.routes())
+	close(s.idle)
+	s.srv = httptest.NewServer(s.track(s.routes()))
 	tb.Cleanup(func() {
 		s.srv.Close()
 		db.Close()
 	})
 	return s
+}
+
+// track counts the requests being served, for WaitIdle.
+func (s *Server) track(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.flightMu.Lock()
+		if s.inFlight == 0 {
+			s.idle = make(chan struct{})
+		}
+		s.inFlight++
+		s.flightMu.Unlock()
+		defer func() {
+			s.flightMu.Lock()
+			s.inFlight--
+			if s.inFlight == 0 {
+				close(s.idle)
+			}
+			s.flightMu.Unlock()
+		}()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// WaitIdle returns once no request is being served, or when ctx ends. A
+// test that kills its client calls it before starting the next one, so that
+// a request the dead client had sent whole has taken effect (as it would
+// have at BigQuery long before a restarted process looks).
+func (s *Server) WaitIdle(ctx context.Context) error {
+	s.flightMu.Lock()
+	idle := s.idle
+	s.flightMu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("bqfake: wait for requests in flight: %w", ctx.Err())
+	}
+}
+
+// OnJobCreated sets a function called each time a job is created, before
+// the insert is answered: a test kills its client there to stop it between
+// a job's insert and its checkpoint. It runs with the server's lock held,
+// so it must not call the Server.
+func (s *Server) OnJobCreated(fn func(project, jobID string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onJob = fn
 }
 
 // URL is the fake's base URL.

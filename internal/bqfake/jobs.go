@@ -326,6 +326,9 @@ func (s *Server) createJob(w http.ResponseWriter, project string, in *bq.Job, fi
 	if j.pollsLeft == 0 {
 		s.run(j)
 	}
+	if s.onJob != nil {
+		s.onJob(project, ref.JobId)
+	}
 	body, err := json.Marshal(j.meta)
 	if err != nil {
 		return nil, err

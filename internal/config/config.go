@@ -84,6 +84,16 @@ type BigQuerySink struct {
 	Location    string   `yaml:"location"`
 	TablePrefix string   `yaml:"table_prefix"`
 	Clustering  []string `yaml:"clustering"`
+	// Endpoint replaces BigQuery's REST endpoint: a private endpoint, or a
+	// test server. An http:// endpoint is called without credentials.
+	Endpoint string `yaml:"endpoint"`
+	// MaxAttempts bounds the tries of one batch's load on temporary
+	// failures (5xx, backendError, rateLimitExceeded, no answer); 0: 5.
+	MaxAttempts int `yaml:"max_attempts"`
+	// MinBackoff and MaxBackoff bound the pause between tries, and the
+	// polling of a running job; 0: 1s and 30s.
+	MinBackoff Duration `yaml:"min_backoff"`
+	MaxBackoff Duration `yaml:"max_backoff"`
 }
 
 // State is where checkpoints and pinned schemas live.
@@ -422,6 +432,14 @@ func (c *Config) validate(file string) error {
 	case "bigquery":
 		if c.Sink.BigQuery == nil || c.Sink.BigQuery.Project == "" || c.Sink.BigQuery.Dataset == "" {
 			return bad("sink.bigquery", "needs project and dataset")
+		}
+		if e := c.Sink.BigQuery.Endpoint; e != "" {
+			if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return bad("sink.bigquery.endpoint", fmt.Sprintf("%q is not an http(s) URL: leave it out to use BigQuery itself", e))
+			}
+		}
+		if c.Sink.BigQuery.MaxAttempts < 0 || c.Sink.BigQuery.MinBackoff < 0 || c.Sink.BigQuery.MaxBackoff < 0 {
+			return bad("sink.bigquery", "max_attempts, min_backoff and max_backoff cannot be negative")
 		}
 	default:
 		return bad("sink.type", fmt.Sprintf("%q is not a sink: use parquet or bigquery", c.Sink.Type))

@@ -94,6 +94,9 @@ func NewWorkdir(t testing.TB, baseURL string, sections Config) *Workdir {
 	if sections.RateLimit == 0 {
 		sections.RateLimit = 200
 	}
+	if sections.Sink == "" {
+		sections.Sink = fmt.Sprintf("sink:\n  type: parquet\n  parquet:\n    path: %s\n", w.Out)
+	}
 	yaml := fmt.Sprintf(`source:
   base_url: %s
   api_key: ${FORMS_API_KEY}
@@ -101,16 +104,12 @@ func NewWorkdir(t testing.TB, baseURL string, sections Config) *Workdir {
   max_attempts: 8
   timeout: 10s
 %ssync:
-%ssink:
-  type: parquet
-  parquet:
-    path: %s
-state:
+%s%sstate:
   path: %s
 log:
   level: %s
   format: json
-%s`, baseURL, sections.RateLimit, sections.Forms, sections.Sync, w.Out, w.State, orDefault(sections.LogLevel, "info"), sections.Extra)
+%s`, baseURL, sections.RateLimit, sections.Forms, sections.Sync, sections.Sink, w.State, orDefault(sections.LogLevel, "info"), sections.Extra)
 	if err := os.WriteFile(w.Config, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -121,6 +120,7 @@ log:
 type Config struct {
 	Forms     string  // a whole "forms:" section; default every form
 	Sync      string  // lines under "sync:", indented two spaces
+	Sink      string  // a whole "sink:" section; default Parquet files under Out
 	RateLimit float64 // source.rate_limit
 	LogLevel  string
 	Extra     string // whole top-level sections appended at the end, e.g. "server:\n  addr: ...\n"

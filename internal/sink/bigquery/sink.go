@@ -673,3 +673,18 @@ func (s *Sink) createTable(ctx context.Context, t *bigquery.Table, b sink.Batch,
 	}
 	return md, nil
 }
+
+// EndpointOptions are the client options that send every call to endpoint
+// instead of BigQuery: none for "". An http:// endpoint (a test server on
+// loopback) is called without credentials, which would otherwise travel in
+// clear text; an https:// one (a private endpoint) with them.
+func EndpointOptions(endpoint string) []option.ClientOption {
+	if endpoint == "" {
+		return nil
+	}
+	opts := []option.ClientOption{option.WithEndpoint(endpoint)}
+	if strings.HasPrefix(endpoint, "http://") {
+		opts = append(opts, option.WithoutAuthentication())
+	}
+	return opts
+}
