@@ -15,6 +15,16 @@ import (
 // wall clock.
 const partitionColumn = "submission_time"
 
+// requiredColumn reports the columns created REQUIRED: every submission
+// has them.
+func requiredColumn(name string) bool {
+	switch name {
+	case "form_id", "submission_id", partitionColumn:
+		return true
+	}
+	return false
+}
+
 // maxDescription is BigQuery's limit on a column description, in
 // characters.
 const maxDescription = 1024
@@ -40,10 +50,12 @@ func description(md arrow.Metadata) string {
 // float64 -> FLOAT, int64 -> INTEGER, bool -> BOOLEAN, date32 -> DATE,
 // timestamp -> TIMESTAMP, struct -> RECORD, list<x> -> REPEATED x.
 //
-// Top-level non-nullable columns are REQUIRED; everything else, nested
-// fields included, is NULLABLE. Nested REQUIRED fields buy nothing for
-// syncd's data and are where Parquet and BigQuery disagree most, so conform
-// writes them as nullable instead.
+// The key columns (form_id, submission_id, submission_time) are REQUIRED
+// when the batch has them non-nullable; everything else, lineage and nested
+// fields included, is NULLABLE. A REQUIRED column can never be dropped from
+// later batches nor loaded from a file that lacks it, so the table commits
+// to as little as the data needs; nested REQUIRED fields are also where
+// Parquet and BigQuery disagree most, so conform writes them as nullable.
 func tableSchema(s *arrow.Schema) (bigquery.Schema, error) {
 	out := make(bigquery.Schema, 0, s.NumFields())
 	for _, f := range s.Fields() {
@@ -66,7 +78,7 @@ func fieldSchema(f arrow.Field, path string, top bool) (*bigquery.FieldSchema, e
 			return nil, fmt.Errorf("column %s is a list of lists, which BigQuery cannot store", path)
 		}
 	} else {
-		fs.Required = top && !f.Nullable
+		fs.Required = top && !f.Nullable && requiredColumn(f.Name)
 	}
 	switch t := dt.(type) {
 	case *arrow.StringType, *arrow.LargeStringType:

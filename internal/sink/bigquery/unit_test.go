@@ -183,14 +183,14 @@ func TestConformKeepsDataAndTakesTableModes(t *testing.T) {
 		arrow.Field{Name: "qty", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 	)
 	schema := arrow.NewSchema([]arrow.Field{
-		{Name: "id", Type: arrow.BinaryTypes.String},
+		{Name: "submission_id", Type: arrow.BinaryTypes.String},
 		{Name: "opt", Type: arrow.BinaryTypes.String},
 		{Name: "items", Type: arrow.ListOf(item), Nullable: true},
 		{Name: "one", Type: item, Nullable: true},
 	}, nil)
 	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, schema, strings.NewReader(
-		`[{"id":"a","opt":"x","items":[{"sku":"s1","qty":1},{"sku":"s2","qty":null}],"one":{"sku":"k","qty":3}},
-		  {"id":"b","opt":"y","items":null,"one":null}]`))
+		`[{"submission_id":"a","opt":"x","items":[{"sku":"s1","qty":1},{"sku":"s2","qty":null}],"one":{"sku":"k","qty":3}},
+		  {"submission_id":"b","opt":"y","items":null,"one":null}]`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,247 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/syncd-dev/syncd/internal/bqfake"
+	"github.com/syncd-dev/syncd/internal/formsim"
+	"github.com/syncd-dev/syncd/internal/poller"
+	"github.com/syncd-dev/syncd/internal/state"
+	"github.com/syncd-dev/syncd/internal/testkit"
+)
+
+// bqSink is the sink section that points syncd at the fake: fast retries, so
+// that injected faults cost milliseconds.
+func bqSink(f *bqfake.Server, project, dataset string) string {
+	return fmt.Sprintf(`sink:
+  type: bigquery
+  bigquery:
+    project: %s
+    dataset: %s
+    location: EU
+    endpoint: %s/bigquery/v2/
+    max_attempts: 6
+    min_backoff: 5ms
+    max_backoff: 50ms
+`, project, dataset, f.URL())
+}
+
+// checkBigQuery asserts that every form of the simulator has its own table
+// holding exactly its submissions inside the committed windows, each once,
+// and that the committed windows reach at least until covers.
+func checkBigQuery(t *testing.T, sim *testkit.Sim, f *bqfake.Server, w *testkit.Workdir, project, dataset string, covers time.Time) {
+	t.Helper()
+	for _, id := range sim.FormIDs() {
+		covered := testkit.Covered(t, w.State, id)
+		if len(covered) == 0 || covered[len(covered)-1].End.Before(covers) {
+			t.Errorf("form %s: committed windows %v do not reach %s", id, covered, covers)
+		}
+		want := testkit.ExpectedIn(sim, id, covered)
+		table := poller.DefaultTable(id)
+		if _, ok := f.Table(project, dataset, table); !ok && len(want) > 0 {
+			t.Errorf("form %s: no table %s.%s", id, dataset, table)
+			continue
+		}
+		got := f.IDs(project, dataset, table, "submission_id")
+		testkit.CheckExactlyOnce(t, got, want)
+		for _, r := range f.Rows(project, dataset, table) {
+			if r["form_id"] != id {
+				t.Errorf("table %s holds a row of form %v", table, r["form_id"])
+				break
+			}
+		}
+	}
+}
+
+// bqRun is one syncd process against the fake: it ends by itself, or is
+// killed with SIGKILL after delay, or at the killAtJob-th load job the fake
+// creates (then after a pause of jobDelay, so that some kills land after
+// the insert was answered and before the checkpoint).
+type bqRun struct {
+	delay     time.Duration // 0: no timed kill
+	killAtJob int64         // 0: no kill at a job
+	jobDelay  time.Duration
+}
+
+// run starts syncd and waits for it; it reports whether SIGKILL ended it.
+func (r bqRun) run(t *testing.T, f *bqfake.Server, w *testkit.Workdir, args ...string) (killed bool, res testkit.Result) {
+	t.Helper()
+	cmd, stdout, stderr, err := testkit.Start(syncdBin, w, args...)
+	if err != nil {
+		t.Fatalf("start syncd: %v", err)
+	}
+	kill := func() { _ = cmd.Process.Signal(syscall.SIGKILL) }
+	var jobs atomic.Int64
+	if r.killAtJob > 0 {
+		f.OnJobCreated(func(string, string) {
+			if jobs.Add(1) != r.killAtJob {
+				return
+			}
+			if r.jobDelay == 0 {
+				kill() // the job exists; its insert is not answered yet
+				return
+			}
+			time.AfterFunc(r.jobDelay, kill)
+		})
+		defer f.OnJobCreated(nil)
+	}
+	var timer *time.Timer
+	if r.delay > 0 {
+		timer = time.AfterFunc(r.delay, kill)
+	}
+	err = cmd.Wait()
+	if timer != nil {
+		timer.Stop()
+	}
+	res = testkit.Result{Stdout: stdout.String(), Stderr: stderr.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		res.Code = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			killed, res.Killed = true, true
+		}
+	default:
+		t.Fatalf("wait for syncd: %v", err)
+	}
+	// A request the dead process had sent whole takes effect before the
+	// next process looks, as it would at BigQuery.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := f.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return killed, res
+}
+
+// openLoads counts the open intents of a stopped syncd whose batch has a
+// load job at the fake: the process died between a job's insert and the
+// checkpoint that follows it.
+func openLoads(t *testing.T, f *bqfake.Server, project, statePath string, formIDs []string) int {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := os.Stat(statePath); err != nil {
+		return 0 // killed before the state file was made
+	}
+	st, err := state.OpenBolt(ctx, state.BoltOptions{Path: statePath, ReadOnly: true})
+	if err != nil {
+		t.Fatalf("open state %s: %v", statePath, err)
+	}
+	defer st.Close()
+	jobs := f.JobIDs(project)
+	n := 0
+	for _, id := range formIDs {
+		fs, err := st.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for batch := range fs.Intents {
+			for _, j := range jobs {
+				if strings.HasPrefix(j, batch+"_a") {
+					n++
+					break
+				}
+			}
+		}
+	}
+	return n
+}
+
+// TestBigQueryCrashSafety kills `syncd once` with SIGKILL at random instants
+// and at random load jobs (as the fake creates the job, or a moment after
+// its insert was answered), with faults queued at the fake and jobs that
+// stay running for a while in every other round, then reruns it until it
+// finishes: each submission must then be in its form's table exactly once,
+// with no gap in the committed windows.
+func TestBigQueryCrashSafety(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	if s, err := strconv.ParseUint(os.Getenv("SYNCD_CRASH_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	t.Logf("seed %d (rerun with SYNCD_CRASH_SEED=%d)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, 5))
+	start, end := history(6)
+	sim := testkit.StartSim(t, formsim.Config{Seed: int64(seed % 1000), Forms: 2, Submissions: 700, Start: start, End: end})
+	f := bqfake.New(t)
+	forms := sim.FormIDs()
+	// Job ids are unique per project, forever: every installation (the
+	// probe, each round) has its own project, as separate deployments must.
+	config := func(project string) testkit.Config {
+		return testkit.Config{
+			Sync:     "  safety_lag: 0s\n  max_rows_per_batch: 150\n  concurrency: 2\n",
+			Sink:     bqSink(f, project, "forms"),
+			LogLevel: "warn",
+		}
+	}
+
+	// An uninterrupted run bounds the timed kills and counts the jobs.
+	probe := testkit.NewWorkdir(t, sim.BaseURL, config("probe"))
+	began := time.Now()
+	if _, res := (bqRun{}).run(t, f, probe, "once"); res.Code != 0 {
+		t.Fatalf("uninterrupted once exited %d: %s", res.Code, tail(res.Stderr))
+	}
+	full := time.Since(began)
+	perRun := int64(f.JobCount("probe"))
+	checkBigQuery(t, sim, f, probe, "probe", "forms", end)
+	t.Logf("an uninterrupted once takes %s and loads %d jobs", full, perRun)
+	if perRun < 4 {
+		t.Fatalf("the probe loaded %d jobs: too few to kill between them", perRun)
+	}
+
+	kills, midLoad, rounds := 0, 0, 0
+	for kills < crashKills() || midLoad < 5 {
+		rounds++
+		if rounds > 40 {
+			t.Fatalf("%d kills, %d between a job's insert and its checkpoint, after %d rounds", kills, midLoad, rounds)
+		}
+		project := fmt.Sprintf("crash-%d", rounds)
+		w := testkit.NewWorkdir(t, sim.BaseURL, config(project))
+		// Faults hit the first loads of the round; in every other round
+		// jobs stay running for two polls, so kills find them unfinished.
+		f.Inject(bqfake.JobBackendError, bqfake.CutAfterAccept, bqfake.Insert5xx, bqfake.ErrorAfterAccept, bqfake.RateLimited)
+		f.SetRunningPolls(2 * (rounds % 2))
+		for attempt := 0; ; attempt++ {
+			if attempt > 100 {
+				t.Fatalf("round %d never finished", rounds)
+			}
+			var r bqRun
+			switch rng.IntN(3) {
+			case 0:
+				r.delay = time.Duration(rng.Int64N(int64(full))) + time.Millisecond
+			case 1:
+				r.killAtJob = 1 + rng.Int64N(perRun/2)
+			default:
+				r.killAtJob = 1 + rng.Int64N(perRun/2)
+				r.jobDelay = time.Duration(rng.Int64N(int64(3*time.Millisecond))) + time.Microsecond
+			}
+			killed, res := r.run(t, f, w, "once")
+			if killed {
+				kills++
+				midLoad += openLoads(t, f, project, w.State, forms)
+				continue
+			}
+			if res.Code != 0 {
+				t.Fatalf("round %d: once exited %d after %d kills: %s", rounds, res.Code, kills, tail(res.Stderr))
+			}
+			break
+		}
+		checkBigQuery(t, sim, f, w, project, "forms", end)
+		if t.Failed() {
+			t.Fatalf("round %d failed after %d kills in all", rounds, kills)
+		}
+	}
+	f.SetRunningPolls(0)
+	t.Logf("%d kills over %d rounds, %d of them between a load job's insert and its checkpoint; every table exact after every round", kills, rounds, midLoad)
+}
