@@ -8,6 +8,9 @@ import (
 	"io"
 	"strconv"
 	"time"
+	"unicode/utf8"
+
+	fastjson "github.com/goccy/go-json"
 )
 
 // Decoding is done through wire types that shadow the strict fields of the
@@ -195,7 +198,24 @@ func convertSubmissions(field string, ws []wireSubmission, strict bool) ([]Submi
 // responses and totalResponses are required: a 200 without them (an error
 // object, say) must not read as an empty window. responses may be null.
 // Every listed submission must carry submissionId and submissionTime.
+//
+// Pages are the hot path of a sync, so they are decoded with goccy/go-json,
+// much faster than encoding/json here (bench/RESULTS.md). encoding/json
+// stays the reference: only valid UTF-8 JSON takes the fast path (the fast
+// decoder lets some invalid text through and keeps invalid UTF-8 that
+// encoding/json replaces with U+FFFD), a body the fast decoder
+// refuses is decoded again with encoding/json so that the error is its
+// precise one, and a fuzz target checks that both agree on every input.
 func DecodeSubmissionPage(body []byte) (*SubmissionPage, error) {
+	if utf8.Valid(body) && json.Valid(body) {
+		if page, err := decodeSubmissionPage(body, fastjson.Unmarshal); err == nil {
+			return page, nil
+		}
+	}
+	return decodeSubmissionPage(body, json.Unmarshal)
+}
+
+func decodeSubmissionPage(body []byte, unmarshal func([]byte, any) error) (*SubmissionPage, error) {
 	// Presence of responses without a second pass over it: a missing key
 	// leaves the pointer and its nil slice untouched, null sets the pointer
 	// to nil, and an array (even []) makes the slice non-nil.
@@ -205,7 +225,7 @@ func DecodeSubmissionPage(body []byte) (*SubmissionPage, error) {
 		TotalResponses *int              `json:"totalResponses"`
 		PageCount      int               `json:"pageCount"`
 	}{Responses: &responses}
-	if err := json.Unmarshal(body, &w); err != nil {
+	if err := unmarshal(body, &w); err != nil {
 		return nil, err
 	}
 	if w.Responses != nil && responses == nil {

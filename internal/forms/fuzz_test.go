@@ -1,7 +1,10 @@
 package forms
 
 import (
+	"bytes"
 	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -18,6 +21,11 @@ func pageSeeds() []string {
 		`{"responses":[{"submissionId":1}],"totalResponses":1}`,
 		`{"responses":"x","totalResponses":1}`,
 		`{"responses":[],"totalResponses":1e3}`,
+		// Where a fast decoder could part from encoding/json: escapes, lone
+		// surrogates, duplicate and differently cased keys, big numbers.
+		`{"responses":[{"submissionId":"\ud800\u00e9\u0000","submissionTime":"2024-01-01T10:00:00Z","questions":[{"id":"q","value":"\udfff x"}]}],"totalResponses":1}`,
+		`{"responses":[{"submissionId":"a","SUBMISSIONID":"b","submissionTime":"2024-01-01T10:00:00Z","submissionTime":"2024-01-02T10:00:00Z"}],"TotalResponses":1,"totalResponses":2}`,
+		`{"responses":[{"submissionId":"a","submissionTime":"2024-01-01T10:00:00Z","questions":[{"id":"q","value":12345678901234567890123}]}],"totalResponses":1,"pageCount":9223372036854775807}`,
 		`{"responses":[],"totalResponses":-1}`,
 		`{"responses":[{"submissionId":"a","submissionTime":"9999-12-31T23:59:59-23:59"}],"totalResponses":1}`,
 		`{"responses":[{"submissionId":"a","submissionTime":"\u0000"}],"totalResponses":1}`,
@@ -52,6 +60,16 @@ func FuzzDecodeSubmissionPage(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		page, err := DecodeSubmissionPage(body)
+		// The fast decoder must agree with encoding/json, the reference,
+		// wherever keys are spelt as the service spells them.
+		if ref, refErr := decodeSubmissionPage(body, json.Unmarshal); !hasInexactKeys(body) {
+			if (err == nil) != (refErr == nil) {
+				t.Fatalf("decoders disagree on %q: fast path %v, encoding/json %v", body, err, refErr)
+			}
+			if err == nil && !reflect.DeepEqual(page, ref) {
+				t.Fatalf("decoders disagree on %q:\nfast path     %+v\nencoding/json %+v", body, page, ref)
+			}
+		}
 		if err != nil {
 			if page != nil {
 				t.Fatal("page returned with an error")
@@ -91,4 +109,53 @@ func FuzzDecodeWebhook(f *testing.F) {
 		}
 		checkSubmission(t, &d.Submission, true)
 	})
+}
+
+// hasInexactKeys reports whether a valid JSON text has a key that matches a
+// field of the wire types only under case folding ("SubmissionID"): the
+// service spells every key exactly, and there encoding/json (which folds,
+// and takes the last of two candidates) and goccy/go-json (which prefers the
+// exact spelling) differ by design.
+func hasInexactKeys(body []byte) bool {
+	names := map[string]bool{}
+	collectJSONNames(reflect.TypeOf(wireSubmission{}), names, map[reflect.Type]bool{})
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		k, ok := tok.(string)
+		if !ok || names[k] {
+			continue
+		}
+		for n := range names {
+			if strings.EqualFold(n, k) {
+				return true
+			}
+		}
+	}
+}
+
+// collectJSONNames adds the JSON names of t's fields, nested types included.
+func collectJSONNames(t reflect.Type, names map[string]bool, seen map[reflect.Type]bool) {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct || seen[t] {
+		return
+	}
+	seen[t] = true
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" && !f.Anonymous {
+			name = f.Name
+		}
+		if name != "" && name != "-" {
+			names[name] = true
+		}
+		collectJSONNames(f.Type, names, seen)
+	}
+	names["responses"], names["totalResponses"], names["pageCount"] = true, true, true
 }

@@ -1,0 +1,238 @@
+// Command e2e runs syncd's end-to-end benchmarks: the real syncd binary
+// against the Forms API simulator on loopback, measured from outside
+// (wall time, CPU time and peak RSS of the syncd process; requests and 429s
+// from the simulator's own counters). See bench/RESULTS.md.
+//
+//	go run ./bench/e2e -syncd bin/syncd -scenario all
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/syncd-dev/syncd/internal/formsim"
+)
+
+const apiKey = "sk_bench_E2E_KEY"
+
+func main() {
+	var (
+		syncdBin = flag.String("syncd", "bin/syncd", "the syncd binary to measure")
+		scenario = flag.String("scenario", "all", "backfill, ratelimited, incremental or all")
+		sizes    = flag.String("sizes", "100000,1000000", "backfill sizes, submissions")
+		shape    = flag.String("form", "narrow", "backfill form: narrow (6-10 questions) or wide (every documented type)")
+		conc     = flag.Int("concurrency", 2, "backfill windows fetched at once")
+		rlSubs   = flag.Int("ratelimited-submissions", 30000, "submissions in the rate-limited backfill")
+		incForms = flag.Int("incremental-forms", 500, "forms in the incremental pass")
+	)
+	flag.Parse()
+	bin, err := filepath.Abs(*syncdBin)
+	if err == nil {
+		_, err = os.Stat(bin)
+	}
+	if err != nil {
+		fatalf("syncd binary: %v (run make build first)", err)
+	}
+	ctx := context.Background()
+	run := func(name string) bool { return *scenario == "all" || *scenario == name }
+	if run("backfill") {
+		fmt.Printf("## Backfill, rate limit off (%s form, concurrency %d)\n\n", *shape, *conc)
+		fmt.Println("| submissions | rows written | wall | CPU (user+sys) | peak RSS | submissions/s | requests |")
+		fmt.Println("|---|---|---|---|---|---|---|")
+		for _, s := range strings.Split(*sizes, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil {
+				fatalf("-sizes: %v", err)
+			}
+			r := backfill(ctx, bin, n, *shape == "wide", *conc, 0, 0)
+			fmt.Printf("| %d | %d | %.1f s | %.1f s | %.0f MB | %.0f | %d |\n", n, r.rows, r.wall.Seconds(), r.cpu.Seconds(),
+				float64(r.maxRSS)/(1<<20), float64(r.rows)/r.wall.Seconds(), r.requests)
+		}
+		fmt.Println()
+	}
+	if run("ratelimited") {
+		fmt.Println("## Backfill under the service's limit (5 requests/s, 200 ms per answer)")
+		fmt.Println()
+		r := backfill(ctx, bin, *rlSubs, false, 4, 5, 200*time.Millisecond)
+		rps := float64(r.requests) / r.wall.Seconds()
+		fmt.Println("| requests | wall | requests/s | of the limit | 429s |")
+		fmt.Println("|---|---|---|---|---|")
+		fmt.Printf("| %d | %.1f s | %.2f | %.0f%% | %d |\n\n", r.requests, r.wall.Seconds(), rps, 100*rps/5, r.limited)
+	}
+	if run("incremental") {
+		fmt.Printf("## Incremental pass over %d forms with nothing new (rate limit off)\n\n", *incForms)
+		first, second := incremental(ctx, bin, *incForms)
+		fmt.Println("| pass | requests | requests per form | wall | CPU | peak RSS |")
+		fmt.Println("|---|---|---|---|---|---|")
+		for i, r := range []result{first, second} {
+			fmt.Printf("| %s | %d | %.2f | %.1f s | %.1f s | %.0f MB |\n", []string{"first (everything)", "second (nothing new)"}[i],
+				r.requests, float64(r.requests)/float64(*incForms), r.wall.Seconds(), r.cpu.Seconds(), float64(r.maxRSS)/(1<<20))
+		}
+		fmt.Printf("\nAt the service's 5 requests/s the second pass would take at least %.0f s.\n\n", float64(second.requests)/5)
+	}
+}
+
+type result struct {
+	wall, cpu         time.Duration
+	maxRSS            int64 // bytes
+	requests, limited int64
+	rows              int64
+}
+
+// sim serves a simulator on a loopback port until stop is called.
+type sim struct {
+	*formsim.Server
+	base string
+	stop func()
+}
+
+func startSim(cfg formsim.Config) *sim {
+	cfg.APIKey = apiKey
+	s, err := formsim.New(cfg)
+	if err != nil {
+		fatalf("simulator: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fatalf("listen: %v", err)
+	}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return &sim{Server: s, base: "http://" + ln.Addr().String() + formsim.BasePath, stop: func() {
+		_ = srv.Close()
+		_ = s.Close()
+	}}
+}
+
+// history ends an hour ago so that a pass with no safety lag covers it all.
+func history() (time.Time, time.Time) {
+	end := time.Now().UTC().Truncate(time.Hour).Add(-time.Hour)
+	return end.AddDate(0, 0, -30), end
+}
+
+func writeConfig(dir, base string, rateLimit float64, extraSync string) string {
+	cfg := fmt.Sprintf(`source:
+  base_url: %s
+  api_key: ${FORMS_API_KEY}
+  rate_limit: %g
+  max_attempts: 8
+  timeout: 30s
+forms: []
+sync:
+  safety_lag: 0s
+%ssink:
+  type: parquet
+  parquet:
+    path: %s
+state:
+  path: %s
+log:
+  level: warn
+  format: json
+`, base, rateLimit, extraSync, filepath.Join(dir, "out"), filepath.Join(dir, "state", "syncd.db"))
+	path := filepath.Join(dir, "syncd.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		fatalf("write config: %v", err)
+	}
+	return path
+}
+
+// backfill loads one form of n submissions with `syncd backfill`. simLimit
+// and latency shape the simulator (0: unlimited, none).
+func backfill(ctx context.Context, bin string, n int, wide bool, concurrency int, simLimit float64, latency time.Duration) result {
+	start, end := history()
+	s := startSim(formsim.Config{Seed: 1, Forms: 2, Submissions: n, Start: start, End: end, RateLimit: simLimit, RateBurst: int(simLimit)})
+	defer s.stop()
+	if latency > 0 {
+		s.SetFaults(formsim.Faults{Latency: latency})
+	}
+	form := s.FormIDs()[1]
+	if wide {
+		form = s.FormIDs()[0]
+	}
+	dir, err := os.MkdirTemp("", "syncd-bench-")
+	if err != nil {
+		fatalf("%v", err)
+	}
+	defer os.RemoveAll(dir)
+	clientLimit := 10_000.0
+	if simLimit > 0 {
+		clientLimit = simLimit
+	}
+	cfg := writeConfig(dir, s.base, clientLimit, "")
+	before := s.Stats()
+	r := runSyncd(ctx, bin, cfg, "backfill", "--form", form, "--from", start.Format(time.RFC3339), "--to", end.Format(time.RFC3339),
+		"--concurrency", strconv.Itoa(concurrency))
+	after := s.Stats()
+	r.requests = after.Requests - before.Requests
+	r.limited = after.ByStatus[http.StatusTooManyRequests] - before.ByStatus[http.StatusTooManyRequests]
+	r.rows = int64(len(s.ExpectedIDs(form)))
+	return r
+}
+
+// incremental syncs forms small forms once, then measures a second pass
+// with nothing new.
+func incremental(ctx context.Context, bin string, forms int) (first, second result) {
+	start, end := history()
+	s := startSim(formsim.Config{Seed: 2, Forms: forms, Submissions: 20, Start: start, End: end})
+	defer s.stop()
+	dir, err := os.MkdirTemp("", "syncd-bench-")
+	if err != nil {
+		fatalf("%v", err)
+	}
+	defer os.RemoveAll(dir)
+	cfg := writeConfig(dir, s.base, 10_000, "  concurrency: 8\n")
+	measure := func() result {
+		before := s.Stats().Requests
+		r := runSyncd(ctx, bin, cfg, "once")
+		r.requests = s.Stats().Requests - before
+		return r
+	}
+	return measure(), measure()
+}
+
+func runSyncd(ctx context.Context, bin, cfg string, args ...string) result {
+	cmd := exec.CommandContext(ctx, bin, append(args, "--config", cfg)...)
+	cmd.Env = append(os.Environ(), "FORMS_API_KEY="+apiKey)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	t0 := time.Now()
+	err := cmd.Run()
+	wall := time.Since(t0)
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		fatalf("run syncd %s: %v", args[0], err)
+	}
+	if err != nil {
+		fatalf("syncd %s exited %d:\n%s", args[0], exit.ExitCode(), tail(stderr.String()))
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	return result{
+		wall:   wall,
+		cpu:    time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
+		maxRSS: ru.Maxrss * 1024, // kilobytes on Linux
+	}
+}
+
+func tail(s string) string {
+	if len(s) > 4000 {
+		return "..." + s[len(s)-4000:]
+	}
+	return s
+}
+
+func fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench/e2e: "+format+"\n", args...)
+	os.Exit(1)
+}
