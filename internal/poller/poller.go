@@ -74,6 +74,9 @@ type Poller struct {
 	sink  sink.Sink
 	store state.Store
 	opts  Options
+	// spanDays: the sink takes batches of several UTC days (a
+	// sink.DaySpanner), so windows are cut by row count only.
+	spanDays bool
 
 	mu          sync.Mutex
 	formLocks   map[string]*sync.Mutex // one pass of a form at a time
@@ -86,11 +89,16 @@ type Poller struct {
 // New returns a Poller.
 func New(src Source, snk sink.Sink, store state.Store, opts Options) *Poller {
 	opts.setDefaults()
+	spanDays := false
+	if d, ok := snk.(sink.DaySpanner); ok {
+		spanDays = d.BatchesSpanDays()
+	}
 	return &Poller{
 		src:         src,
 		sink:        snk,
 		store:       store,
 		opts:        opts,
+		spanDays:    spanDays,
 		formLocks:   map[string]*sync.Mutex{},
 		loggedTypes: map[string]bool{},
 		draining:    make(chan struct{}),

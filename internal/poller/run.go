@@ -33,8 +33,9 @@ func (c *countingSource) ListSubmissions(ctx context.Context, formID string, p f
 	return c.Source.ListSubmissions(ctx, formID, p)
 }
 
-// window is a planned half-open range of one UTC day, with the count the
-// service gave for it when it was planned (-1 when unknown).
+// window is a planned half-open range, of one UTC day unless the sink takes
+// batches that span days, with the count the service gave for it when it was
+// planned (-1 when unknown).
 type window struct {
 	start, end time.Time
 	count      int
@@ -256,7 +257,10 @@ func (f *formRun) commitEmpty(ctx context.Context, start, end time.Time) error {
 // plan cuts the gap [a, b) into windows that never cross a UTC midnight and
 // count at most MaxRowsPerBatch submissions, skipping empty stretches with
 // one request each: the first submission of what is left tells where data
-// resumes.
+// resumes. For a sink whose batches may span days, windows are bounded by
+// their count only, so that a pass over a gap of at most MaxRowsPerBatch
+// submissions commits one batch, and a larger gap (a backfill, a long
+// stop) is cut near MaxRowsPerBatch by the counts rather than by halves.
 func (f *formRun) plan(ctx context.Context, gap state.Interval, emit func(window) error) error {
 	a, b := gap.Start, gap.End
 	maxRows := f.p.opts.MaxRowsPerBatch
@@ -273,7 +277,10 @@ func (f *formRun) plan(ctx context.Context, gap state.Interval, emit func(window
 		if err := f.commitEmpty(ctx, a, start); err != nil {
 			return err
 		}
-		end := minTime(b, nextMidnight(start))
+		end := b
+		if !f.p.spanDays {
+			end = minTime(b, nextMidnight(start))
+		}
 		count := -1
 		if start.Equal(a) && end.Equal(b) {
 			count = page.TotalResponses
@@ -290,6 +297,9 @@ func (f *formRun) plan(ctx context.Context, gap state.Interval, emit func(window
 				break
 			}
 			m := midpoint(start, end)
+			if f.p.spanDays {
+				m = splitAt(start, end, count, maxRows)
+			}
 			if m.Equal(end) {
 				break // a single millisecond holds more than a batch: take it whole
 			}

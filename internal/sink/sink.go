@@ -11,7 +11,9 @@ import (
 
 // Batch names one unit of commit: the submissions of one form whose
 // submission time falls in the half-open window [WindowStart, WindowEnd).
-// A window never crosses a UTC midnight, so a batch belongs to one Day.
+// A window never crosses a UTC midnight, so a batch belongs to one Day,
+// unless the sink is a DaySpanner that says otherwise; Day is then the
+// day of WindowStart.
 type Batch struct {
 	ID                string    // deterministic: the same window always gets the same id
 	FormID            string    // source form
@@ -20,6 +22,16 @@ type Batch struct {
 	WindowStart       time.Time // inclusive
 	WindowEnd         time.Time // exclusive
 	SchemaFingerprint string    // of the pinned table schema the record was built with
+}
+
+// DaySpanner is a capability a Sink may have. A sink whose tables are
+// partitioned by the submission_time column itself, not by where a batch is
+// written (BigQuery partitions by day on the column), can take a batch that
+// spans several UTC days: the poller then plans windows bounded only by
+// their row count, so that a pass commits one batch per table, and a
+// backfill a few large ones. A sink without it gets windows of one UTC day.
+type DaySpanner interface {
+	BatchesSpanDays() bool
 }
 
 // Sink is a destination that commits whole batches.
