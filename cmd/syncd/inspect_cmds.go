@@ -225,6 +225,9 @@ func newValidateCmd(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Fprintln(out, "ok   config")
+			for _, w := range cfg.QuotaWarnings(time.Now()) {
+				fmt.Fprintf(out, "WARN quota: %s\n", w)
+			}
 			client, err := app.NewClient(cfg, log, nil)
 			if err != nil {
 				return withCode(exitUsage, err)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -283,6 +284,41 @@ func TestBigQueryFailuresAreClearAndLoseNothing(t *testing.T) {
 			checkBigQuery(t, sim, f, w, project, dataset, end)
 			if n := f.PendingFaults(); n != 0 {
 				t.Errorf("%d faults never fired", n)
+			}
+		})
+	}
+}
+
+// TestBigQueryValidateWarnsOfQuota: `syncd validate` says when the schedule
+// would spend more load jobs a day than a BigQuery table takes, and stays
+// quiet for a schedule that fits; a warning does not fail validation.
+func TestBigQueryValidateWarnsOfQuota(t *testing.T) {
+	start, end := history(1)
+	sim := testkit.StartSim(t, formsim.Config{Seed: 43, Forms: 1, Submissions: 10, Start: start, End: end})
+	f := bqfake.New(t)
+	cases := []struct {
+		schedule string
+		warn     bool
+	}{
+		{"*/15 * * * *", false},
+		{"@every 30s", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.schedule, func(t *testing.T) {
+			w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{
+				Sync: fmt.Sprintf("  safety_lag: 0s\n  schedule: %q\n", tc.schedule),
+				Sink: bqSink(f, "e2e", "forms"),
+			})
+			res := testkit.Run(context.Background(), syncdBin, w, "validate")
+			if res.Code != 0 {
+				t.Fatalf("validate exited %d:\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
+			}
+			warned := strings.Contains(res.Stdout, "WARN quota: sync.schedule")
+			if warned != tc.warn {
+				t.Errorf("quota warning = %v, want %v:\n%s", warned, tc.warn, res.Stdout)
+			}
+			if tc.warn && !strings.Contains(res.Stdout, "2880 passes") {
+				t.Errorf("the warning does not count the passes:\n%s", res.Stdout)
 			}
 		})
 	}
