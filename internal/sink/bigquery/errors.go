@@ -112,9 +112,16 @@ func temporaryReason(r string) bool {
 	return false
 }
 
+// foreignJobError is a job id of a batch that loads another table: two
+// deployments share batch ids in one project. Retrying cannot help.
+type foreignJobError struct{ msg string }
+
+func (e *foreignJobError) Error() string { return e.msg }
+
 // classify says what err means for the caller and BigQuery's reason.
 func classify(err error) (verdict, string) {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	var fe *foreignJobError
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &fe) {
 		return fatal, ""
 	}
 	var ge *googleapi.Error

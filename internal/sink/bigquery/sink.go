@@ -474,7 +474,7 @@ func (s *Sink) lookup(ctx context.Context, table, id string) (*bigquery.Job, err
 		if ok && lc.Dst != nil {
 			dst = lc.Dst.ProjectID + "." + lc.Dst.DatasetID + "." + lc.Dst.TableID
 		}
-		return nil, fmt.Errorf("bigquery sink: job %s in project %s loads %s, not %s: another syncd uses the same batch ids in this project; give each deployment its own project, or stop one", id, s.opts.Project, dst, s.fullName(table))
+		return nil, &foreignJobError{fmt.Sprintf("bigquery sink: job %s in project %s loads %s, not %s: another syncd uses the same batch ids in this project; give each deployment its own project, or stop one", id, s.opts.Project, dst, s.fullName(table))}
 	}
 	return job, nil
 }
