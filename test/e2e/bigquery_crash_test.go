@@ -159,12 +159,13 @@ func openLoads(t *testing.T, f *bqfake.Server, project, statePath string, formID
 	return n
 }
 
-// TestBigQueryCrashSafety kills `syncd once` with SIGKILL at random instants
-// and at random load jobs (as the fake creates the job, or a moment after
-// its insert was answered), with faults queued at the fake and jobs that
-// stay running for a while in every other round, then reruns it until it
-// finishes: each submission must then be in its form's table exactly once,
-// with no gap in the committed windows.
+// TestBigQueryCrashSafety kills `syncd once` (and, every third round, a
+// concurrent `syncd backfill`) with SIGKILL at random instants and at random
+// load jobs (as the fake creates the job, or a moment after its insert was
+// answered), with faults queued at the fake and jobs that stay running for
+// a while in every other round, then reruns it until it finishes: each
+// submission must then be in its form's table exactly once, with no gap in
+// the committed windows.
 func TestBigQueryCrashSafety(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	if s, err := strconv.ParseUint(os.Getenv("SYNCD_CRASH_SEED"), 10, 64); err == nil {
@@ -178,8 +179,9 @@ func TestBigQueryCrashSafety(t *testing.T) {
 	forms := sim.FormIDs()
 	// Job ids are unique per project, forever: every installation (the
 	// probe, each round) has its own project, as separate deployments must.
-	config := func(project string) testkit.Config {
+	config := func(project, formsSection string) testkit.Config {
 		return testkit.Config{
+			Forms:    formsSection,
 			Sync:     "  safety_lag: 0s\n  max_rows_per_batch: 150\n  concurrency: 2\n",
 			Sink:     bqSink(f, project, "forms"),
 			LogLevel: "warn",
@@ -187,7 +189,7 @@ func TestBigQueryCrashSafety(t *testing.T) {
 	}
 
 	// An uninterrupted run bounds the timed kills and counts the jobs.
-	probe := testkit.NewWorkdir(t, sim.BaseURL, config("probe"))
+	probe := testkit.NewWorkdir(t, sim.BaseURL, config("probe", ""))
 	began := time.Now()
 	if _, res := (bqRun{}).run(t, f, probe, "once"); res.Code != 0 {
 		t.Fatalf("uninterrupted once exited %d: %s", res.Code, tail(res.Stderr))
@@ -200,14 +202,22 @@ func TestBigQueryCrashSafety(t *testing.T) {
 		t.Fatalf("the probe loaded %d jobs: too few to kill between them", perRun)
 	}
 
-	kills, midLoad, rounds := 0, 0, 0
-	for kills < crashKills() || midLoad < 5 {
+	kills, timed, midLoad, rounds := 0, 0, 0, 0
+	// Enough kills, and enough of each kind: at random instants, and with
+	// a job inserted but the checkpoint not moved.
+	for kills < crashKills() || midLoad < 5 || timed < 5 {
 		rounds++
 		if rounds > 40 {
-			t.Fatalf("%d kills, %d between a job's insert and its checkpoint, after %d rounds", kills, midLoad, rounds)
+			t.Fatalf("%d kills (%d timed), %d between a job's insert and its checkpoint, after %d rounds", kills, timed, midLoad, rounds)
 		}
 		project := fmt.Sprintf("crash-%d", rounds)
-		w := testkit.NewWorkdir(t, sim.BaseURL, config(project))
+		args, formsSection := []string{"once"}, ""
+		backfill := rounds%3 == 0
+		if backfill {
+			args = []string{"backfill", "--form", forms[0], "--from", start.Format(time.RFC3339), "--to", end.Format(time.RFC3339), "--concurrency", "3"}
+			formsSection = "forms:\n  - id: " + forms[0] + "\n"
+		}
+		w := testkit.NewWorkdir(t, sim.BaseURL, config(project, formsSection))
 		// Faults hit the first loads of the round; in every other round
 		// jobs stay running for two polls, so kills find them unfinished.
 		f.Inject(bqfake.JobBackendError, bqfake.CutAfterAccept, bqfake.Insert5xx, bqfake.ErrorAfterAccept, bqfake.RateLimited)
@@ -226,22 +236,37 @@ func TestBigQueryCrashSafety(t *testing.T) {
 				r.killAtJob = 1 + rng.Int64N(perRun/2)
 				r.jobDelay = time.Duration(rng.Int64N(int64(3*time.Millisecond))) + time.Microsecond
 			}
-			killed, res := r.run(t, f, w, "once")
+			killed, res := r.run(t, f, w, args...)
 			if killed {
 				kills++
-				midLoad += openLoads(t, f, project, w.State, forms)
+				if r.delay > 0 {
+					timed++
+				}
+				if openLoads(t, f, project, w.State, forms) > 0 {
+					midLoad++
+				}
 				continue
 			}
 			if res.Code != 0 {
-				t.Fatalf("round %d: once exited %d after %d kills: %s", rounds, res.Code, kills, tail(res.Stderr))
+				t.Fatalf("round %d: %s exited %d after %d kills: %s", rounds, args[0], res.Code, kills, tail(res.Stderr))
 			}
 			break
 		}
-		checkBigQuery(t, sim, f, w, project, "forms", end)
+		if backfill {
+			covered := testkit.Covered(t, w.State, forms[0])
+			if !covered.Covers(stateInterval(start, end)) {
+				t.Errorf("round %d: backfill did not cover the range: %v", rounds, covered)
+			}
+			got := f.IDs(project, "forms", poller.DefaultTable(forms[0]), "submission_id")
+			testkit.CheckExactlyOnce(t, got, testkit.ExpectedIn(sim, forms[0], covered))
+		} else {
+			checkBigQuery(t, sim, f, w, project, "forms", end)
+		}
 		if t.Failed() {
 			t.Fatalf("round %d failed after %d kills in all", rounds, kills)
 		}
 	}
 	f.SetRunningPolls(0)
-	t.Logf("%d kills over %d rounds, %d of them between a load job's insert and its checkpoint; every table exact after every round", kills, rounds, midLoad)
+	t.Logf("%d kills (%d at random instants, %d at load jobs) over %d rounds; %d left a load job inserted and its checkpoint not moved; every table exact after every round",
+		kills, timed, kills-timed, rounds, midLoad)
 }
