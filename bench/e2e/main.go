@@ -26,6 +26,9 @@ import (
 
 const apiKey = "sk_bench_E2E_KEY"
 
+// compression is the -compression flag, for every config written.
+var compression = "zstd"
+
 func main() {
 	var (
 		syncdBin = flag.String("syncd", "bin/syncd", "the syncd binary to measure")
@@ -35,8 +38,10 @@ func main() {
 		conc     = flag.Int("concurrency", 2, "backfill windows fetched at once")
 		rlSubs   = flag.Int("ratelimited-submissions", 30000, "submissions in the rate-limited backfill")
 		incForms = flag.Int("incremental-forms", 500, "forms in the incremental pass")
+		codec    = flag.String("compression", "zstd", "sink.parquet.compression")
 	)
 	flag.Parse()
+	compression = *codec
 	bin, err := filepath.Abs(*syncdBin)
 	if err == nil {
 		_, err = os.Stat(bin)
@@ -135,12 +140,13 @@ sync:
   type: parquet
   parquet:
     path: %s
+    compression: %s
 state:
   path: %s
 log:
   level: warn
   format: json
-`, base, rateLimit, extraSync, filepath.Join(dir, "out"), filepath.Join(dir, "state", "syncd.db"))
+`, base, rateLimit, extraSync, filepath.Join(dir, "out"), compression, filepath.Join(dir, "state", "syncd.db"))
 	path := filepath.Join(dir, "syncd.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		fatalf("write config: %v", err)

@@ -20,6 +20,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/sink/bigquery"
 	"github.com/syncd-dev/syncd/internal/sink/parquetsink"
+	"github.com/syncd-dev/syncd/internal/spool"
 	"github.com/syncd-dev/syncd/internal/state"
 )
 
@@ -122,9 +123,17 @@ func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options
 		a.Close()
 		return nil, err
 	}
+	// A syncd killed while it fetched a large batch left its spool behind.
+	if n, err := spool.CleanStale(cfg.Sync.SpoolDir); err != nil {
+		log.Warn("could not clean stale spool folders", zap.Error(err))
+	} else if n > 0 {
+		log.Info("removed spool folders of syncd processes that no longer run", zap.Int("folders", n))
+	}
 	a.Poller = poller.New(a.Client, a.Sink, a.Store, poller.Options{
 		PageSize:        cfg.Sync.PageSize,
 		MaxRowsPerBatch: cfg.Sync.MaxRowsPerBatch,
+		ChunkRows:       cfg.Sync.ChunkRows,
+		SpoolDir:        cfg.Sync.SpoolDir,
 		SafetyLag:       cfg.Sync.SafetyLag.D(),
 		IncludeEditLink: cfg.Sync.IncludeEditLink,
 		Now:             opts.Now,

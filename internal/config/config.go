@@ -53,6 +53,10 @@ type Sync struct {
 	StartDate       Date     `yaml:"start_date"`
 	SafetyLag       Duration `yaml:"safety_lag"`
 	MaxRowsPerBatch int      `yaml:"max_rows_per_batch"`
+	// ChunkRows bounds the rows of a batch held in memory; a larger batch
+	// is spooled to SpoolDir (default: the system's temporary folder).
+	ChunkRows       int      `yaml:"chunk_rows"`
+	SpoolDir        string   `yaml:"spool_dir"`
 	PageSize        int      `yaml:"page_size"`
 	Concurrency     int      `yaml:"concurrency"`
 	IncludeEditLink bool     `yaml:"include_edit_link"`
@@ -133,6 +137,7 @@ func Defaults() Config {
 		Sync: Sync{
 			SafetyLag:       Duration(2 * time.Minute),
 			MaxRowsPerBatch: 50000,
+			ChunkRows:       4096,
 			PageSize:        150,
 			Concurrency:     4,
 			Schedule:        "*/15 * * * *",
@@ -380,6 +385,9 @@ func (c *Config) validate(file string) error {
 	}
 	if c.Sync.MaxRowsPerBatch < 1 {
 		return bad("sync.max_rows_per_batch", "must be at least 1")
+	}
+	if c.Sync.ChunkRows < 1 {
+		return bad("sync.chunk_rows", "must be at least 1")
 	}
 	if c.Sync.PageSize < 1 || c.Sync.PageSize > 150 {
 		return bad("sync.page_size", "must be between 1 and 150 (the API's limit)")

@@ -28,20 +28,26 @@ func (f *formRun) processWindow(ctx context.Context, w window) error {
 		f.dropIntent(ctx, b.ID)
 		return err
 	}
-	builder := schema.NewBuilder(base, f.p.opts.Allocator)
-	defer builder.Release()
+	rows := newBatchRows(base, f.p.opts.Allocator, f.p.opts.ChunkRows, f.p.opts.SpoolDir)
+	defer rows.release(f)
 	lin := schema.Lineage{BatchID: b.ID, SyncedAt: f.p.opts.Now().UTC()}
-	if err := f.fetch(ctx, w, builder, lin); err != nil {
+	if err := f.fetch(ctx, w, rows, lin); err != nil {
 		f.dropIntent(ctx, b.ID)
 		return err
 	}
-	rec, table, stats := builder.Finish()
-	defer rec.Release()
+	table, stats, err := rows.finish()
+	if err != nil {
+		f.dropIntent(ctx, b.ID)
+		return fmt.Errorf("gather batch %s of form %s: %w", b.ID, f.job.FormID, err)
+	}
 	b.SchemaFingerprint = table.Fingerprint()
 	f.noteStats(log, stats)
 
-	if rec.NumRows() > 0 {
-		if err := f.commitToSink(ctx, b, rec); err != nil {
+	n := rows.rows()
+	if n > 0 {
+		written, err := rows.commit(ctx, f, b)
+		f.bytes.Add(written)
+		if err != nil {
 			// The sink may or may not hold the batch: the intent stays, and the
 			// next run asks the sink before it fetches the window again.
 			return fmt.Errorf("commit batch %s of form %s: %w", b.ID, f.job.FormID, err)
@@ -57,14 +63,14 @@ func (f *formRun) processWindow(ctx context.Context, w window) error {
 	}
 	// The batch is in the sink: finish the move even if the pass is being
 	// cancelled, so that a clean stop leaves no intent to resolve.
-	commit := state.Commit{BatchID: b.ID, Window: state.Interval{Start: w.start, End: w.end}, Rows: int(rec.NumRows()), Schema: pinned}
+	commit := state.Commit{BatchID: b.ID, Window: state.Interval{Start: w.start, End: w.end}, Rows: int(n), Schema: pinned}
 	if err := f.p.store.Commit(context.WithoutCancel(ctx), f.job.FormID, commit); err != nil {
 		return fmt.Errorf("move the checkpoint of form %s past batch %s: %w", f.job.FormID, b.ID, err)
 	}
 	f.pinned = merged
-	f.rows.Add(rec.NumRows())
+	f.rows.Add(n)
 	f.batches.Add(1)
-	log.Debug("batch committed", zap.Int64("rows", rec.NumRows()),
+	log.Debug("batch committed", zap.Int64("rows", n),
 		zap.Time("window_start", w.start), zap.Time("window_end", w.end))
 	f.report(Progress{})
 	return nil
@@ -75,13 +81,12 @@ type sizedSink interface {
 	CommitSized(ctx context.Context, b sink.Batch, rec arrow.Record) (int64, error)
 }
 
-func (f *formRun) commitToSink(ctx context.Context, b sink.Batch, rec arrow.Record) error {
+// commitRecord commits a batch held whole in one record.
+func (f *formRun) commitRecord(ctx context.Context, b sink.Batch, rec arrow.Record) (int64, error) {
 	if s, ok := f.p.sink.(sizedSink); ok {
-		n, err := s.CommitSized(ctx, b, rec)
-		f.bytes.Add(n)
-		return err
+		return s.CommitSized(ctx, b, rec)
 	}
-	return f.p.sink.Commit(ctx, b, rec)
+	return 0, f.p.sink.Commit(ctx, b, rec)
 }
 
 func (f *formRun) dropIntent(ctx context.Context, batchID string) {
@@ -151,7 +156,7 @@ func (p *Poller) firstSighting(formID, typ string) bool {
 // imported or deleted inside the window while it is paged, so the window is
 // counted again afterwards and walked again while the count moved or shows
 // more than was seen.
-func (f *formRun) fetch(ctx context.Context, w window, b *schema.Builder, lin schema.Lineage) error {
+func (f *formRun) fetch(ctx context.Context, w window, b *batchRows, lin schema.Lineage) error {
 	seen := make(map[string]struct{}, max(w.count, 16))
 	expected := w.count
 	for attempt := 0; ; attempt++ {
@@ -176,7 +181,7 @@ func (f *formRun) fetch(ctx context.Context, w window, b *schema.Builder, lin sc
 	}
 }
 
-func (f *formRun) walk(ctx context.Context, w window, seen map[string]struct{}, b *schema.Builder, lin schema.Lineage) error {
+func (f *formRun) walk(ctx context.Context, w window, seen map[string]struct{}, b *batchRows, lin schema.Lineage) error {
 	limit := f.p.opts.PageSize
 	for offset := 0; ; {
 		page, err := f.list(ctx, w.start, w.end, limit, offset, f.p.opts.IncludeEditLink)

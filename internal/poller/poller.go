@@ -32,9 +32,14 @@ type Options struct {
 	SafetyLag       time.Duration // the live sync stops at now - SafetyLag (default 2m)
 	IncludeEditLink bool          // request and export editLink
 	MaxRefetches    int           // re-walks of a window that changed while it was paged (default 3)
-	Now             func() time.Time
-	Logger          *zap.Logger
-	Allocator       memory.Allocator
+	// ChunkRows bounds the rows of a window held in memory: past it a
+	// window's rows go to a spool in SpoolDir (default 4096; "" is the
+	// system's temporary folder).
+	ChunkRows int
+	SpoolDir  string
+	Now       func() time.Time
+	Logger    *zap.Logger
+	Allocator memory.Allocator
 }
 
 func (o *Options) setDefaults() {
@@ -46,6 +51,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.SafetyLag < 0 {
 		o.SafetyLag = 0
+	}
+	if o.ChunkRows <= 0 {
+		o.ChunkRows = 4096
 	}
 	if o.MaxRefetches <= 0 {
 		o.MaxRefetches = 3

@@ -46,3 +46,21 @@ type Sink interface {
 	// Close releases what the sink holds.
 	Close() error
 }
+
+// Records is a batch too large to hold in memory at once, replayed in
+// chunks. Each calls fn with the batch's rows, in order, as records of
+// Schema; a record is valid only during its call. Each may be called more
+// than once (a sink that retries replays the rows again).
+type Records struct {
+	Schema *arrow.Schema
+	Rows   int64
+	Each   func(fn func(arrow.Record) error) error
+}
+
+// StreamCommitter is a capability a Sink may have: committing a batch from
+// Records, so that memory stays bounded by one chunk whatever the batch's
+// size. The guarantee is Commit's. It returns the bytes written, for the
+// metrics. A sink without it gets the chunks concatenated into one record.
+type StreamCommitter interface {
+	CommitRecords(ctx context.Context, b Batch, recs Records) (int64, error)
+}

@@ -43,7 +43,10 @@ func TestOnceWithFaultsExactlyOnce(t *testing.T) {
 			sim := testkit.StartSim(t, formsim.Config{Seed: 7, Forms: 3, Submissions: 2500, Start: start, End: end, InclusiveDates: inclusive,
 				RateLimit: 60, RateBurst: 5}) // below the client's 200/s: 429s happen and are retried
 			sim.SetFaults(faultsOn())
-			w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{Sync: "  safety_lag: 0s\n  max_rows_per_batch: 400\n  concurrency: 3\n"})
+			// Small chunks: most windows spool to disk, and values that do
+			// not fit add __v_json columns part-way through a window.
+			spoolDir := t.TempDir()
+			w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{Sync: "  safety_lag: 0s\n  max_rows_per_batch: 400\n  concurrency: 3\n  chunk_rows: 37\n  spool_dir: " + spoolDir + "\n"})
 			ctx := context.Background()
 			passStart := time.Now()
 			res := testkit.Run(ctx, syncdBin, w, "once")
@@ -58,6 +61,12 @@ func TestOnceWithFaultsExactlyOnce(t *testing.T) {
 				t.Errorf("no fault was injected: the test proves nothing (stats %+v)", st)
 			}
 			checkOutput(t, sim, w, passStart.Add(-time.Second))
+			if left, _ := os.ReadDir(spoolDir); len(left) != 0 {
+				t.Errorf("%d spool folders left behind", len(left))
+			}
+			if sim.Stats().Injected[formsim.FaultBadValue] == 0 {
+				t.Error("no value misfit its column: the spool's widening went untested")
+			}
 			if strings.Contains(res.Stdout+res.Stderr, testkit.APIKey) {
 				t.Error("the API key appears in syncd's output")
 			}
@@ -193,5 +202,5 @@ func tail(s string) string {
 // and submissions arriving while windows are paged.
 func faultsOn() formsim.Faults {
 	return formsim.Faults{ServerErrorRate: 0.05, RateLimitBurstEvery: 40, TruncateRate: 0.02, MalformedRate: 0.02,
-		EditsPerPage: 1, ArrivalsPerPage: 1}
+		BadValueRate: 0.002, EditsPerPage: 1, ArrivalsPerPage: 1}
 }

@@ -116,6 +116,26 @@ func Encode(w io.Writer, rec arrow.Record, b sink.Batch, kv map[string]string, o
 	if rec == nil {
 		return 0, errors.New("encode batch " + b.ID + ": no record")
 	}
+	return encode(w, sink.Records{Schema: rec.Schema(), Rows: rec.NumRows(), Each: func(fn func(arrow.Record) error) error {
+		return fn(rec)
+	}}, b, kv, opts, false)
+}
+
+// EncodeRecords is Encode of a batch replayed in chunks: rows are buffered
+// into row groups of opts.RowGroupRows whatever the chunks' sizes, so memory
+// holds one chunk and one row group's encoded pages, never the whole batch.
+func EncodeRecords(w io.Writer, recs sink.Records, b sink.Batch, kv map[string]string, opts EncodeOptions) (n int64, err error) {
+	return encode(w, recs, b, kv, opts, true)
+}
+
+// encode writes recs. Buffered, chunks are gathered into row groups of
+// RowGroupRows; unbuffered, every record is cut into row groups of its own,
+// written column by column without holding the group's pages in memory
+// (for a batch already whole in memory).
+func encode(w io.Writer, recs sink.Records, b sink.Batch, kv map[string]string, opts EncodeOptions, buffered bool) (n int64, err error) {
+	if recs.Schema == nil || recs.Each == nil {
+		return 0, errors.New("encode batch " + b.ID + ": no records")
+	}
 	codec, err := opts.codec()
 	if err != nil {
 		return 0, err
@@ -128,9 +148,6 @@ func Encode(w io.Writer, rec arrow.Record, b sink.Batch, kv map[string]string, o
 		if reserved(k) {
 			return 0, fmt.Errorf("encode batch %s: metadata key %q is derived from the batch and cannot be set by the caller", b.ID, k)
 		}
-	}
-	if err := checkRequired(rec); err != nil {
-		return 0, fmt.Errorf("encode batch %s: %w", b.ID, err)
 	}
 
 	meta := footer(b, kv)
@@ -154,7 +171,7 @@ func Encode(w io.Writer, rec arrow.Record, b sink.Batch, kv map[string]string, o
 		parquet.WithStats(true),
 		parquet.WithMaxRowGroupLength(rgRows),
 	)
-	fw, err := pqarrow.NewFileWriter(rec.Schema(), cw, props,
+	fw, err := pqarrow.NewFileWriter(recs.Schema, cw, props,
 		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		return 0, fmt.Errorf("encode batch %s: map the arrow schema to parquet: %w", b.ID, err)
@@ -164,15 +181,42 @@ func Encode(w io.Writer, rec arrow.Record, b sink.Batch, kv map[string]string, o
 			return 0, fmt.Errorf("encode batch %s: footer metadata %q: %w", b.ID, k, err)
 		}
 	}
-	// Slice explicitly: a zero-row record then writes no row group at all
-	// (pqarrow would write an empty one), and every group is bounded.
-	for off := int64(0); off < rec.NumRows(); off += rgRows {
-		part := rec.NewSlice(off, min(off+rgRows, rec.NumRows()))
-		err := fw.Write(part)
-		part.Release()
-		if err != nil {
-			return 0, fmt.Errorf("encode batch %s: write rows %d..%d: %w", b.ID, off, min(off+rgRows, rec.NumRows()), err)
+	var rows int64
+	err = recs.Each(func(rec arrow.Record) error {
+		if !rec.Schema().Equal(recs.Schema) {
+			return fmt.Errorf("rows %d.. do not have the batch's schema", rows)
 		}
+		if err := checkRequired(rec); err != nil {
+			return err
+		}
+		// An empty chunk writes nothing: a zero-row batch gets no row group
+		// at all (pqarrow would write an empty one).
+		if rec.NumRows() == 0 {
+			return nil
+		}
+		if buffered {
+			if err := fw.WriteBuffered(rec); err != nil {
+				return fmt.Errorf("write rows %d..%d: %w", rows, rows+rec.NumRows(), err)
+			}
+			rows += rec.NumRows()
+			return nil
+		}
+		for off := int64(0); off < rec.NumRows(); off += rgRows {
+			part := rec.NewSlice(off, min(off+rgRows, rec.NumRows()))
+			err := fw.Write(part)
+			part.Release()
+			if err != nil {
+				return fmt.Errorf("write rows %d..%d: %w", rows+off, rows+min(off+rgRows, rec.NumRows()), err)
+			}
+		}
+		rows += rec.NumRows()
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("encode batch %s: %w", b.ID, err)
+	}
+	if rows != recs.Rows {
+		return 0, fmt.Errorf("encode batch %s: %d rows replayed, %d expected", b.ID, rows, recs.Rows)
 	}
 	if err := fw.Close(); err != nil {
 		return 0, fmt.Errorf("encode batch %s: write the footer: %w", b.ID, err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -54,7 +55,10 @@ type Sink struct {
 	afterRename  func(tmp, final string)
 }
 
-var _ sink.Sink = (*Sink)(nil)
+var (
+	_ sink.Sink            = (*Sink)(nil)
+	_ sink.StreamCommitter = (*Sink)(nil)
+)
 
 // New opens the sink at opts.Root, creating the folder if needed, and
 // removes temporary files left behind by a crashed writer.
@@ -141,11 +145,31 @@ func (s *Sink) partition(b sink.Batch) string {
 // Cancelling ctx stops the commit up to the rename; after it, the batch is
 // committed.
 func (s *Sink) Commit(ctx context.Context, b sink.Batch, rec arrow.Record) error {
-	if err := validate(b); err != nil {
-		return err
-	}
 	if rec == nil {
 		return fmt.Errorf("commit batch %s: no record", b.ID)
+	}
+	return s.commit(ctx, b, rec.NumRows(), func(w io.Writer) (int64, error) {
+		return Encode(w, rec, b, s.kv, s.enc)
+	})
+}
+
+// CommitRecords is Commit of a batch replayed in chunks (sink.StreamCommitter):
+// memory holds one chunk and one row group, whatever the batch's size. It
+// reports the size of the batch's file.
+func (s *Sink) CommitRecords(ctx context.Context, b sink.Batch, recs sink.Records) (int64, error) {
+	err := s.commit(ctx, b, recs.Rows, func(w io.Writer) (int64, error) {
+		return EncodeRecords(w, recs, b, s.kv, s.enc)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return s.size(b), nil
+}
+
+// commit is the protocol of Commit around encode, which writes the file.
+func (s *Sink) commit(ctx context.Context, b sink.Batch, rows int64, encode func(io.Writer) (int64, error)) error {
+	if err := validate(b); err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("commit batch %s: %w", b.ID, err)
@@ -174,7 +198,7 @@ func (s *Sink) Commit(ctx context.Context, b sink.Batch, rec arrow.Record) error
 	}
 	s.removeTemps(dir, b.ID)
 
-	tmp, err := s.writeTemp(ctx, dir, b, rec)
+	tmp, err := s.writeTemp(ctx, dir, b, encode)
 	if err != nil {
 		return err
 	}
@@ -198,7 +222,7 @@ func (s *Sink) Commit(ctx context.Context, b sink.Batch, rec arrow.Record) error
 	if err := s.syncDirs(b); err != nil {
 		return fmt.Errorf("commit batch %s: %w", b.ID, err)
 	}
-	s.log.Debug("batch committed", zap.String("batch_id", b.ID), zap.String("path", final), zap.Int64("rows", rec.NumRows()))
+	s.log.Debug("batch committed", zap.String("batch_id", b.ID), zap.String("path", final), zap.Int64("rows", rows))
 	return nil
 }
 
@@ -208,16 +232,22 @@ func (s *Sink) CommitSized(ctx context.Context, b sink.Batch, rec arrow.Record) 
 	if err := s.Commit(ctx, b, rec); err != nil {
 		return 0, err
 	}
-	fi, err := os.Stat(s.Path(b))
-	if err != nil {
-		return 0, nil // committed; only the figure is missing
-	}
-	return fi.Size(), nil
+	return s.size(b), nil
 }
 
-// writeTemp encodes rec into a new hidden file in dir, syncs and closes it,
+// size is the size of a committed batch's file; 0 when it cannot be read
+// (the batch is committed, only the figure is missing).
+func (s *Sink) size(b sink.Batch) int64 {
+	fi, err := os.Stat(s.Path(b))
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// writeTemp encodes the batch into a new hidden file in dir, syncs and closes it,
 // and returns its path. On error nothing is left behind.
-func (s *Sink) writeTemp(ctx context.Context, dir string, b sink.Batch, rec arrow.Record) (path string, err error) {
+func (s *Sink) writeTemp(ctx context.Context, dir string, b sink.Batch, encode func(io.Writer) (int64, error)) (path string, err error) {
 	final := s.Path(b)
 	f, err := os.CreateTemp(dir, tempPrefix(b.ID)+"*")
 	if err != nil {
@@ -231,7 +261,7 @@ func (s *Sink) writeTemp(ctx context.Context, dir string, b sink.Batch, rec arro
 		}
 	}()
 	bw := bufio.NewWriterSize(f, 1<<20)
-	if _, err := Encode(bw, rec, b, s.kv, s.enc); err != nil {
+	if _, err := encode(bw); err != nil {
 		return "", fmt.Errorf("write batch %s to %s: %w", b.ID, final, hint(err))
 	}
 	if err := bw.Flush(); err != nil {

@@ -1,0 +1,199 @@
+package poller
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"go.uber.org/zap"
+
+	"github.com/syncd-dev/syncd/internal/forms"
+	"github.com/syncd-dev/syncd/internal/schema"
+	"github.com/syncd-dev/syncd/internal/sink"
+	"github.com/syncd-dev/syncd/internal/spool"
+)
+
+// batchRows gathers the rows of one window with bounded memory: every
+// chunkRows rows the builder's rows are cut into a record, and once a
+// window has more than one chunk they go to a spool on local disk. A window
+// of any size then holds about two chunks in memory while it is fetched,
+// and one while it is committed.
+type batchRows struct {
+	bld       *schema.Builder
+	mem       memory.Allocator
+	chunkRows int
+	spoolDir  string
+
+	first arrow.Record // the only chunk so far, kept in memory
+	spool *spool.Spool // every chunk, once there are two
+
+	table *schema.Table // after the last chunk
+	stats schema.Stats  // of every chunk
+}
+
+func newBatchRows(base *schema.Table, mem memory.Allocator, chunkRows int, spoolDir string) *batchRows {
+	return &batchRows{bld: schema.NewBuilder(base, mem), mem: mem, chunkRows: chunkRows, spoolDir: spoolDir, table: base}
+}
+
+// Append adds one submission, cutting a chunk when the builder is full.
+func (r *batchRows) Append(sub *forms.Submission, lin schema.Lineage) error {
+	if err := r.bld.Append(sub, lin); err != nil {
+		return err
+	}
+	if r.bld.Len() >= r.chunkRows {
+		return r.cut()
+	}
+	return nil
+}
+
+// cut moves the builder's rows into a chunk. The builder keeps its evolved
+// table for the next rows.
+func (r *batchRows) cut() error {
+	rec, table, st := r.bld.Finish()
+	defer rec.Release()
+	r.table = table
+	r.merge(st)
+	if rec.NumRows() == 0 && (r.first != nil || r.spool != nil) {
+		return nil
+	}
+	if r.first == nil && r.spool == nil {
+		rec.Retain()
+		r.first = rec
+		return nil
+	}
+	if r.spool == nil {
+		sp, err := spool.New(r.spoolDir, r.mem)
+		if err != nil {
+			return err
+		}
+		r.spool = sp
+		err = sp.Add(r.first)
+		r.first.Release()
+		r.first = nil
+		if err != nil {
+			return err
+		}
+	}
+	return r.spool.Add(rec)
+}
+
+func (r *batchRows) merge(st schema.Stats) {
+	r.stats.Rows += st.Rows
+	r.stats.Dropped += st.Dropped
+	r.stats.Changes = append(r.stats.Changes, st.Changes...)
+	for _, m := range []struct {
+		dst *map[string]int
+		src map[string]int
+	}{
+		{&r.stats.Misfits, st.Misfits}, {&r.stats.Discarded, st.Discarded},
+	} {
+		if len(m.src) == 0 {
+			continue
+		}
+		if *m.dst == nil {
+			*m.dst = maps.Clone(m.src)
+			continue
+		}
+		for k, n := range m.src {
+			(*m.dst)[k] += n
+		}
+	}
+}
+
+// finish cuts the last chunk and returns the window's table and stats.
+func (r *batchRows) finish() (*schema.Table, schema.Stats, error) {
+	if err := r.cut(); err != nil {
+		return nil, schema.Stats{}, err
+	}
+	return r.table, r.stats, nil
+}
+
+// rows is the number of rows gathered.
+func (r *batchRows) rows() int64 {
+	switch {
+	case r.spool != nil:
+		return r.spool.Rows()
+	case r.first != nil:
+		return r.first.NumRows()
+	}
+	return 0
+}
+
+// commit hands the rows to the sink: one record when they fit one chunk,
+// else replayed from the spool to a sink that streams, or concatenated for
+// one that does not. It returns the bytes the sink reports.
+func (r *batchRows) commit(ctx context.Context, f *formRun, b sink.Batch) (int64, error) {
+	schemaOf := r.table.ArrowSchema()
+	if r.spool == nil {
+		return f.commitRecord(ctx, b, r.first)
+	}
+	recs := sink.Records{Schema: schemaOf, Rows: r.spool.Rows(), Each: func(fn func(arrow.Record) error) error {
+		return r.spool.Each(schemaOf, fn)
+	}}
+	if s, ok := f.p.sink.(sink.StreamCommitter); ok {
+		return s.CommitRecords(ctx, b, recs)
+	}
+	rec, err := concatenate(recs, r.mem)
+	if err != nil {
+		return 0, fmt.Errorf("gather batch %s from its spool: %w", b.ID, err)
+	}
+	defer rec.Release()
+	return f.commitRecord(ctx, b, rec)
+}
+
+// concatenate reads recs into one record.
+func concatenate(recs sink.Records, mem memory.Allocator) (arrow.Record, error) {
+	cols := make([][]arrow.Array, recs.Schema.NumFields())
+	defer func() {
+		for _, parts := range cols {
+			for _, a := range parts {
+				a.Release()
+			}
+		}
+	}()
+	err := recs.Each(func(rec arrow.Record) error {
+		for i := range cols {
+			c := rec.Column(i)
+			c.Retain()
+			cols[i] = append(cols[i], c)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]arrow.Array, len(cols))
+	for i, parts := range cols {
+		a, err := array.Concatenate(parts, mem)
+		if err != nil {
+			for _, done := range out[:i] {
+				done.Release()
+			}
+			return nil, fmt.Errorf("column %s: %w", recs.Schema.Field(i).Name, err)
+		}
+		out[i] = a
+	}
+	rec := array.NewRecord(recs.Schema, out, recs.Rows)
+	for _, a := range out {
+		a.Release()
+	}
+	return rec, nil
+}
+
+// release frees memory and removes the spool.
+func (r *batchRows) release(f *formRun) {
+	r.bld.Release()
+	if r.first != nil {
+		r.first.Release()
+		r.first = nil
+	}
+	if r.spool != nil {
+		if err := r.spool.Close(); err != nil {
+			f.log.Warn("could not remove a spool folder", zap.Error(err))
+		}
+		r.spool = nil
+	}
+}

@@ -1,0 +1,230 @@
+// Package spool keeps the rows of one batch on local disk while the batch is
+// fetched, so that a window of any size holds at most one chunk of rows in
+// memory: the batch is replayed chunk by chunk when it is committed.
+//
+// Chunks are Arrow IPC streams (LZ4-compressed). Their schemas may grow from
+// one chunk to the next, because a table gains columns while a window is
+// read (a new question, a value that needs a __v_json companion); columns
+// are only ever added, so Each widens every chunk to the final schema with
+// null columns.
+package spool
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/ipc"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+)
+
+const prefix = "syncd-spool-"
+
+// CleanStale removes the spool folders under parent (os.TempDir() when
+// empty) left by processes that no longer run: a process killed while it
+// fetched a large batch leaves its spool behind. It returns how many it
+// removed.
+func CleanStale(parent string) (int, error) {
+	parent = orTemp(parent)
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return 0, fmt.Errorf("look for stale spool folders in %s: %w", parent, err)
+	}
+	removed := 0
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !e.IsDir() || !ok {
+			continue
+		}
+		pidText, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || pid == os.Getpid() || alive(pid) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(parent, e.Name())); err != nil {
+			return removed, fmt.Errorf("remove stale spool folder %s: %w", filepath.Join(parent, e.Name()), err)
+		}
+		removed++
+	}
+	return removed, nil
+}
+
+// alive reports whether a process with this pid runs (signal 0 checks
+// without sending anything).
+func alive(pid int) bool {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	return p.Signal(syscall.Signal(0)) == nil
+}
+
+// Spool is the chunks of one batch on disk. It is not safe for concurrent use.
+type Spool struct {
+	dir    string
+	mem    memory.Allocator
+	chunks []chunk
+	rows   int64
+}
+
+type chunk struct {
+	path string
+	rows int64
+}
+
+// New creates a spool in a new folder under parent (os.TempDir() when
+// empty). A nil mem means memory.DefaultAllocator.
+func New(parent string, mem memory.Allocator) (*Spool, error) {
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	// The pid in the name lets CleanStale tell a crashed process's spool
+	// from a live one's.
+	dir, err := os.MkdirTemp(parent, fmt.Sprintf("%s%d-", prefix, os.Getpid()))
+	if err != nil {
+		return nil, fmt.Errorf("create a spool folder for a large batch under %s (set sync.spool_dir to a writable folder): %w", orTemp(parent), err)
+	}
+	return &Spool{dir: dir, mem: mem}, nil
+}
+
+func orTemp(dir string) string {
+	if dir == "" {
+		return os.TempDir()
+	}
+	return dir
+}
+
+// Rows is the number of rows added so far.
+func (s *Spool) Rows() int64 { return s.rows }
+
+// Add writes rec to disk as the next chunk; the caller keeps ownership of rec.
+func (s *Spool) Add(rec arrow.Record) (err error) {
+	path := filepath.Join(s.dir, fmt.Sprintf("chunk-%06d.arrows", len(s.chunks)))
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("spool %d rows to %s: %w", rec.NumRows(), path, err)
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("spool %d rows to %s: %w", rec.NumRows(), path, cerr)
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	w := ipc.NewWriter(bw, ipc.WithSchema(rec.Schema()), ipc.WithAllocator(s.mem), ipc.WithLZ4())
+	if err := w.Write(rec); err != nil {
+		return fmt.Errorf("spool %d rows to %s: %w", rec.NumRows(), path, err)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("spool %d rows to %s: %w", rec.NumRows(), path, err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("spool %d rows to %s: %w", rec.NumRows(), path, err)
+	}
+	s.chunks = append(s.chunks, chunk{path: path, rows: rec.NumRows()})
+	s.rows += rec.NumRows()
+	return nil
+}
+
+// Each reads the chunks back in order and calls fn with each, widened to
+// schema. A record is valid only during its call.
+func (s *Spool) Each(schema *arrow.Schema, fn func(arrow.Record) error) error {
+	for _, c := range s.chunks {
+		if err := s.replay(c, schema, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Spool) replay(c chunk, schema *arrow.Schema, fn func(arrow.Record) error) error {
+	f, err := os.Open(c.path)
+	if err != nil {
+		return fmt.Errorf("read spooled rows back from %s: %w", c.path, err)
+	}
+	defer f.Close()
+	r, err := ipc.NewReader(bufio.NewReaderSize(f, 1<<20), ipc.WithAllocator(s.mem))
+	if err != nil {
+		return fmt.Errorf("read spooled rows back from %s: %w", c.path, err)
+	}
+	defer r.Release()
+	var rows int64
+	for r.Next() {
+		wide, err := Widen(r.Record(), schema, s.mem)
+		if err != nil {
+			return fmt.Errorf("read spooled rows back from %s: %w", c.path, err)
+		}
+		rows += wide.NumRows()
+		err = fn(wide)
+		wide.Release()
+		if err != nil {
+			return err
+		}
+	}
+	if err := r.Err(); err != nil {
+		return fmt.Errorf("read spooled rows back from %s: %w", c.path, err)
+	}
+	if rows != c.rows {
+		return fmt.Errorf("read spooled rows back from %s: %d rows, %d were written", c.path, rows, c.rows)
+	}
+	return nil
+}
+
+// Close removes the spool's files.
+func (s *Spool) Close() error {
+	if err := os.RemoveAll(s.dir); err != nil {
+		return fmt.Errorf("remove spool folder %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+// Widen returns rec with the fields of schema, in its order: a field rec has
+// (by name, with the same type) keeps its column, a field it lacks becomes
+// a column of nulls. A field of rec that schema lacks, or has with another
+// type, is an error: tables only gain columns. The caller releases the result.
+func Widen(rec arrow.Record, schema *arrow.Schema, mem memory.Allocator) (arrow.Record, error) {
+	if rec.Schema().Equal(schema) {
+		rec.Retain()
+		return rec, nil
+	}
+	cols := make([]arrow.Array, schema.NumFields())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	used := 0
+	for i, f := range schema.Fields() {
+		idx := rec.Schema().FieldIndices(f.Name)
+		switch {
+		case len(idx) == 0:
+			if !f.Nullable {
+				return nil, fmt.Errorf("widen rows to the batch's schema: column %s is REQUIRED but missing from earlier rows", f.Name)
+			}
+			cols[i] = array.MakeArrayOfNull(mem, f.Type, int(rec.NumRows()))
+		case len(idx) > 1:
+			return nil, fmt.Errorf("widen rows to the batch's schema: column %s appears %d times", f.Name, len(idx))
+		default:
+			c := rec.Column(idx[0])
+			if !arrow.TypeEqual(c.DataType(), f.Type) {
+				return nil, fmt.Errorf("widen rows to the batch's schema: column %s is %s in earlier rows and %s now", f.Name, c.DataType(), f.Type)
+			}
+			c.Retain()
+			cols[i] = c
+			used++
+		}
+	}
+	if used != int(rec.NumCols()) {
+		return nil, errors.New("widen rows to the batch's schema: earlier rows have columns the final schema lacks")
+	}
+	out := array.NewRecord(schema, cols, rec.NumRows())
+	return out, nil
+}
