@@ -16,16 +16,17 @@ import (
 	"github.com/syncd-dev/syncd/internal/spool"
 )
 
-// batchRows gathers the rows of one window with bounded memory: every
-// chunkRows rows the builder's rows are cut into a record, and once a
-// window has more than one chunk they go to a spool on local disk. A window
-// of any size then holds about two chunks in memory while it is fetched,
-// and one while it is committed.
+// batchRows gathers the rows of one window with bounded memory: once the
+// builder holds chunkRows rows, or about chunkBytes of answers, its rows are
+// cut into a record and spooled to local disk. A window of any size then
+// holds one chunk in memory while it is fetched and while it is committed;
+// a window that fits one chunk never touches the disk.
 type batchRows struct {
 	bld       *schema.Builder
 	mem       memory.Allocator
 	chunkRows int
 	spoolDir  string
+	size      int // estimated bytes of the rows in the builder
 
 	first arrow.Record // the only chunk so far, kept in memory
 	spool *spool.Spool // every chunk, once there are two
@@ -43,10 +44,45 @@ func (r *batchRows) Append(sub *forms.Submission, lin schema.Lineage) error {
 	if err := r.bld.Append(sub, lin); err != nil {
 		return err
 	}
-	if r.bld.Len() >= r.chunkRows {
-		return r.cut()
+	r.size += estimatedSize(sub)
+	if r.bld.Len() >= r.chunkRows || r.size >= chunkBytes {
+		return r.spill()
 	}
 	return nil
+}
+
+// chunkBytes bounds a chunk by the size of its answers as they arrived: rows
+// of a wide form take several kilobytes each in Arrow, so a row count alone
+// does not bound memory.
+const chunkBytes = 8 << 20
+
+// estimatedSize is about what a submission takes in Arrow memory: its
+// answers' JSON text and a fixed part for the other columns.
+func estimatedSize(sub *forms.Submission) int {
+	n := 256 + len(sub.SubmissionID)
+	for _, q := range sub.Questions {
+		n += len(q.Value)
+	}
+	for _, c := range sub.Calculations {
+		n += len(c.Value)
+	}
+	for _, p := range sub.URLParameters {
+		n += len(p.Value)
+	}
+	return n
+}
+
+// spill cuts a chunk in the middle of a window and writes it to the spool
+// at once: more rows follow.
+func (r *batchRows) spill() error {
+	r.size = 0
+	if err := r.cut(); err != nil {
+		return err
+	}
+	if r.first == nil {
+		return nil
+	}
+	return r.toSpool()
 }
 
 // cut moves the builder's rows into a chunk. The builder keeps its evolved
@@ -64,20 +100,29 @@ func (r *batchRows) cut() error {
 		r.first = rec
 		return nil
 	}
+	if err := r.toSpool(); err != nil {
+		return err
+	}
+	return r.spool.Add(rec)
+}
+
+// toSpool creates the spool if needed and moves the chunk held in memory
+// into it.
+func (r *batchRows) toSpool() error {
 	if r.spool == nil {
 		sp, err := spool.New(r.spoolDir, r.mem)
 		if err != nil {
 			return err
 		}
 		r.spool = sp
-		err = sp.Add(r.first)
-		r.first.Release()
-		r.first = nil
-		if err != nil {
-			return err
-		}
 	}
-	return r.spool.Add(rec)
+	if r.first == nil {
+		return nil
+	}
+	err := r.spool.Add(r.first)
+	r.first.Release()
+	r.first = nil
+	return err
 }
 
 func (r *batchRows) merge(st schema.Stats) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/util"
 	"github.com/apache/arrow/go/v15/parquet"
 	"github.com/apache/arrow/go/v15/parquet/compress"
 	"github.com/apache/arrow/go/v15/parquet/pqarrow"
@@ -121,15 +122,19 @@ func Encode(w io.Writer, rec arrow.Record, b sink.Batch, kv map[string]string, o
 	}}, b, kv, opts, false)
 }
 
-// EncodeRecords is Encode of a batch replayed in chunks: rows are buffered
-// into row groups of opts.RowGroupRows whatever the chunks' sizes, so memory
-// holds one chunk and one row group's encoded pages, never the whole batch.
+// EncodeRecords is Encode of a batch replayed in chunks: chunks are gathered
+// into row groups of up to opts.RowGroupRows rows and rowGroupBytes of Arrow
+// data, so memory holds one row group's chunks, never the whole batch.
 func EncodeRecords(w io.Writer, recs sink.Records, b sink.Batch, kv map[string]string, opts EncodeOptions) (n int64, err error) {
 	return encode(w, recs, b, kv, opts, true)
 }
 
-// encode writes recs. Buffered, chunks are gathered into row groups of
-// RowGroupRows; unbuffered, every record is cut into row groups of its own,
+// rowGroupBytes bounds the Arrow data gathered for one row group of a
+// streamed batch: rows of a wide form take kilobytes each.
+const rowGroupBytes = 32 << 20
+
+// encode writes recs. Buffered, chunks are gathered into row groups;
+// unbuffered, every record is cut into row groups of its own,
 // written column by column without holding the group's pages in memory
 // (for a batch already whole in memory).
 func encode(w io.Writer, recs sink.Records, b sink.Batch, kv map[string]string, opts EncodeOptions, buffered bool) (n int64, err error) {
@@ -181,7 +186,36 @@ func encode(w io.Writer, recs sink.Records, b sink.Batch, kv map[string]string, 
 			return 0, fmt.Errorf("encode batch %s: footer metadata %q: %w", b.ID, k, err)
 		}
 	}
-	var rows int64
+	// Buffered, chunks are gathered (without copying) into a row group of
+	// at most rgRows rows and rowGroupBytes of Arrow data, then written
+	// column by column, so that one column writer (and one compressor) is
+	// alive at a time.
+	var (
+		rows       int64
+		group      []arrow.Record
+		groupRows  int64
+		groupBytes int64
+	)
+	release := func() {
+		for _, r := range group {
+			r.Release()
+		}
+		group, groupRows, groupBytes = group[:0], 0, 0
+	}
+	defer release()
+	flush := func() error {
+		if groupRows == 0 {
+			release()
+			return nil
+		}
+		tbl := array.NewTableFromRecords(recs.Schema, group)
+		defer tbl.Release()
+		if err := fw.WriteTable(tbl, rgRows); err != nil {
+			return fmt.Errorf("write rows %d..%d: %w", rows-groupRows, rows, err)
+		}
+		release()
+		return nil
+	}
 	err = recs.Each(func(rec arrow.Record) error {
 		if !rec.Schema().Equal(recs.Schema) {
 			return fmt.Errorf("rows %d.. do not have the batch's schema", rows)
@@ -195,10 +229,14 @@ func encode(w io.Writer, recs sink.Records, b sink.Batch, kv map[string]string, 
 			return nil
 		}
 		if buffered {
-			if err := fw.WriteBuffered(rec); err != nil {
-				return fmt.Errorf("write rows %d..%d: %w", rows, rows+rec.NumRows(), err)
-			}
+			rec.Retain()
+			group = append(group, rec)
 			rows += rec.NumRows()
+			groupRows += rec.NumRows()
+			groupBytes += util.TotalRecordSize(rec)
+			if groupRows >= rgRows || groupBytes >= rowGroupBytes {
+				return flush()
+			}
 			return nil
 		}
 		for off := int64(0); off < rec.NumRows(); off += rgRows {
@@ -212,6 +250,9 @@ func encode(w io.Writer, recs sink.Records, b sink.Batch, kv map[string]string, 
 		rows += rec.NumRows()
 		return nil
 	})
+	if err == nil {
+		err = flush()
+	}
 	if err != nil {
 		return 0, fmt.Errorf("encode batch %s: %w", b.ID, err)
 	}
