@@ -506,3 +506,35 @@ func TestUnknownRouteIsLoud(t *testing.T) {
 		t.Errorf("test errors = %q, want one naming the route", rec.errs)
 	}
 }
+
+// OnJobCreated sees each job once it exists and before its insert is
+// answered; WaitIdle returns once nothing is being served.
+func TestOnJobCreatedAndWaitIdle(t *testing.T) {
+	ctx := context.Background()
+	f := bqfake.New(t)
+	c := newClient(t, f)
+	tb := setup(t, c, "", bigquery.Schema{{Name: "id", Type: bigquery.StringFieldType, Required: true}})
+	data := parquetFile(t, arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.BinaryTypes.String}}, nil), `[{"id":"a"}]`, parquetsink.EncodeOptions{})
+	var seen []string
+	answered := false
+	f.OnJobCreated(func(project, jobID string) {
+		seen = append(seen, project+"/"+jobID)
+		if answered {
+			t.Error("the hook ran after the insert was answered")
+		}
+	})
+	if _, err := load(ctx, tb, data, loadOpts{jobID: "j1"}); err != nil {
+		t.Fatal(err)
+	}
+	answered = true
+	f.OnJobCreated(nil)
+	if _, err := load(ctx, tb, data, loadOpts{jobID: "j2"}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{project + "/j1"}; fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Errorf("hook saw %v, want %v", seen, want)
+	}
+	if err := f.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
