@@ -70,3 +70,31 @@ func TestQuotaWarnings(t *testing.T) {
 		})
 	}
 }
+
+func TestBigQueryKeys(t *testing.T) {
+	withKey := env(map[string]string{"FORMS_API_KEY": "k"})
+	base := "sink:\n  type: bigquery\n  bigquery:\n    project: p\n    dataset: d\n"
+	cases := []struct {
+		name string
+		raw  string
+		want string // a fragment of the error; "" for none
+	}{
+		{"test endpoint", base + "    endpoint: http://127.0.0.1:9050/bigquery/v2/\n    max_attempts: 3\n    min_backoff: 5ms\n    max_backoff: 1s\n", ""},
+		{"endpoint without scheme", base + "    endpoint: 127.0.0.1:9050\n", "sink.bigquery.endpoint"},
+		{"negative attempts", base + "    max_attempts: -1\n", "cannot be negative"},
+		{"no dataset", "sink:\n  type: bigquery\n  bigquery:\n    project: p\n", "needs project and dataset"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Parse("t.yaml", []byte(tc.raw), withKey)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("err = %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("err = %v, want it to name %q", err, tc.want)
+			case tc.want == "" && (cfg.Sink.BigQuery.MaxAttempts != 3 || cfg.Sink.BigQuery.MinBackoff.D() != 5*time.Millisecond):
+				t.Errorf("keys not read: %+v", cfg.Sink.BigQuery)
+			}
+		})
+	}
+}
