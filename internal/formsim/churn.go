@@ -43,6 +43,7 @@ func (s *Server) changeWhilePaging(f *formState, fl *Faults) {
 		}
 		r, _ := f.rows.nth(fin, s.rng.IntN(n))
 		f.rows.remove(r)
+		s.journalDeleted(f, r)
 		delete(f.edited, r.ord)
 		s.stats.Deleted++
 		s.inject(FaultDelete, false)

@@ -87,6 +87,7 @@ type Server struct {
 	admitted  int64 // requests past auth and the limiter, for burst faults
 	burstLeft int
 	hooks     map[int64]webhook
+	journal   *journal // nil unless EnableJournal
 	nextHook  int64
 }
 
@@ -386,6 +387,7 @@ func (s *Server) deleteRow(f *formState, id string) bool {
 		return false
 	}
 	f.rows.remove(ref.r)
+	s.journalDeleted(f, ref.r)
 	delete(f.edited, ref.r.ord)
 	s.stats.Deleted++
 	return true

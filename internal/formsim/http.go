@@ -366,6 +366,7 @@ func (s *Server) listSubmissions(q url.Values, formID string, fl *Faults) respon
 	if p.desc {
 		slices.Reverse(refs)
 	}
+	s.journalPage(f, q, &p, refs)
 	s.stats.PagesServed++
 	s.stats.SubmissionsServed += int64(len(refs))
 	s.changeWhilePaging(f, fl)

@@ -14,6 +14,7 @@ import (
 // {"formId", "formName", "submission"}. Callers hold s.mu (which orders
 // wg.Add before Close's Wait).
 func (s *Server) deliver(f *formState, refs []rowRef) {
+	s.journalCreated(f, refs)
 	if s.closed || len(refs) == 0 || len(s.hooks) == 0 {
 		return
 	}

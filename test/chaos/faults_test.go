@@ -1,0 +1,252 @@
+package chaos
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/syncd-dev/syncd/internal/testkit"
+)
+
+// Sink and state faults, by the name the table shows.
+const (
+	faultDiskFull       = "disk_full"       // the output folder's file system has no space left
+	faultReadOnly       = "read_only"       // the output folder's file system is read-only
+	faultStateTruncated = "state_truncated" // the state file cut short
+	faultStateCorrupted = "state_corrupted" // a page of the state file overwritten with garbage
+)
+
+// tmpfsSize bounds the output file system of a disk-full or read-only round.
+const tmpfsSize = "64m"
+
+type tmpfs struct{ dir string }
+
+func mountCmd(args ...string) error {
+	out, err := exec.Command("mount", args...).CombinedOutput()
+	if err != nil {
+		return errors.New(strings.TrimSpace(string(out)) + ": " + err.Error())
+	}
+	return nil
+}
+
+// canMount reports whether this process can mount a tmpfs (root in CI).
+func canMount(t *testing.T) bool {
+	if os.Geteuid() != 0 {
+		return false
+	}
+	if _, err := exec.LookPath("mount"); err != nil {
+		return false
+	}
+	dir := t.TempDir()
+	if err := mountCmd("-t", "tmpfs", "-o", "size=1m", "tmpfs", dir); err != nil {
+		t.Logf("mount a tmpfs: %v", err)
+		return false
+	}
+	_ = syscall.Unmount(dir, syscall.MNT_DETACH)
+	return true
+}
+
+// mountTmpfs mounts a small tmpfs at dir for the test; it is unmounted
+// before the test's temporary folders are removed.
+func mountTmpfs(t *testing.T, dir string) *tmpfs {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := mountCmd("-t", "tmpfs", "-o", "size="+tmpfsSize, "tmpfs", dir); err != nil {
+		t.Fatalf("mount a tmpfs at %s: %v", dir, err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	return &tmpfs{dir: dir}
+}
+
+// fill writes a file until the file system is full and returns its path.
+func (m *tmpfs) fill(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(m.dir, "filler")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	for i := 0; i < 1<<12; i++ { // bounded: 4 GiB, far above tmpfsSize
+		if _, err := f.Write(buf); err != nil {
+			if errors.Is(err, syscall.ENOSPC) {
+				break
+			}
+			t.Fatalf("fill %s: %v", p, err)
+		}
+	}
+	// The last page-sized scraps too, so that nothing fits.
+	for _, n := range []int{64 << 10, 4 << 10, 512, 1} {
+		for i := 0; i < 1<<10; i++ {
+			if _, err := f.Write(buf[:n]); err != nil {
+				break
+			}
+		}
+	}
+	return p
+}
+
+func (m *tmpfs) remount(t *testing.T, mode string) {
+	t.Helper()
+	if err := mountCmd("-o", "remount,"+mode, m.dir); err != nil {
+		t.Fatalf("remount %s %s: %v", m.dir, mode, err)
+	}
+}
+
+// inject applies the round's fault between runs, runs syncd once
+// uninterrupted against it, checks the refusal, and removes the fault.
+func (r *roundRun) inject(tl *tally, w *testkit.Workdir, out *tmpfs, exec func(time.Duration) testkit.Result) {
+	t := r.t
+	tl.faults[r.fault]++
+	var res testkit.Result
+	var wantCode int
+	var wantText []string
+	switch r.fault {
+	case faultDiskFull:
+		filler := out.fill(t)
+		res = exec(0)
+		if err := os.Remove(filler); err != nil {
+			t.Fatal(err)
+		}
+		wantCode, wantText = 1, []string{"no space left on device", "free space"}
+	case faultReadOnly:
+		out.remount(t, "ro")
+		res = exec(0)
+		out.remount(t, "rw")
+		wantCode, wantText = 1, []string{"read-only file system", "write access"}
+	case faultStateTruncated, faultStateCorrupted:
+		// The state file must exist first: killed runs may have died
+		// before making it.
+		for i := 0; i < 20; i++ {
+			if _, err := os.Stat(w.State); err == nil {
+				break
+			}
+			if r.full > 0 {
+				exec(r.full/2 + time.Duration(r.rng.Int64N(int64(r.full/2)+1)))
+			} else {
+				exec(0)
+			}
+		}
+		orig, err := os.ReadFile(w.State)
+		if err != nil {
+			t.Fatalf("round %d: no state file to damage: %v", r.round, err)
+		}
+		damaged := damage(r, orig)
+		if err := os.WriteFile(w.State, damaged, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		res = exec(0)
+		if res.Code == 3 {
+			// The documented recovery: restore the file from a backup.
+			if err := os.WriteFile(w.State, orig, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wantCode, wantText = 3, []string{w.State, "corrupt", "restore it from a backup"}
+	default:
+		t.Fatalf("unknown fault %q", r.fault)
+	}
+	text := res.Stdout + res.Stderr
+	switch {
+	case res.Code == wantCode && containsAll(text, wantText):
+		tl.detected[r.fault]++
+	case res.Code == 0:
+		// Nothing to refuse: the damage missed every page in use, or the
+		// sink had nothing left to write. The final check still decides.
+		t.Logf("round %d: %s: syncd finished regardless (exit 0)", r.round, r.fault)
+	default:
+		t.Errorf("round %d: %s: exit %d, want %d with %q\nstdout: %s\nstderr: %s", r.round, r.fault, res.Code, wantCode, wantText, res.Stdout, tail(res.Stderr))
+	}
+}
+
+// damage returns a damaged copy of a state file: cut short at a random
+// length, or one 4 KiB page (a bbolt page) overwritten with garbage.
+func damage(r *roundRun, orig []byte) []byte {
+	if r.fault == faultStateTruncated {
+		return bytes.Clone(orig[:r.rng.IntN(len(orig))])
+	}
+	b := bytes.Clone(orig)
+	const page = 4096
+	pages := max(1, len(b)/page)
+	off := r.rng.IntN(pages) * page
+	for i := off; i < min(off+page, len(b)); i++ {
+		b[i] = byte(r.rng.UintN(256))
+	}
+	return b
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkTypes asserts the table's types are intact: the fixed columns have
+// their documented types, and every column has one type in every file.
+func checkTypes(t *testing.T, duck *testkit.Duck, root, table string) {
+	t.Helper()
+	if !testkit.HasFiles(root, table) {
+		return
+	}
+	cols := duck.Columns(t, root, table)
+	for name, want := range map[string]string{
+		"form_id": "VARCHAR", "submission_id": "VARCHAR", "submission_time": "TIMESTAMP WITH TIME ZONE",
+		"last_updated_at": "TIMESTAMP WITH TIME ZONE", "_batch_id": "VARCHAR", "_synced_at": "TIMESTAMP WITH TIME ZONE",
+	} {
+		if cols[name] != want {
+			t.Errorf("table %s: column %s is %q, want %s", table, name, cols[name], want)
+		}
+	}
+	// Per file: a column's type never changes (a changed question gets a
+	// variant column instead).
+	seen := map[string]string{}
+	files, _ := filepath.Glob(filepath.Join(root, table, "*", "*.parquet"))
+	for _, f := range files {
+		rows, err := duck.DB.Query("DESCRIBE SELECT * FROM read_parquet('" + strings.ReplaceAll(f, "'", "''") + "')")
+		if err != nil {
+			t.Fatalf("describe %s: %v", f, err)
+		}
+		n, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]any, len(n))
+			ptrs := make([]any, len(n))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				rows.Close()
+				t.Fatal(err)
+			}
+			name, typ := fmt.Sprint(vals[0]), fmt.Sprint(vals[1])
+			if name == "submission_date" {
+				continue // the Hive partition, not in the file
+			}
+			if prev, ok := seen[name]; ok && prev != typ {
+				t.Errorf("table %s: column %s is %s in one file and %s in %s", table, name, prev, typ, f)
+			}
+			seen[name] = typ
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
