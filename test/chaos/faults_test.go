@@ -145,7 +145,8 @@ func (r *roundRun) inject(tl *tally, w *testkit.Workdir, out *tmpfs, exec func(t
 		if err != nil {
 			t.Fatalf("round %d: no state file to damage: %v", r.round, err)
 		}
-		damaged := damage(r, orig)
+		damaged, where := damage(r, orig)
+		t.Logf("round %d: %s: %s of %d bytes", r.round, r.fault, where, len(orig))
 		if err := os.WriteFile(w.State, damaged, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -174,19 +175,30 @@ func (r *roundRun) inject(tl *tally, w *testkit.Workdir, out *tmpfs, exec func(t
 }
 
 // damage returns a damaged copy of a state file: cut short at a random
-// length, or one 4 KiB page (a bbolt page) overwritten with garbage.
-func damage(r *roundRun, orig []byte) []byte {
+// length, or one 4 KiB page (a bbolt page) in use overwritten with garbage.
+func damage(r *roundRun, orig []byte) ([]byte, string) {
 	if r.fault == faultStateTruncated {
-		return bytes.Clone(orig[:r.rng.IntN(len(orig))])
+		n := r.rng.IntN(len(orig))
+		return bytes.Clone(orig[:n]), fmt.Sprintf("cut to %d bytes", n)
 	}
 	b := bytes.Clone(orig)
 	const page = 4096
-	pages := max(1, len(b)/page)
-	off := r.rng.IntN(pages) * page
+	// A page in use: free pages are mostly zeros, and garbage there harms
+	// nothing (the run would pass, proving little).
+	var used []int
+	for off := 0; off < len(b); off += page {
+		if bytes.ContainsFunc(b[off:min(off+page, len(b))], func(r rune) bool { return r != 0 }) {
+			used = append(used, off)
+		}
+	}
+	off := 0
+	if len(used) > 0 {
+		off = used[r.rng.IntN(len(used))]
+	}
 	for i := off; i < min(off+page, len(b)); i++ {
 		b[i] = byte(r.rng.UintN(256))
 	}
-	return b
+	return b, fmt.Sprintf("page %d (of %d in use) overwritten", off/page, len(used))
 }
 
 func containsAll(s string, subs []string) bool {
