@@ -13,12 +13,14 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/syncd-dev/syncd/internal/blobstore"
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/forms"
 	"github.com/syncd-dev/syncd/internal/metrics"
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/sink/bigquery"
+	"github.com/syncd-dev/syncd/internal/sink/blobsink"
 	"github.com/syncd-dev/syncd/internal/sink/parquetsink"
 	"github.com/syncd-dev/syncd/internal/spool"
 	"github.com/syncd-dev/syncd/internal/state"
@@ -71,6 +73,21 @@ func NewClient(cfg *config.Config, log *zap.Logger, obs forms.Observer) (*forms.
 func NewSink(cfg *config.Config, version string, log *zap.Logger) (sink.Sink, error) {
 	switch cfg.Sink.Type {
 	case "parquet":
+		if blobstore.IsURL(cfg.Sink.Parquet.Path) {
+			s, err := blobsink.New(context.Background(), blobsink.Options{
+				URL:     cfg.Sink.Parquet.Path,
+				Version: version,
+				Logger:  log.Named("sink"),
+				Encode: parquetsink.EncodeOptions{
+					Compression:  parquetsink.Compression(cfg.Sink.Parquet.Compression),
+					RowGroupRows: cfg.Sink.Parquet.RowGroupRows,
+				},
+			})
+			if err != nil {
+				return nil, fmt.Errorf("open the parquet sink: %w", err)
+			}
+			return s, nil
+		}
 		s, err := parquetsink.New(parquetsink.Options{
 			Root:    cfg.Sink.Parquet.Path,
 			Version: version,

@@ -451,27 +451,11 @@ func (b *Bolt) List(ctx context.Context) ([]FormState, error) {
 
 // RecordIntent records the intent in.BatchID, replacing one of the same id.
 func (b *Bolt) RecordIntent(ctx context.Context, formID string, in Intent) error {
-	if in.BatchID == "" {
-		return fmt.Errorf("record intent for form %s: the batch id is empty", formID)
-	}
-	in.Start, in.End, in.CreatedAt = Normalize(in.Start), Normalize(in.End), Normalize(in.CreatedAt)
-	if in.End.Before(in.Start) {
-		return fmt.Errorf("record intent %s for form %s: window %v ends before it starts", in.BatchID, formID, Interval{in.Start, in.End})
-	}
-	if in.Rows < 0 {
-		return fmt.Errorf("record intent %s for form %s: negative row count %d", in.BatchID, formID, in.Rows)
-	}
-	err := b.update(ctx, formID, func(st *FormState, now time.Time) error {
-		if in.CreatedAt.IsZero() {
-			in.CreatedAt = now
-		}
-		if st.Intents == nil {
-			st.Intents = make(map[string]Intent)
-		}
-		st.Intents[in.BatchID] = in
-		return nil
-	})
+	ch, err := intentChange(formID, in)
 	if err != nil {
+		return err
+	}
+	if err := b.update(ctx, formID, ch); err != nil {
 		return fmt.Errorf("record intent %s for form %s: %w", in.BatchID, formID, err)
 	}
 	return nil
@@ -482,38 +466,11 @@ func (b *Bolt) RecordIntent(ctx context.Context, formID string, in Intent) error
 // LastError cleared). A replay, whose intent is gone and window already
 // covered, changes nothing, so counters never count a batch twice.
 func (b *Bolt) Commit(ctx context.Context, formID string, c Commit) error {
-	w := c.Window.normal()
-	if w.End.Before(w.Start) {
-		return fmt.Errorf("commit batch %q of form %s: window %v ends before it starts", c.BatchID, formID, w)
-	}
-	if c.Rows < 0 {
-		return fmt.Errorf("commit batch %q of form %s: negative row count %d", c.BatchID, formID, c.Rows)
-	}
-	if c.Schema != nil && !json.Valid(c.Schema) {
-		return fmt.Errorf("commit batch %q of form %s: the schema is not valid JSON", c.BatchID, formID)
-	}
-	err := b.update(ctx, formID, func(st *FormState, now time.Time) error {
-		if c.BatchID != "" {
-			if _, open := st.Intents[c.BatchID]; open {
-				delete(st.Intents, c.BatchID)
-				if len(st.Intents) == 0 {
-					st.Intents = nil
-				}
-			} else if st.Committed.Covers(w) {
-				return errUnchanged
-			}
-			st.Batches++
-		}
-		st.Committed = st.Committed.Add(w)
-		st.Rows += int64(c.Rows)
-		if c.Schema != nil {
-			st.Schema = bytes.Clone(c.Schema)
-		}
-		st.LastSuccess = now
-		st.LastError = ""
-		return nil
-	})
+	ch, err := commitChange(formID, c)
 	if err != nil {
+		return err
+	}
+	if err := b.update(ctx, formID, ch); err != nil {
 		return fmt.Errorf("commit batch %q of form %s: %w", c.BatchID, formID, err)
 	}
 	return nil
@@ -521,17 +478,7 @@ func (b *Bolt) Commit(ctx context.Context, formID string, c Commit) error {
 
 // DropIntent forgets an intent; one that is not there is already dropped.
 func (b *Bolt) DropIntent(ctx context.Context, formID, batchID string) error {
-	err := b.update(ctx, formID, func(st *FormState, _ time.Time) error {
-		if _, open := st.Intents[batchID]; !open {
-			return errUnchanged
-		}
-		delete(st.Intents, batchID)
-		if len(st.Intents) == 0 {
-			st.Intents = nil
-		}
-		return nil
-	})
-	if err != nil {
+	if err := b.update(ctx, formID, dropIntentChange(batchID)); err != nil {
 		return fmt.Errorf("drop intent %s of form %s: %w", batchID, formID, err)
 	}
 	return nil
@@ -539,14 +486,11 @@ func (b *Bolt) DropIntent(ctx context.Context, formID, batchID string) error {
 
 // SetSchema pins schema for the form; nil unpins it.
 func (b *Bolt) SetSchema(ctx context.Context, formID string, schema json.RawMessage) error {
-	if schema != nil && !json.Valid(schema) {
-		return fmt.Errorf("pin schema of form %s: it is not valid JSON", formID)
-	}
-	err := b.update(ctx, formID, func(st *FormState, _ time.Time) error {
-		st.Schema = bytes.Clone(schema)
-		return nil
-	})
+	ch, err := schemaChange(formID, schema)
 	if err != nil {
+		return err
+	}
+	if err := b.update(ctx, formID, ch); err != nil {
 		return fmt.Errorf("pin schema of form %s: %w", formID, err)
 	}
 	return nil
@@ -554,11 +498,7 @@ func (b *Bolt) SetSchema(ctx context.Context, formID string, schema json.RawMess
 
 // SetError records msg as the form's last error; "" clears it.
 func (b *Bolt) SetError(ctx context.Context, formID string, msg string) error {
-	err := b.update(ctx, formID, func(st *FormState, _ time.Time) error {
-		st.LastError = msg
-		return nil
-	})
-	if err != nil {
+	if err := b.update(ctx, formID, errorChange(msg)); err != nil {
 		return fmt.Errorf("record last error of form %s: %w", formID, err)
 	}
 	return nil
@@ -593,12 +533,9 @@ func (b *Bolt) Close() error {
 	return b.closeErr
 }
 
-// errUnchanged makes update roll back: nothing to write, nothing to fsync.
-var errUnchanged = errors.New("unchanged")
-
 // update loads the form's state (zero if absent), lets fn change it and
 // stores it, all in one transaction.
-func (b *Bolt) update(ctx context.Context, formID string, fn func(st *FormState, now time.Time) error) error {
+func (b *Bolt) update(ctx context.Context, formID string, fn change) error {
 	err := b.write(ctx, formID, func(forms *bolt.Bucket) error {
 		key := []byte(formID)
 		st := FormState{FormID: formID}

@@ -1,0 +1,216 @@
+// Package blobsink commits batches as Parquet objects in a bucket (GCS, S3,
+// Azure Blob, or a folder through file://), in the layout of the local
+// Parquet sink: <prefix>/<table>/submission_date=YYYY-MM-DD/<batch id>.parquet.
+//
+// An object store makes an upload visible whole when it completes, or not
+// at all when it is abandoned; a commit whose encoding fails or whose
+// context ends abandons its upload. Committed is an existence check. On GCS
+// every upload carries the precondition "the object does not exist", so a
+// batch is never written twice even by two writers at once.
+package blobsink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"cloud.google.com/go/storage"
+	"github.com/apache/arrow/go/v15/arrow"
+	"go.uber.org/zap"
+	"gocloud.dev/blob"
+
+	"github.com/syncd-dev/syncd/internal/blobstore"
+	"github.com/syncd-dev/syncd/internal/sink"
+	"github.com/syncd-dev/syncd/internal/sink/parquetsink"
+)
+
+// ContentType is the media type of every object written.
+const ContentType = "application/vnd.apache.parquet"
+
+// MetaBatchID is the object metadata key naming the batch an object holds.
+const MetaBatchID = "syncd-batch-id"
+
+// Options configures a Sink.
+type Options struct {
+	URL     string                    // gs://bucket/prefix, s3://bucket/prefix?region=..., azblob://container/prefix, file:///abs/path
+	Encode  parquetsink.EncodeOptions // compression and row group size
+	Version string                    // written to the footer as syncd.version
+	Logger  *zap.Logger               // nil logs nothing
+}
+
+// Sink commits each batch as one object.
+type Sink struct {
+	bucket *blob.Bucket
+	where  string // the URL, for messages
+	enc    parquetsink.EncodeOptions
+	kv     map[string]string // footer extras; read-only after New
+	log    *zap.Logger
+
+	// afterUpload, when set, is called once an object is in place (tests).
+	afterUpload func(key string)
+}
+
+var (
+	_ sink.Sink            = (*Sink)(nil)
+	_ sink.StreamCommitter = (*Sink)(nil)
+)
+
+// New opens the bucket opts.URL names and checks that it can be listed.
+func New(ctx context.Context, opts Options) (*Sink, error) {
+	if err := opts.Encode.Validate(); err != nil {
+		return nil, err
+	}
+	loc, err := blobstore.Parse(opts.URL)
+	if err != nil {
+		return nil, fmt.Errorf("parquet sink: %w: set sink.parquet.path to a folder or a bucket URL", err)
+	}
+	b, err := blobstore.Open(ctx, loc, true)
+	if err != nil {
+		return nil, fmt.Errorf("parquet sink: %w", err)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	s := &Sink{bucket: b, where: loc.Shown, enc: opts.Encode, log: log}
+	if opts.Version != "" {
+		s.kv = map[string]string{parquetsink.KeyVersion: opts.Version}
+	}
+	return s, nil
+}
+
+// Bucket is the bucket the sink writes to, keys relative to its prefix.
+func (s *Sink) Bucket() *blob.Bucket { return s.bucket }
+
+// Key is where batch b's object lives, relative to the URL's prefix.
+func Key(b sink.Batch) string { return parquetsink.RelPath(b) }
+
+// Check reports whether the bucket can be reached and read, for validate.
+func (s *Sink) Check(ctx context.Context) error {
+	it := s.bucket.List(&blob.ListOptions{})
+	if _, err := it.Next(ctx); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("list %s: %w", s.where, blobstore.Hint(err, s.where))
+	}
+	return nil
+}
+
+// Commit writes rec as batch b. If b's object is already there, Commit
+// does nothing: the rows are never written twice.
+func (s *Sink) Commit(ctx context.Context, b sink.Batch, rec arrow.Record) error {
+	if rec == nil {
+		return fmt.Errorf("commit batch %s: no record", b.ID)
+	}
+	_, err := s.commit(ctx, b, rec.NumRows(), func(w io.Writer) (int64, error) {
+		return parquetsink.Encode(w, rec, b, s.kv, s.enc)
+	})
+	return err
+}
+
+// CommitRecords is Commit of a batch replayed in chunks: the encoder
+// streams into the upload, so memory holds one chunk and one row group.
+func (s *Sink) CommitRecords(ctx context.Context, b sink.Batch, recs sink.Records) (int64, error) {
+	return s.commit(ctx, b, recs.Rows, func(w io.Writer) (int64, error) {
+		return parquetsink.EncodeRecords(w, recs, b, s.kv, s.enc)
+	})
+}
+
+func (s *Sink) commit(ctx context.Context, b sink.Batch, rows int64, encode func(io.Writer) (int64, error)) (int64, error) {
+	if err := parquetsink.ValidateBatch(b); err != nil {
+		return 0, err
+	}
+	key := Key(b)
+	switch ok, err := s.exists(ctx, key); {
+	case err != nil:
+		return 0, fmt.Errorf("commit batch %s: %w", b.ID, err)
+	case ok:
+		s.log.Debug("batch already committed", zap.String("batch_id", b.ID), zap.String("key", key))
+		return 0, nil
+	}
+	// Cancelling wctx abandons the upload: the object never appears.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := s.bucket.NewWriter(wctx, key, &blob.WriterOptions{
+		ContentType: ContentType,
+		Metadata:    map[string]string{MetaBatchID: b.ID},
+		BeforeWrite: ifAbsent,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("commit batch %s: start the upload of %s: %w", b.ID, key, blobstore.Hint(err, s.where))
+	}
+	cw := &countingWriter{w: w}
+	if _, err := encode(cw); err != nil {
+		cancel()
+		_ = w.Close()
+		return 0, fmt.Errorf("write batch %s to %s: %w (nothing written)", b.ID, key, err)
+	}
+	if err := ctx.Err(); err != nil {
+		cancel()
+		_ = w.Close()
+		return 0, fmt.Errorf("commit batch %s: %w (nothing written to %s)", b.ID, err, key)
+	}
+	if err := w.Close(); err != nil {
+		if blobstore.IsPrecondition(err) {
+			// Another writer put the batch in place first: it is committed.
+			s.log.Info("batch committed meanwhile by another writer", zap.String("batch_id", b.ID), zap.String("key", key))
+			return 0, nil
+		}
+		return 0, fmt.Errorf("commit batch %s: upload %s: %w", b.ID, key, blobstore.Hint(err, s.where))
+	}
+	if s.afterUpload != nil {
+		s.afterUpload(key)
+	}
+	s.log.Debug("batch committed", zap.String("batch_id", b.ID), zap.String("key", key), zap.Int64("rows", rows), zap.Int64("bytes", cw.n))
+	return cw.n, nil
+}
+
+// ifAbsent makes a GCS upload conditional on the object not existing yet.
+// Other stores have no such condition; the existence check before the
+// upload, and the state store's single writer, keep a batch from being
+// written twice there.
+func ifAbsent(as func(any) bool) error {
+	var obj **storage.ObjectHandle
+	if as(&obj) {
+		*obj = (*obj).If(storage.Conditions{DoesNotExist: true})
+	}
+	return nil
+}
+
+// Committed reports whether batch b's object exists.
+func (s *Sink) Committed(ctx context.Context, b sink.Batch) (bool, error) {
+	if err := parquetsink.ValidateBatch(b); err != nil {
+		return false, err
+	}
+	ok, err := s.exists(ctx, Key(b))
+	if err != nil {
+		return false, fmt.Errorf("check batch %s: %w", b.ID, err)
+	}
+	return ok, nil
+}
+
+func (s *Sink) exists(ctx context.Context, key string) (bool, error) {
+	ok, err := s.bucket.Exists(ctx, key)
+	if err != nil {
+		return false, fmt.Errorf("look for %s in %s: %w", key, s.where, blobstore.Hint(err, s.where))
+	}
+	return ok, nil
+}
+
+// Close closes the bucket.
+func (s *Sink) Close() error {
+	if err := s.bucket.Close(); err != nil {
+		return fmt.Errorf("close bucket %s: %w", s.where, err)
+	}
+	return nil
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}

@@ -1,0 +1,171 @@
+package blobsink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/syncd-dev/syncd/internal/sink"
+	"github.com/syncd-dev/syncd/internal/testkit"
+)
+
+var day = time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+
+func batch(id string) sink.Batch {
+	return sink.Batch{ID: id, FormID: "f1", Table: "form_f1", Day: day,
+		WindowStart: day.Add(time.Hour), WindowEnd: day.Add(2 * time.Hour), SchemaFingerprint: "fp"}
+}
+
+var schema = arrow.NewSchema([]arrow.Field{{Name: "submission_id", Type: arrow.BinaryTypes.String}}, nil)
+
+func record(ids ...string) arrow.Record {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	for _, id := range ids {
+		b.Field(0).(*array.StringBuilder).Append(id)
+	}
+	return b.NewRecord()
+}
+
+// fakeBucket starts fake-gcs-server with one bucket and points this
+// process's GCS clients at it.
+func fakeBucket(t *testing.T) (*testkit.FakeGCS, string) {
+	t.Helper()
+	f := testkit.StartFakeGCS(t)
+	t.Setenv("STORAGE_EMULATOR_HOST", f.Host)
+	f.CreateBucket(t, "lake")
+	return f, "lake"
+}
+
+func open(t *testing.T, url string) *Sink {
+	t.Helper()
+	s, err := New(context.Background(), Options{URL: url, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// readBack downloads the bucket's objects and counts rows per id with DuckDB.
+func readBack(t *testing.T, f *testkit.FakeGCS, bucket, prefix string) map[string]int {
+	t.Helper()
+	dir := t.TempDir()
+	f.Download(t, bucket, prefix, dir)
+	return testkit.OpenDuck(t).IDCounts(t, dir, "form_f1")
+}
+
+func TestCommitReadBackAndIdempotence(t *testing.T) {
+	f, bucket := fakeBucket(t)
+	ctx := context.Background()
+	s := open(t, "gs://"+bucket+"/lake/v1")
+
+	b := batch("b1")
+	if ok, err := s.Committed(ctx, b); err != nil || ok {
+		t.Fatalf("before commit: committed=%v err=%v", ok, err)
+	}
+	rec := record("s1", "s2", "s3")
+	defer rec.Release()
+	if err := s.Commit(ctx, b, rec); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.Committed(ctx, b); err != nil || !ok {
+		t.Fatalf("after commit: committed=%v err=%v", ok, err)
+	}
+	// The object lands under the layout of the local sink.
+	got := f.Object(t, bucket, "lake/v1/form_f1/submission_date=2024-05-01/b1.parquet")
+	if len(got) < 8 || string(got[:4]) != "PAR1" {
+		t.Fatalf("object is not Parquet: %q...", got[:min(8, len(got))])
+	}
+	// Committing again, from this sink or another, writes nothing new.
+	again := record("s1", "s2", "s3", "s4")
+	defer again.Release()
+	if err := s.Commit(ctx, b, again); err != nil {
+		t.Fatal(err)
+	}
+	if err := open(t, "gs://"+bucket+"/lake/v1").Commit(ctx, b, again); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"s1": 1, "s2": 1, "s3": 1}
+	if got := readBack(t, f, bucket, "lake/v1/"); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("read back %v, want %v", got, want)
+	}
+}
+
+// TestAbandonedUploadLeavesNothing: an upload whose encoding fails or whose
+// context ends never appears under its final name.
+func TestAbandonedUploadLeavesNothing(t *testing.T) {
+	_, bucket := fakeBucket(t)
+	s := open(t, "gs://"+bucket+"/p")
+	boom := errors.New("boom")
+	cases := []struct {
+		name   string
+		ctx    func() (context.Context, context.CancelFunc)
+		each   func(ctx context.CancelFunc) func(fn func(arrow.Record) error) error
+		wantIs error
+	}{
+		{"encoding fails after a chunk", func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) },
+			func(context.CancelFunc) func(fn func(arrow.Record) error) error {
+				return func(fn func(arrow.Record) error) error {
+					r := record("a")
+					defer r.Release()
+					if err := fn(r); err != nil {
+						return err
+					}
+					return boom
+				}
+			}, boom},
+		{"context cancelled mid-upload", func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) },
+			func(cancel context.CancelFunc) func(fn func(arrow.Record) error) error {
+				return func(fn func(arrow.Record) error) error {
+					r := record("a")
+					defer r.Release()
+					if err := fn(r); err != nil {
+						return err
+					}
+					cancel()
+					return nil
+				}
+			}, context.Canceled},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := tc.ctx()
+			defer cancel()
+			b := batch(fmt.Sprintf("bad%d", i))
+			_, err := s.CommitRecords(ctx, b, sink.Records{Schema: schema, Rows: 1, Each: tc.each(cancel)})
+			if !errors.Is(err, tc.wantIs) {
+				t.Fatalf("commit error %v, want %v", err, tc.wantIs)
+			}
+			if ok, err := s.Committed(context.Background(), b); err != nil || ok {
+				t.Fatalf("abandoned upload is visible: committed=%v err=%v", ok, err)
+			}
+		})
+	}
+}
+
+// TestFileURL: file:///abs/path writes the same layout into a folder.
+func TestFileURL(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, "file://"+dir)
+	rec := record("x", "y")
+	defer rec.Release()
+	n, err := s.CommitRecords(context.Background(), batch("fb"), sink.Records{Schema: schema, Rows: 2, Each: func(fn func(arrow.Record) error) error { return fn(rec) }})
+	if err != nil || n == 0 {
+		t.Fatalf("commit: %d bytes, %v", n, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "form_f1", "submission_date=2024-05-01", "fb.parquet")); err != nil {
+		t.Fatal(err)
+	}
+	if got := testkit.OpenDuck(t).IDCounts(t, dir, "form_f1"); got["x"] != 1 || got["y"] != 1 || len(got) != 2 {
+		t.Fatalf("read back %v", got)
+	}
+}

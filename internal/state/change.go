@@ -1,0 +1,114 @@
+package state
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// change is how one write transforms a form's state, inside the store's
+// transaction; returning errUnchanged makes the store write nothing. Every
+// Store implementation applies the same changes, so they agree on what a
+// replayed Commit or a dropped intent means.
+type change func(st *FormState, now time.Time) error
+
+// errUnchanged makes update roll back: nothing to write, nothing to fsync.
+var errUnchanged = errors.New("unchanged")
+
+// intentChange records (or replaces) the intent in.BatchID.
+func intentChange(formID string, in Intent) (change, error) {
+	if in.BatchID == "" {
+		return nil, fmt.Errorf("record intent for form %s: the batch id is empty", formID)
+	}
+	in.Start, in.End, in.CreatedAt = Normalize(in.Start), Normalize(in.End), Normalize(in.CreatedAt)
+	if in.End.Before(in.Start) {
+		return nil, fmt.Errorf("record intent %s for form %s: window %v ends before it starts", in.BatchID, formID, Interval{in.Start, in.End})
+	}
+	if in.Rows < 0 {
+		return nil, fmt.Errorf("record intent %s for form %s: negative row count %d", in.BatchID, formID, in.Rows)
+	}
+	return func(st *FormState, now time.Time) error {
+		if in.CreatedAt.IsZero() {
+			in.CreatedAt = now
+		}
+		if st.Intents == nil {
+			st.Intents = make(map[string]Intent)
+		}
+		st.Intents[in.BatchID] = in
+		return nil
+	}, nil
+}
+
+// commitChange clears the intent, covers the window, pins the schema, counts
+// the batch and sets LastSuccess (clearing LastError). A replay, whose intent
+// is gone and window already covered, changes nothing, so counters never
+// count a batch twice.
+func commitChange(formID string, c Commit) (change, error) {
+	w := c.Window.normal()
+	if w.End.Before(w.Start) {
+		return nil, fmt.Errorf("commit batch %q of form %s: window %v ends before it starts", c.BatchID, formID, w)
+	}
+	if c.Rows < 0 {
+		return nil, fmt.Errorf("commit batch %q of form %s: negative row count %d", c.BatchID, formID, c.Rows)
+	}
+	if c.Schema != nil && !json.Valid(c.Schema) {
+		return nil, fmt.Errorf("commit batch %q of form %s: the schema is not valid JSON", c.BatchID, formID)
+	}
+	return func(st *FormState, now time.Time) error {
+		if c.BatchID != "" {
+			if _, open := st.Intents[c.BatchID]; open {
+				delete(st.Intents, c.BatchID)
+				if len(st.Intents) == 0 {
+					st.Intents = nil
+				}
+			} else if st.Committed.Covers(w) {
+				return errUnchanged
+			}
+			st.Batches++
+		}
+		st.Committed = st.Committed.Add(w)
+		st.Rows += int64(c.Rows)
+		if c.Schema != nil {
+			st.Schema = bytes.Clone(c.Schema)
+		}
+		st.LastSuccess = now
+		st.LastError = ""
+		return nil
+	}, nil
+}
+
+// dropIntentChange forgets an intent; one that is not there is already
+// dropped.
+func dropIntentChange(batchID string) change {
+	return func(st *FormState, _ time.Time) error {
+		if _, open := st.Intents[batchID]; !open {
+			return errUnchanged
+		}
+		delete(st.Intents, batchID)
+		if len(st.Intents) == 0 {
+			st.Intents = nil
+		}
+		return nil
+	}
+}
+
+// schemaChange pins schema; nil unpins it.
+func schemaChange(formID string, schema json.RawMessage) (change, error) {
+	if schema != nil && !json.Valid(schema) {
+		return nil, fmt.Errorf("pin schema of form %s: it is not valid JSON", formID)
+	}
+	return func(st *FormState, _ time.Time) error {
+		st.Schema = bytes.Clone(schema)
+		return nil
+	}, nil
+}
+
+// errorChange records msg as the form's last error; "" clears it.
+func errorChange(msg string) change {
+	return func(st *FormState, _ time.Time) error {
+		st.LastError = msg
+		return nil
+	}
+}
