@@ -100,10 +100,15 @@ type LockedError struct {
 	// does not take the lock file: a read-only opener such as
 	// `syncd state show`, or a bbolt tool.
 	Foreign bool
+	// LeaseExpires is set for state in a bucket (Path is then its URL):
+	// when the holder's lease runs out unless it renews it.
+	LeaseExpires time.Time
 }
 
 func (e *LockedError) Error() string {
 	switch {
+	case !e.LeaseExpires.IsZero():
+		return fmt.Sprintf("state %s is in use by another syncd (%s) whose lease runs until %s: stop it, or, if it died, rerun after its lease expires", e.Path, e.Holder, e.LeaseExpires.UTC().Format(time.RFC3339))
 	case e.Foreign:
 		return fmt.Sprintf("state file %s is open in another process (a read-only `syncd state show` or a bbolt tool): let it finish, or stop it", e.Path)
 	case e.ReadOnly:

@@ -15,6 +15,7 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/testkit"
+	"github.com/syncd-dev/syncd/internal/testkit/fakegcs"
 )
 
 var day = time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
@@ -37,9 +38,9 @@ func record(ids ...string) arrow.Record {
 
 // fakeBucket starts fake-gcs-server with one bucket and points this
 // process's GCS clients at it.
-func fakeBucket(t *testing.T) (*testkit.FakeGCS, string) {
+func fakeBucket(t *testing.T) (*fakegcs.Server, string) {
 	t.Helper()
-	f := testkit.StartFakeGCS(t)
+	f := fakegcs.Start(t)
 	t.Setenv("STORAGE_EMULATOR_HOST", f.Host)
 	f.CreateBucket(t, "lake")
 	return f, "lake"
@@ -56,7 +57,7 @@ func open(t *testing.T, url string) *Sink {
 }
 
 // readBack downloads the bucket's objects and counts rows per id with DuckDB.
-func readBack(t *testing.T, f *testkit.FakeGCS, bucket, prefix string) map[string]int {
+func readBack(t *testing.T, f *fakegcs.Server, bucket, prefix string) map[string]int {
 	t.Helper()
 	dir := t.TempDir()
 	f.Download(t, bucket, prefix, dir)

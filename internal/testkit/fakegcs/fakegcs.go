@@ -1,4 +1,8 @@
-package testkit
+// Package fakegcs starts fake-gcs-server (github.com/fsouza/fake-gcs-server)
+// for tests: plain HTTP on loopback, objects in memory, GCS clients pointed
+// at it through STORAGE_EMULATOR_HOST. It imports nothing of syncd, so any
+// package's tests can use it.
+package fakegcs
 
 import (
 	"bytes"
@@ -6,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -16,25 +21,25 @@ import (
 	"time"
 )
 
-// FakeGCSBinary is the fake-gcs-server command the bucket tests start;
+// Binary is the fake-gcs-server command the bucket tests start;
 // .ci/run installs it with go install.
-const FakeGCSBinary = "fake-gcs-server"
+const Binary = "fake-gcs-server"
 
-// FakeGCS is a fake-gcs-server serving plain HTTP on loopback, objects in
+// Server is a fake-gcs-server serving plain HTTP on loopback, objects in
 // memory. Clients reach it through STORAGE_EMULATOR_HOST=Host.
-type FakeGCS struct {
+type Server struct {
 	Host string // 127.0.0.1:port
 }
 
-// StartFakeGCS starts fake-gcs-server for the test and stops it at
+// Start starts fake-gcs-server for the test and stops it at
 // cleanup. Without the binary the test fails in CI (CI=true) and is
 // skipped elsewhere, saying how to install it.
-func StartFakeGCS(t testing.TB) *FakeGCS {
+func Start(t testing.TB) *Server {
 	t.Helper()
-	bin, err := exec.LookPath(FakeGCSBinary)
+	bin, err := exec.LookPath(Binary)
 	if err != nil {
 		if gopath, gerr := exec.Command("go", "env", "GOPATH").Output(); gerr == nil {
-			cand := filepath.Join(strings.TrimSpace(string(gopath)), "bin", FakeGCSBinary)
+			cand := filepath.Join(strings.TrimSpace(string(gopath)), "bin", Binary)
 			if _, serr := os.Stat(cand); serr == nil {
 				bin, err = cand, nil
 			}
@@ -49,10 +54,10 @@ func StartFakeGCS(t testing.TB) *FakeGCS {
 	}
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
-		addr := FreeAddr(t)
+		addr := freeAddr(t)
 		port := addr[strings.LastIndex(addr, ":")+1:]
 		ctx, cancel := context.WithCancel(context.Background())
-		cmd := exec.CommandContext(ctx, bin, "-scheme", "http", "-backend", "memory", "-host", "127.0.0.1", "-port", port, "-log-level", "error")
+		cmd := exec.CommandContext(ctx, bin, "-scheme", "http", "-backend", "memory", "-host", "127.0.0.1", "-port", port, "-public-host", addr, "-external-url", "http://"+addr, "-log-level", "error")
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
@@ -61,7 +66,7 @@ func StartFakeGCS(t testing.TB) *FakeGCS {
 		}
 		exited := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(exited) }()
-		f := &FakeGCS{Host: addr}
+		f := &Server{Host: addr}
 		if lastErr = f.waitReady(exited); lastErr == nil {
 			t.Cleanup(func() { cancel(); <-exited })
 			return f
@@ -74,7 +79,7 @@ func StartFakeGCS(t testing.TB) *FakeGCS {
 	return nil
 }
 
-func (f *FakeGCS) waitReady(exited <-chan struct{}) error {
+func (f *Server) waitReady(exited <-chan struct{}) error {
 	deadline := time.After(20 * time.Second)
 	for {
 		resp, err := http.Get("http://" + f.Host + "/storage/v1/b")
@@ -95,10 +100,10 @@ func (f *FakeGCS) waitReady(exited <-chan struct{}) error {
 }
 
 // Env is the environment entry that points GCS clients at the fake.
-func (f *FakeGCS) Env() string { return "STORAGE_EMULATOR_HOST=" + f.Host }
+func (f *Server) Env() string { return "STORAGE_EMULATOR_HOST=" + f.Host }
 
 // CreateBucket makes a bucket.
-func (f *FakeGCS) CreateBucket(t testing.TB, name string) {
+func (f *Server) CreateBucket(t testing.TB, name string) {
 	t.Helper()
 	body, _ := json.Marshal(map[string]string{"name": name})
 	resp, err := http.Post("http://"+f.Host+"/storage/v1/b?project=test", "application/json", bytes.NewReader(body))
@@ -114,7 +119,7 @@ func (f *FakeGCS) CreateBucket(t testing.TB, name string) {
 
 // Download copies every object under prefix in bucket into dir, keeping
 // their keys as relative paths (DuckDB cannot read gs:// from the fake).
-func (f *FakeGCS) Download(t testing.TB, bucket, prefix, dir string) int {
+func (f *Server) Download(t testing.TB, bucket, prefix, dir string) int {
 	t.Helper()
 	n := 0
 	pageToken := ""
@@ -146,7 +151,7 @@ func (f *FakeGCS) Download(t testing.TB, bucket, prefix, dir string) int {
 }
 
 // Object returns an object's bytes.
-func (f *FakeGCS) Object(t testing.TB, bucket, name string) []byte {
+func (f *Server) Object(t testing.TB, bucket, name string) []byte {
 	t.Helper()
 	resp, err := http.Get(fmt.Sprintf("http://%s/download/storage/v1/b/%s/o/%s?alt=media", f.Host, bucket, url.PathEscape(name)))
 	if err != nil {
@@ -174,4 +179,14 @@ func getJSON(t testing.TB, u string, v any) {
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
 		t.Fatalf("GET %s: %v", u, err)
 	}
+}
+
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }

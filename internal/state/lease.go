@@ -1,0 +1,200 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/storage"
+	"gocloud.dev/blob"
+
+	"github.com/syncd-dev/syncd/internal/blobstore"
+)
+
+// leaseRecord is the lease object: who holds the state and until when, by
+// the holder's clock.
+type leaseRecord struct {
+	ID      string    `json:"id"`
+	PID     int       `json:"pid"`
+	Host    string    `json:"host"`
+	Started time.Time `json:"started"`
+	Expires time.Time `json:"expires"`
+}
+
+type leaseConfig struct {
+	bucket *blob.Bucket
+	key    string
+	shown  string // the state URL, for messages
+	id     string
+	ttl    time.Duration
+	now    func() time.Time
+}
+
+// lease is a held lease object, renewed in the background every third of
+// its TTL with compare-and-swap on its generation, so that a holder whose
+// lease was taken over learns it at its next renewal.
+type lease struct {
+	cfg  leaseConfig
+	rec  leaseRecord
+	stop context.CancelFunc
+	done chan struct{}
+
+	mu      sync.Mutex
+	gen     int64
+	expires time.Time
+	lost    error // set when another syncd took the lease over
+}
+
+// acquireLease takes the lease: creates it when absent, takes it over when
+// expired, and fails with a *LockedError when another syncd holds it.
+func acquireLease(ctx context.Context, cfg leaseConfig) (*lease, error) {
+	now := cfg.now()
+	rec := leaseRecord{ID: cfg.id, PID: os.Getpid(), Host: hostname(), Started: now.UTC(), Expires: now.Add(cfg.ttl).UTC()}
+	cur, gen, err := readLease(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if gen != 0 && now.Before(cur.Expires) {
+		return nil, heldError(cfg, cur)
+	}
+	raw, _ := json.Marshal(rec)
+	newGen, err := casWrite(ctx, cfg.bucket, cfg.key, raw, gen)
+	if blobstore.IsPrecondition(err) {
+		// Someone else created or took it over first.
+		if cur, _, rerr := readLease(ctx, cfg); rerr == nil {
+			return nil, heldError(cfg, cur)
+		}
+		return nil, heldError(cfg, leaseRecord{})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("take the lease of state %s: %w", cfg.shown, blobstore.Hint(err, cfg.shown))
+	}
+	rctx, stop := context.WithCancel(context.Background())
+	l := &lease{cfg: cfg, rec: rec, stop: stop, done: make(chan struct{}), gen: newGen, expires: rec.Expires}
+	go l.renew(rctx)
+	return l, nil
+}
+
+func heldError(cfg leaseConfig, cur leaseRecord) error {
+	var h *Holder
+	if cur.Expires.IsZero() {
+		cur.Expires = cfg.now().Add(cfg.ttl)
+	}
+	if cur.ID != "" {
+		h = &Holder{PID: cur.PID, Host: cur.Host, Started: cur.Started}
+	}
+	return &LockedError{Path: cfg.shown, Holder: h, LeaseExpires: cur.Expires}
+}
+
+func readLease(ctx context.Context, cfg leaseConfig) (leaseRecord, int64, error) {
+	var gen int64
+	r, err := cfg.bucket.NewReader(ctx, cfg.key, &blob.ReaderOptions{BeforeRead: func(as func(any) bool) error {
+		var sr *storage.Reader
+		if as(&sr) {
+			gen = sr.Attrs.Generation
+		}
+		return nil
+	}})
+	if blobstore.IsNotFound(err) {
+		return leaseRecord{}, 0, nil
+	}
+	if err != nil {
+		return leaseRecord{}, 0, fmt.Errorf("read the lease of state %s: %w", cfg.shown, blobstore.Hint(err, cfg.shown))
+	}
+	defer r.Close()
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		return leaseRecord{}, 0, fmt.Errorf("read the lease of state %s: %w", cfg.shown, err)
+	}
+	var rec leaseRecord
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		// An unreadable lease protects nothing: treat it as expired.
+		return leaseRecord{}, gen, nil
+	}
+	return rec, gen, nil
+}
+
+// renew extends the lease every third of its TTL until stopped or lost.
+func (l *lease) renew(ctx context.Context) {
+	defer close(l.done)
+	t := time.NewTicker(l.cfg.ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := l.renewOnce(ctx); err != nil && l.valid() != nil {
+			return
+		}
+	}
+}
+
+// renewOnce writes a later expiry. A failed write leaves the old expiry
+// standing: writes stop once it passes, unless a later renewal succeeds.
+func (l *lease) renewOnce(ctx context.Context) error {
+	l.mu.Lock()
+	gen := l.gen
+	l.mu.Unlock()
+	rec := l.rec
+	rec.Expires = l.cfg.now().Add(l.cfg.ttl).UTC()
+	raw, _ := json.Marshal(rec)
+	newGen, err := casWrite(ctx, l.cfg.bucket, l.cfg.key, raw, gen)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case err == nil:
+		l.gen, l.expires = newGen, rec.Expires
+		return nil
+	case blobstore.IsPrecondition(err):
+		l.lost = fmt.Errorf("the lease of state %s was taken over by another syncd after this one failed to renew it in time: this one stopped writing; run one syncd at a time on a state", l.cfg.shown)
+		return l.lost
+	default:
+		return fmt.Errorf("renew the lease of state %s: %w", l.cfg.shown, err)
+	}
+}
+
+// valid is nil while the lease is held: not lost, not expired.
+func (l *lease) valid() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lost != nil {
+		return l.lost
+	}
+	if !l.cfg.now().Before(l.expires) {
+		return fmt.Errorf("the lease of state %s expired at %s without being renewed (the bucket did not answer in time): this one stopped writing; rerun", l.cfg.shown, l.expires.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// release stops renewing and deletes the lease object if it is still
+// this holder's, so the next syncd need not wait for it to expire.
+func (l *lease) release() error {
+	l.stop()
+	<-l.done
+	l.mu.Lock()
+	gen, lost := l.gen, l.lost
+	l.mu.Unlock()
+	if lost != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := l.cfg.bucket.DeleteWithOptions(ctx, l.cfg.key, &blob.DeleteOptions{BeforeDelete: func(as func(any) bool) error {
+		var obj **storage.ObjectHandle
+		if as(&obj) {
+			*obj = (*obj).If(storage.Conditions{GenerationMatch: gen})
+		}
+		return nil
+	}})
+	// A lease taken over meanwhile is not this holder's to delete.
+	if err != nil && !blobstore.IsNotFound(err) && !blobstore.IsPrecondition(err) {
+		return fmt.Errorf("release the lease of state %s: %w", l.cfg.shown, err)
+	}
+	return nil
+}

@@ -1,0 +1,473 @@
+package state
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/storage"
+	"gocloud.dev/blob"
+
+	"github.com/syncd-dev/syncd/internal/blobstore"
+)
+
+// ObjectOptions configures OpenObject.
+type ObjectOptions struct {
+	// URL names the state object: gs://bucket/prefix/syncd-state. Only GCS
+	// has the object generations that compare-and-swap needs.
+	URL string
+	// ReadOnly reads the object once and takes no lease, for inspection.
+	ReadOnly bool
+	// LeaseTTL is how long the writer's lease lasts unless renewed; it is
+	// renewed every third of it. Zero means DefaultLeaseTTL.
+	LeaseTTL time.Duration
+	// Now is the clock for the lease and the state's timestamps; nil means
+	// time.Now.
+	Now func() time.Time
+}
+
+// DefaultLeaseTTL is how long a writer's lease outlives its last renewal.
+const DefaultLeaseTTL = 30 * time.Second
+
+// objectDoc is the state object: every form's state, and which write of
+// which writer produced it.
+type objectDoc struct {
+	FormatVersion int                  `json:"format_version"`
+	Forms         map[string]FormState `json:"forms"`
+	Writer        string               `json:"writer,omitempty"` // lease id of the writer
+	Seq           int64                `json:"seq,omitempty"`    // that writer's write count
+}
+
+// Object is a Store kept in one object of a GCS bucket. Every write
+// replaces the object on the condition that its generation is still the one
+// this store last read or wrote, so two processes can never both advance
+// the state: the second one's write fails with a *ConflictError, and after
+// that the store refuses every write. A writer also holds a lease object
+// beside the state (<state>.lease), renewed while it runs, so that a second
+// syncd fails at start instead of mid-pass. It is safe for concurrent use;
+// writes are serialised.
+type Object struct {
+	bucket   *blob.Bucket
+	key      string // of the state object
+	shown    string // the URL, for messages
+	readOnly bool
+	now      func() time.Time
+	id       string // this writer's lease id
+
+	mu     sync.Mutex
+	doc    objectDoc
+	gen    int64 // generation of the object as last read or written; 0: absent
+	seq    int64
+	failed error // a lost compare-and-swap: every later write fails with it
+
+	lease *lease // nil when read-only
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ Store = (*Object)(nil)
+
+// OpenObject reads the state object at opts.URL (a missing one is an empty
+// state) and, unless read-only, takes the writer lease. A lease held by a
+// live syncd gives a *LockedError that names it.
+func OpenObject(ctx context.Context, opts ObjectOptions) (*Object, error) {
+	return openObject(ctx, opts, true)
+}
+
+func openObject(ctx context.Context, opts ObjectOptions, withLease bool) (*Object, error) {
+	loc, err := blobstore.Parse(opts.URL)
+	if err != nil {
+		return nil, fmt.Errorf("open state: %w: set state.url to gs://bucket/prefix/syncd-state", err)
+	}
+	if loc.Scheme != "gs" {
+		return nil, fmt.Errorf("open state %s: only gs:// URLs can keep the state (compare-and-swap needs GCS object generations): use a gs:// URL, or state.path for a local file", opts.URL)
+	}
+	if loc.Prefix == "" {
+		return nil, fmt.Errorf("open state %s: the URL names a bucket but no object: add one, e.g. %s/syncd-state", opts.URL, opts.URL)
+	}
+	b, err := blobstore.Open(ctx, loc, false)
+	if err != nil {
+		return nil, fmt.Errorf("open state: %w", err)
+	}
+	o := &Object{bucket: b, key: loc.Prefix, shown: opts.URL, readOnly: opts.ReadOnly, now: opts.Now, id: newID()}
+	if o.now == nil {
+		o.now = time.Now
+	}
+	if err := o.load(ctx); err != nil {
+		b.Close()
+		return nil, err
+	}
+	if !opts.ReadOnly && withLease {
+		ttl := opts.LeaseTTL
+		if ttl <= 0 {
+			ttl = DefaultLeaseTTL
+		}
+		o.lease, err = acquireLease(ctx, leaseConfig{bucket: b, key: o.key + ".lease", shown: opts.URL, id: o.id, ttl: ttl, now: o.now})
+		if err != nil {
+			b.Close()
+			return nil, err
+		}
+		// The state may have moved while the previous holder's lease ran out.
+		if err := o.load(ctx); err != nil {
+			o.Close()
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
+func newID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// URL is the state object's URL.
+func (o *Object) URL() string { return o.shown }
+
+// load reads the object and its generation.
+func (o *Object) load(ctx context.Context) error {
+	doc, gen, err := o.read(ctx)
+	if err != nil {
+		return err
+	}
+	o.mu.Lock()
+	o.doc, o.gen = doc, gen
+	o.mu.Unlock()
+	return nil
+}
+
+// read returns the object's document and generation; an absent object is
+// an empty document at generation 0.
+func (o *Object) read(ctx context.Context) (objectDoc, int64, error) {
+	var gen int64
+	r, err := o.bucket.NewReader(ctx, o.key, &blob.ReaderOptions{BeforeRead: func(as func(any) bool) error {
+		var sr *storage.Reader
+		if as(&sr) {
+			gen = sr.Attrs.Generation
+		}
+		return nil
+	}})
+	if blobstore.IsNotFound(err) {
+		return objectDoc{FormatVersion: formatVersion, Forms: map[string]FormState{}}, 0, nil
+	}
+	if err != nil {
+		return objectDoc{}, 0, fmt.Errorf("read state %s: %w", o.shown, blobstore.Hint(err, o.shown))
+	}
+	defer r.Close()
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		return objectDoc{}, 0, fmt.Errorf("read state %s: %w", o.shown, blobstore.Hint(err, o.shown))
+	}
+	doc, err := o.decode(raw)
+	return doc, gen, err
+}
+
+func (o *Object) decode(raw []byte) (objectDoc, error) {
+	var doc objectDoc
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return doc, &CorruptError{Path: o.shown, Err: err}
+	}
+	if doc.FormatVersion > formatVersion {
+		return doc, &NewerFormatError{Path: o.shown, Version: doc.FormatVersion, Supported: formatVersion}
+	}
+	if doc.FormatVersion < 1 {
+		return doc, &CorruptError{Path: o.shown, Err: errors.New("no format_version")}
+	}
+	if doc.Forms == nil {
+		doc.Forms = map[string]FormState{}
+	}
+	for id, st := range doc.Forms {
+		if st.FormID != id {
+			return doc, &CorruptError{Path: o.shown, Err: fmt.Errorf("record under key %q names form %q", id, st.FormID)}
+		}
+		if err := st.Committed.check(); err != nil {
+			return doc, &CorruptError{Path: o.shown, Err: fmt.Errorf("committed windows of form %q: %w", id, err)}
+		}
+	}
+	return doc, nil
+}
+
+// Get returns the state of a form, FormState{FormID: formID} if it has none.
+func (o *Object) Get(ctx context.Context, formID string) (FormState, error) {
+	if err := ctx.Err(); err != nil {
+		return FormState{}, fmt.Errorf("read state of form %s: %w", formID, err)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	st, ok := o.doc.Forms[formID]
+	if !ok {
+		return FormState{FormID: formID}, nil
+	}
+	return cloneForm(st), nil
+}
+
+// List returns the state of every form that has one, ordered by form id.
+func (o *Object) List(ctx context.Context) ([]FormState, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("list form states: %w", err)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	list := make([]FormState, 0, len(o.doc.Forms))
+	for _, st := range o.doc.Forms {
+		list = append(list, cloneForm(st))
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].FormID < list[j].FormID })
+	return list, nil
+}
+
+// RecordIntent records the intent in.BatchID, replacing one of the same id.
+func (o *Object) RecordIntent(ctx context.Context, formID string, in Intent) error {
+	ch, err := intentChange(formID, in)
+	if err != nil {
+		return err
+	}
+	if err := o.update(ctx, formID, ch); err != nil {
+		return fmt.Errorf("record intent %s for form %s: %w", in.BatchID, formID, err)
+	}
+	return nil
+}
+
+// Commit applies c in one write (see Bolt.Commit).
+func (o *Object) Commit(ctx context.Context, formID string, c Commit) error {
+	ch, err := commitChange(formID, c)
+	if err != nil {
+		return err
+	}
+	if err := o.update(ctx, formID, ch); err != nil {
+		return fmt.Errorf("commit batch %q of form %s: %w", c.BatchID, formID, err)
+	}
+	return nil
+}
+
+// DropIntent forgets an intent; one that is not there is already dropped.
+func (o *Object) DropIntent(ctx context.Context, formID, batchID string) error {
+	if err := o.update(ctx, formID, dropIntentChange(batchID)); err != nil {
+		return fmt.Errorf("drop intent %s of form %s: %w", batchID, formID, err)
+	}
+	return nil
+}
+
+// SetSchema pins schema for the form; nil unpins it.
+func (o *Object) SetSchema(ctx context.Context, formID string, schema json.RawMessage) error {
+	ch, err := schemaChange(formID, schema)
+	if err != nil {
+		return err
+	}
+	if err := o.update(ctx, formID, ch); err != nil {
+		return fmt.Errorf("pin schema of form %s: %w", formID, err)
+	}
+	return nil
+}
+
+// SetError records msg as the form's last error; "" clears it.
+func (o *Object) SetError(ctx context.Context, formID string, msg string) error {
+	if err := o.update(ctx, formID, errorChange(msg)); err != nil {
+		return fmt.Errorf("record last error of form %s: %w", formID, err)
+	}
+	return nil
+}
+
+// Reset forgets everything of the form. The output is not touched.
+func (o *Object) Reset(ctx context.Context, formID string) error {
+	err := o.mutate(ctx, formID, func(forms map[string]FormState) error {
+		if _, ok := forms[formID]; !ok {
+			return errUnchanged
+		}
+		delete(forms, formID)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("reset state of form %s: %w", formID, err)
+	}
+	return nil
+}
+
+// update applies fn to the form's state (zero if absent) and writes the
+// object.
+func (o *Object) update(ctx context.Context, formID string, fn change) error {
+	return o.mutate(ctx, formID, func(forms map[string]FormState) error {
+		st, ok := forms[formID]
+		if ok {
+			st = cloneForm(st)
+		} else {
+			st = FormState{FormID: formID}
+		}
+		now := Normalize(o.now())
+		if err := fn(&st, now); err != nil {
+			return err
+		}
+		st.UpdatedAt = now
+		forms[formID] = st
+		return nil
+	})
+}
+
+// mutate applies fn to a copy of the forms and, unless fn returns
+// errUnchanged, writes the copy with compare-and-swap on the generation.
+// Only a successful write changes what this store holds.
+func (o *Object) mutate(ctx context.Context, formID string, fn func(forms map[string]FormState) error) error {
+	if formID == "" {
+		return errors.New("the form id is empty")
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if o.readOnly {
+		return ErrReadOnly
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.failed != nil {
+		return o.failed
+	}
+	if o.lease != nil {
+		if err := o.lease.valid(); err != nil {
+			return err
+		}
+	}
+	forms := make(map[string]FormState, len(o.doc.Forms)+1)
+	for k, v := range o.doc.Forms {
+		forms[k] = v // fn copies the one it changes
+	}
+	if err := fn(forms); err != nil {
+		if errors.Is(err, errUnchanged) {
+			return nil
+		}
+		return err
+	}
+	doc := objectDoc{FormatVersion: formatVersion, Forms: forms, Writer: o.id, Seq: o.seq + 1}
+	raw, err := encodeDoc(&doc)
+	if err != nil {
+		return fmt.Errorf("encode state: %w", err)
+	}
+	gen, err := o.write(ctx, raw)
+	if err != nil {
+		return err
+	}
+	o.doc, o.gen, o.seq = doc, gen, doc.Seq
+	return nil
+}
+
+func encodeDoc(doc *objectDoc) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(doc); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// write replaces the object if its generation is still o.gen (absent when
+// 0) and returns the new generation.
+func (o *Object) write(ctx context.Context, raw []byte) (int64, error) {
+	gen, err := casWrite(ctx, o.bucket, o.key, raw, o.gen)
+	switch {
+	case err == nil:
+		return gen, nil
+	case blobstore.IsPrecondition(err):
+		// A write whose answer was lost and that the client retried fails
+		// its own precondition: the object then holds this very write.
+		if doc, cur, rerr := o.read(ctx); rerr == nil && doc.Writer == o.id && doc.Seq == o.seq+1 {
+			return cur, nil
+		}
+		o.failed = &ConflictError{URL: o.shown}
+		return 0, o.failed
+	default:
+		return 0, fmt.Errorf("write state %s: %w", o.shown, blobstore.Hint(err, o.shown))
+	}
+}
+
+// casWrite writes raw to key if the object's generation is gen (absent when
+// gen is 0), and returns the generation written. A changed object fails with
+// an error for which blobstore.IsPrecondition holds.
+func casWrite(ctx context.Context, b *blob.Bucket, key string, raw []byte, gen int64) (int64, error) {
+	var gw *storage.Writer
+	w, err := b.NewWriter(ctx, key, &blob.WriterOptions{ContentType: "application/json", BeforeWrite: func(as func(any) bool) error {
+		var obj **storage.ObjectHandle
+		if !as(&obj) {
+			return errors.New("the bucket is not a GCS bucket: compare-and-swap needs GCS object generations")
+		}
+		cond := storage.Conditions{GenerationMatch: gen}
+		if gen == 0 {
+			cond = storage.Conditions{DoesNotExist: true}
+		}
+		*obj = (*obj).If(cond)
+		if !as(&gw) {
+			return errors.New("the GCS writer is not reachable")
+		}
+		return nil
+	}})
+	if err != nil {
+		return 0, err
+	}
+	if _, err := w.Write(raw); err != nil {
+		_ = w.Close()
+		return 0, err
+	}
+	if err := w.Close(); err != nil {
+		return 0, err
+	}
+	attrs := gw.Attrs()
+	if attrs == nil {
+		return 0, errors.New("the upload reported no generation")
+	}
+	return attrs.Generation, nil
+}
+
+// Close stops renewing the lease and lets go of it. Calling it again
+// returns the first result.
+func (o *Object) Close() error {
+	o.closeOnce.Do(func() {
+		var errs []error
+		if o.lease != nil {
+			errs = append(errs, o.lease.release())
+		}
+		errs = append(errs, o.bucket.Close())
+		if err := errors.Join(errs...); err != nil {
+			o.closeErr = fmt.Errorf("close state %s: %w", o.shown, err)
+		}
+	})
+	return o.closeErr
+}
+
+func cloneForm(st FormState) FormState {
+	if st.Intents != nil {
+		in := make(map[string]Intent, len(st.Intents))
+		for k, v := range st.Intents {
+			in[k] = v
+		}
+		st.Intents = in
+	}
+	st.Committed = append(Intervals(nil), st.Committed...)
+	st.Schema = bytes.Clone(st.Schema)
+	return st
+}
+
+// ConflictError means another process wrote the state object since this one
+// read it: two syncd runs on one state. This one stops writing.
+type ConflictError struct{ URL string }
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("state %s was changed by another syncd since this one read it, so this one stopped without writing: run one syncd at a time on a state (its lease keeps a second one out unless the first stalls past state.lease_ttl), then rerun", e.URL)
+}
+
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "unknown"
+	}
+	return h
+}
