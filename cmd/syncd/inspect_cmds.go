@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,7 +75,7 @@ func newSchemaCmd(g *globals) *cobra.Command {
 			// The pinned schema, when a sync has run, is what the output holds;
 			// read it without taking the writer's lock.
 			var pinned *schema.Table
-			if st, err := state.OpenBolt(ctx, state.BoltOptions{Path: cfg.State.Path, ReadOnly: true}); err == nil {
+			if st, err := app.OpenStore(ctx, cfg, true); err == nil {
 				fs, gerr := st.Get(ctx, form.ID)
 				st.Close()
 				if gerr == nil && len(fs.Schema) > 0 {
@@ -252,16 +253,25 @@ func newValidateCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(out, "FAIL sink: %v\n", err)
 				bad++
 			} else {
+				// A bucket is only reached when it is listed.
+				if c, ok := snk.(interface{ Check(context.Context) error }); ok {
+					err = c.Check(ctx)
+				}
 				snk.Close()
-				fmt.Fprintf(out, "ok   sink %s\n", cfg.Sink.Type)
+				if err != nil {
+					fmt.Fprintf(out, "FAIL sink: %v\n", err)
+					bad++
+				} else {
+					fmt.Fprintf(out, "ok   sink %s\n", cfg.Sink.Type)
+				}
 			}
-			st, err := state.OpenBolt(ctx, state.BoltOptions{Path: cfg.State.Path})
+			st, err := app.OpenStore(ctx, cfg, false)
 			if err != nil {
 				fmt.Fprintf(out, "FAIL state: %v\n", err)
 				bad++
 			} else {
 				st.Close()
-				fmt.Fprintf(out, "ok   state %s\n", cfg.State.Path)
+				fmt.Fprintf(out, "ok   state %s\n", app.StateWhere(cfg))
 			}
 			if bad > 0 {
 				return withCode(exitFailed, errReported)

@@ -121,10 +121,27 @@ func NewSink(cfg *config.Config, version string, log *zap.Logger) (sink.Sink, er
 	}
 }
 
+// OpenStore opens the state store the configuration names: the object at
+// state.url (a writer takes its lease), or the local file state.path.
+func OpenStore(ctx context.Context, cfg *config.Config, readOnly bool) (state.Store, error) {
+	if cfg.State.URL != "" {
+		return state.OpenObject(ctx, state.ObjectOptions{URL: cfg.State.URL, ReadOnly: readOnly, LeaseTTL: cfg.State.LeaseTTL.D()})
+	}
+	return state.OpenBolt(ctx, state.BoltOptions{Path: cfg.State.Path, ReadOnly: readOnly})
+}
+
+// StateWhere is where the configured state lives, for messages.
+func StateWhere(cfg *config.Config) string {
+	if cfg.State.URL != "" {
+		return cfg.State.URL
+	}
+	return cfg.State.Path
+}
+
 // Open opens every part. The state store is opened first: a second syncd on
 // the same state fails here, before it makes a single request.
 func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options) (*App, error) {
-	store, err := state.OpenBolt(ctx, state.BoltOptions{Path: cfg.State.Path, ReadOnly: opts.ReadOnly})
+	store, err := OpenStore(ctx, cfg, opts.ReadOnly)
 	if err != nil {
 		return nil, &StateError{Err: err}
 	}

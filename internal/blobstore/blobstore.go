@@ -20,8 +20,14 @@ import (
 	"gocloud.dev/gcerrors"
 )
 
-// Schemes are the URL schemes a bucket URL may have.
-var schemes = map[string]bool{"gs": true, "s3": true, "azblob": true, "file": true}
+// isScheme reports whether s is a URL scheme a bucket URL may have.
+func isScheme(s string) bool {
+	switch s {
+	case "gs", "s3", "azblob", "file":
+		return true
+	}
+	return false
+}
 
 // IsURL reports whether s names a bucket (scheme://...) rather than a local
 // path.
@@ -54,7 +60,7 @@ func Parse(raw string) (Location, error) {
 	if err != nil {
 		return Location{}, fmt.Errorf("bucket URL %q: %w", raw, err)
 	}
-	if !schemes[u.Scheme] {
+	if !isScheme(u.Scheme) {
 		return Location{}, fmt.Errorf("bucket URL %q: scheme %q is not one of gs, s3, azblob, file", raw, u.Scheme)
 	}
 	loc := Location{Scheme: u.Scheme, Shown: raw}

@@ -100,9 +100,17 @@ type BigQuerySink struct {
 	MaxBackoff Duration `yaml:"max_backoff"`
 }
 
-// State is where checkpoints and pinned schemas live.
+// State is where checkpoints and pinned schemas live: a local bbolt file
+// (Path, the default), or an object in a GCS bucket (URL).
 type State struct {
 	Path string `yaml:"path"`
+	// URL, when set, keeps the state in an object (gs://bucket/prefix/syncd-state)
+	// instead of Path, written with compare-and-swap, with a lease object
+	// beside it keeping one writer at a time.
+	URL string `yaml:"url"`
+	// LeaseTTL is how long a writer's lease outlives its last renewal
+	// (renewed every third of it); a syncd that died is taken over after it.
+	LeaseTTL Duration `yaml:"lease_ttl"`
 }
 
 // Log configures zap.
@@ -148,10 +156,19 @@ func Defaults() Config {
 			Type:    "parquet",
 			Parquet: ParquetSink{Path: "./out", Compression: "zstd", RowGroupRows: 65536},
 		},
-		State:  State{Path: "./state/syncd.db"},
+		State:  State{Path: "./state/syncd.db", LeaseTTL: Duration(30 * time.Second)},
 		Log:    Log{Level: "info", Format: "auto"},
 		Server: Server{Addr: "127.0.0.1:9464", UnreadyAfter: Duration(30 * time.Minute)},
 	}
+}
+
+// isBucketScheme reports whether sink.parquet.path may have URL scheme s.
+func isBucketScheme(s string) bool {
+	switch s {
+	case "gs", "s3", "azblob", "file":
+		return true
+	}
+	return false
 }
 
 // Error is a configuration problem: it names the file, the key and the line.
@@ -429,6 +446,11 @@ func (c *Config) validate(file string) error {
 		if c.Sink.Parquet.Path == "" {
 			return bad("sink.parquet.path", "is empty: set the folder (or bucket URL) to write Parquet files to")
 		}
+		if p := c.Sink.Parquet.Path; strings.Contains(p, "://") {
+			if u, err := url.Parse(p); err != nil || !isBucketScheme(u.Scheme) || u.Host == "" && u.Scheme != "file" || u.Scheme == "file" && (u.Path == "" || u.Path == "/") {
+				return bad("sink.parquet.path", fmt.Sprintf("%q is not a bucket URL: use gs://bucket/prefix, s3://bucket/prefix?region=..., azblob://container/prefix or file:///abs/path, or a local folder", p))
+			}
+		}
 		switch c.Sink.Parquet.Compression {
 		case "zstd", "snappy", "none":
 		default:
@@ -452,7 +474,14 @@ func (c *Config) validate(file string) error {
 	default:
 		return bad("sink.type", fmt.Sprintf("%q is not a sink: use parquet or bigquery", c.Sink.Type))
 	}
-	if c.State.Path == "" {
+	if c.State.URL != "" {
+		if u, err := url.Parse(c.State.URL); err != nil || u.Scheme != "gs" || u.Host == "" || strings.Trim(u.Path, "/") == "" {
+			return bad("state.url", fmt.Sprintf("%q is not a gs://bucket/prefix/object URL: only GCS keeps the state (compare-and-swap needs its object generations); leave state.url out to use the local file state.path", c.State.URL))
+		}
+		if c.State.LeaseTTL < Duration(time.Second) {
+			return bad("state.lease_ttl", "must be at least 1s (30s suits GCS, which takes about one write a second per object): the lease is renewed every third of it")
+		}
+	} else if c.State.Path == "" {
 		return bad("state.path", "is empty: set the file that keeps checkpoints, e.g. ./state/syncd.db")
 	}
 	switch c.Log.Format {

@@ -97,6 +97,9 @@ func NewWorkdir(t testing.TB, baseURL string, sections Config) *Workdir {
 	if sections.Sink == "" {
 		sections.Sink = fmt.Sprintf("sink:\n  type: parquet\n  parquet:\n    path: %s\n", w.Out)
 	}
+	if sections.State == "" {
+		sections.State = fmt.Sprintf("  path: %s\n", w.State)
+	}
 	yaml := fmt.Sprintf(`source:
   base_url: %s
   api_key: ${FORMS_API_KEY}
@@ -105,11 +108,10 @@ func NewWorkdir(t testing.TB, baseURL string, sections Config) *Workdir {
   timeout: 10s
 %ssync:
 %s%sstate:
-  path: %s
-log:
+%slog:
   level: %s
   format: json
-%s`, baseURL, sections.RateLimit, sections.Forms, sections.Sync, sections.Sink, w.State, orDefault(sections.LogLevel, "info"), sections.Extra)
+%s`, baseURL, sections.RateLimit, sections.Forms, sections.Sync, sections.Sink, sections.State, orDefault(sections.LogLevel, "info"), sections.Extra)
 	if err := os.WriteFile(w.Config, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -121,6 +123,7 @@ type Config struct {
 	Forms     string  // a whole "forms:" section; default every form
 	Sync      string  // lines under "sync:", indented two spaces
 	Sink      string  // a whole "sink:" section; default Parquet files under Out
+	State     string  // lines under "state:", indented two spaces; default path: State
 	RateLimit float64 // source.rate_limit
 	LogLevel  string
 	Extra     string // whole top-level sections appended at the end, e.g. "server:\n  addr: ...\n"
