@@ -1,0 +1,287 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/syncd-dev/syncd/internal/app"
+	"github.com/syncd-dev/syncd/internal/config"
+	"github.com/syncd-dev/syncd/internal/formsim"
+	"github.com/syncd-dev/syncd/internal/poller"
+	"github.com/syncd-dev/syncd/internal/state"
+	"github.com/syncd-dev/syncd/internal/testkit"
+	"github.com/syncd-dev/syncd/internal/testkit/fakegcs"
+)
+
+// lake is a bucket on fake-gcs-server holding a test's output and state.
+type lake struct {
+	gcs    *fakegcs.Server
+	bucket string
+}
+
+const (
+	lakeOut   = "lake/forms"       // key prefix of the Parquet objects
+	lakeState = "syncd/prod/state" // key of the state object
+)
+
+// startLake starts fake-gcs-server with one bucket and points this process
+// and the syncd processes it starts at it.
+func startLake(t *testing.T) *lake {
+	t.Helper()
+	f := fakegcs.Start(t)
+	t.Setenv("STORAGE_EMULATOR_HOST", f.Host)
+	f.CreateBucket(t, "acme-lake")
+	return &lake{gcs: f, bucket: "acme-lake"}
+}
+
+func (l *lake) stateURL() string { return "gs://" + l.bucket + "/" + lakeState }
+
+// config puts the sink and the state in the bucket.
+func (l *lake) config(cfg testkit.Config) testkit.Config {
+	cfg.Sink = "sink:\n  type: parquet\n  parquet:\n    path: gs://" + l.bucket + "/" + lakeOut + "\n"
+	cfg.State = "  url: " + l.stateURL() + "\n  lease_ttl: 1s\n"
+	return cfg
+}
+
+// forms returns every form's state from the state object, read-only.
+func (l *lake) forms(t *testing.T) map[string]state.FormState {
+	t.Helper()
+	ctx := context.Background()
+	st, err := state.OpenObject(ctx, state.ObjectOptions{URL: l.stateURL(), ReadOnly: true})
+	if err != nil {
+		t.Fatalf("open state object: %v", err)
+	}
+	defer st.Close()
+	list, err := st.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]state.FormState{}
+	for _, fs := range list {
+		out[fs.FormID] = fs
+	}
+	return out
+}
+
+// check downloads the output (DuckDB cannot read gs:// from the fake) and
+// requires every submission of the committed windows exactly once, and one
+// object per committed batch.
+func (l *lake) check(t *testing.T, sim *testkit.Sim, covers time.Time) {
+	t.Helper()
+	dir := t.TempDir()
+	objects := l.gcs.Download(t, l.bucket, lakeOut+"/", dir)
+	duck := testkit.OpenDuck(t)
+	states := l.forms(t)
+	var batches int64
+	for _, id := range sim.FormIDs() {
+		fs := states[id]
+		if len(fs.Intents) > 0 {
+			t.Errorf("form %s: %d intents still open after a finished run", id, len(fs.Intents))
+		}
+		if n := len(fs.Committed); n == 0 || fs.Committed[n-1].End.Before(covers) {
+			t.Errorf("form %s: committed windows %v do not reach %s", id, fs.Committed, covers)
+		}
+		batches += fs.Batches
+		got := duck.IDCounts(t, dir, poller.DefaultTable(id))
+		testkit.CheckExactlyOnce(t, got, testkit.ExpectedIn(sim, id, fs.Committed))
+	}
+	if int64(objects) != batches {
+		t.Errorf("%d objects in the bucket for %d committed batches", objects, batches)
+	}
+}
+
+// TestBucketOutputAndState: a pass writes Parquet objects and the state
+// object, a second pass writes nothing, and while `syncd run` holds the
+// lease a second syncd fails at once with a clear sentence.
+func TestBucketOutputAndState(t *testing.T) {
+	start, end := history(6)
+	sim := testkit.StartSim(t, formsim.Config{Seed: 41, Forms: 2, Submissions: 900, Start: start, End: end})
+	l := startLake(t)
+	addr := testkit.FreeAddr(t)
+	w := testkit.NewWorkdir(t, sim.BaseURL, l.config(testkit.Config{
+		Sync:  "  safety_lag: 0s\n  max_rows_per_batch: 200\n  schedule: \"@every 1h\"\n  jitter: 0s\n",
+		Extra: "server:\n  addr: " + addr + "\n",
+	}))
+	ctx := context.Background()
+	if res := testkit.Run(ctx, syncdBin, w, "validate"); res.Code != 0 {
+		t.Fatalf("validate exited %d: %s%s", res.Code, res.Stdout, tail(res.Stderr))
+	}
+	if res := testkit.Run(ctx, syncdBin, w, "once"); res.Code != 0 {
+		t.Fatalf("once exited %d: %s", res.Code, tail(res.Stderr))
+	}
+	l.check(t, sim, end)
+	before := l.gcs.Download(t, l.bucket, lakeOut+"/", t.TempDir())
+	if res := testkit.Run(ctx, syncdBin, w, "once"); res.Code != 0 {
+		t.Fatalf("second once exited %d: %s", res.Code, tail(res.Stderr))
+	}
+	if after := l.gcs.Download(t, l.bucket, lakeOut+"/", t.TempDir()); after != before {
+		t.Errorf("a second pass over nothing new wrote objects: %d before, %d after", before, after)
+	}
+	if res := testkit.Run(ctx, syncdBin, w, "state", "show"); res.Code != 0 || !strings.Contains(res.Stdout, sim.FormIDs()[0]) {
+		t.Errorf("state show exited %d: %s%s", res.Code, res.Stdout, tail(res.Stderr))
+	}
+
+	// The daemon holds the lease; a second syncd is refused before it writes.
+	cmd, _, stderr, err := testkit.Start(syncdBin, w, "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	if !eventually(20*time.Second, func() bool { return status(addr, "/healthz") == 200 }) {
+		t.Fatalf("daemon never served /healthz: %s", tail(stderr.String()))
+	}
+	res := testkit.Run(ctx, syncdBin, w, "once")
+	if res.Code != 3 || !strings.Contains(res.Stderr, "in use by another syncd") {
+		t.Errorf("once beside a running daemon exited %d: %s", res.Code, tail(res.Stderr))
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("daemon did not stop cleanly: %v: %s", err, tail(stderr.String()))
+	}
+	// A clean stop lets go of the lease: the next run need not wait.
+	if res := testkit.Run(ctx, syncdBin, w, "once"); res.Code != 0 {
+		t.Fatalf("once after the daemon stopped exited %d: %s", res.Code, tail(res.Stderr))
+	}
+	l.check(t, sim, end)
+	if strings.Contains(stderr.String(), testkit.APIKey) {
+		t.Error("the API key appears in the daemon's logs")
+	}
+}
+
+// dieAfterUpload is a state store whose process dies right after the sink
+// committed its first batch: that Commit, and every write after it, fail.
+type dieAfterUpload struct {
+	state.Store
+	dead atomic.Bool
+}
+
+var errKilled = errors.New("killed between the upload and the state commit")
+
+func (d *dieAfterUpload) Commit(ctx context.Context, formID string, c state.Commit) error {
+	if c.BatchID != "" {
+		d.dead.Store(true)
+	}
+	if d.dead.Load() {
+		return errKilled
+	}
+	return d.Store.Commit(ctx, formID, c)
+}
+
+func (d *dieAfterUpload) RecordIntent(ctx context.Context, formID string, in state.Intent) error {
+	if d.dead.Load() {
+		return errKilled
+	}
+	return d.Store.RecordIntent(ctx, formID, in)
+}
+
+// TestBucketKillBetweenUploadAndStateCommit: a batch whose object is in the
+// bucket but whose state commit never happened is found by the next run,
+// which commits it from the open intent without uploading it again.
+func TestBucketKillBetweenUploadAndStateCommit(t *testing.T) {
+	start, end := history(4)
+	sim := testkit.StartSim(t, formsim.Config{Seed: 43, Forms: 1, Submissions: 400, Start: start, End: end})
+	l := startLake(t)
+	w := testkit.NewWorkdir(t, sim.BaseURL, l.config(testkit.Config{Sync: "  safety_lag: 0s\n  max_rows_per_batch: 150\n"}))
+	t.Setenv("FORMS_API_KEY", testkit.APIKey)
+	cfg, err := config.Load(w.Config, os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	a, err := app.Open(ctx, cfg, zap.NewNop(), app.Options{Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &dieAfterUpload{Store: a.Store}
+	p := poller.New(a.Client, a.Sink, store, poller.Options{SafetyLag: 0, MaxRowsPerBatch: 150})
+	form := sim.FormIDs()[0]
+	if res := p.Sync(ctx, poller.Job{FormID: form, Start: start}); res.Err == nil || !errors.Is(res.Err, errKilled) {
+		t.Fatalf("the pass did not die at the state commit: %v", res.Err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fs := l.forms(t)[form]
+	if len(fs.Intents) != 1 || fs.Batches != 0 {
+		t.Fatalf("after the kill: intents %v, batches %d; want one open intent, nothing committed", fs.Intents, fs.Batches)
+	}
+	if n := l.gcs.Download(t, l.bucket, lakeOut+"/", t.TempDir()); n != 1 {
+		t.Fatalf("after the kill: %d objects, want the one uploaded", n)
+	}
+
+	if res := testkit.Run(ctx, syncdBin, w, "once"); res.Code != 0 {
+		t.Fatalf("once after the kill exited %d: %s", res.Code, tail(res.Stderr))
+	}
+	l.check(t, sim, end)
+}
+
+// TestBucketCrashSafety is TestCrashSafety with the output and the state in
+// a bucket: syncd is killed with SIGKILL at random instants and rerun until
+// it finishes, and the output must then be exact. A rerun that finds the
+// dead process's lease not yet expired exits 3 and is retried.
+func TestBucketCrashSafety(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	if s, err := strconv.ParseUint(os.Getenv("SYNCD_CRASH_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	t.Logf("seed %d (rerun with SYNCD_CRASH_SEED=%d)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	start, end := history(12)
+	sim := testkit.StartSim(t, formsim.Config{Seed: int64(seed % 1000), Forms: 2, Submissions: 2000, Start: start, End: end})
+	ctx := context.Background()
+	cfg := testkit.Config{Sync: "  safety_lag: 0s\n  max_rows_per_batch: 120\n  concurrency: 2\n", LogLevel: "warn"}
+
+	probe := startLake(t)
+	began := time.Now()
+	if res := testkit.Run(ctx, syncdBin, testkit.NewWorkdir(t, sim.BaseURL, probe.config(cfg)), "once"); res.Code != 0 {
+		t.Fatalf("uninterrupted once exited %d: %s", res.Code, tail(res.Stderr))
+	}
+	full := time.Since(began)
+	t.Logf("an uninterrupted once takes %s", full)
+
+	// Half the kills of the local-disk test (at least 8) keep make test
+	// short; SYNCD_CRASH_KILLS raises both.
+	kills, leaseWaits, rounds, want := 0, 0, 0, max(crashKills()/2, 8)
+	for kills < want {
+		rounds++
+		l := startLake(t)
+		w := testkit.NewWorkdir(t, sim.BaseURL, l.config(cfg))
+		for attempt := 0; ; attempt++ {
+			if attempt > 300 {
+				t.Fatalf("round %d never finished", rounds)
+			}
+			delay := time.Duration(rng.Int64N(int64(full))) + time.Millisecond
+			res := testkit.RunKilledAfter(ctx, syncdBin, w, delay, "once")
+			switch {
+			case res.Killed:
+				kills++
+				continue
+			case res.Code == 3 && strings.Contains(res.Stderr, "lease runs until"):
+				// The killed run's lease (1s) has not expired yet.
+				leaseWaits++
+				time.Sleep(200 * time.Millisecond)
+				continue
+			case res.Code != 0:
+				t.Fatalf("round %d: once exited %d after %d kills: %s", rounds, res.Code, kills, tail(res.Stderr))
+			}
+			break
+		}
+		l.check(t, sim, end)
+		if t.Failed() {
+			t.Fatalf("round %d failed after %d kills in all", rounds, kills)
+		}
+	}
+	t.Logf("%d kills over %d rounds (%d reruns found a dead run's lease), output exact after every round", kills, rounds, leaseWaits)
+}
