@@ -45,6 +45,7 @@ const (
 var want = map[string]string{
 	"base":            "CronJob",
 	"overlays/daemon": "Deployment",
+	"overlays/bucket": "CronJob",
 }
 
 // kinds maps apiVersion/kind to the typed struct it must decode into. A kind
@@ -425,10 +426,16 @@ func checkPod(t *testing.T, r *rendered, where string, tpl *corev1.PodTemplateSp
 		t.Errorf("%s: terminationGracePeriodSeconds must exceed sync.shutdown_grace %v, or the batch in flight is SIGKILLed", where, cfg.Sync.ShutdownGrace.D())
 	}
 
-	// Everything syncd writes is on a volume: the root filesystem is read-only.
-	writable(t, where, ps, syncd, cfg.State.Path, "persistentVolumeClaim")
-	if cfg.Sink.Type == "parquet" {
+	// Everything syncd writes is on a volume or in a bucket: the root
+	// filesystem is read-only.
+	if cfg.State.URL == "" {
+		writable(t, where, ps, syncd, cfg.State.Path, "persistentVolumeClaim")
+	}
+	if cfg.Sink.Type == "parquet" && !strings.Contains(cfg.Sink.Parquet.Path, "://") {
 		writable(t, where, ps, syncd, cfg.Sink.Parquet.Path+"/x", "persistentVolumeClaim")
+	}
+	if cfg.State.URL != "" {
+		checkBucket(t, r, where, ps, cfg)
 	}
 	for _, vol := range ps.Volumes {
 		if pvc := vol.PersistentVolumeClaim; pvc != nil {
@@ -502,6 +509,37 @@ func checkContainer(t *testing.T, where string, ps *corev1.PodSpec, c *corev1.Co
 	writable(t, where, ps, c, "/tmp/x", "emptyDir")
 }
 
+// checkBucket: with the state in a bucket the pod needs no volume, and
+// signs in to Google Cloud with Workload Identity rather than a key.
+func checkBucket(t *testing.T, r *rendered, where string, ps *corev1.PodSpec, cfg *config.Config) {
+	t.Helper()
+	if !strings.HasPrefix(cfg.State.URL, "gs://") {
+		t.Errorf("%s: state.url %q is not a gs:// URL", where, cfg.State.URL)
+	}
+	for _, v := range ps.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			t.Errorf("%s: volume %s claims %s, but the state and output are in a bucket", where, v.Name, v.PersistentVolumeClaim.ClaimName)
+		}
+	}
+	if len(r.pvcs) > 0 {
+		t.Errorf("%s: PersistentVolumeClaims rendered with nothing to hold", where)
+	}
+	sa := r.accounts[ps.ServiceAccountName]
+	if sa == nil || !strings.HasSuffix(sa.Annotations["iam.gke.io/gcp-service-account"], ".iam.gserviceaccount.com") {
+		t.Errorf("%s: ServiceAccount %s has no iam.gke.io/gcp-service-account annotation (Workload Identity)", where, ps.ServiceAccountName)
+	}
+	if ps.NodeSelector["iam.gke.io/gke-metadata-server-enabled"] != "true" {
+		t.Errorf("%s: no nodeSelector iam.gke.io/gke-metadata-server-enabled: \"true\" (Workload Identity needs the GKE metadata server)", where)
+	}
+	for _, c := range ps.Containers {
+		for _, e := range c.Env {
+			if e.Name == "GOOGLE_APPLICATION_CREDENTIALS" {
+				t.Errorf("%s: GOOGLE_APPLICATION_CREDENTIALS points at a key file: Workload Identity needs none", where)
+			}
+		}
+	}
+}
+
 // ---- config -------------------------------------------------------------
 
 // parseConfig runs syncd's own loader (strict keys, ${ENV} expansion,
@@ -557,10 +595,11 @@ func sameAsExample(t *testing.T, where string, got, example *config.Config) {
 	}
 	e := *example
 	e.State.Path, e.Sink.Parquet.Path, e.Log.Format, e.Server.Addr = got.State.Path, got.Sink.Parquet.Path, got.Log.Format, got.Server.Addr
+	e.State.URL = got.State.URL // the bucket overlay
 	g, w := reflect.ValueOf(*got), reflect.ValueOf(e)
 	for i := range g.NumField() {
 		if !reflect.DeepEqual(g.Field(i).Interface(), w.Field(i).Interface()) {
-			t.Errorf("%s: %s differs from configs/syncd.example.yaml (only state.path, sink.parquet.path, log.format and server.addr may):\n got  %+v\n want %+v",
+			t.Errorf("%s: %s differs from configs/syncd.example.yaml (only state.path, state.url, sink.parquet.path, log.format and server.addr may):\n got  %+v\n want %+v",
 				where, g.Type().Field(i).Tag.Get("yaml"), g.Field(i).Interface(), w.Field(i).Interface())
 		}
 	}
