@@ -47,8 +47,9 @@ type Sink struct {
 	kv     map[string]string // footer extras; read-only after New
 	log    *zap.Logger
 
-	// afterUpload, when set, is called once an object is in place (tests).
-	afterUpload func(key string)
+	// beforeUpload, when set, is called after the existence check, before
+	// the upload starts (tests).
+	beforeUpload func(key string)
 }
 
 var (
@@ -127,6 +128,9 @@ func (s *Sink) commit(ctx context.Context, b sink.Batch, rows int64, encode func
 		s.log.Debug("batch already committed", zap.String("batch_id", b.ID), zap.String("key", key))
 		return 0, nil
 	}
+	if s.beforeUpload != nil {
+		s.beforeUpload(key)
+	}
 	// Cancelling wctx abandons the upload: the object never appears.
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -156,9 +160,6 @@ func (s *Sink) commit(ctx context.Context, b sink.Batch, rows int64, encode func
 			return 0, nil
 		}
 		return 0, fmt.Errorf("commit batch %s: upload %s: %w", b.ID, key, blobstore.Hint(err, s.where))
-	}
-	if s.afterUpload != nil {
-		s.afterUpload(key)
 	}
 	s.log.Debug("batch committed", zap.String("batch_id", b.ID), zap.String("key", key), zap.Int64("rows", rows), zap.Int64("bytes", cw.n))
 	return cw.n, nil

@@ -170,3 +170,31 @@ func TestFileURL(t *testing.T) {
 		t.Fatalf("read back %v", got)
 	}
 }
+
+// TestRaceOfTwoWritersOfOneBatch: a batch committed by another writer
+// between the existence check and the upload is not written again: the
+// upload's precondition (GCS: the object does not exist) refuses it, and
+// the commit reports success, since the batch is there.
+func TestRaceOfTwoWritersOfOneBatch(t *testing.T) {
+	f, bucket := fakeBucket(t)
+	ctx := context.Background()
+	url := "gs://" + bucket + "/race"
+	first, second := open(t, url), open(t, url)
+	b := batch("raced")
+	mine := record("mine-1", "mine-2")
+	defer mine.Release()
+	theirs := record("theirs-1")
+	defer theirs.Release()
+	second.beforeUpload = func(string) {
+		if err := first.Commit(ctx, b, theirs); err != nil {
+			t.Errorf("first writer: %v", err)
+		}
+	}
+	if err := second.Commit(ctx, b, mine); err != nil {
+		t.Fatalf("second writer: %v", err)
+	}
+	want := map[string]int{"theirs-1": 1}
+	if got := readBack(t, f, bucket, "race/"); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("read back %v, want only the first writer's rows %v", got, want)
+	}
+}
