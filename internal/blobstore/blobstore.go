@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 
 	"gocloud.dev/blob"
@@ -98,15 +97,6 @@ func Parse(raw string) (Location, error) {
 // Open opens the bucket of loc. With prefixed set, keys are relative to
 // loc.Prefix.
 func Open(ctx context.Context, loc Location, prefixed bool) (*blob.Bucket, error) {
-	if loc.Scheme == "file" {
-		u, err := url.Parse(loc.Bucket)
-		if err != nil {
-			return nil, fmt.Errorf("open bucket %s: %w", loc.Shown, err)
-		}
-		if err := os.MkdirAll(u.Path, 0o755); err != nil {
-			return nil, fmt.Errorf("open bucket %s: create folder: %w", loc.Shown, err)
-		}
-	}
 	b, err := blob.OpenBucket(ctx, loc.Bucket)
 	if err != nil {
 		return nil, fmt.Errorf("open bucket %s: %w", loc.Shown, err)
