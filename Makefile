@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 BIN     := bin
 
-.PHONY: all build demo test vet fmt clean chaos
+.PHONY: all build demo test vet fmt clean chaos bench
 
 all: build
 
@@ -48,3 +48,16 @@ fmt:
 
 clean:
 	rm -rf $(BIN) out state
+
+# Benchmarks, about 15 minutes on 2 cores: JSON pages to Parquet against
+# DuckDB, the simulator's serving speed, then end to end against the
+# simulator (backfill RSS, the rate limit, an incremental pass). The figures
+# and what limits them: bench/RESULTS.md.
+bench: build
+	$(GO) test -run '^$$' -bench . -benchtime 5x -cpu 1 ./bench
+	$(GO) test -run '^$$' -bench ServePages -benchtime 2000x ./internal/formsim
+	$(GO) test -run '^$$' -bench AccountMemory -benchtime 1x ./internal/formsim
+	$(GO) run ./bench/e2e -syncd $(BIN)/syncd -scenario backfill -form narrow -sizes 100000,1000000
+	$(GO) run ./bench/e2e -syncd $(BIN)/syncd -scenario backfill -form wide -sizes 100000,1000000
+	$(GO) run ./bench/e2e -syncd $(BIN)/syncd -scenario ratelimited
+	$(GO) run ./bench/e2e -syncd $(BIN)/syncd -scenario incremental

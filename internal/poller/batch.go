@@ -3,6 +3,7 @@ package poller
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"go.uber.org/zap"
@@ -17,7 +18,7 @@ import (
 // under its batch id, then move the checkpoint and clear the intent in one
 // state transaction.
 func (f *formRun) processWindow(ctx context.Context, w window) error {
-	b := f.batchFor(w.start, w.end)
+	b := f.batchFor(w)
 	log := f.log.With(zap.String("batch_id", b.ID))
 	intent := state.Intent{BatchID: b.ID, Table: b.Table, Start: w.start, End: w.end, CreatedAt: f.p.opts.Now().UTC()}
 	if err := f.p.store.RecordIntent(ctx, f.job.FormID, intent); err != nil {
@@ -25,19 +26,19 @@ func (f *formRun) processWindow(ctx context.Context, w window) error {
 	}
 	base, err := f.schemaForFetch(ctx)
 	if err != nil {
-		f.dropIntent(ctx, b.ID)
+		f.dropIntent(ctx, w, b.ID)
 		return err
 	}
 	rows := newBatchRows(base, f.p.opts.Allocator, f.p.opts.ChunkRows, f.p.opts.SpoolDir)
 	defer rows.release(f)
 	lin := schema.Lineage{BatchID: b.ID, SyncedAt: f.p.opts.Now().UTC()}
 	if err := f.fetch(ctx, w, rows, lin); err != nil {
-		f.dropIntent(ctx, b.ID)
+		f.dropIntent(ctx, w, b.ID)
 		return err
 	}
 	table, stats, err := rows.finish()
 	if err != nil {
-		f.dropIntent(ctx, b.ID)
+		f.dropIntent(ctx, w, b.ID)
 		return fmt.Errorf("gather batch %s of form %s: %w", b.ID, f.job.FormID, err)
 	}
 	b.SchemaFingerprint = table.Fingerprint()
@@ -89,7 +90,13 @@ func (f *formRun) commitRecord(ctx context.Context, b sink.Batch, rec arrow.Reco
 	return 0, f.p.sink.Commit(ctx, b, rec)
 }
 
-func (f *formRun) dropIntent(ctx context.Context, batchID string) {
+// dropIntent forgets the intent of a batch this process never sent to the
+// sink. An open batch of an earlier run keeps its intent: that run may have
+// sent it.
+func (f *formRun) dropIntent(ctx context.Context, w window, batchID string) {
+	if w.redo {
+		return
+	}
 	if err := f.p.store.DropIntent(context.WithoutCancel(ctx), f.job.FormID, batchID); err != nil {
 		f.log.Warn("could not drop the intent of an abandoned batch; the next run resolves it", zap.String("batch_id", batchID), zap.Error(err))
 	}
@@ -196,7 +203,9 @@ func (f *formRun) walk(ctx context.Context, w window, seen map[string]struct{}, 
 			if _, dup := seen[sub.SubmissionID]; dup {
 				continue
 			}
-			seen[sub.SubmissionID] = struct{}{}
+			// A copy: the decoder's strings may share the page's buffer, which
+			// the map would otherwise keep alive for the whole window.
+			seen[strings.Clone(sub.SubmissionID)] = struct{}{}
 			t := sub.SubmissionTime
 			if t.Before(w.start) || !t.Before(w.end) {
 				continue

@@ -39,6 +39,11 @@ func (c *countingSource) ListSubmissions(ctx context.Context, formID string, p f
 type window struct {
 	start, end time.Time
 	count      int
+	// An open batch of an earlier run: its table (when it differs from the
+	// form's), and a failure keeps its intent, since that run's commit may
+	// still land.
+	redo  bool
+	table string
 }
 
 // formRun is one pass over one form.
@@ -78,7 +83,8 @@ func (f *formRun) execute(ctx context.Context, from, to time.Time, concurrency i
 	if f.table == "" {
 		f.table = DefaultTable(f.job.FormID)
 	}
-	if err := f.recoverIntents(ctx, st); err != nil {
+	redo, err := f.recoverIntents(ctx, st)
+	if err != nil {
 		return err
 	}
 	if st, err = store.Get(ctx, f.job.FormID); err != nil {
@@ -87,6 +93,16 @@ func (f *formRun) execute(ctx context.Context, from, to time.Time, concurrency i
 	if len(st.Schema) > 0 {
 		if f.pinned, err = schema.Unmarshal(st.Schema); err != nil {
 			return fmt.Errorf("read the pinned schema of form %s from the state store: %w", f.job.FormID, err)
+		}
+	}
+	for _, w := range redo {
+		if err := f.processWindow(ctx, w); err != nil {
+			return fmt.Errorf("finish the open batch of form %s left by an earlier run: %w", f.job.FormID, err)
+		}
+	}
+	if len(redo) > 0 {
+		if st, err = store.Get(ctx, f.job.FormID); err != nil {
+			return fmt.Errorf("read state of form %s: %w", f.job.FormID, err)
 		}
 	}
 
@@ -182,45 +198,54 @@ func (f *formRun) report(p Progress) {
 // recoverIntents resolves intents left by a run that stopped between
 // recording an intent and moving the checkpoint: the sink says whether the
 // batch landed, and the record follows what the sink says.
-func (f *formRun) recoverIntents(ctx context.Context, st state.FormState) error {
+// recoverIntents resolves the batches a stopped run left open. One the sink
+// holds is committed in the state. One it does not is returned, to be
+// fetched again under the same batch id before anything else: never dropped
+// and re-planned, because a commit the stopped run had already sent may
+// still land (a BigQuery load job inserted just before a kill), and only the
+// same batch id lets the sink tell the two apart.
+func (f *formRun) recoverIntents(ctx context.Context, st state.FormState) ([]window, error) {
 	ids := make([]string, 0, len(st.Intents))
 	for id := range st.Intents {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
+	var redo []window
 	for _, id := range ids {
 		in := st.Intents[id]
-		b := f.batchFor(in.Start, in.End)
-		if in.Table != "" {
-			b.Table = in.Table
-		}
+		w := window{start: in.Start, end: in.End, count: -1, redo: true, table: in.Table}
+		b := f.batchFor(w)
 		done, err := f.p.sink.Committed(ctx, b)
 		if err != nil {
-			return fmt.Errorf("resolve open batch %s of form %s: ask the sink: %w", id, f.job.FormID, err)
+			return nil, fmt.Errorf("resolve open batch %s of form %s: ask the sink: %w", id, f.job.FormID, err)
 		}
-		if done {
-			err = f.p.store.Commit(ctx, f.job.FormID, state.Commit{BatchID: id, Window: state.Interval{Start: in.Start, End: in.End}, Rows: in.Rows})
-			f.log.Info("recovered a batch committed before a stop", zap.String("batch_id", id))
-			f.recovered++
-		} else {
-			err = f.p.store.DropIntent(ctx, f.job.FormID, id)
-			f.log.Info("dropped a batch that never reached the sink; it will be fetched again", zap.String("batch_id", id))
+		if !done {
+			f.log.Info("an open batch never reached the sink; fetching its window again under the same batch id", zap.String("batch_id", id))
+			redo = append(redo, w)
+			continue
 		}
+		err = f.p.store.Commit(ctx, f.job.FormID, state.Commit{BatchID: id, Window: state.Interval{Start: in.Start, End: in.End}, Rows: in.Rows})
 		if err != nil {
-			return fmt.Errorf("resolve open batch %s of form %s: %w", id, f.job.FormID, err)
+			return nil, fmt.Errorf("resolve open batch %s of form %s: %w", id, f.job.FormID, err)
 		}
+		f.log.Info("recovered a batch committed before a stop", zap.String("batch_id", id))
+		f.recovered++
 	}
-	return nil
+	return redo, nil
 }
 
-func (f *formRun) batchFor(start, end time.Time) sink.Batch {
+func (f *formRun) batchFor(w window) sink.Batch {
+	table := f.table
+	if w.table != "" {
+		table = w.table
+	}
 	return sink.Batch{
-		ID:          BatchID(f.job.FormID, start, end),
+		ID:          BatchID(f.job.FormID, w.start, w.end),
 		FormID:      f.job.FormID,
-		Table:       f.table,
-		Day:         dayStart(start),
-		WindowStart: start,
-		WindowEnd:   end,
+		Table:       table,
+		Day:         dayStart(w.start),
+		WindowStart: w.start,
+		WindowEnd:   w.end,
 	}
 }
 
