@@ -157,6 +157,12 @@ func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options
 		a.Close()
 		return nil, err
 	}
+	// A writer that loses its state lease abandons its uploads in flight.
+	if o, ok := store.(*state.Object); ok {
+		if s, ok := a.Sink.(interface{ StopWhen(<-chan struct{}) }); ok {
+			s.StopWhen(o.Lost())
+		}
+	}
 	// A syncd killed while it fetched a large batch left its spool behind.
 	if n, err := spool.CleanStale(cfg.Sync.SpoolDir); err != nil {
 		log.Warn("could not clean stale spool folders", zap.Error(err))

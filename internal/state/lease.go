@@ -47,6 +47,9 @@ type lease struct {
 	gen     int64
 	expires time.Time
 	lost    error // set when another syncd took the lease over
+
+	gone     chan struct{} // closed once the lease is lost or expired
+	goneOnce sync.Once
 }
 
 // acquireLease takes the lease: creates it when absent, takes it over when
@@ -74,7 +77,7 @@ func acquireLease(ctx context.Context, cfg leaseConfig) (*lease, error) {
 		return nil, fmt.Errorf("take the lease of state %s: %w", cfg.shown, blobstore.Hint(err, cfg.shown))
 	}
 	rctx, stop := context.WithCancel(context.Background())
-	l := &lease{cfg: cfg, rec: rec, stop: stop, done: make(chan struct{}), gen: newGen, expires: rec.Expires}
+	l := &lease{cfg: cfg, rec: rec, stop: stop, done: make(chan struct{}), gen: newGen, expires: rec.Expires, gone: make(chan struct{})}
 	go l.renew(rctx)
 	return l, nil
 }
@@ -118,22 +121,37 @@ func readLease(ctx context.Context, cfg leaseConfig) (leaseRecord, int64, error)
 	return rec, gen, nil
 }
 
-// renew extends the lease every third of its TTL until stopped or lost.
+// renew extends the lease every third of its TTL until stopped, lost or
+// expired; at expiry without renewal it closes gone.
 func (l *lease) renew(ctx context.Context) {
 	defer close(l.done)
 	t := time.NewTicker(l.cfg.ttl / 3)
 	defer t.Stop()
 	for {
+		l.mu.Lock()
+		left := l.expires.Sub(l.cfg.now())
+		l.mu.Unlock()
+		expiry := time.NewTimer(max(left, 0))
 		select {
 		case <-ctx.Done():
+			expiry.Stop()
 			return
+		case <-expiry.C:
+			if l.valid() != nil {
+				return
+			}
+			continue
 		case <-t.C:
+			expiry.Stop()
 		}
 		if err := l.renewOnce(ctx); err != nil && l.valid() != nil {
 			return
 		}
 	}
 }
+
+// markGone closes gone; l.mu is held.
+func (l *lease) markGone() { l.goneOnce.Do(func() { close(l.gone) }) }
 
 // renewOnce writes a later expiry. A failed write leaves the old expiry
 // standing: writes stop once it passes, unless a later renewal succeeds.
@@ -153,6 +171,7 @@ func (l *lease) renewOnce(ctx context.Context) error {
 		return nil
 	case blobstore.IsPrecondition(err):
 		l.lost = fmt.Errorf("the lease of state %s was taken over by another syncd after this one failed to renew it in time: this one stopped writing; run one syncd at a time on a state", l.cfg.shown)
+		l.markGone()
 		return l.lost
 	default:
 		return fmt.Errorf("renew the lease of state %s: %w", l.cfg.shown, err)
@@ -167,6 +186,7 @@ func (l *lease) valid() error {
 		return l.lost
 	}
 	if !l.cfg.now().Before(l.expires) {
+		l.markGone()
 		return fmt.Errorf("the lease of state %s expired at %s without being renewed (the bucket did not answer in time): this one stopped writing; rerun", l.cfg.shown, l.expires.Format(time.RFC3339))
 	}
 	return nil

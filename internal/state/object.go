@@ -132,6 +132,18 @@ func newID() string {
 	return hex.EncodeToString(b[:])
 }
 
+// Lost is closed once this writer's lease is lost to another syncd or has
+// expired without renewal: from then on the store writes nothing, and a
+// sink should abandon uploads in flight (a syncd that took over may resolve
+// their batches as never committed). It is nil, never closed, for a
+// read-only store.
+func (o *Object) Lost() <-chan struct{} {
+	if o.lease == nil {
+		return nil
+	}
+	return o.lease.gone
+}
+
 // URL is the state object's URL.
 func (o *Object) URL() string { return o.shown }
 

@@ -201,6 +201,11 @@ func TestObjectLeaseTakeover(t *testing.T) {
 	if st, _ := b.Get(ctx, "f1"); st.LastError != "from a" {
 		t.Fatalf("the new holder does not see a's state: %+v", st)
 	}
+	select {
+	case <-b.Lost():
+		t.Fatal("the new holder's Lost channel is closed")
+	default:
+	}
 	if err := b.SetError(ctx, "f1", "from b"); err != nil {
 		t.Fatal(err)
 	}
@@ -210,6 +215,11 @@ func TestObjectLeaseTakeover(t *testing.T) {
 	}
 	if err := a.lease.renewOnce(ctx); err == nil || !strings.Contains(err.Error(), "taken over") {
 		t.Fatalf("a's renewal after the takeover: %v", err)
+	}
+	select {
+	case <-a.Lost():
+	default:
+		t.Fatal("a's Lost channel is open after its lease expired")
 	}
 	if st, _ := b.Get(ctx, "f1"); st.LastError != "from b" {
 		t.Fatalf("state %+v", st)
@@ -236,5 +246,25 @@ func TestObjectURLs(t *testing.T) {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestObjectLeaseRenewalNoticesTakeover: the background renewal finds the
+// lease overwritten by another syncd, closes Lost, and writes stop.
+func TestObjectLeaseRenewalNoticesTakeover(t *testing.T) {
+	url, _ := stateURL(t)
+	ctx := context.Background()
+	a := openT(t, ObjectOptions{URL: url, LeaseTTL: 300 * time.Millisecond}, true)
+	// Another syncd writes the lease object behind a's back.
+	if err := a.bucket.WriteAll(ctx, a.key+".lease", []byte(`{"id":"intruder"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-a.Lost():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the renewal never noticed that the lease was taken over")
+	}
+	if err := a.SetError(ctx, "f1", "x"); err == nil || !strings.Contains(err.Error(), "taken over") {
+		t.Fatalf("write after the lease was lost: %v", err)
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"io"
 
 	"cloud.google.com/go/storage"
-	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow-go/v18/arrow"
 	"go.uber.org/zap"
 	"gocloud.dev/blob"
 
@@ -47,9 +47,32 @@ type Sink struct {
 	kv     map[string]string // footer extras; read-only after New
 	log    *zap.Logger
 
+	// stop, when closed, abandons every upload in flight and refuses new
+	// ones (see StopWhen). Set before the first commit.
+	stop <-chan struct{}
+
 	// beforeUpload, when set, is called after the existence check, before
 	// the upload starts (tests).
 	beforeUpload func(key string)
+}
+
+// ErrStopped is the error of a commit refused or abandoned because the
+// channel given to StopWhen was closed.
+var ErrStopped = errors.New("this syncd lost the lease of its state (another one took over, or it could not renew in time), so it stopped writing: nothing was uploaded")
+
+// StopWhen makes the sink abandon uploads in flight, and refuse new ones,
+// once ch is closed: the state store's lease, so that a writer that lost it
+// cannot complete an upload of a batch that the syncd that took over may
+// already have resolved as never committed. Call it before the first commit.
+func (s *Sink) StopWhen(ch <-chan struct{}) { s.stop = ch }
+
+func (s *Sink) stopped() bool {
+	select {
+	case <-s.stop:
+		return true
+	default:
+		return false
+	}
 }
 
 var (
@@ -131,9 +154,21 @@ func (s *Sink) commit(ctx context.Context, b sink.Batch, rows int64, encode func
 	if s.beforeUpload != nil {
 		s.beforeUpload(key)
 	}
+	if s.stopped() {
+		return 0, fmt.Errorf("commit batch %s: %w", b.ID, ErrStopped)
+	}
 	// Cancelling wctx abandons the upload: the object never appears.
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if s.stop != nil {
+		go func() {
+			select {
+			case <-s.stop:
+				cancel()
+			case <-wctx.Done():
+			}
+		}()
+	}
 	w, err := s.bucket.NewWriter(wctx, key, &blob.WriterOptions{
 		ContentType: ContentType,
 		Metadata:    map[string]string{MetaBatchID: b.ID},
@@ -146,6 +181,9 @@ func (s *Sink) commit(ctx context.Context, b sink.Batch, rows int64, encode func
 	if _, err := encode(cw); err != nil {
 		cancel()
 		_ = w.Close()
+		if s.stopped() {
+			err = ErrStopped
+		}
 		return 0, fmt.Errorf("write batch %s to %s: %w (nothing written)", b.ID, key, err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -153,7 +191,15 @@ func (s *Sink) commit(ctx context.Context, b sink.Batch, rows int64, encode func
 		_ = w.Close()
 		return 0, fmt.Errorf("commit batch %s: %w (nothing written to %s)", b.ID, err, key)
 	}
+	if s.stopped() {
+		cancel()
+		_ = w.Close()
+		return 0, fmt.Errorf("commit batch %s: %w", b.ID, ErrStopped)
+	}
 	if err := w.Close(); err != nil {
+		if s.stopped() && wctx.Err() != nil {
+			return 0, fmt.Errorf("commit batch %s: %w", b.ID, ErrStopped)
+		}
 		if blobstore.IsPrecondition(err) {
 			// Another writer put the batch in place first: it is committed.
 			s.log.Info("batch committed meanwhile by another writer", zap.String("batch_id", b.ID), zap.String("key", key))

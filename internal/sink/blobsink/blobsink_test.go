@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/testkit"
@@ -196,5 +196,46 @@ func TestRaceOfTwoWritersOfOneBatch(t *testing.T) {
 	want := map[string]int{"theirs-1": 1}
 	if got := readBack(t, f, bucket, "race/"); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("read back %v, want only the first writer's rows %v", got, want)
+	}
+}
+
+// TestStopWhenLeaseLost: once the state's lease is gone, an upload in
+// flight is abandoned and a new one refused; nothing appears either way.
+func TestStopWhenLeaseLost(t *testing.T) {
+	_, bucket := fakeBucket(t)
+	cases := []struct {
+		name       string
+		closeEarly bool // lost before the commit starts, or after its first chunk
+	}{
+		{"lost before the commit", true},
+		{"lost mid-upload", false},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := open(t, "gs://"+bucket+"/fenced")
+			gone := make(chan struct{})
+			s.StopWhen(gone)
+			if tc.closeEarly {
+				close(gone)
+			}
+			b := batch(fmt.Sprintf("fenced%d", i))
+			_, err := s.CommitRecords(context.Background(), b, sink.Records{Schema: schema, Rows: 2, Each: func(fn func(arrow.Record) error) error {
+				r := record("a")
+				defer r.Release()
+				if err := fn(r); err != nil {
+					return err
+				}
+				if !tc.closeEarly {
+					close(gone)
+				}
+				return fn(r)
+			}})
+			if !errors.Is(err, ErrStopped) {
+				t.Fatalf("commit error %v, want ErrStopped", err)
+			}
+			if ok, err := s.Committed(context.Background(), b); err != nil || ok {
+				t.Fatalf("a fenced upload is visible: committed=%v err=%v", ok, err)
+			}
+		})
 	}
 }
