@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	_ "github.com/marcboeker/go-duckdb" // the anchor: DuckDB's own JSON -> Parquet
 
 	"github.com/syncd-dev/syncd/internal/forms"

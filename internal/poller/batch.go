@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow-go/v18/arrow"
 	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/schema"

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/forms"

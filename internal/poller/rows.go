@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"maps"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/forms"
@@ -54,7 +54,7 @@ func (r *batchRows) Append(sub *forms.Submission, lin schema.Lineage) error {
 // chunkBytes bounds a chunk by the size of its answers as they arrived: rows
 // of a wide form take several kilobytes each in Arrow, so a row count alone
 // does not bound memory.
-const chunkBytes = 8 << 20
+const chunkBytes = 4 << 20
 
 // estimatedSize is about what a submission takes in Arrow memory: its
 // answers' JSON text and a fixed part for the other columns.

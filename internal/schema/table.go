@@ -19,7 +19,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/syncd-dev/syncd/internal/forms"
 )

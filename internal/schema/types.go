@@ -1,6 +1,6 @@
 package schema
 
-import "github.com/apache/arrow/go/v15/arrow"
+import "github.com/apache/arrow-go/v18/arrow"
 
 // ColumnType is the warehouse type of a column, independent of Arrow so that
 // the pinned schema stays readable JSON.

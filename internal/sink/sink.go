@@ -6,7 +6,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow-go/v18/arrow"
 )
 
 // Batch names one unit of commit: the submissions of one form whose

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow-go/v18/arrow"
 	bq "google.golang.org/api/bigquery/v2"
 
 	"github.com/syncd-dev/syncd/internal/bqfake"

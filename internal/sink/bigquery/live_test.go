@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigquery"
-	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow-go/v18/arrow"
 	"go.uber.org/zap/zaptest"
 	"golang.org/x/oauth2/google"
 	"google.golang.org/api/iterator"

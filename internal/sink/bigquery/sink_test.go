@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/civil"
-	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow-go/v18/arrow"
 	"google.golang.org/api/googleapi"
 
 	"github.com/syncd-dev/syncd/internal/bqfake"

@@ -12,12 +12,12 @@ import (
 	"slices"
 	"time"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/util"
-	"github.com/apache/arrow/go/v15/parquet"
-	"github.com/apache/arrow/go/v15/parquet/compress"
-	"github.com/apache/arrow/go/v15/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/util"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/syncd-dev/syncd/internal/sink"
 )
@@ -131,7 +131,7 @@ func EncodeRecords(w io.Writer, recs sink.Records, b sink.Batch, kv map[string]s
 
 // rowGroupBytes bounds the Arrow data gathered for one row group of a
 // streamed batch: rows of a wide form take kilobytes each.
-const rowGroupBytes = 32 << 20
+const rowGroupBytes = 16 << 20
 
 // encode writes recs. Buffered, chunks are gathered into row groups;
 // unbuffered, every record is cut into row groups of its own,

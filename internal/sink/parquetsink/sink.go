@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/parquet/file"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/sink"
