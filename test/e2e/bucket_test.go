@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -190,6 +191,27 @@ func (d *dieAfterUpload) RecordIntent(ctx context.Context, formID string, in sta
 		return errKilled
 	}
 	return d.Store.RecordIntent(ctx, formID, in)
+}
+
+func (d *dieAfterUpload) DropIntent(ctx context.Context, formID, batchID string) error {
+	if d.dead.Load() {
+		return errKilled
+	}
+	return d.Store.DropIntent(ctx, formID, batchID)
+}
+
+func (d *dieAfterUpload) SetSchema(ctx context.Context, formID string, schema json.RawMessage) error {
+	if d.dead.Load() {
+		return errKilled
+	}
+	return d.Store.SetSchema(ctx, formID, schema)
+}
+
+func (d *dieAfterUpload) SetError(ctx context.Context, formID, msg string) error {
+	if d.dead.Load() {
+		return errKilled
+	}
+	return d.Store.SetError(ctx, formID, msg)
 }
 
 // TestBucketKillBetweenUploadAndStateCommit: a batch whose object is in the
