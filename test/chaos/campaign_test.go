@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -266,11 +267,32 @@ func (r *roundRun) run(tl *tally) (verdict, int) {
 		fv := judge(j, covered, got)
 		v.add(fv)
 		v.Examples = append(v.Examples, fv.Examples...)
+		if r.round == 1 && fv.Expected > 0 {
+			selfCheck(t, j, covered, got, fv)
+		}
 		checkTypes(t, duck, w.Out, table)
 	}
 	t.Logf("round %d %-8s fault %-15s kills %3d: expected %d found %d dup %d missing %d unexpected %d either-way %d",
 		r.round, r.mode, orNone(r.fault), kills, v.Expected, v.Found, v.Duplicated, v.Missing, v.Unexpected, v.Ambiguous)
 	return v, kills
+}
+
+// selfCheck proves, on real output, that the check can fail: a duplicated
+// row, a stranger and an empty table are each caught.
+func selfCheck(t *testing.T, j formsim.FormJournal, covered state.Intervals, got map[string]int, base verdict) {
+	t.Helper()
+	dup := maps.Clone(got)
+	for id := range dup {
+		dup[id]++
+		break
+	}
+	dup["not-a-submission"] = 1
+	if v := judge(j, covered, dup); v.Duplicated != base.Duplicated+1 || v.Unexpected != base.Unexpected+1 {
+		t.Errorf("self-check: a duplicate and a stranger gave %+v", v)
+	}
+	if v := judge(j, covered, map[string]int{}); v.Missing != base.Expected {
+		t.Errorf("self-check: an empty table is missing %d of %d expected", v.Missing, base.Expected)
+	}
 }
 
 // killDelay is a random instant in the first half of an uninterrupted
