@@ -92,6 +92,11 @@ type Poller struct {
 
 	draining  chan struct{} // closed by Drain: plan no new window
 	drainOnce sync.Once
+
+	// streamSlot lets one spooled batch at a time be written: each holds a
+	// row group and its column writers in memory, so whatever the number of
+	// windows in flight, memory holds one of them.
+	streamSlot chan struct{}
 }
 
 // New returns a Poller.
@@ -110,6 +115,7 @@ func New(src Source, snk sink.Sink, store state.Store, opts Options) *Poller {
 		formLocks:   map[string]*sync.Mutex{},
 		loggedTypes: map[string]bool{},
 		draining:    make(chan struct{}),
+		streamSlot:  make(chan struct{}, 1),
 	}
 }
 

@@ -178,6 +178,12 @@ func (r *batchRows) commit(ctx context.Context, f *formRun, b sink.Batch) (int64
 	recs := sink.Records{Schema: schemaOf, Rows: r.spool.Rows(), Each: func(fn func(arrow.Record) error) error {
 		return r.spool.Each(schemaOf, fn)
 	}}
+	select {
+	case f.p.streamSlot <- struct{}{}:
+		defer func() { <-f.p.streamSlot }()
+	case <-ctx.Done():
+		return 0, fmt.Errorf("commit batch %s: %w", b.ID, ctx.Err())
+	}
 	if s, ok := f.p.sink.(sink.StreamCommitter); ok {
 		return s.CommitRecords(ctx, b, recs)
 	}

@@ -49,10 +49,12 @@ func (z leanZstd) EncodeLevel(dst, src []byte, level int) []byte {
 	return z.base.EncodeLevel(dst, src, level)
 }
 
-func (z leanZstd) CompressBound(n int64) int64 { return z.base.CompressBound(n) }
+func (z leanZstd) CompressBound(n int64) int64   { return z.base.CompressBound(n) }
 func (z leanZstd) Decode(dst, src []byte) []byte { return z.base.Decode(dst, src) }
 
-func (z leanZstd) DecodeWithError(dst, src []byte) ([]byte, error) { return compress.Decode(z.base, dst, src) }
+func (z leanZstd) DecodeWithError(dst, src []byte) ([]byte, error) {
+	return compress.Decode(z.base, dst, src)
+}
 
 var errNoStreams = errors.New("zstd streams are not available")
 
