@@ -73,15 +73,13 @@ func NewClient(cfg *config.Config, log *zap.Logger, obs forms.Observer) (*forms.
 func NewSink(cfg *config.Config, version string, log *zap.Logger) (sink.Sink, error) {
 	switch cfg.Sink.Type {
 	case "parquet":
+		enc := parquetsink.EncodeOptions{
+			Compression:  parquetsink.Compression(cfg.Sink.Parquet.Compression),
+			RowGroupRows: cfg.Sink.Parquet.RowGroupRows,
+		}
 		if blobstore.IsURL(cfg.Sink.Parquet.Path) {
 			s, err := blobsink.New(context.Background(), blobsink.Options{
-				URL:     cfg.Sink.Parquet.Path,
-				Version: version,
-				Logger:  log.Named("sink"),
-				Encode: parquetsink.EncodeOptions{
-					Compression:  parquetsink.Compression(cfg.Sink.Parquet.Compression),
-					RowGroupRows: cfg.Sink.Parquet.RowGroupRows,
-				},
+				URL: cfg.Sink.Parquet.Path, Version: version, Logger: log.Named("sink"), Encode: enc,
 			})
 			if err != nil {
 				return nil, fmt.Errorf("open the parquet sink: %w", err)
@@ -89,13 +87,7 @@ func NewSink(cfg *config.Config, version string, log *zap.Logger) (sink.Sink, er
 			return s, nil
 		}
 		s, err := parquetsink.New(parquetsink.Options{
-			Root:    cfg.Sink.Parquet.Path,
-			Version: version,
-			Logger:  log.Named("sink"),
-			Encode: parquetsink.EncodeOptions{
-				Compression:  parquetsink.Compression(cfg.Sink.Parquet.Compression),
-				RowGroupRows: cfg.Sink.Parquet.RowGroupRows,
-			},
+			Root: cfg.Sink.Parquet.Path, Version: version, Logger: log.Named("sink"), Encode: enc,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("open the parquet sink: %w", err)

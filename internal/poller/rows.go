@@ -79,9 +79,6 @@ func (r *batchRows) spill() error {
 	if err := r.cut(); err != nil {
 		return err
 	}
-	if r.first == nil {
-		return nil
-	}
 	return r.toSpool()
 }
 
@@ -171,10 +168,10 @@ func (r *batchRows) rows() int64 {
 // else replayed from the spool to a sink that streams, or concatenated for
 // one that does not. It returns the bytes the sink reports.
 func (r *batchRows) commit(ctx context.Context, f *formRun, b sink.Batch) (int64, error) {
-	schemaOf := r.table.ArrowSchema()
 	if r.spool == nil {
 		return f.commitRecord(ctx, b, r.first)
 	}
+	schemaOf := r.table.ArrowSchema()
 	recs := sink.Records{Schema: schemaOf, Rows: r.spool.Rows(), Each: func(fn func(arrow.Record) error) error {
 		return r.spool.Each(schemaOf, fn)
 	}}

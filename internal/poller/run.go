@@ -195,9 +195,6 @@ func (f *formRun) report(p Progress) {
 	f.progress(p)
 }
 
-// recoverIntents resolves intents left by a run that stopped between
-// recording an intent and moving the checkpoint: the sink says whether the
-// batch landed, and the record follows what the sink says.
 // recoverIntents resolves the batches a stopped run left open. One the sink
 // holds is committed in the state. One it does not is returned, to be
 // fetched again under the same batch id before anything else: never dropped

@@ -29,6 +29,25 @@ func RepoRoot() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
+// MainWithSyncd is a suite's TestMain: it builds cmd/syncd once into a
+// temporary folder, sets *bin to its path, runs the tests and exits with
+// their code.
+func MainWithSyncd(m *testing.M, bin *string) {
+	dir, err := os.MkdirTemp("", "syncd-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if *bin, err = BuildSyncd(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
 // BuildSyncd compiles cmd/syncd into dir and returns the binary's path.
 func BuildSyncd(dir string) (string, error) {
 	bin := filepath.Join(dir, "syncd")

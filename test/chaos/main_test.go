@@ -10,8 +10,6 @@
 package chaos
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/syncd-dev/syncd/internal/testkit"
@@ -20,18 +18,4 @@ import (
 // syncdBin is the binary every round runs, built once by TestMain.
 var syncdBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "syncd-chaos-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	syncdBin, err = testkit.BuildSyncd(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testkit.MainWithSyncd(m, &syncdBin) }

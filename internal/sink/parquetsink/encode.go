@@ -117,27 +117,19 @@ func Encode(w io.Writer, rec arrow.Record, b sink.Batch, kv map[string]string, o
 	if rec == nil {
 		return 0, errors.New("encode batch " + b.ID + ": no record")
 	}
-	return encode(w, sink.Records{Schema: rec.Schema(), Rows: rec.NumRows(), Each: func(fn func(arrow.Record) error) error {
+	return EncodeRecords(w, sink.Records{Schema: rec.Schema(), Rows: rec.NumRows(), Each: func(fn func(arrow.Record) error) error {
 		return fn(rec)
-	}}, b, kv, opts, false)
+	}}, b, kv, opts)
 }
+
+// rowGroupBytes bounds the Arrow data gathered for one row group: rows of a
+// wide form take kilobytes each.
+const rowGroupBytes = 16 << 20
 
 // EncodeRecords is Encode of a batch replayed in chunks: chunks are gathered
 // into row groups of up to opts.RowGroupRows rows and rowGroupBytes of Arrow
 // data, so memory holds one row group's chunks, never the whole batch.
 func EncodeRecords(w io.Writer, recs sink.Records, b sink.Batch, kv map[string]string, opts EncodeOptions) (n int64, err error) {
-	return encode(w, recs, b, kv, opts, true)
-}
-
-// rowGroupBytes bounds the Arrow data gathered for one row group of a
-// streamed batch: rows of a wide form take kilobytes each.
-const rowGroupBytes = 16 << 20
-
-// encode writes recs. Buffered, chunks are gathered into row groups;
-// unbuffered, every record is cut into row groups of its own,
-// written column by column without holding the group's pages in memory
-// (for a batch already whole in memory).
-func encode(w io.Writer, recs sink.Records, b sink.Batch, kv map[string]string, opts EncodeOptions, buffered bool) (n int64, err error) {
 	if recs.Schema == nil || recs.Each == nil {
 		return 0, errors.New("encode batch " + b.ID + ": no records")
 	}
@@ -186,10 +178,10 @@ func encode(w io.Writer, recs sink.Records, b sink.Batch, kv map[string]string, 
 			return 0, fmt.Errorf("encode batch %s: footer metadata %q: %w", b.ID, k, err)
 		}
 	}
-	// Buffered, chunks are gathered (without copying) into a row group of
-	// at most rgRows rows and rowGroupBytes of Arrow data, then written
-	// column by column, so that one column writer (and one compressor) is
-	// alive at a time.
+	// Chunks are gathered (without copying) into a row group of at most
+	// rgRows rows and rowGroupBytes of Arrow data, then written column by
+	// column, so that one column writer (and one compressor) is alive at a
+	// time; a record larger than rgRows is cut into several groups.
 	var (
 		rows       int64
 		group      []arrow.Record
@@ -205,7 +197,6 @@ func encode(w io.Writer, recs sink.Records, b sink.Batch, kv map[string]string, 
 	defer release()
 	flush := func() error {
 		if groupRows == 0 {
-			release()
 			return nil
 		}
 		tbl := array.NewTableFromRecords(recs.Schema, group)
@@ -228,26 +219,14 @@ func encode(w io.Writer, recs sink.Records, b sink.Batch, kv map[string]string, 
 		if rec.NumRows() == 0 {
 			return nil
 		}
-		if buffered {
-			rec.Retain()
-			group = append(group, rec)
-			rows += rec.NumRows()
-			groupRows += rec.NumRows()
-			groupBytes += util.TotalRecordSize(rec)
-			if groupRows >= rgRows || groupBytes >= rowGroupBytes {
-				return flush()
-			}
-			return nil
-		}
-		for off := int64(0); off < rec.NumRows(); off += rgRows {
-			part := rec.NewSlice(off, min(off+rgRows, rec.NumRows()))
-			err := fw.Write(part)
-			part.Release()
-			if err != nil {
-				return fmt.Errorf("write rows %d..%d: %w", rows+off, rows+min(off+rgRows, rec.NumRows()), err)
-			}
-		}
+		rec.Retain()
+		group = append(group, rec)
 		rows += rec.NumRows()
+		groupRows += rec.NumRows()
+		groupBytes += util.TotalRecordSize(rec)
+		if groupRows >= rgRows || groupBytes >= rowGroupBytes {
+			return flush()
+		}
 		return nil
 	})
 	if err == nil {
