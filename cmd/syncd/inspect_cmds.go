@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -16,8 +14,10 @@ import (
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/forms"
+	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/schema"
 	"github.com/syncd-dev/syncd/internal/state"
+	"github.com/syncd-dev/syncd/internal/suggest"
 )
 
 // loadClient loads the configuration and builds the Forms API client, for
@@ -138,16 +138,18 @@ func newStateCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer a.Close()
-			var list []state.FormState
-			if len(args) == 1 {
-				st, err := a.Store.Get(ctx, args[0])
-				if err != nil {
-					return withCode(exitFailed, err)
-				}
-				list = append(list, st)
-			} else if list, err = a.Store.List(ctx); err != nil {
+			list, err := a.Store.List(ctx)
+			if err != nil {
 				return withCode(exitFailed, err)
 			}
+			if len(args) == 1 {
+				st, err := findState(list, args[0])
+				if err != nil {
+					return err
+				}
+				list = []state.FormState{st}
+			}
+			now := time.Now()
 			for _, st := range list {
 				fmt.Fprintf(g.stdout, "form %s: %d rows in %d batches", st.FormID, st.Rows, st.Batches)
 				if !st.LastSuccess.IsZero() {
@@ -160,6 +162,12 @@ func newStateCmd(g *globals) *cobra.Command {
 				for id, in := range st.Intents {
 					fmt.Fprintf(g.stdout, "  open batch %s [%s, %s) since %s\n", id, fmtTime(in.Start), fmtTime(in.End), in.CreatedAt.Format(time.RFC3339))
 				}
+				if st.Refresh != nil {
+					fmt.Fprintf(g.stdout, "  refresh of table %s under way since %s: the next pass finishes it\n", st.Refresh.Table, st.Refresh.RequestedAt.Format(time.RFC3339))
+				}
+				if end := st.Committed.End(); end.After(now) {
+					fmt.Fprintf(g.stdout, "  DAMAGED: %v\n", &poller.FutureCommitError{FormID: st.FormID, End: end, LastSuccess: st.LastSuccess})
+				}
 				if st.LastError != "" {
 					fmt.Fprintf(g.stdout, "  last error: %s\n", st.LastError)
 				}
@@ -171,39 +179,78 @@ func newStateCmd(g *globals) *cobra.Command {
 		},
 	}
 	var yes bool
+	var fromDate string
 	reset := &cobra.Command{
-		Use:   "reset FORM",
-		Short: "Forget a form's committed windows and pinned schema (the output is not touched)",
-		Long: "Forget a form's committed windows and pinned schema. The next sync fetches the\n" +
-			"form's whole range again: move or delete its output first, or it will be written twice.",
-		Args: cobra.ExactArgs(1),
+		Use:   "reset FORM [--from DATE]",
+		Short: "Forget what was synced of a form (all of it, or from a date on), so the next pass fetches it again",
+		Long: "Forget a form's committed windows (with --from, only from that date on) so that the\n" +
+			"next pass fetches them again. The output is not touched: the rows come a second time\n" +
+			"beside the ones already written, so queries must take the latest row per submission.\n" +
+			"To replace a form's table instead, use `syncd refresh --form FORM`.",
+		Example: "  syncd state reset vLp2aX --yes\n  syncd state reset vLp2aX --from 2026-11-01 --yes",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			if !yes {
-				if !isTerminal(os.Stdin) {
-					return withCode(exitUsage, errors.New("state reset needs confirmation: pass --yes when not on a terminal"))
-				}
-				fmt.Fprintf(g.stdout, "Forget everything synced of form %s? The next sync fetches it all again. Type the form id to confirm: ", args[0])
-				line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
-				if strings.TrimSpace(line) != args[0] {
-					return withCode(exitUsage, errors.New("not confirmed; nothing changed"))
-				}
+			formID := args[0]
+			from, err := config.ParseDate(fromDate)
+			if err != nil {
+				return withCode(exitUsage, fmt.Errorf("--from: %w", err))
 			}
+			what := "everything synced of form " + formID
+			if !from.IsZero() {
+				what = fmt.Sprintf("what was synced of form %s from %s on", formID, from.Format(time.RFC3339))
+			}
+			warning := fmt.Sprintf("Forget %s? The next pass fetches it again and writes those rows a second time beside the ones already in the output (`syncd refresh --form %s` replaces the table instead).", what, formID)
 			a, err := g.openApp(ctx, false)
 			if err != nil {
 				return err
 			}
 			defer a.Close()
-			if err := a.Store.Reset(ctx, args[0]); err != nil {
+			list, err := a.Store.List(ctx)
+			if err != nil {
 				return withCode(exitFailed, err)
 			}
-			fmt.Fprintf(g.stdout, "state of form %s reset\n", args[0])
+			if _, err := findState(list, formID); err != nil {
+				return err
+			}
+			if yes {
+				fmt.Fprintln(g.stderr, "syncd: "+strings.TrimPrefix(warning, "Forget "))
+			} else if err := confirm(g, warning, formID); err != nil {
+				return err
+			}
+			if from.IsZero() {
+				err = a.Store.Reset(ctx, formID)
+			} else {
+				err = a.Store.Uncommit(ctx, formID, from)
+			}
+			if err != nil {
+				return withCode(exitFailed, err)
+			}
+			fmt.Fprintf(g.stdout, "state of form %s reset\n", formID)
 			return nil
 		},
 	}
+	reset.Flags().StringVar(&fromDate, "from", "", "forget only from this date on: 2024-01-31 or RFC 3339")
 	reset.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	cmd.AddCommand(show, reset)
 	return cmd
+}
+
+// findState is the state of formID among list, or an exit-2 error naming
+// the ids the state holds that are closest to it.
+func findState(list []state.FormState, formID string) (state.FormState, error) {
+	known := make([]string, 0, len(list))
+	for _, st := range list {
+		if st.FormID == formID {
+			return st, nil
+		}
+		known = append(known, st.FormID)
+	}
+	msg := fmt.Sprintf("the state holds no form %s", formID)
+	if p := suggest.Phrase(formID, known); p != "" {
+		msg += " (" + p + ")"
+	}
+	return state.FormState{}, withCode(exitUsage, errors.New(msg+": `syncd state show` lists the forms it holds; nothing was changed"))
 }
 
 func fmtTime(t time.Time) string {
@@ -270,8 +317,24 @@ func newValidateCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(out, "FAIL state: %v\n", err)
 				bad++
 			} else {
+				list, err := st.List(ctx)
 				st.Close()
-				fmt.Fprintf(out, "ok   state %s\n", app.StateWhere(cfg))
+				damaged := 0
+				for _, fs := range list {
+					if end := fs.Committed.End(); end.After(time.Now()) {
+						fmt.Fprintf(out, "FAIL state: %v\n", &poller.FutureCommitError{FormID: fs.FormID, End: end, LastSuccess: fs.LastSuccess})
+						damaged++
+					}
+				}
+				switch {
+				case err != nil:
+					fmt.Fprintf(out, "FAIL state: %v\n", err)
+					bad++
+				case damaged > 0:
+					bad++
+				default:
+					fmt.Fprintf(out, "ok   state %s\n", app.StateWhere(cfg))
+				}
 			}
 			if bad > 0 {
 				return withCode(exitFailed, errReported)

@@ -30,6 +30,9 @@ const (
 	exitFailed = 1 // one or more forms failed; the others committed
 	exitUsage  = 2 // bad flags or configuration
 	exitState  = 3 // the state store could not be opened (locked, corrupt)
+	// A pass stopped by SIGINT (130) or SIGTERM (143) exits 128 + the
+	// signal: what it committed stays committed, the rest comes next time.
+	exitInterrupted = 130
 )
 
 // exitError carries an exit code to main.
@@ -57,8 +60,7 @@ func main() {
 		// The first signal stops new work and gives batches in flight the
 		// grace period to commit; the second, or the end of the grace,
 		// abandons them (their intents are resolved on the next start).
-		<-sigs
-		g.stop(cancel)
+		g.stop(cancel, <-sigs)
 		<-sigs
 		cancel()
 	}()
@@ -95,14 +97,16 @@ type globals struct {
 
 	mu       sync.Mutex
 	stopping chan struct{} // closed at the first SIGINT/SIGTERM
+	signal   os.Signal     // that first signal
 	drain    func()        // stops planning new windows
 	grace    time.Duration // how long batches in flight may take to commit
 }
 
 // stop is the first signal: drain, then cancel everything after the grace.
-func (g *globals) stop(cancel context.CancelFunc) {
+func (g *globals) stop(cancel context.CancelFunc, sig os.Signal) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.signal = sig
 	close(g.stopping)
 	if g.drain == nil {
 		cancel()
@@ -110,6 +114,21 @@ func (g *globals) stop(cancel context.CancelFunc) {
 	}
 	g.drain()
 	time.AfterFunc(g.grace, cancel)
+}
+
+// interruption is the exit code of a pass a signal stopped: 128 + the
+// signal's number, as shells report it (130 for SIGINT, 143 for SIGTERM).
+// ok is false when no signal came.
+func (g *globals) interruption() (code int, ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.signal == nil {
+		return 0, false
+	}
+	if s, isSys := g.signal.(syscall.Signal); isSys {
+		return 128 + int(s), true
+	}
+	return exitInterrupted, true
 }
 
 // onStop registers what the first signal drains and for how long.
@@ -136,6 +155,7 @@ func newRoot(stdout, stderr io.Writer) (*cobra.Command, *globals) {
 		newOnceCmd(g),
 		newRunCmd(g),
 		newBackfillCmd(g),
+		newRefreshCmd(g),
 		newFormsCmd(g),
 		newSchemaCmd(g),
 		newStateCmd(g),

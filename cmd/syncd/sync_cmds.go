@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
+	"github.com/syncd-dev/syncd/internal/forms"
 	"github.com/syncd-dev/syncd/internal/metrics"
 	"github.com/syncd-dev/syncd/internal/poller"
 )
@@ -52,11 +54,15 @@ func newOnceCmd(g *globals) *cobra.Command {
 		Use:   "once",
 		Short: "Sync every configured form once, print a summary line per form, and exit",
 		Long: "Sync every configured form once and exit: 0 when every form synced, 1 when any failed\n" +
-			"(the others still committed), 2 on a usage or configuration error, 3 when the state\n" +
-			"store cannot be opened (in use by another syncd, or corrupt).",
+			"(the others still committed), 2 on a usage or configuration error (an unknown form id),\n" +
+			"3 when the state store cannot be opened (in use by another syncd, or corrupt), 130 or 143\n" +
+			"when SIGINT or SIGTERM stopped the pass (what it committed stays committed).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if err := g.checkConfiguredForms(ctx); err != nil {
+				return err
+			}
 			a, err := g.openApp(ctx, false)
 			if err != nil {
 				return err
@@ -68,26 +74,79 @@ func newOnceCmd(g *globals) *cobra.Command {
 				return withCode(exitFailed, err)
 			}
 			results := a.SyncAll(ctx, jobs, a.Cfg.Sync.Concurrency)
-			printResults(g.stdout, results, time.Since(started))
-			if summaryPath != "" {
-				if err := writeSummary(summaryPath, results); err != nil {
-					return withCode(exitFailed, err)
-				}
-			}
-			if failed(results) > 0 {
-				return withCode(exitFailed, errReported)
-			}
-			return nil
+			return g.finishPass(results, time.Since(started), summaryPath)
 		},
 	}
 	cmd.Flags().StringVar(&summaryPath, "summary", "", "also write a JSON summary per form to this file")
 	return cmd
 }
 
-func failed(results []poller.Result) int {
+// checkConfiguredForms refuses, with exit 2 and before anything is
+// written, form ids in the configuration that the account does not have.
+func (g *globals) checkConfiguredForms(ctx context.Context) error {
+	cfg, _, client, err := g.loadClient()
+	if err != nil {
+		return err
+	}
+	ids := make([]string, 0, len(cfg.Forms))
+	for _, f := range cfg.Forms {
+		ids = append(ids, f.ID)
+	}
+	return checkForms(ctx, client, ids)
+}
+
+// checkForms maps app.CheckForms to exit codes: 2 for an unknown id, 1 when
+// the account could not be asked.
+func checkForms(ctx context.Context, client *forms.Client, ids []string) error {
+	err := app.CheckForms(ctx, client, ids)
+	var unknown *app.UnknownFormError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &unknown):
+		return withCode(exitUsage, err)
+	default:
+		return withCode(exitFailed, err)
+	}
+}
+
+// finishPass prints the results, writes the summary and picks the exit
+// code: a pass a signal stopped is never a success.
+func (g *globals) finishPass(results []poller.Result, took time.Duration, summaryPath string) error {
+	code, interrupted := g.interruption()
+	printResults(g.stdout, results, took, interrupted)
+	if summaryPath != "" {
+		if err := writeSummary(summaryPath, results, interrupted); err != nil {
+			return withCode(exitFailed, err)
+		}
+	}
+	if interrupted {
+		return withCode(code, errors.New("interrupted: what was committed stays committed; run again to sync the rest"))
+	}
+	if failed(results, false) > 0 {
+		return withCode(exitFailed, errReported)
+	}
+	return nil
+}
+
+// status is a form's outcome in a pass: ok, failed or interrupted. A form
+// whose pass the end of the shutdown grace cancelled counts as interrupted,
+// not failed, when a signal stopped the pass.
+func status(r poller.Result, signalled bool) string {
+	switch {
+	case r.Interrupted, signalled && r.Err != nil && errors.Is(r.Err, context.Canceled):
+		return "interrupted"
+	case r.Err != nil:
+		return "failed"
+	default:
+		return "ok"
+	}
+}
+
+func failed(results []poller.Result, signalled bool) int {
 	n := 0
 	for _, r := range results {
-		if r.Err != nil {
+		if status(r, signalled) == "failed" {
 			n++
 		}
 	}
@@ -96,18 +155,49 @@ func failed(results []poller.Result) int {
 
 // printResults writes one line per form: what a person running a CronJob
 // wants to read in its log.
-func printResults(w io.Writer, results []poller.Result, took time.Duration) {
+func printResults(w io.Writer, results []poller.Result, took time.Duration, signalled bool) {
 	var rows int64
+	stopped := 0
 	for _, r := range results {
 		rows += r.Rows
-		if r.Err != nil {
+		switch status(r, signalled) {
+		case "failed":
 			fmt.Fprintf(w, "FAIL %s: %v\n", r.FormID, r.Err)
-			continue
+		case "interrupted":
+			stopped++
+			fmt.Fprintf(w, "STOP %s -> %s: interrupted after %s in %s, %d requests%s; the rest comes with the next pass\n",
+				r.FormID, orDash(r.Table), plural(r.Rows, "row"), plural(int64(r.Batches), "batch"), r.Requests, covered(r))
+		default:
+			fmt.Fprintf(w, "ok   %s -> %s: %s in %s, %d requests, %s%s\n",
+				r.FormID, r.Table, plural(r.Rows, "row"), plural(int64(r.Batches), "batch"), r.Requests, r.Duration.Round(time.Millisecond), covered(r))
 		}
-		fmt.Fprintf(w, "ok   %s -> %s: %d rows in %d batches, %d requests, %s%s\n",
-			r.FormID, r.Table, r.Rows, r.Batches, r.Requests, r.Duration.Round(time.Millisecond), covered(r))
 	}
-	fmt.Fprintf(w, "%d forms, %d failed, %d rows, %s\n", len(results), failed(results), rows, took.Round(time.Millisecond))
+	line := fmt.Sprintf("%s, %d failed", plural(int64(len(results)), "form"), failed(results, signalled))
+	if signalled {
+		line += fmt.Sprintf(", %d interrupted", stopped)
+	}
+	fmt.Fprintf(w, "%s, %s, %s\n", line, plural(rows, "row"), took.Round(time.Millisecond))
+	if signalled {
+		fmt.Fprintln(w, "INTERRUPTED: the pass was stopped by a signal; what it committed stays committed")
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// plural is "1 row", "2 rows", "1 batch", "3 batches".
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "ch") || strings.HasSuffix(noun, "s") {
+		return fmt.Sprintf("%d %ses", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func covered(r poller.Result) string {
@@ -120,6 +210,7 @@ func covered(r poller.Result) string {
 type summaryEntry struct {
 	FormID       string    `json:"form_id"`
 	Table        string    `json:"table"`
+	Status       string    `json:"status"` // ok, failed, interrupted
 	Rows         int64     `json:"rows"`
 	Batches      int       `json:"batches"`
 	Requests     int64     `json:"requests"`
@@ -128,14 +219,16 @@ type summaryEntry struct {
 	Seconds      float64   `json:"duration_seconds"`
 	CoveredStart time.Time `json:"covered_start,omitzero"`
 	CoveredEnd   time.Time `json:"covered_end,omitzero"`
+	ClampedTo    time.Time `json:"clamped_to,omitzero"`
 	Error        string    `json:"error,omitempty"`
 }
 
-func writeSummary(path string, results []poller.Result) error {
+func writeSummary(path string, results []poller.Result, signalled bool) error {
 	out := make([]summaryEntry, 0, len(results))
 	for _, r := range results {
-		e := summaryEntry{FormID: r.FormID, Table: r.Table, Rows: r.Rows, Batches: r.Batches, Requests: r.Requests,
-			Misfits: r.Misfits, Discarded: r.Discarded, Seconds: r.Duration.Seconds(), CoveredStart: r.CoveredStart, CoveredEnd: r.CoveredEnd}
+		e := summaryEntry{FormID: r.FormID, Table: r.Table, Status: status(r, signalled), Rows: r.Rows, Batches: r.Batches, Requests: r.Requests,
+			Misfits: r.Misfits, Discarded: r.Discarded, Seconds: r.Duration.Seconds(), CoveredStart: r.CoveredStart, CoveredEnd: r.CoveredEnd,
+			ClampedTo: r.ClampedTo}
 		if r.Err != nil {
 			e.Error = r.Err.Error()
 		}
@@ -158,6 +251,9 @@ func newRunCmd(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if err := g.checkConfiguredForms(ctx); err != nil {
+				return err
+			}
 			a, err := g.openApp(ctx, false)
 			if err != nil {
 				return err
@@ -215,6 +311,9 @@ func runDaemon(ctx context.Context, a *app.App, g *globals) error {
 				return
 			}
 			for _, r := range a.SyncAll(ctx, list, a.Cfg.Sync.Concurrency) {
+				if r.Interrupted {
+					continue // stopping; the next start takes it from there
+				}
 				if errors.Is(r.Err, poller.ErrBusy) {
 					m.ObserveSkipped(r.FormID)
 					log.Warn("pass skipped: the previous pass of this form is still running", zap.String("form_id", r.FormID))
@@ -277,12 +376,15 @@ func runDaemon(ctx context.Context, a *app.App, g *globals) error {
 }
 
 func newBackfillCmd(g *globals) *cobra.Command {
-	var formID, from, to string
+	var formID, from, to, summaryPath string
 	var concurrency int
 	cmd := &cobra.Command{
-		Use:   "backfill --form ID --from DATE --to DATE",
+		Use:   "backfill --form ID --from DATE [--to DATE]",
 		Short: "Load a time range of one form, fetching windows in parallel; a rerun resumes",
-		Args:  cobra.NoArgs,
+		Long: "Load [--from, --to) of one form. Nothing is ever committed past now - sync.safety_lag:\n" +
+			"a --to beyond it is cut there (a line says so), and the live sync takes it from there.\n" +
+			"Exit codes as for once; 130 or 143 when SIGINT or SIGTERM stopped it.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			start, err := config.ParseDate(from)
@@ -299,38 +401,111 @@ func newBackfillCmd(g *globals) *cobra.Command {
 			if !start.Before(end) {
 				return withCode(exitUsage, fmt.Errorf("--from %s is not before --to %s", start.Format(time.RFC3339), end.Format(time.RFC3339)))
 			}
+			if cmd.Flags().Changed("concurrency") && concurrency < 1 {
+				return withCode(exitUsage, fmt.Errorf("--concurrency %d: must be at least 1 (windows fetched at once)", concurrency))
+			}
+			_, _, client, err := g.loadClient()
+			if err != nil {
+				return err
+			}
+			if err := checkForms(ctx, client, []string{formID}); err != nil {
+				return err
+			}
 			a, err := g.openApp(ctx, false)
 			if err != nil {
 				return err
 			}
 			defer a.Close()
+			if horizon := a.Poller.Horizon(); end.After(horizon) {
+				if !start.Before(horizon) {
+					return withCode(exitUsage, fmt.Errorf("--from %s is not before now - sync.safety_lag (%s): there is nothing to backfill yet", start.Format(time.RFC3339), horizon.Format(time.RFC3339)))
+				}
+				fmt.Fprintf(g.stderr, "syncd: --to %s is past now - sync.safety_lag; backfilling up to %s instead (later submissions come with the live sync)\n",
+					end.Format(time.RFC3339), horizon.Format(time.RFC3339Nano))
+				end = horizon
+			}
 			if concurrency < 1 {
 				concurrency = a.Cfg.Sync.Concurrency
 			}
-			job := poller.Job{FormID: formID}
-			for _, f := range a.Cfg.Forms {
-				if f.ID == formID {
-					job.Table = f.Table
-				}
-			}
 			report := newProgressReporter(g.stderr, a.Log, formID)
 			started := time.Now()
-			r := a.Poller.Backfill(ctx, job, start, end, concurrency, report.update)
+			r := a.Poller.Backfill(ctx, a.Job(formID), start, end, concurrency, report.update)
 			report.finish()
-			printResults(g.stdout, []poller.Result{r}, time.Since(started))
-			if r.Err != nil {
-				return withCode(exitFailed, errReported)
-			}
-			return nil
+			return g.finishPass([]poller.Result{r}, time.Since(started), summaryPath)
 		},
 	}
 	cmd.Flags().StringVar(&formID, "form", "", "form id (required)")
 	cmd.Flags().StringVar(&from, "from", "", "start of the range, inclusive: 2024-01-31 or RFC 3339 (required)")
-	cmd.Flags().StringVar(&to, "to", "", "end of the range, exclusive (default: now)")
+	cmd.Flags().StringVar(&to, "to", "", "end of the range, exclusive (default and latest: now - sync.safety_lag)")
 	cmd.Flags().IntVar(&concurrency, "concurrency", 0, "windows fetched at once (default: sync.concurrency)")
+	cmd.Flags().StringVar(&summaryPath, "summary", "", "also write a JSON summary to this file")
 	_ = cmd.MarkFlagRequired("form")
 	_ = cmd.MarkFlagRequired("from")
 	return cmd
+}
+
+func newRefreshCmd(g *globals) *cobra.Command {
+	var formID, summaryPath string
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "refresh --form ID",
+		Short: "Replace a form's table with a fresh sync: remove its output, then sync it all again",
+		Long: "Full refresh of one form: its table's output (the Parquet files under its folder or\n" +
+			"bucket prefix, or the BigQuery table) is removed and the form is synced again from its\n" +
+			"start date. A stop at any point is safe: the next pass of the form, by any command,\n" +
+			"finishes the removal before it writes, so no row is ever there twice.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			_, _, client, err := g.loadClient()
+			if err != nil {
+				return err
+			}
+			if err := checkForms(ctx, client, []string{formID}); err != nil {
+				return err
+			}
+			if !yes {
+				if err := confirm(g, fmt.Sprintf("Remove everything syncd wrote of form %s and sync it again from its start date?", formID), formID); err != nil {
+					return err
+				}
+			}
+			a, err := g.openApp(ctx, false)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			started := time.Now()
+			job := a.Job(formID)
+			if err := a.Poller.Refresh(ctx, job); err != nil {
+				if _, stopped := g.interruption(); stopped {
+					return g.finishPass([]poller.Result{{FormID: formID, Interrupted: true}}, time.Since(started), summaryPath)
+				}
+				return withCode(exitFailed, err)
+			}
+			fmt.Fprintf(g.stdout, "refresh %s: the old output is removed; syncing again\n", formID)
+			r := a.Poller.Sync(ctx, job)
+			return g.finishPass([]poller.Result{r}, time.Since(started), summaryPath)
+		},
+	}
+	cmd.Flags().StringVar(&formID, "form", "", "form id (required)")
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
+	cmd.Flags().StringVar(&summaryPath, "summary", "", "also write a JSON summary to this file")
+	_ = cmd.MarkFlagRequired("form")
+	return cmd
+}
+
+// confirm asks a person on a terminal to type word; without a terminal it
+// is an error that asks for --yes.
+func confirm(g *globals, question, word string) error {
+	if !isTerminal(os.Stdin) {
+		return withCode(exitUsage, errors.New("this needs confirmation: pass --yes when not on a terminal"))
+	}
+	fmt.Fprintf(g.stdout, "%s Type %s to confirm: ", question, word)
+	line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+	if strings.TrimSpace(line) != word {
+		return withCode(exitUsage, errors.New("not confirmed; nothing changed"))
+	}
+	return nil
 }
 
 // progressReporter draws a bar on a terminal and logs a line every few

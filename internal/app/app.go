@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/sink/parquetsink"
 	"github.com/syncd-dev/syncd/internal/spool"
 	"github.com/syncd-dev/syncd/internal/state"
+	"github.com/syncd-dev/syncd/internal/suggest"
 )
 
 // App holds the open parts of a sync.
@@ -233,9 +235,81 @@ func (a *App) SyncAll(ctx context.Context, jobs []poller.Job, concurrency int) [
 				return
 			}
 			defer func() { <-sem }()
+			if a.Poller.Draining() {
+				// Stopping: a form not started yet is left for the next pass.
+				results[i] = poller.Result{FormID: job.FormID, Interrupted: true}
+				return
+			}
 			results[i] = a.Poller.Sync(ctx, job)
 		}()
 	}
 	wg.Wait()
 	return results
+}
+
+// Job is the job of one form: as configured, or with the defaults when the
+// configuration does not list it.
+func (a *App) Job(formID string) poller.Job {
+	job := poller.Job{FormID: formID, Start: a.Cfg.Sync.StartDate.Time}
+	for _, f := range a.Cfg.Forms {
+		if f.ID == formID {
+			job.Table = f.Table
+			if !f.StartDate.IsZero() {
+				job.Start = f.StartDate.Time
+			}
+		}
+	}
+	return job
+}
+
+// UnknownFormError names form ids the account does not have, with the ids
+// closest to each.
+type UnknownFormError struct {
+	IDs  []string
+	Hint []string // per id: "closest: a, b" or ""
+}
+
+func (e *UnknownFormError) Error() string {
+	var b strings.Builder
+	for i, id := range e.IDs {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "form %s does not exist in this account", id)
+		if e.Hint[i] != "" {
+			b.WriteString(" (" + e.Hint[i] + ")")
+		}
+	}
+	b.WriteString(": check the id with `syncd forms`; nothing was written")
+	return b.String()
+}
+
+// CheckForms makes sure every id is a form of the account, with one request
+// (the account's form list). It is how a typo becomes an error before
+// anything is written.
+func CheckForms(ctx context.Context, client *forms.Client, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	list, err := client.ListForms(ctx)
+	if err != nil {
+		return fmt.Errorf("list the account's forms to check the form ids: %w", err)
+	}
+	known := make([]string, 0, len(list))
+	have := make(map[string]bool, len(list))
+	for _, f := range list {
+		known = append(known, f.FormID)
+		have[f.FormID] = true
+	}
+	var bad UnknownFormError
+	for _, id := range ids {
+		if !have[id] {
+			bad.IDs = append(bad.IDs, id)
+			bad.Hint = append(bad.Hint, suggest.Phrase(id, known))
+		}
+	}
+	if len(bad.IDs) > 0 {
+		return &bad
+	}
+	return nil
 }

@@ -389,6 +389,7 @@ func (s *Server) routes() http.Handler {
 		mux.HandleFunc("GET "+prefix+"/projects/{project}/datasets/{dataset}/tables/{table}", s.getTable)
 		mux.HandleFunc("POST "+prefix+"/projects/{project}/datasets/{dataset}/tables", s.insertTable)
 		mux.HandleFunc("PATCH "+prefix+"/projects/{project}/datasets/{dataset}/tables/{table}", s.patchTable)
+		mux.HandleFunc("DELETE "+prefix+"/projects/{project}/datasets/{dataset}/tables/{table}", s.deleteTable)
 		mux.HandleFunc("GET "+prefix+"/projects/{project}/jobs/{job}", s.getJob)
 	}
 	mux.HandleFunc("POST /upload/bigquery/v2/projects/{project}/jobs", s.upload)
@@ -573,6 +574,23 @@ func (s *Server) getTable(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, tb.meta)
+}
+
+func (s *Server) deleteTable(w http.ResponseWriter, r *http.Request) {
+	p, d, t := r.PathValue("project"), r.PathValue("dataset"), r.PathValue("table")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.deny("bigquery.tables.delete", fmt.Sprintf("Table %s:%s.%s", p, d, t)); err != nil {
+		writeAPIError(w, err)
+		return
+	}
+	ds := s.datasets[dsKey{p, d}]
+	if ds == nil || ds.tables[t] == nil {
+		writeAPIError(w, errNotFound("Table %s:%s.%s", p, d, t))
+		return
+	}
+	delete(ds.tables, t)
+	w.WriteHeader(http.StatusNoContent)
 }
 
 func (s *Server) insertTable(w http.ResponseWriter, r *http.Request) {

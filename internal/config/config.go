@@ -284,9 +284,15 @@ func decode(name string, raw []byte, cfg *Config, lookupEnv func(string) (string
 	if err := root.Decode(cfg); err != nil {
 		var te *yaml.TypeError
 		if errors.As(err, &te) && len(te.Errors) > 0 {
-			return &Error{File: name, Msg: strings.Join(te.Errors, "; ")}
+			// yaml names the line, not the key: name it too, as every other
+			// config error does.
+			msgs := make([]string, len(te.Errors))
+			for i, m := range te.Errors {
+				msgs[i] = nameKey(root, m)
+			}
+			return &Error{File: name, Msg: strings.Join(msgs, "; ")}
 		}
-		return &Error{File: name, Msg: err.Error()}
+		return &Error{File: name, Msg: nameKey(root, err.Error())}
 	}
 	return nil
 }
@@ -321,6 +327,48 @@ func expandNode(file string, n *yaml.Node, path string, lookupEnv func(string) (
 		}
 	}
 	return nil
+}
+
+// nameKey adds the key to a decoding message that names only its line
+// ("line 2: ..." becomes "line 2: sync.jitter: ...").
+func nameKey(root *yaml.Node, msg string) string {
+	var line int
+	if _, err := fmt.Sscanf(msg, "line %d:", &line); err != nil {
+		return msg
+	}
+	key := keyAtLine(root, "", line)
+	if key == "" {
+		return msg
+	}
+	return strings.Replace(msg, fmt.Sprintf("line %d:", line), fmt.Sprintf("line %d: %s:", line, key), 1)
+}
+
+// keyAtLine is the dotted key whose value starts on line, or "".
+func keyAtLine(n *yaml.Node, path string, line int) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := join(path, k.Value)
+			if v.Kind == yaml.ScalarNode && v.Line == line {
+				return p
+			}
+			if found := keyAtLine(v, p, line); found != "" {
+				return found
+			}
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			if c.Kind == yaml.ScalarNode && c.Line == line {
+				return p
+			}
+			if found := keyAtLine(c, p, line); found != "" {
+				return found
+			}
+		}
+	}
+	return ""
 }
 
 func join(path, key string) string {
@@ -396,6 +444,20 @@ func (c *Config) validate(file string) error {
 	}
 	if c.Source.MaxAttempts < 1 {
 		return bad("source.max_attempts", "must be at least 1")
+	}
+	if c.Source.Timeout <= 0 {
+		return bad("source.timeout", "must be a positive duration, e.g. 60s (how long one request may take)")
+	}
+	for _, d := range []struct {
+		key string
+		v   Duration
+	}{{"sync.jitter", c.Sync.Jitter}, {"sync.shutdown_grace", c.Sync.ShutdownGrace}, {"state.lease_ttl", c.State.LeaseTTL}} {
+		if d.v < 0 {
+			return bad(d.key, "must not be negative")
+		}
+	}
+	if c.Server.UnreadyAfter <= 0 {
+		return bad("server.unready_after", "must be a positive duration, e.g. 30m")
 	}
 	if c.Sync.SafetyLag < 0 {
 		return bad("sync.safety_lag", "must not be negative")

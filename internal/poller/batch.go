@@ -19,6 +19,9 @@ import (
 // state transaction.
 func (f *formRun) processWindow(ctx context.Context, w window) error {
 	b := f.batchFor(w)
+	if err := f.p.checkHorizon(f.job.FormID, w.end); err != nil && !w.redo {
+		return err
+	}
 	log := f.log.With(zap.String("batch_id", b.ID))
 	intent := state.Intent{BatchID: b.ID, Table: b.Table, Start: w.start, End: w.end, CreatedAt: f.p.opts.Now().UTC()}
 	if err := f.p.store.RecordIntent(ctx, f.job.FormID, intent); err != nil {

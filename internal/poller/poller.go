@@ -141,7 +141,14 @@ type Result struct {
 	CoveredStart time.Time     `json:"covered_start,omitempty"`
 	CoveredEnd   time.Time     `json:"covered_end,omitempty"`
 	Recovered    int           `json:"recovered_intents"`
-	Err          error         `json:"-"`
+	// Interrupted is set when Drain stopped the pass before it had planned
+	// the whole range: what it committed stays committed, the rest comes
+	// with the next pass. It is not a success.
+	Interrupted bool `json:"interrupted"`
+	// ClampedTo is set when the range asked for ended past now - safety
+	// lag and was cut there: nothing is ever committed past it.
+	ClampedTo time.Time `json:"clamped_to,omitzero"`
+	Err       error     `json:"-"`
 }
 
 // ErrBusy is returned when a pass of the same form is already running.
@@ -149,8 +156,24 @@ var ErrBusy = errors.New("a pass of this form is already running")
 
 // Sync runs the live pass of one form: every gap in [job.Start, now-lag).
 func (p *Poller) Sync(ctx context.Context, job Job) Result {
-	end := floorMS(p.opts.Now().Add(-p.opts.SafetyLag))
-	return p.run(ctx, job, job.Start, end, 1, nil)
+	return p.run(ctx, job, job.Start, p.Horizon(), 1, nil)
+}
+
+// Horizon is now - safety lag, to the millisecond: the latest instant any
+// pass may commit. Submissions may still appear with earlier times until
+// the lag has passed, so committing past it would skip them for good.
+func (p *Poller) Horizon() time.Time {
+	return floorMS(p.opts.Now().Add(-p.opts.SafetyLag))
+}
+
+// Draining reports whether Drain was called.
+func (p *Poller) Draining() bool {
+	select {
+	case <-p.draining:
+		return true
+	default:
+		return false
+	}
 }
 
 // Progress reports a backfill's advance.
@@ -193,8 +216,12 @@ func (p *Poller) run(ctx context.Context, job Job, from, to time.Time, concurren
 	}
 	defer lock.Unlock()
 
+	if h := p.Horizon(); to.After(h) {
+		to, res.ClampedTo = h, h
+	}
 	f := &formRun{p: p, src: src, job: job, log: p.opts.Logger.With(zap.String("form_id", job.FormID)), progress: progress}
 	err := f.execute(ctx, from, to, concurrency)
+	res.Interrupted = f.interrupted.Load()
 	res.Table = f.table
 	res.Rows = f.rows.Load()
 	res.Bytes = f.bytes.Load()
@@ -210,9 +237,7 @@ func (p *Poller) run(ctx context.Context, job Job, from, to time.Time, concurren
 	}
 	if err != nil {
 		res.Err = err
-		if serr := p.store.SetError(context.WithoutCancel(ctx), job.FormID, err.Error()); serr != nil {
-			f.log.Warn("could not record the error in the state store", zap.Error(serr))
-		}
+		f.recordError(context.WithoutCancel(ctx), err)
 	}
 	return res
 }

@@ -44,6 +44,7 @@ type window struct {
 	// still land.
 	redo  bool
 	table string
+	id    string // the open batch's id, as its intent recorded it
 }
 
 // formRun is one pass over one form.
@@ -55,6 +56,7 @@ type formRun struct {
 	progress func(Progress)
 
 	table     string
+	gen       int // the form's generation, carried by its batch ids
 	recovered int
 	rows      atomic.Int64
 	bytes     atomic.Int64
@@ -68,6 +70,22 @@ type formRun struct {
 	schemaMu    sync.Mutex
 	pinned      *schema.Table
 	metaFetched bool
+
+	// interrupted: Drain stopped planning before the range was done.
+	interrupted atomic.Bool
+}
+
+// recordError keeps the pass's error in the form's state, for `state
+// show`; a form the state does not hold yet (a typo, a form that never
+// committed anything) is not added for it.
+func (f *formRun) recordError(ctx context.Context, err error) {
+	st, gerr := f.p.store.Get(ctx, f.job.FormID)
+	if gerr != nil || (len(st.Committed) == 0 && len(st.Intents) == 0 && st.Batches == 0) {
+		return
+	}
+	if serr := f.p.store.SetError(ctx, f.job.FormID, err.Error()); serr != nil {
+		f.log.Warn("could not record the error in the state store", zap.Error(serr))
+	}
 }
 
 // epoch stands for "the beginning of the form's history": no afterDate is sent.
@@ -83,6 +101,17 @@ func (f *formRun) execute(ctx context.Context, from, to time.Time, concurrency i
 	if f.table == "" {
 		f.table = DefaultTable(f.job.FormID)
 	}
+	if st.Refresh != nil {
+		// A refresh stopped part-way: finish removing the old output before
+		// anything new is written, or old and new rows would mix.
+		if st, err = f.p.finishRefresh(ctx, f.job.FormID, st); err != nil {
+			return err
+		}
+	}
+	if end := st.Committed.End(); end.After(f.p.opts.Now()) {
+		return &FutureCommitError{FormID: f.job.FormID, End: end, LastSuccess: st.LastSuccess}
+	}
+	f.gen = st.Generation
 	redo, err := f.recoverIntents(ctx, st)
 	if err != nil {
 		return err
@@ -169,7 +198,9 @@ func (f *formRun) execute(ctx context.Context, from, to time.Time, concurrency i
 	}
 	for _, g := range gaps {
 		if err := f.plan(ctx, g, emit); err != nil {
-			if !errors.Is(err, errDraining) {
+			if errors.Is(err, errDraining) {
+				f.interrupted.Store(true)
+			} else {
 				fail(err)
 			}
 			break
@@ -210,7 +241,7 @@ func (f *formRun) recoverIntents(ctx context.Context, st state.FormState) ([]win
 	var redo []window
 	for _, id := range ids {
 		in := st.Intents[id]
-		w := window{start: in.Start, end: in.End, count: -1, redo: true, table: in.Table}
+		w := window{start: in.Start, end: in.End, count: -1, redo: true, table: in.Table, id: id}
 		b := f.batchFor(w)
 		done, err := f.p.sink.Committed(ctx, b)
 		if err != nil {
@@ -236,8 +267,15 @@ func (f *formRun) batchFor(w window) sink.Batch {
 	if w.table != "" {
 		table = w.table
 	}
+	id := w.id
+	if id == "" {
+		id = BatchID(f.job.FormID, w.start, w.end)
+		if f.gen > 0 {
+			id += fmt.Sprintf("-g%d", f.gen)
+		}
+	}
 	return sink.Batch{
-		ID:          BatchID(f.job.FormID, w.start, w.end),
+		ID:          id,
 		FormID:      f.job.FormID,
 		Table:       table,
 		Day:         dayStart(w.start),
@@ -269,6 +307,9 @@ func (f *formRun) list(ctx context.Context, start, end time.Time, limit, offset 
 func (f *formRun) commitEmpty(ctx context.Context, start, end time.Time) error {
 	if !start.Before(end) {
 		return nil
+	}
+	if err := f.p.checkHorizon(f.job.FormID, end); err != nil {
+		return err
 	}
 	if err := f.p.store.Commit(ctx, f.job.FormID, state.Commit{Window: state.Interval{Start: start, End: end}}); err != nil {
 		return fmt.Errorf("record empty range of form %s: %w", f.job.FormID, err)

@@ -64,3 +64,10 @@ type Records struct {
 type StreamCommitter interface {
 	CommitRecords(ctx context.Context, b Batch, recs Records) (int64, error)
 }
+
+// Purger is a capability a Sink may have: removing a table's whole output
+// (its files, or the table itself), for a full refresh. Purging a table
+// that has no output succeeds.
+type Purger interface {
+	Purge(ctx context.Context, table string) error
+}

@@ -504,13 +504,40 @@ func (b *Bolt) SetError(ctx context.Context, formID string, msg string) error {
 	return nil
 }
 
-// Reset forgets everything of the form. The output is not touched.
+// Reset forgets the form's windows, intents, schema and counters and moves
+// it to its next generation. The output is not touched.
 func (b *Bolt) Reset(ctx context.Context, formID string) error {
-	err := b.write(ctx, formID, func(forms *bolt.Bucket) error {
-		return forms.Delete([]byte(formID))
-	})
-	if err != nil {
+	if err := b.update(ctx, formID, resetChange); err != nil {
 		return fmt.Errorf("reset state of form %s: %w", formID, err)
+	}
+	return nil
+}
+
+// Uncommit forgets the form's committed windows from instant from on.
+func (b *Bolt) Uncommit(ctx context.Context, formID string, from time.Time) error {
+	if err := b.update(ctx, formID, uncommitChange(formID, from)); err != nil {
+		return fmt.Errorf("uncommit form %s from %s: %w", formID, from.UTC().Format(time.RFC3339), err)
+	}
+	return nil
+}
+
+// BeginRefresh marks a full refresh of the form's table under way.
+func (b *Bolt) BeginRefresh(ctx context.Context, formID string, r Refresh) error {
+	ch, err := beginRefreshChange(formID, r)
+	if err != nil {
+		return err
+	}
+	if err := b.update(ctx, formID, ch); err != nil {
+		return fmt.Errorf("begin refresh of form %s: %w", formID, err)
+	}
+	return nil
+}
+
+// FinishRefresh resets the form and clears its refresh mark in one
+// transaction.
+func (b *Bolt) FinishRefresh(ctx context.Context, formID string) error {
+	if err := b.update(ctx, formID, resetChange); err != nil {
+		return fmt.Errorf("finish refresh of form %s: %w", formID, err)
 	}
 	return nil
 }

@@ -290,17 +290,54 @@ func TestDropIntentAndReset(t *testing.T) {
 	}
 
 	must(t, st.Reset(ctx, "a"))
-	must(t, st.Reset(ctx, "never-there"))
 	must(t, st.Close())
 
 	st = openW(t, path, nil)
-	if fs, err := st.Get(ctx, "a"); err != nil || !reflect.DeepEqual(fs, FormState{FormID: "a"}) {
-		t.Errorf("after Reset and reopen, Get(a) = %+v, %v; want the zero state", fs, err)
+	fs, err = st.Get(ctx, "a")
+	must(t, err)
+	fs.UpdatedAt = time.Time{}
+	if !reflect.DeepEqual(fs, FormState{FormID: "a", Generation: 1}) {
+		t.Errorf("after Reset and reopen, Get(a) = %+v, %v; want nothing but generation 1", fs, err)
 	}
 	list, err := st.List(ctx)
 	must(t, err)
-	if len(list) != 1 || list[0].FormID != "b" || !reflect.DeepEqual(list[0].Committed, set(0, 9)) || list[0].Rows != 3 {
+	if len(list) != 2 || list[1].FormID != "b" || !reflect.DeepEqual(list[1].Committed, set(0, 9)) || list[1].Rows != 3 {
 		t.Errorf("Reset of a touched other forms: %+v", list)
+	}
+}
+
+func TestUncommitAndRefresh(t *testing.T) {
+	ctx := t.Context()
+	st := openW(t, filepath.Join(t.TempDir(), "syncd.db"), nil)
+	must(t, st.Commit(ctx, "f", Commit{Window: iv(0, 3)}))
+	must(t, st.Commit(ctx, "f", Commit{Window: iv(5, 9), Rows: 2}))
+
+	must(t, st.Uncommit(ctx, "f", m(6)))
+	fs, err := st.Get(ctx, "f")
+	must(t, err)
+	if !reflect.DeepEqual(fs.Committed, Intervals{iv(0, 3), iv(5, 6)}) {
+		t.Errorf("after Uncommit(6): %v", fs.Committed)
+	}
+	must(t, st.Uncommit(ctx, "f", m(4)))
+	if fs, _ = st.Get(ctx, "f"); !reflect.DeepEqual(fs.Committed, set(0, 3)) {
+		t.Errorf("after Uncommit(4): %v", fs.Committed)
+	}
+
+	must(t, st.RecordIntent(ctx, "f", Intent{BatchID: "b", Start: m(3), End: m(4)}))
+	if err := st.Uncommit(ctx, "f", m(1)); err == nil || !strings.Contains(err.Error(), "open batches") {
+		t.Errorf("Uncommit with an open batch: %v", err)
+	}
+	if err := st.BeginRefresh(ctx, "f", Refresh{Table: "t"}); err == nil {
+		t.Error("BeginRefresh with an open batch succeeded")
+	}
+	must(t, st.DropIntent(ctx, "f", "b"))
+	must(t, st.BeginRefresh(ctx, "f", Refresh{Table: "t"}))
+	if fs, _ = st.Get(ctx, "f"); fs.Refresh == nil || fs.Refresh.Table != "t" || fs.Refresh.RequestedAt.IsZero() || len(fs.Committed) == 0 {
+		t.Errorf("after BeginRefresh: %+v", fs)
+	}
+	must(t, st.FinishRefresh(ctx, "f"))
+	if fs, _ = st.Get(ctx, "f"); fs.Refresh != nil || len(fs.Committed) != 0 || fs.Generation != 1 {
+		t.Errorf("after FinishRefresh: %+v", fs)
 	}
 }
 

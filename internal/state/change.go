@@ -112,3 +112,44 @@ func errorChange(msg string) change {
 		return nil
 	}
 }
+
+// resetChange forgets everything a sync of the form built up and moves it
+// to the next generation (see FormState.Generation).
+func resetChange(st *FormState, now time.Time) error {
+	*st = FormState{FormID: st.FormID, Generation: st.Generation + 1, UpdatedAt: now}
+	return nil
+}
+
+// uncommitChange forgets the committed windows from instant from on.
+func uncommitChange(formID string, from time.Time) change {
+	from = Normalize(from)
+	return func(st *FormState, _ time.Time) error {
+		if len(st.Intents) > 0 {
+			return fmt.Errorf("form %s has %d open batches: run `syncd once` to resolve them first", formID, len(st.Intents))
+		}
+		cut := st.Committed.Before(from)
+		if len(cut) == len(st.Committed) && (len(cut) == 0 || cut[len(cut)-1].End.Equal(st.Committed[len(st.Committed)-1].End)) {
+			return errUnchanged
+		}
+		st.Committed = cut
+		return nil
+	}
+}
+
+// beginRefreshChange marks a full refresh under way.
+func beginRefreshChange(formID string, r Refresh) (change, error) {
+	if r.Table == "" {
+		return nil, fmt.Errorf("begin refresh of form %s: no table named", formID)
+	}
+	r.RequestedAt = Normalize(r.RequestedAt)
+	return func(st *FormState, now time.Time) error {
+		if len(st.Intents) > 0 {
+			return fmt.Errorf("form %s has %d open batches: run `syncd once` to resolve them first", formID, len(st.Intents))
+		}
+		if r.RequestedAt.IsZero() {
+			r.RequestedAt = now
+		}
+		st.Refresh = &r
+		return nil
+	}, nil
+}

@@ -64,6 +64,30 @@ func (s Intervals) Add(i Interval) Intervals {
 	return append(out, s[k:]...)
 }
 
+// Before returns the part of the set before instant t.
+func (s Intervals) Before(t time.Time) Intervals {
+	t = Normalize(t)
+	var out Intervals
+	for _, c := range s {
+		if !c.Start.Before(t) {
+			break
+		}
+		if c.End.After(t) {
+			c.End = t
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// End is the end of the last interval; zero for an empty set.
+func (s Intervals) End() time.Time {
+	if len(s) == 0 {
+		return time.Time{}
+	}
+	return s[len(s)-1].End
+}
+
 // Gaps returns the parts of want that s does not cover, in order.
 func (s Intervals) Gaps(want Interval) []Interval {
 	want = want.normal()

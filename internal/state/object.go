@@ -291,17 +291,40 @@ func (o *Object) SetError(ctx context.Context, formID string, msg string) error 
 	return nil
 }
 
-// Reset forgets everything of the form. The output is not touched.
+// Reset forgets the form's windows, intents, schema and counters and moves
+// it to its next generation. The output is not touched.
 func (o *Object) Reset(ctx context.Context, formID string) error {
-	err := o.mutate(ctx, formID, func(forms map[string]FormState) error {
-		if _, ok := forms[formID]; !ok {
-			return errUnchanged
-		}
-		delete(forms, formID)
-		return nil
-	})
-	if err != nil {
+	if err := o.update(ctx, formID, resetChange); err != nil {
 		return fmt.Errorf("reset state of form %s: %w", formID, err)
+	}
+	return nil
+}
+
+// Uncommit forgets the form's committed windows from instant from on.
+func (o *Object) Uncommit(ctx context.Context, formID string, from time.Time) error {
+	if err := o.update(ctx, formID, uncommitChange(formID, from)); err != nil {
+		return fmt.Errorf("uncommit form %s from %s: %w", formID, from.UTC().Format(time.RFC3339), err)
+	}
+	return nil
+}
+
+// BeginRefresh marks a full refresh of the form's table under way.
+func (o *Object) BeginRefresh(ctx context.Context, formID string, r Refresh) error {
+	ch, err := beginRefreshChange(formID, r)
+	if err != nil {
+		return err
+	}
+	if err := o.update(ctx, formID, ch); err != nil {
+		return fmt.Errorf("begin refresh of form %s: %w", formID, err)
+	}
+	return nil
+}
+
+// FinishRefresh resets the form and clears its refresh mark in one
+// transaction.
+func (o *Object) FinishRefresh(ctx context.Context, formID string) error {
+	if err := o.update(ctx, formID, resetChange); err != nil {
+		return fmt.Errorf("finish refresh of form %s: %w", formID, err)
 	}
 	return nil
 }
@@ -465,6 +488,10 @@ func cloneForm(st FormState) FormState {
 	}
 	st.Committed = append(Intervals(nil), st.Committed...)
 	st.Schema = bytes.Clone(st.Schema)
+	if st.Refresh != nil {
+		r := *st.Refresh
+		st.Refresh = &r
+	}
 	return st
 }
 

@@ -81,8 +81,8 @@ func TestObjectRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list) != 1 {
-		t.Fatalf("forms %v, want only f1", list)
+	if len(list) != 2 || list[1].FormID != "f2" || list[1].Generation != 1 || len(list[1].Committed) != 0 || list[1].LastError != "" {
+		t.Fatalf("forms %+v, want f1 and f2 reset to generation 1", list)
 	}
 	st := list[0]
 	if st.Rows != 3 || st.Batches != 1 || !st.Committed.Covers(win(0)) || string(st.Schema) != `{"v":1}` {

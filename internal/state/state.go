@@ -40,6 +40,26 @@ type FormState struct {
 	LastSuccess time.Time         `json:"last_success,omitempty"`
 	LastError   string            `json:"last_error,omitempty"` // cleared by the next Commit
 	UpdatedAt   time.Time         `json:"updated_at"`
+	// Generation counts the times the form was reset or refreshed. Batch
+	// ids carry it (after the first), so a re-sync's batches never pass
+	// for the earlier ones a sink still remembers (BigQuery keeps job ids).
+	Generation int `json:"generation,omitempty"`
+	// Refresh is set while a full refresh is under way: its table's output
+	// is being removed. Until FinishRefresh clears it, every pass of the
+	// form finishes the removal first.
+	Refresh *Refresh `json:"refresh,omitempty"`
+}
+
+// Refresh is a full refresh in progress.
+type Refresh struct {
+	Table       string    `json:"table"`
+	RequestedAt time.Time `json:"requested_at"`
+}
+
+// Empty reports whether the state holds nothing of the form: no committed
+// window, no batch in flight, nothing counted.
+func (st FormState) Empty() bool {
+	return len(st.Committed) == 0 && len(st.Intents) == 0 && st.Batches == 0 && st.Refresh == nil && st.Generation == 0
 }
 
 // Commit is one atomic state transition after the sink committed a batch.
@@ -69,8 +89,18 @@ type Store interface {
 	SetSchema(ctx context.Context, formID string, schema json.RawMessage) error
 	// SetError records the last error of a form ("" clears it).
 	SetError(ctx context.Context, formID string, msg string) error
-	// Reset forgets everything of the form.
+	// Reset forgets the form's windows, intents, schema and counters and
+	// moves it to the next generation, so that every row is fetched and
+	// written again. The output is not touched.
 	Reset(ctx context.Context, formID string) error
+	// Uncommit forgets the committed windows from instant from on, so that
+	// the next pass fetches them again. It refuses while batches are open.
+	Uncommit(ctx context.Context, formID string, from time.Time) error
+	// BeginRefresh marks a full refresh of the form's table under way.
+	BeginRefresh(ctx context.Context, formID string, r Refresh) error
+	// FinishRefresh is Reset once the table's output is gone, clearing the
+	// refresh mark in the same transaction.
+	FinishRefresh(ctx context.Context, formID string) error
 	Close() error
 }
 

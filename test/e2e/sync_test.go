@@ -155,8 +155,8 @@ func TestUserErrorsAreOneClearSentence(t *testing.T) {
 	t.Run("unknown form", func(t *testing.T) {
 		w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{Forms: "forms:\n  - id: doesNotExist42\n"})
 		res := testkit.Run(ctx, syncdBin, w, "once")
-		if res.Code != 1 || !strings.Contains(res.Stdout, "doesNotExist42") || !strings.Contains(res.Stdout, "does not exist") {
-			t.Errorf("exit %d, stdout %q", res.Code, res.Stdout)
+		if res.Code != 2 || !strings.Contains(res.Stderr, "doesNotExist42") || !strings.Contains(res.Stderr, "does not exist") {
+			t.Errorf("exit %d, stderr %q", res.Code, res.Stderr)
 		}
 	})
 	t.Run("missing config key", func(t *testing.T) {

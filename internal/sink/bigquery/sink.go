@@ -697,3 +697,16 @@ func EndpointOptions(endpoint string) []option.ClientOption {
 	}
 	return opts
 }
+
+// Purge deletes the table of a form (its TablePrefix applies), for a full
+// refresh; a table that does not exist is already purged. The next batch
+// creates it again with the schema of that batch.
+func (s *Sink) Purge(ctx context.Context, table string) error {
+	name := s.opts.TablePrefix + table
+	err := s.client.DatasetInProject(s.opts.Project, s.opts.Dataset).Table(name).Delete(ctx)
+	if v, _ := classify(err); err != nil && v != missing {
+		return s.apiError("delete table", name, "", err)
+	}
+	s.forgetTable(name)
+	return nil
+}

@@ -14,11 +14,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"cloud.google.com/go/storage"
 	"github.com/apache/arrow-go/v18/arrow"
 	"go.uber.org/zap"
 	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
 
 	"github.com/syncd-dev/syncd/internal/blobstore"
 	"github.com/syncd-dev/syncd/internal/sink"
@@ -260,4 +262,29 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// Purge deletes every object of table. A purge a crash interrupted is
+// finished by the next one: deleting is idempotent.
+func (s *Sink) Purge(ctx context.Context, table string) error {
+	if table == "" || strings.ContainsAny(table, `/\`) {
+		return fmt.Errorf("purge table %q: not a table name", table)
+	}
+	it := s.bucket.List(&blob.ListOptions{Prefix: table + "/"})
+	deleted := 0
+	for {
+		obj, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("purge table %s: list %s: %w", table, s.where, blobstore.Hint(err, s.where))
+		}
+		if err := s.bucket.Delete(ctx, obj.Key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+			return fmt.Errorf("purge table %s: delete %s: %w", table, obj.Key, blobstore.Hint(err, s.where))
+		}
+		deleted++
+	}
+	s.log.Info("purged a table's objects", zap.String("table", table), zap.Int("objects", deleted))
+	return nil
 }

@@ -495,3 +495,34 @@ func (k *keyedMutex) lock(ctx context.Context, key string) (unlock func(), err e
 		return nil, ctx.Err()
 	}
 }
+
+// purgePrefix starts the hidden name a table's folder is moved to while
+// Purge removes it, so readers see the whole table or none of it.
+const purgePrefix = ".purge-"
+
+// Purge removes table's whole folder: it is first renamed to a hidden name
+// (readers then see no table at all, never a part of one), then removed. A
+// removal a crash interrupted is finished by the next Purge of the table.
+func (s *Sink) Purge(_ context.Context, table string) error {
+	if table == "" || strings.ContainsAny(table, `/\`) || strings.HasPrefix(table, ".") {
+		return fmt.Errorf("purge table %q: not a table name", table)
+	}
+	dir := filepath.Join(s.root, table)
+	hidden := filepath.Join(s.root, purgePrefix+table)
+	if err := os.RemoveAll(hidden); err != nil {
+		return fmt.Errorf("purge table %s: remove %s: %w", table, hidden, hint(err))
+	}
+	switch err := os.Rename(dir, hidden); {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("purge table %s: move %s aside: %w", table, dir, hint(err))
+	}
+	if err := syncDir(s.root); err != nil {
+		return fmt.Errorf("purge table %s: %w", table, err)
+	}
+	if err := os.RemoveAll(hidden); err != nil {
+		return fmt.Errorf("purge table %s: remove %s: %w", table, hidden, hint(err))
+	}
+	return nil
+}
