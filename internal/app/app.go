@@ -82,6 +82,7 @@ func NewSink(cfg *config.Config, version string, log *zap.Logger) (sink.Sink, er
 		if blobstore.IsURL(cfg.Sink.Parquet.Path) {
 			s, err := blobsink.New(context.Background(), blobsink.Options{
 				URL: cfg.Sink.Parquet.Path, Version: version, Logger: log.Named("sink"), Encode: enc,
+				Layout: parquetsink.Layout(cfg.Sink.Parquet.Partition),
 			})
 			if err != nil {
 				return nil, fmt.Errorf("open the parquet sink: %w", err)
@@ -90,6 +91,7 @@ func NewSink(cfg *config.Config, version string, log *zap.Logger) (sink.Sink, er
 		}
 		s, err := parquetsink.New(parquetsink.Options{
 			Root: cfg.Sink.Parquet.Path, Version: version, Logger: log.Named("sink"), Encode: enc,
+			Layout: parquetsink.Layout(cfg.Sink.Parquet.Partition),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("open the parquet sink: %w", err)

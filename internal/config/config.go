@@ -79,6 +79,10 @@ type ParquetSink struct {
 	Path         string `yaml:"path"`
 	Compression  string `yaml:"compression"`
 	RowGroupRows int    `yaml:"row_group_rows"`
+	// Partition is the Hive folder layout of a table: day
+	// (submission_date=YYYY-MM-DD, the default), month
+	// (submission_month=YYYY-MM) or none (files in the table's folder).
+	Partition string `yaml:"partition"`
 }
 
 // BigQuerySink loads into BigQuery tables (see the BigQuery issue).
@@ -154,7 +158,7 @@ func Defaults() Config {
 		},
 		Sink: Sink{
 			Type:    "parquet",
-			Parquet: ParquetSink{Path: "./out", Compression: "zstd", RowGroupRows: 65536},
+			Parquet: ParquetSink{Path: "./out", Compression: "zstd", RowGroupRows: 65536, Partition: "day"},
 		},
 		State:  State{Path: "./state/syncd.db", LeaseTTL: Duration(30 * time.Second)},
 		Log:    Log{Level: "info", Format: "auto"},
@@ -451,13 +455,11 @@ func (c *Config) validate(file string) error {
 	for _, d := range []struct {
 		key string
 		v   Duration
-	}{{"sync.jitter", c.Sync.Jitter}, {"sync.shutdown_grace", c.Sync.ShutdownGrace}, {"state.lease_ttl", c.State.LeaseTTL}} {
+	}{{"sync.jitter", c.Sync.Jitter}, {"sync.shutdown_grace", c.Sync.ShutdownGrace}, {"state.lease_ttl", c.State.LeaseTTL},
+		{"server.unready_after", c.Server.UnreadyAfter}} {
 		if d.v < 0 {
 			return bad(d.key, "must not be negative")
 		}
-	}
-	if c.Server.UnreadyAfter <= 0 {
-		return bad("server.unready_after", "must be a positive duration, e.g. 30m")
 	}
 	if c.Sync.SafetyLag < 0 {
 		return bad("sync.safety_lag", "must not be negative")
@@ -520,6 +522,11 @@ func (c *Config) validate(file string) error {
 		}
 		if c.Sink.Parquet.RowGroupRows < 1 {
 			return bad("sink.parquet.row_group_rows", "must be at least 1")
+		}
+		switch c.Sink.Parquet.Partition {
+		case "day", "month", "none":
+		default:
+			return bad("sink.parquet.partition", fmt.Sprintf("%q is not one of day, month, none", c.Sink.Parquet.Partition))
 		}
 	case "bigquery":
 		if c.Sink.BigQuery == nil || c.Sink.BigQuery.Project == "" || c.Sink.BigQuery.Dataset == "" {

@@ -79,7 +79,7 @@ func TestParseErrors(t *testing.T) {
 		{"negative grace", "sync:\n  shutdown_grace: -1s\n", withKey, []string{"sync.shutdown_grace", "negative"}},
 		{"zero timeout", "source:\n  timeout: 0s\n", withKey, []string{"source.timeout", "positive"}},
 		{"zero batch", "sync:\n  max_rows_per_batch: 0\n", withKey, []string{"sync.max_rows_per_batch"}},
-		{"zero unready", "server:\n  unready_after: 0s\n", withKey, []string{"server.unready_after"}},
+		{"negative unready", "server:\n  unready_after: -1s\n", withKey, []string{"server.unready_after", "negative"}},
 		{"duration in a form list", "forms:\n  - id: a\n    start_date: soon\n", withKey, []string{"line 3", "forms[0].start_date"}},
 		{"bad schedule", "sync:\n  schedule: every day\n", withKey, []string{"sync.schedule", "not a cron schedule"}},
 		{"bad sink type", "sink:\n  type: csv\n", withKey, []string{"sink.type", "parquet or bigquery"}},

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/syncd-dev/syncd/internal/forms"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"go.uber.org/zap"
 
@@ -32,7 +34,7 @@ func (f *formRun) processWindow(ctx context.Context, w window) error {
 		f.dropIntent(ctx, w, b.ID)
 		return err
 	}
-	rows := newBatchRows(base, f.p.opts.Allocator, f.p.opts.ChunkRows, f.p.opts.SpoolDir)
+	rows := newBatchRows(base, f.p.opts.Allocator, f.p.opts.ChunkRows, f.p.opts.SpoolDir, f.p.partOf)
 	defer rows.release(f)
 	lin := schema.Lineage{BatchID: b.ID, SyncedAt: f.p.opts.Now().UTC()}
 	if err := f.fetch(ctx, w, rows, lin); err != nil {
@@ -48,7 +50,24 @@ func (f *formRun) processWindow(ctx context.Context, w window) error {
 	f.noteStats(log, stats)
 
 	n := rows.rows()
-	if n > 0 {
+	if pt, ok := f.p.sink.(sink.Partitioner); ok && n > 0 {
+		// The files the batch writes are known now: the intent names them
+		// before the first is written, so a stop between two files is
+		// resolved file by file.
+		b.Parts = rows.parts()
+		intent.Parts = b.Parts
+		if err := f.p.store.RecordIntent(ctx, f.job.FormID, intent); err != nil {
+			if !w.redo {
+				f.dropIntent(ctx, w, b.ID)
+			}
+			return fmt.Errorf("record the files of batch %s: %w", b.ID, err)
+		}
+		written, err := rows.commitParts(ctx, f, pt, b)
+		f.bytes.Add(written)
+		if err != nil {
+			return fmt.Errorf("commit batch %s of form %s: %w", b.ID, f.job.FormID, err)
+		}
+	} else if n > 0 {
 		written, err := rows.commit(ctx, f, b)
 		f.bytes.Add(written)
 		if err != nil {
@@ -161,47 +180,62 @@ func (p *Poller) firstSighting(formID, typ string) bool {
 	return true
 }
 
-// fetch pages through the window by offset in ascending order, keeps exactly
-// [start, end), and drops ids already seen. Offsets shift when submissions are
-// imported or deleted inside the window while it is paged, so the window is
-// counted again afterwards and walked again while the count moved or shows
-// more than was seen.
+// fetch pages through the window by offset in ascending order, keeps
+// exactly [start, end), and drops ids already seen. Submissions imported or
+// deleted inside the window while it is paged shift the offsets; a walk
+// notices (see walk) and the window is walked again, keeping what it saw.
 func (f *formRun) fetch(ctx context.Context, w window, b *batchRows, lin schema.Lineage) error {
 	seen := make(map[string]struct{}, max(w.count, 16))
-	expected := w.count
+	first := w.first
 	for attempt := 0; ; attempt++ {
-		if err := f.walk(ctx, w, seen, b, lin); err != nil {
-			return err
-		}
-		page, err := f.list(ctx, w.start, w.end, 1, 0, false)
+		changed, err := f.walk(ctx, w, first, seen, b, lin)
 		if err != nil {
 			return err
 		}
-		now := page.TotalResponses
-		if now == expected && len(seen) >= now {
+		if !changed {
 			return nil
 		}
 		if attempt >= f.p.opts.MaxRefetches {
-			f.log.Warn("window kept changing while it was paged; committing what was seen",
-				zap.Time("window_start", w.start), zap.Time("window_end", w.end),
-				zap.Int("counted", now), zap.Int("seen", len(seen)))
+			f.log.Warn("window kept changing while it was paged; committing what was seen (a later reconcile finds the rest)",
+				zap.Time("window_start", w.start), zap.Time("window_end", w.end), zap.Int("seen", len(seen)))
 			return nil
 		}
-		expected = now
+		f.log.Debug("window changed while it was paged; walking it again",
+			zap.Time("window_start", w.start), zap.Time("window_end", w.end))
+		first = nil
 	}
 }
 
-func (f *formRun) walk(ctx context.Context, w window, seen map[string]struct{}, b *batchRows, lin schema.Lineage) error {
+// walk reads the window once, page after page. Each page after the first
+// starts one submission back, on the last one of the page before: if that
+// is not where the page starts, or the total moved, something was imported
+// or deleted behind the offset, and walk reports the window changed. The
+// overlap costs one row per page and makes a single deletion behind the
+// offset harmless (no row is skipped); a deletion and an import behind the
+// offset between the same two requests cancel out and stay unseen here
+// (the reconcile of committed windows finds such an import).
+func (f *formRun) walk(ctx context.Context, w window, first *forms.SubmissionPage, seen map[string]struct{}, b *batchRows, lin schema.Lineage) (changed bool, err error) {
 	limit := f.p.opts.PageSize
+	total, last := -1, ""
 	for offset := 0; ; {
-		page, err := f.list(ctx, w.start, w.end, limit, offset, f.p.opts.IncludeEditLink)
-		if err != nil {
-			return err
+		page := first
+		first = nil
+		if page == nil {
+			if page, err = f.list(ctx, w.start, w.end, limit, offset, f.p.opts.IncludeEditLink); err != nil {
+				return false, err
+			}
 		}
+		if offset > 0 && (len(page.Responses) == 0 || page.Responses[0].SubmissionID != last) {
+			changed = true
+		}
+		if total >= 0 && page.TotalResponses != total {
+			changed = true
+		}
+		total = page.TotalResponses
 		for i := range page.Responses {
 			sub := &page.Responses[i]
 			if sub.SubmissionID == "" {
-				return fmt.Errorf("list submissions of form %s: a submission without submissionId at offset %d", f.job.FormID, offset+i)
+				return false, fmt.Errorf("list submissions of form %s: a submission without submissionId at offset %d", f.job.FormID, offset+i)
 			}
 			if _, dup := seen[sub.SubmissionID]; dup {
 				continue
@@ -214,13 +248,15 @@ func (f *formRun) walk(ctx context.Context, w window, seen map[string]struct{}, 
 				continue
 			}
 			if err := b.Append(sub, lin); err != nil {
-				return fmt.Errorf("map submission %s of form %s: %w", sub.SubmissionID, f.job.FormID, err)
+				return false, fmt.Errorf("map submission %s of form %s: %w", sub.SubmissionID, f.job.FormID, err)
 			}
 		}
-		offset += len(page.Responses)
-		if len(page.Responses) < limit || offset >= page.TotalResponses {
-			return nil
+		n := len(page.Responses)
+		if n < limit || offset+n >= page.TotalResponses {
+			return changed, nil
 		}
+		last = page.Responses[n-1].SubmissionID
+		offset += n - 1
 	}
 }
 

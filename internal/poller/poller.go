@@ -82,9 +82,10 @@ type Poller struct {
 	sink  sink.Sink
 	store state.Store
 	opts  Options
-	// spanDays: the sink takes batches of several UTC days (a
-	// sink.DaySpanner), so windows are cut by row count only.
-	spanDays bool
+	// partOf and partStart are the sink's partitions (a sink.Partitioner);
+	// nil for a sink that takes a batch as one unit.
+	partOf    func(time.Time) string
+	partStart func(time.Time) time.Time
 
 	mu          sync.Mutex
 	formLocks   map[string]*sync.Mutex // one pass of a form at a time
@@ -102,21 +103,20 @@ type Poller struct {
 // New returns a Poller.
 func New(src Source, snk sink.Sink, store state.Store, opts Options) *Poller {
 	opts.setDefaults()
-	spanDays := false
-	if d, ok := snk.(sink.DaySpanner); ok {
-		spanDays = d.BatchesSpanDays()
-	}
-	return &Poller{
+	p := &Poller{
 		src:         src,
 		sink:        snk,
 		store:       store,
 		opts:        opts,
-		spanDays:    spanDays,
 		formLocks:   map[string]*sync.Mutex{},
 		loggedTypes: map[string]bool{},
 		draining:    make(chan struct{}),
 		streamSlot:  make(chan struct{}, 1),
 	}
+	if pt, ok := snk.(sink.Partitioner); ok {
+		p.partOf, p.partStart = pt.PartitionOf, pt.PartitionStart
+	}
+	return p
 }
 
 // Drain makes every pass stop planning new windows; windows already being

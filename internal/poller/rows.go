@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -31,18 +33,31 @@ type batchRows struct {
 	first arrow.Record // the only chunk so far, kept in memory
 	spool *spool.Spool // every chunk, once there are two
 
+	// partOf names a row's partition (nil: one part). Each chunk's
+	// partitions are kept, so that a part replays only its chunks.
+	partOf    func(time.Time) string
+	cur       map[string]bool   // partitions of the rows in the builder
+	chunkKeys []map[string]bool // per chunk, in order
+	partRows  map[string]int64  // rows per partition
+
 	table *schema.Table // after the last chunk
 	stats schema.Stats  // of every chunk
 }
 
-func newBatchRows(base *schema.Table, mem memory.Allocator, chunkRows int, spoolDir string) *batchRows {
-	return &batchRows{bld: schema.NewBuilder(base, mem), mem: mem, chunkRows: chunkRows, spoolDir: spoolDir, table: base}
+func newBatchRows(base *schema.Table, mem memory.Allocator, chunkRows int, spoolDir string, partOf func(time.Time) string) *batchRows {
+	return &batchRows{bld: schema.NewBuilder(base, mem), mem: mem, chunkRows: chunkRows, spoolDir: spoolDir, table: base,
+		partOf: partOf, cur: map[string]bool{}, partRows: map[string]int64{}}
 }
 
 // Append adds one submission, cutting a chunk when the builder is full.
 func (r *batchRows) Append(sub *forms.Submission, lin schema.Lineage) error {
 	if err := r.bld.Append(sub, lin); err != nil {
 		return err
+	}
+	if r.partOf != nil {
+		key := r.partOf(sub.SubmissionTime)
+		r.cur[key] = true
+		r.partRows[key]++
 	}
 	r.size += estimatedSize(sub)
 	if r.bld.Len() >= r.chunkRows || r.size >= chunkBytes {
@@ -92,6 +107,8 @@ func (r *batchRows) cut() error {
 	if rec.NumRows() == 0 && (r.first != nil || r.spool != nil) {
 		return nil
 	}
+	r.chunkKeys = append(r.chunkKeys, r.cur)
+	r.cur = map[string]bool{}
 	if r.first == nil && r.spool == nil {
 		rec.Retain()
 		r.first = rec
@@ -190,6 +207,103 @@ func (r *batchRows) commit(ctx context.Context, f *formRun, b sink.Batch) (int64
 	}
 	defer rec.Release()
 	return f.commitRecord(ctx, b, rec)
+}
+
+// parts are the partitions the rows fall in, sorted.
+func (r *batchRows) parts() []string {
+	all := map[string]bool{}
+	for _, keys := range r.chunkKeys {
+		for k := range keys {
+			all[k] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(all))
+}
+
+// commitParts hands the rows to a sink.Partitioner as one part per
+// partition: each part replays only the chunks holding its rows, sliced to
+// the runs of its rows (zero-copy), so memory holds one chunk whatever the
+// batch's size, and a sparse batch of many partitions reads its one chunk
+// from memory.
+func (r *batchRows) commitParts(ctx context.Context, f *formRun, pt sink.Partitioner, b sink.Batch) (int64, error) {
+	schemaOf := r.table.ArrowSchema()
+	timeCol := schemaOf.FieldIndices(schema.ColSubmissionTime)
+	if len(timeCol) != 1 {
+		return 0, fmt.Errorf("commit batch %s: the table has no %s column", b.ID, schema.ColSubmissionTime)
+	}
+	chunk := func(i int, fn func(arrow.Record) error) error {
+		if r.spool == nil {
+			wide, err := spool.Widen(r.first, schemaOf, r.mem)
+			if err != nil {
+				return err
+			}
+			defer wide.Release()
+			return fn(wide)
+		}
+		return r.spool.Replay(i, schemaOf, fn)
+	}
+	parts := make([]sink.Part, 0, len(b.Parts))
+	for _, key := range b.Parts {
+		var chunks []int
+		for i, keys := range r.chunkKeys {
+			if keys[key] {
+				chunks = append(chunks, i)
+			}
+		}
+		each := func(fn func(arrow.Record) error) error {
+			for _, i := range chunks {
+				err := chunk(i, func(rec arrow.Record) error {
+					return eachRun(rec, timeCol[0], key, f.p.partOf, fn)
+				})
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		parts = append(parts, sink.Part{Key: key, Records: sink.Records{Schema: schemaOf, Rows: r.partRows[key], Each: each}})
+	}
+	if r.spool != nil {
+		select {
+		case f.p.streamSlot <- struct{}{}:
+			defer func() { <-f.p.streamSlot }()
+		case <-ctx.Done():
+			return 0, fmt.Errorf("commit batch %s: %w", b.ID, ctx.Err())
+		}
+	}
+	return pt.CommitParts(ctx, b, parts)
+}
+
+// eachRun calls fn with every maximal run of rec's rows whose time falls in
+// partition key, as a zero-copy slice.
+func eachRun(rec arrow.Record, col int, key string, partOf func(time.Time) string, fn func(arrow.Record) error) error {
+	ts, ok := rec.Column(col).(*array.Timestamp)
+	if !ok {
+		return fmt.Errorf("column %s is %s, not a timestamp", rec.Schema().Field(col).Name, rec.Column(col).DataType())
+	}
+	unit := ts.DataType().(*arrow.TimestampType).Unit
+	from := -1
+	flush := func(to int) error {
+		if from < 0 {
+			return nil
+		}
+		s := rec.NewSlice(int64(from), int64(to))
+		defer s.Release()
+		from = -1
+		return fn(s)
+	}
+	for i := 0; i < ts.Len(); i++ {
+		if partOf(ts.Value(i).ToTime(unit)) == key {
+			if from < 0 {
+				from = i
+			}
+			continue
+		}
+		if err := flush(i); err != nil {
+			return err
+		}
+	}
+	return flush(ts.Len())
 }
 
 // concatenate reads recs into one record.

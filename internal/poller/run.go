@@ -33,18 +33,21 @@ func (c *countingSource) ListSubmissions(ctx context.Context, formID string, p f
 	return c.Source.ListSubmissions(ctx, formID, p)
 }
 
-// window is a planned half-open range, of one UTC day unless the sink takes
-// batches that span days, with the count the service gave for it when it was
-// planned (-1 when unknown).
+// window is a planned half-open range bounded by its row count, with the
+// count the service gave for it when it was planned (-1 when unknown).
 type window struct {
 	start, end time.Time
 	count      int
+	// first is the window's first page when planning already fetched it
+	// (a gap that fits one window): the walk starts from it.
+	first *forms.SubmissionPage
 	// An open batch of an earlier run: its table (when it differs from the
-	// form's), and a failure keeps its intent, since that run's commit may
-	// still land.
+	// form's), its id and partitions as its intent recorded them, and a
+	// failure keeps its intent, since that run's commit may still land.
 	redo  bool
 	table string
-	id    string // the open batch's id, as its intent recorded it
+	id    string
+	parts []string
 }
 
 // formRun is one pass over one form.
@@ -241,7 +244,7 @@ func (f *formRun) recoverIntents(ctx context.Context, st state.FormState) ([]win
 	var redo []window
 	for _, id := range ids {
 		in := st.Intents[id]
-		w := window{start: in.Start, end: in.End, count: -1, redo: true, table: in.Table, id: id}
+		w := window{start: in.Start, end: in.End, count: -1, redo: true, table: in.Table, id: id, parts: in.Parts}
 		b := f.batchFor(w)
 		done, err := f.p.sink.Committed(ctx, b)
 		if err != nil {
@@ -278,9 +281,10 @@ func (f *formRun) batchFor(w window) sink.Batch {
 		ID:          id,
 		FormID:      f.job.FormID,
 		Table:       table,
-		Day:         dayStart(w.start),
 		WindowStart: w.start,
 		WindowEnd:   w.end,
+		TimeColumn:  schema.ColSubmissionTime,
+		Parts:       w.parts,
 	}
 }
 
@@ -317,61 +321,92 @@ func (f *formRun) commitEmpty(ctx context.Context, start, end time.Time) error {
 	return nil
 }
 
-// plan cuts the gap [a, b) into windows that never cross a UTC midnight and
-// count at most MaxRowsPerBatch submissions, skipping empty stretches with
-// one request each: the first submission of what is left tells where data
-// resumes. For a sink whose batches may span days, windows are bounded by
-// their count only, so that a pass over a gap of at most MaxRowsPerBatch
-// submissions commits one batch, and a larger gap (a backfill, a long
-// stop) is cut near MaxRowsPerBatch by the counts rather than by halves.
+// plan cuts the gap [a, b) into windows of at most MaxRowsPerBatch rows.
+// Its first request is the first page of the gap, whose total tells how
+// much the gap holds: an empty gap costs that one request, and a gap that
+// fits one window (every incremental pass, every sparse form) is fetched
+// from that page on, so planning costs nothing more. A larger gap is cut by
+// counts (one limit=1 request each), at the start of a partition of the
+// sink where one falls inside the window, so that a pass writes one file
+// per partition unless one partition alone holds more than a batch.
 func (f *formRun) plan(ctx context.Context, gap state.Interval, emit func(window) error) error {
 	a, b := gap.Start, gap.End
 	maxRows := f.p.opts.MaxRowsPerBatch
 	for a.Before(b) {
-		page, err := f.list(ctx, a, b, 1, 0, false)
+		page, err := f.list(ctx, a, b, f.p.opts.PageSize, 0, f.p.opts.IncludeEditLink)
 		if err != nil {
 			return err
 		}
-		if page.TotalResponses == 0 || len(page.Responses) == 0 || !page.Responses[0].SubmissionTime.Before(b) {
+		if page.TotalResponses == 0 || len(page.Responses) == 0 {
 			return f.commitEmpty(ctx, a, b)
 		}
-		first := floorMS(page.Responses[0].SubmissionTime)
-		start := maxTime(a, dayStart(maxTime(a, first)))
-		if err := f.commitEmpty(ctx, a, start); err != nil {
+		if page.TotalResponses <= maxRows {
+			return emit(window{start: a, end: b, count: page.TotalResponses, first: page})
+		}
+		end, count, err := f.split(ctx, a, b, page)
+		if err != nil {
 			return err
 		}
-		end := b
-		if !f.p.spanDays {
-			end = minTime(b, nextMidnight(start))
-		}
-		count := -1
-		if start.Equal(a) && end.Equal(b) {
-			count = page.TotalResponses
-		}
-		for {
-			if count < 0 {
-				p, err := f.list(ctx, start, end, 1, 0, false)
-				if err != nil {
-					return err
-				}
-				count = p.TotalResponses
-			}
-			if count <= maxRows {
-				break
-			}
-			m := midpoint(start, end)
-			if f.p.spanDays {
-				m = splitAt(start, end, count, maxRows)
-			}
-			if m.Equal(end) {
-				break // a single millisecond holds more than a batch: take it whole
-			}
-			end, count = m, -1
-		}
-		if err := emit(window{start: start, end: end, count: count}); err != nil {
+		if err := emit(window{start: a, end: end, count: count}); err != nil {
 			return err
 		}
 		a = end
 	}
 	return nil
+}
+
+// split picks the end of the first window of [a, b), which counts total >
+// MaxRowsPerBatch submissions: an instant whose window counts between half
+// and all of a batch, found by interpolating on counts (submissions are
+// seldom spread evenly: a form may be sparse for years and dense for a
+// week), then moved back to the start of its partition when that is still
+// inside the window. A single millisecond holding more than a batch is
+// taken whole.
+func (f *formRun) split(ctx context.Context, a, b time.Time, first *forms.SubmissionPage) (time.Time, int, error) {
+	maxRows := f.p.opts.MaxRowsPerBatch
+	target := max(maxRows*9/10, 1)
+	lo, loN, hi, hiN := a, 0, b, first.TotalResponses
+	// Nothing lies before the gap's first submission: a form sparse for
+	// years starts the search where its data does.
+	for _, sub := range first.Responses {
+		if t := floorMS(sub.SubmissionTime); !t.Before(a) && t.Before(b) {
+			lo = t
+			break
+		}
+	}
+	for i := 0; ; i++ {
+		if hi.Sub(lo) <= time.Millisecond {
+			if loN == 0 {
+				return hi, hiN, nil // one millisecond over a batch: take it whole
+			}
+			break
+		}
+		var t time.Time
+		if i < 8 && hiN > loN {
+			t = floorMS(lo.Add(time.Duration(float64(hi.Sub(lo)) * float64(target-loN) / float64(hiN-loN))))
+		}
+		if !t.After(lo) || !t.Before(hi) {
+			t = midpoint(lo, hi)
+		}
+		page, err := f.list(ctx, a, t, 1, 0, false)
+		if err != nil {
+			return time.Time{}, 0, err
+		}
+		n := page.TotalResponses
+		if n <= maxRows && n >= target/2 {
+			lo, loN = t, n
+			break
+		}
+		if n > maxRows {
+			hi, hiN = t, n
+		} else {
+			lo, loN = t, n
+		}
+	}
+	if f.p.partStart != nil {
+		if s := floorMS(f.p.partStart(lo)); s.After(a) && s.Before(lo) {
+			return s, -1, nil
+		}
+	}
+	return lo, loN, nil
 }

@@ -53,61 +53,119 @@ func (m *memSource) ListSubmissions(_ context.Context, _ string, p forms.ListPar
 	return page, nil
 }
 
-// memSink records the batches committed, and spans days when told to.
+// memSink records the batches committed.
 type memSink struct {
-	span    bool
 	mu      sync.Mutex
 	batches []sink.Batch
 	rows    map[string]int // submission id -> times committed
 	perRows []int
 }
 
-type spanningSink struct{ *memSink }
-
-func (s spanningSink) BatchesSpanDays() bool { return s.span }
-
 func (s *memSink) Commit(_ context.Context, b sink.Batch, rec arrow.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.batches = append(s.batches, b)
 	s.perRows = append(s.perRows, int(rec.NumRows()))
+	s.count(rec)
+	return nil
+}
+
+func (s *memSink) count(rec arrow.Record) {
 	ids := rec.Column(rec.Schema().FieldIndices("submission_id")[0]).(*array.String)
 	for i := 0; i < ids.Len(); i++ {
 		s.rows[ids.Value(i)]++
 	}
-	return nil
 }
 
 func (s *memSink) Committed(context.Context, sink.Batch) (bool, error) { return false, nil }
 func (s *memSink) Close() error                                        { return nil }
 
-// TestWindowsSpanDaysOnlyForSinksThatTakeThem plans the same history for a
-// sink that writes one partition per batch (Parquet: every batch inside one
-// UTC day, as before) and for one that partitions by the column itself
-// (BigQuery: one batch per pass when the gap holds at most
-// MaxRowsPerBatch, and loads near that bound when it holds more).
-func TestWindowsSpanDaysOnlyForSinksThatTakeThem(t *testing.T) {
-	day0 := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
-	spread := func(n int, from time.Time, over time.Duration) []time.Time {
-		out := make([]time.Time, n)
-		for i := range out {
-			out[i] = from.Add(over * time.Duration(i) / time.Duration(n)).Add(time.Millisecond)
+// partSink is a memSink that partitions by UTC day, as the Parquet sinks
+// do, and records every part it is handed.
+type partSink struct {
+	*memSink
+	files map[string]int // partition -> files written
+}
+
+func (s *partSink) PartitionOf(t time.Time) string { return t.UTC().Format(time.DateOnly) }
+func (s *partSink) PartitionStart(t time.Time) time.Time {
+	return dayStart(t)
+}
+
+func (s *partSink) CommitParts(_ context.Context, b sink.Batch, parts []sink.Part) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.batches = append(s.batches, b)
+	n := 0
+	for i, p := range parts {
+		if p.Key != b.Parts[i] {
+			return 0, fmt.Errorf("part %d is %s, the batch lists %s", i, p.Key, b.Parts[i])
 		}
-		return out
+		s.files[p.Key]++
+		err := p.Records.Each(func(rec arrow.Record) error {
+			times := rec.Column(rec.Schema().FieldIndices("submission_time")[0]).(*array.Timestamp)
+			for j := 0; j < times.Len(); j++ {
+				if got := s.PartitionOf(times.Value(j).ToTime(arrow.Microsecond)); got != p.Key {
+					return fmt.Errorf("a row of %s in part %s", got, p.Key)
+				}
+			}
+			n += int(rec.NumRows())
+			s.count(rec)
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
 	}
+	s.perRows = append(s.perRows, n)
+	return 0, nil
+}
+
+// countingMem counts the requests a memSource answers.
+type countingMem struct {
+	*memSource
+	requests int
+}
+
+func (c *countingMem) GetForm(ctx context.Context, id string) (*forms.Form, error) {
+	c.requests++
+	return c.memSource.GetForm(ctx, id)
+}
+
+func (c *countingMem) ListSubmissions(ctx context.Context, id string, p forms.ListParams) (*forms.SubmissionPage, error) {
+	c.requests++
+	return c.memSource.ListSubmissions(ctx, id, p)
+}
+
+func spread(n int, from time.Time, over time.Duration) []time.Time {
+	out := make([]time.Time, n)
+	for i := range out {
+		out[i] = from.Add(time.Duration(float64(over) * float64(i) / float64(n))).Add(time.Millisecond)
+	}
+	return out
+}
+
+// TestWindowsAreBoundedByRows plans the same history for a sink that takes
+// a batch whole (BigQuery) and one that writes a file per day partition
+// (Parquet): one batch when the gap holds at most MaxRowsPerBatch, batches
+// near that bound when it holds more, every submission once, and for the
+// partitioned sink at most one file per day per pass.
+func TestWindowsAreBoundedByRows(t *testing.T) {
+	day0 := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
 	cases := []struct {
 		name        string
-		span        bool
+		parts       bool
 		rows        int
 		maxRows     int
 		backfill    int // concurrency; 0 runs the live pass
 		wantBatches func(n int) bool
 	}{
-		{name: "day partitions, small gap", rows: 300, maxRows: 1000, wantBatches: func(n int) bool { return n == 5 }},
-		{name: "day partitions, large gap", rows: 3000, maxRows: 400, wantBatches: func(n int) bool { return n >= 10 }},
-		{name: "column partitions, small gap", span: true, rows: 300, maxRows: 1000, wantBatches: func(n int) bool { return n == 1 }},
-		{name: "column partitions, large gap", span: true, rows: 3000, maxRows: 1000, wantBatches: func(n int) bool { return n >= 3 && n <= 4 }},
-		{name: "column partitions, backfill", span: true, rows: 3000, maxRows: 1000, backfill: 3, wantBatches: func(n int) bool { return n >= 3 && n <= 4 }},
+		{name: "whole batches, small gap", rows: 300, maxRows: 1000, wantBatches: func(n int) bool { return n == 1 }},
+		{name: "whole batches, large gap", rows: 3000, maxRows: 1000, wantBatches: func(n int) bool { return n >= 3 && n <= 5 }},
+		{name: "whole batches, backfill", rows: 3000, maxRows: 1000, backfill: 3, wantBatches: func(n int) bool { return n >= 3 && n <= 5 }},
+		{name: "day parts, small gap", parts: true, rows: 300, maxRows: 1000, wantBatches: func(n int) bool { return n == 1 }},
+		{name: "day parts, large gap", parts: true, rows: 3000, maxRows: 1000, wantBatches: func(n int) bool { return n >= 3 && n <= 6 }},
+		{name: "day parts, days larger than a batch", parts: true, rows: 3000, maxRows: 250, wantBatches: func(n int) bool { return n >= 12 && n <= 20 }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,10 +177,11 @@ func TestWindowsSpanDaysOnlyForSinksThatTakeThem(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer store.Close()
-			mem := &memSink{span: tc.span, rows: map[string]int{}}
+			mem := &memSink{rows: map[string]int{}}
 			var snk sink.Sink = mem
-			if tc.span {
-				snk = spanningSink{mem}
+			ps := &partSink{memSink: mem, files: map[string]int{}}
+			if tc.parts {
+				snk = ps
 			}
 			now := day0.AddDate(0, 0, 6).Add(-2 * time.Hour)
 			p := New(src, snk, store, Options{MaxRowsPerBatch: tc.maxRows, SafetyLag: time.Nanosecond, Now: func() time.Time { return now }})
@@ -152,28 +211,30 @@ func TestWindowsSpanDaysOnlyForSinksThatTakeThem(t *testing.T) {
 				if mem.perRows[i] > tc.maxRows {
 					t.Errorf("batch %s holds %d rows, more than %d", b.ID, mem.perRows[i], tc.maxRows)
 				}
-				if !tc.span && b.WindowEnd.After(nextMidnight(b.WindowStart)) {
-					t.Errorf("batch %s of a day-partitioned sink crosses midnight: [%s, %s)", b.ID, b.WindowStart, b.WindowEnd)
-				}
-				if !b.Day.Equal(dayStart(b.WindowStart)) {
-					t.Errorf("batch %s has day %s, window start %s", b.ID, b.Day, b.WindowStart)
+			}
+			if tc.parts {
+				// 600 submissions a day: a day holds more than a batch only
+				// when maxRows is below 600.
+				for day, n := range ps.files {
+					if n > 1 && tc.maxRows >= 600 {
+						t.Errorf("partition %s got %d files in one pass", day, n)
+					}
 				}
 			}
 
 			// New submissions on both sides of a midnight: the next pass
-			// commits one batch to a spanning sink, one a day otherwise.
+			// commits them in one batch (in one file per day when parted).
 			before := len(mem.batches)
 			src.add(now.Add(90*time.Minute), now.Add(150*time.Minute))
 			now = now.Add(4 * time.Hour)
 			if res := p.Sync(ctx, job); res.Err != nil {
 				t.Fatal(res.Err)
 			}
-			want := 2
-			if tc.span {
-				want = 1
+			if got := len(mem.batches) - before; got != 1 {
+				t.Errorf("a pass over new submissions of two days committed %d batches, want 1", got)
 			}
-			if got := len(mem.batches) - before; got != want {
-				t.Errorf("a pass over new submissions of two days committed %d batches, want %d", got, want)
+			if last := mem.batches[len(mem.batches)-1]; tc.parts && len(last.Parts) != 2 {
+				t.Errorf("the batch of two days has parts %v, want two", last.Parts)
 			}
 			if len(mem.rows) != tc.rows+2 {
 				t.Errorf("%d submissions committed, want %d", len(mem.rows), tc.rows+2)
@@ -182,22 +243,76 @@ func TestWindowsSpanDaysOnlyForSinksThatTakeThem(t *testing.T) {
 	}
 }
 
-func TestSplitAt(t *testing.T) {
-	a := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+// TestRequestsNearTheMinimum: a form's first sync costs at most
+// 1.1 x (ceil(n/150) + 1) + 4 requests, sparse or dense; a pass with
+// nothing new one request; a pass with a few new ones at most three.
+func TestRequestsNearTheMinimum(t *testing.T) {
+	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	cases := []struct {
-		name           string
-		b              time.Time
-		count, maxRows int
-		want           time.Time
+		name  string
+		n     int
+		over  time.Duration
+		parts bool
 	}{
-		{"proportional", a.Add(100 * time.Second), 1000, 100, a.Add(9 * time.Second)},
-		{"a millisecond window", a.Add(time.Millisecond), 1000, 100, a.Add(time.Millisecond)},
-		{"guess below a millisecond falls back to halves", a.Add(10 * time.Millisecond), 1_000_000, 10, a.Add(5 * time.Millisecond)},
-		{"count within target halves", a.Add(10 * time.Second), 90, 100, a.Add(5 * time.Second)},
+		{"300 over 5 years", 300, 5 * 365 * 24 * time.Hour, true},
+		{"2000 over 2 years", 2000, 2 * 365 * 24 * time.Hour, true},
+		{"100 over 1 year", 100, 365 * 24 * time.Hour, true},
+		{"40000 over 70 days", 40000, 70 * 24 * time.Hour, true},
+		{"40000 over 70 days, whole batches", 40000, 70 * 24 * time.Hour, false},
+		{"150 exactly", 150, 30 * 24 * time.Hour, true},
 	}
 	for _, tc := range cases {
-		if got := splitAt(a, tc.b, tc.count, tc.maxRows); !got.Equal(tc.want) {
-			t.Errorf("%s: splitAt = %s, want %s", tc.name, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			src := &countingMem{memSource: &memSource{}}
+			src.add(spread(tc.n, now.Add(-tc.over-time.Hour), tc.over)...)
+			store, err := state.OpenBolt(ctx, state.BoltOptions{Path: filepath.Join(t.TempDir(), "s.db")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			mem := &memSink{rows: map[string]int{}}
+			var snk sink.Sink = mem
+			if tc.parts {
+				snk = &partSink{memSink: mem, files: map[string]int{}}
+			}
+			clock := now
+			p := New(src, snk, store, Options{MaxRowsPerBatch: 10000, Now: func() time.Time { return clock }})
+			job := Job{FormID: "fReq"}
+			if res := p.Sync(ctx, job); res.Err != nil {
+				t.Fatal(res.Err)
+			}
+			ideal := (tc.n+149)/150 + 1
+			limit := int(1.1*float64(ideal)) + 4
+			t.Logf("first sync: %d requests, ideal %d, limit %d", src.requests, ideal, limit)
+			if src.requests > limit {
+				t.Errorf("first sync of %d submissions made %d requests, more than %d (ideal %d)", tc.n, src.requests, limit, ideal)
+			}
+			if len(mem.rows) != tc.n {
+				t.Errorf("%d submissions committed, want %d", len(mem.rows), tc.n)
+			}
+
+			src.requests = 0
+			clock = clock.Add(15 * time.Minute)
+			if res := p.Sync(ctx, job); res.Err != nil {
+				t.Fatal(res.Err)
+			}
+			if src.requests != 1 {
+				t.Errorf("a pass with nothing new made %d requests, want 1", src.requests)
+			}
+
+			src.requests = 0
+			src.add(clock.Add(time.Minute), clock.Add(2*time.Minute), clock.Add(3*time.Minute))
+			clock = clock.Add(15 * time.Minute)
+			if res := p.Sync(ctx, job); res.Err != nil {
+				t.Fatal(res.Err)
+			}
+			if src.requests > 3 {
+				t.Errorf("a pass with 3 new submissions made %d requests, want at most 3", src.requests)
+			}
+			if len(mem.rows) != tc.n+3 {
+				t.Errorf("%d submissions committed, want %d", len(mem.rows), tc.n+3)
+			}
+		})
 	}
 }

@@ -40,9 +40,6 @@ func dayStart(t time.Time) time.Time {
 	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
 }
 
-// nextMidnight is the first UTC midnight strictly after t.
-func nextMidnight(t time.Time) time.Time { return dayStart(t).AddDate(0, 0, 1) }
-
 // floorMS drops sub-millisecond precision: the API speaks milliseconds.
 func floorMS(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
 
@@ -67,23 +64,6 @@ func maxTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// splitAt guesses where [a, b), which counts count > maxRows submissions,
-// should end to hold about nine tenths of maxRows of them, assuming they
-// are spread evenly; a guess that holds too many is cut again by the
-// caller. It falls back to midpoint when the guess is not a millisecond
-// boundary strictly inside the window.
-func splitAt(a, b time.Time, count, maxRows int) time.Time {
-	target := max(maxRows*9/10, 1)
-	if count <= target {
-		return midpoint(a, b)
-	}
-	m := floorMS(a.Add(time.Duration(float64(b.Sub(a)) * float64(target) / float64(count))))
-	if !m.After(a) || !m.Before(b) {
-		return midpoint(a, b)
-	}
-	return m
 }
 
 // midpoint splits [a, b) on a millisecond boundary strictly inside it, or

@@ -9,29 +9,25 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 )
 
-// Batch names one unit of commit: the submissions of one form whose
-// submission time falls in the half-open window [WindowStart, WindowEnd).
-// A window never crosses a UTC midnight, so a batch belongs to one Day,
-// unless the sink is a DaySpanner that says otherwise; Day is then the
-// day of WindowStart.
+// Batch names one unit of commit: the records of one stream whose time
+// falls in the half-open window [WindowStart, WindowEnd). A window is
+// bounded by its row count, not by calendar days, so a batch may span
+// several partitions of a sink that partitions by time (a Partitioner):
+// such a sink writes one file per partition, all under the batch id.
 type Batch struct {
 	ID                string    // deterministic: the same window always gets the same id
 	FormID            string    // source form
 	Table             string    // destination table name (already sanitised)
-	Day               time.Time // UTC midnight of the submissions' date: the partition
 	WindowStart       time.Time // inclusive
 	WindowEnd         time.Time // exclusive
 	SchemaFingerprint string    // of the pinned table schema the record was built with
-}
-
-// DaySpanner is a capability a Sink may have. A sink whose tables are
-// partitioned by the submission_time column itself, not by where a batch is
-// written (BigQuery partitions by day on the column), can take a batch that
-// spans several UTC days: the poller then plans windows bounded only by
-// their row count, so that a pass commits one batch per table, and a
-// backfill a few large ones. A sink without it gets windows of one UTC day.
-type DaySpanner interface {
-	BatchesSpanDays() bool
+	// TimeColumn is the column the window and the partitions follow.
+	TimeColumn string
+	// Parts are the partition keys of a Partitioner's batch, sorted: the
+	// intent records them once the rows are fetched, so an open batch found
+	// at start-up is checked file by file. Empty: the partition of
+	// WindowStart (batches of older versions never crossed a partition).
+	Parts []string
 }
 
 // Sink is a destination that commits whole batches.
@@ -70,4 +66,28 @@ type StreamCommitter interface {
 // that has no output succeeds.
 type Purger interface {
 	Purge(ctx context.Context, table string) error
+}
+
+// Part is the rows of one batch that fall in one partition.
+type Part struct {
+	Key     string // the partition, as PartitionOf names it
+	Records Records
+}
+
+// Partitioner is a capability a Sink may have: it writes one file per
+// partition of the time column, so the poller hands it a batch cut into
+// parts. Its Commit of a whole record splits the record itself.
+type Partitioner interface {
+	// PartitionOf names the partition of a row whose time is t ("" for a
+	// sink that keeps one folder per table).
+	PartitionOf(t time.Time) string
+	// PartitionStart is the first instant of the partition holding t (the
+	// zero time for a sink without partitions): windows are cut there, so
+	// that a pass writes one file per partition.
+	PartitionStart(t time.Time) time.Time
+	// CommitParts writes each part as one file of batch b, in the order of
+	// b.Parts (which lists every part's key), each visible whole or not at
+	// all; a file already in place is kept, so a replay adds nothing. The
+	// batch is committed when every part is. It returns the bytes written.
+	CommitParts(ctx context.Context, b Batch, parts []Part) (int64, error)
 }

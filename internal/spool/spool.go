@@ -143,6 +143,15 @@ func (s *Spool) Each(schema *arrow.Schema, fn func(arrow.Record) error) error {
 	return nil
 }
 
+// Replay reads chunk i back and calls fn with it, widened to schema. A
+// record is valid only during its call.
+func (s *Spool) Replay(i int, schema *arrow.Schema, fn func(arrow.Record) error) error {
+	if i < 0 || i >= len(s.chunks) {
+		return fmt.Errorf("spool has no chunk %d (it holds %d)", i, len(s.chunks))
+	}
+	return s.replay(s.chunks[i], schema, fn)
+}
+
 func (s *Spool) replay(c chunk, schema *arrow.Schema, fn func(arrow.Record) error) error {
 	f, err := os.Open(c.path)
 	if err != nil {

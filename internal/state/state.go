@@ -27,6 +27,9 @@ type Intent struct {
 	End       time.Time `json:"end"`
 	Rows      int       `json:"rows,omitempty"` // expected rows, when known
 	CreatedAt time.Time `json:"created_at"`
+	// Parts are the sink partitions the batch writes a file to, recorded
+	// once its rows are fetched and before the first file is written.
+	Parts []string `json:"parts,omitempty"`
 }
 
 // FormState is everything the store keeps about one form.

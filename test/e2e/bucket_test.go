@@ -96,7 +96,8 @@ func (l *lake) check(t *testing.T, sim *testkit.Sim, covers time.Time) {
 		got := duck.IDCounts(t, dir, poller.DefaultTable(id))
 		testkit.CheckExactlyOnce(t, got, testkit.ExpectedIn(sim, id, fs.Committed))
 	}
-	if int64(objects) != batches {
+	// A batch writes one object per day it holds rows of.
+	if int64(objects) < batches {
 		t.Errorf("%d objects in the bucket for %d committed batches", objects, batches)
 	}
 }
@@ -245,8 +246,12 @@ func TestBucketKillBetweenUploadAndStateCommit(t *testing.T) {
 	if len(fs.Intents) != 1 || fs.Batches != 0 {
 		t.Fatalf("after the kill: intents %v, batches %d; want one open intent, nothing committed", fs.Intents, fs.Batches)
 	}
-	if n := l.gcs.Download(t, l.bucket, lakeOut+"/", t.TempDir()); n != 1 {
-		t.Fatalf("after the kill: %d objects, want the one uploaded", n)
+	var open state.Intent
+	for _, in := range fs.Intents {
+		open = in
+	}
+	if n := l.gcs.Download(t, l.bucket, lakeOut+"/", t.TempDir()); n != len(open.Parts) || n == 0 {
+		t.Fatalf("after the kill: %d objects, want the %d of the batch uploaded (one per day)", n, len(open.Parts))
 	}
 
 	if res := testkit.Run(ctx, syncdBin, w, "once"); res.Code != 0 {

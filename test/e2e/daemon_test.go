@@ -97,7 +97,7 @@ func TestDaemonMetricsAndReadiness(t *testing.T) {
 	form := sim.FormIDs()[0]
 	rows := `syncd_rows_written_total{form="` + form + `"}`
 	if !eventually(20*time.Second, func() bool { return scrape(t, addr, rows) > 0 }) {
-		t.Fatalf("rows counter never moved")
+		t.Fatalf("rows counter never moved\n%s", tail(stderr.String()))
 	}
 	if v := scrape(t, addr, `syncd_last_success_timestamp_seconds{form="`+form+`"}`); v < float64(start.Unix()) {
 		t.Errorf("last success gauge = %v", v)

@@ -47,7 +47,6 @@ func batch(id string) sink.Batch {
 		ID:                id,
 		FormID:            "fA1",
 		Table:             "form_fa1",
-		Day:               day,
 		WindowStart:       day.Add(10 * time.Hour),
 		WindowEnd:         day.Add(11 * time.Hour),
 		SchemaFingerprint: "fp",

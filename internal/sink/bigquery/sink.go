@@ -161,15 +161,8 @@ type tableState struct {
 }
 
 var (
-	_ sink.Sink       = (*Sink)(nil)
-	_ sink.DaySpanner = (*Sink)(nil)
+	_ sink.Sink = (*Sink)(nil)
 )
-
-// BatchesSpanDays is true: tables are partitioned by day on
-// submission_time, whatever the batch, and a table takes at most 1,500
-// load jobs a day, so a pass should load one batch per table rather than
-// one per day.
-func (s *Sink) BatchesSpanDays() bool { return true }
 
 // New returns a Sink. It makes no BigQuery call; the dataset and tables are
 // looked up (and created) by the first Commit that needs them.

@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
+	"time"
 
 	"cloud.google.com/go/storage"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -37,17 +39,23 @@ const MetaBatchID = "syncd-batch-id"
 type Options struct {
 	URL     string                    // gs://bucket/prefix, s3://bucket/prefix?region=..., azblob://container/prefix, file:///abs/path
 	Encode  parquetsink.EncodeOptions // compression and row group size
+	Layout  parquetsink.Layout        // partition prefixes: day (default), month or none
 	Version string                    // written to the footer as syncd.version
 	Logger  *zap.Logger               // nil logs nothing
 }
 
-// Sink commits each batch as one object.
+// Sink commits each batch as one object per partition it touches, in the
+// layout of the Parquet folder sink.
 type Sink struct {
 	bucket *blob.Bucket
 	where  string // the URL, for messages
 	enc    parquetsink.EncodeOptions
-	kv     map[string]string // footer extras; read-only after New
-	log    *zap.Logger
+	layout parquetsink.Layout
+
+	checkedMu sync.Mutex
+	checked   map[string]bool   // tables whose layout was checked
+	kv        map[string]string // footer extras; read-only after New
+	log       *zap.Logger
 
 	// stop, when closed, abandons every upload in flight and refuses new
 	// ones (see StopWhen). Set before the first commit.
@@ -78,8 +86,8 @@ func (s *Sink) stopped() bool {
 }
 
 var (
-	_ sink.Sink            = (*Sink)(nil)
-	_ sink.StreamCommitter = (*Sink)(nil)
+	_ sink.Sink        = (*Sink)(nil)
+	_ sink.Partitioner = (*Sink)(nil)
 )
 
 // New opens the bucket opts.URL names and checks that it can be listed.
@@ -99,7 +107,12 @@ func New(ctx context.Context, opts Options) (*Sink, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	s := &Sink{bucket: b, where: loc.Shown, enc: opts.Encode, log: log}
+	layout, err := parquetsink.ParseLayout(string(opts.Layout))
+	if err != nil {
+		_ = b.Close()
+		return nil, fmt.Errorf("parquet sink: %w", err)
+	}
+	s := &Sink{bucket: b, where: loc.Shown, enc: opts.Encode, layout: layout, log: log, checked: map[string]bool{}}
 	if opts.Version != "" {
 		s.kv = map[string]string{parquetsink.KeyVersion: opts.Version}
 	}
@@ -109,8 +122,15 @@ func New(ctx context.Context, opts Options) (*Sink, error) {
 // Bucket is the bucket the sink writes to, keys relative to its prefix.
 func (s *Sink) Bucket() *blob.Bucket { return s.bucket }
 
-// Key is where batch b's object lives, relative to the URL's prefix.
-func Key(b sink.Batch) string { return parquetsink.RelPath(b) }
+// Key is where the object of batch b's partition part lives, relative to
+// the URL's prefix.
+func (s *Sink) Key(b sink.Batch, part string) string { return s.layout.RelPath(b.Table, part, b.ID) }
+
+// PartitionOf names the partition of a row whose time is t.
+func (s *Sink) PartitionOf(t time.Time) string { return s.layout.PartitionOf(t) }
+
+// PartitionStart is the first instant of the partition holding t.
+func (s *Sink) PartitionStart(t time.Time) time.Time { return s.layout.PartitionStart(t) }
 
 // Check reports whether the bucket can be reached and read, for validate.
 func (s *Sink) Check(ctx context.Context) error {
@@ -121,36 +141,90 @@ func (s *Sink) Check(ctx context.Context) error {
 	return nil
 }
 
-// Commit writes rec as batch b. If b's object is already there, Commit
-// does nothing: the rows are never written twice.
+// Commit writes rec as batch b: one object per partition its rows fall
+// in. An object already there is kept: the rows are never written twice.
 func (s *Sink) Commit(ctx context.Context, b sink.Batch, rec arrow.Record) error {
 	if rec == nil {
 		return fmt.Errorf("commit batch %s: no record", b.ID)
 	}
-	_, err := s.commit(ctx, b, rec.NumRows(), func(w io.Writer) (int64, error) {
-		return parquetsink.Encode(w, rec, b, s.kv, s.enc)
-	})
+	b, parts, err := s.layout.Split(b, rec)
+	if err != nil {
+		return err
+	}
+	if len(parts) == 0 {
+		part := s.layout.PartitionOf(b.WindowStart)
+		b.Parts = []string{part}
+		parts = []sink.Part{{Key: part, Records: sink.Records{Schema: rec.Schema(), Each: func(fn func(arrow.Record) error) error { return fn(rec) }}}}
+	}
+	_, err = s.CommitParts(ctx, b, parts)
 	return err
 }
 
-// CommitRecords is Commit of a batch replayed in chunks: the encoder
-// streams into the upload, so memory holds one chunk and one row group.
-func (s *Sink) CommitRecords(ctx context.Context, b sink.Batch, recs sink.Records) (int64, error) {
-	return s.commit(ctx, b, recs.Rows, func(w io.Writer) (int64, error) {
-		return parquetsink.EncodeRecords(w, recs, b, s.kv, s.enc)
-	})
-}
-
-func (s *Sink) commit(ctx context.Context, b sink.Batch, rows int64, encode func(io.Writer) (int64, error)) (int64, error) {
+// CommitParts uploads each part of batch b as one object, in order
+// (sink.Partitioner): the encoder streams into the upload, so memory holds
+// one chunk and one row group. It reports the bytes uploaded.
+func (s *Sink) CommitParts(ctx context.Context, b sink.Batch, parts []sink.Part) (int64, error) {
 	if err := parquetsink.ValidateBatch(b); err != nil {
 		return 0, err
 	}
-	key := Key(b)
+	if len(parts) != len(b.Parts) {
+		return 0, fmt.Errorf("commit batch %s: %d parts for %d partition keys", b.ID, len(parts), len(b.Parts))
+	}
+	if err := s.checkLayout(ctx, b.Table); err != nil {
+		return 0, err
+	}
+	var written int64
+	for i, p := range parts {
+		if p.Key != b.Parts[i] {
+			return written, fmt.Errorf("commit batch %s: part %d is %q, the batch lists %q", b.ID, i, p.Key, b.Parts[i])
+		}
+		n, err := s.commitPart(ctx, b, p)
+		written += n
+		if err != nil {
+			return written, err
+		}
+	}
+	return written, nil
+}
+
+// checkLayout refuses, once per table and process, a table written with
+// another layout: one listing of the table's prefix.
+func (s *Sink) checkLayout(ctx context.Context, table string) error {
+	s.checkedMu.Lock()
+	defer s.checkedMu.Unlock()
+	if s.checked[table] {
+		return nil
+	}
+	it := s.bucket.List(&blob.ListOptions{Prefix: table + "/", Delimiter: "/"})
+	var names []string
+	for len(names) < 100 {
+		obj, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("list table %s in %s: %w", table, s.where, blobstore.Hint(err, s.where))
+		}
+		names = append(names, strings.TrimSuffix(strings.TrimPrefix(obj.Key, table+"/"), "/"))
+	}
+	if err := s.layout.CheckTable(table, names); err != nil {
+		return err
+	}
+	s.checked[table] = true
+	return nil
+}
+
+func (s *Sink) commitPart(ctx context.Context, b sink.Batch, p sink.Part) (int64, error) {
+	key := s.Key(b, p.Key)
+	rows := p.Records.Rows
+	encode := func(w io.Writer) (int64, error) {
+		return parquetsink.EncodeRecords(w, p.Records, b, s.kv, s.enc)
+	}
 	switch ok, err := s.exists(ctx, key); {
 	case err != nil:
 		return 0, fmt.Errorf("commit batch %s: %w", b.ID, err)
 	case ok:
-		s.log.Debug("batch already committed", zap.String("batch_id", b.ID), zap.String("key", key))
+		s.log.Debug("batch object already committed", zap.String("batch_id", b.ID), zap.String("key", key))
 		return 0, nil
 	}
 	if s.beforeUpload != nil {
@@ -225,16 +299,22 @@ func ifAbsent(as func(any) bool) error {
 	return nil
 }
 
-// Committed reports whether batch b's object exists.
+// Committed reports whether every object of batch b (one per partition of
+// b.Parts) exists.
 func (s *Sink) Committed(ctx context.Context, b sink.Batch) (bool, error) {
 	if err := parquetsink.ValidateBatch(b); err != nil {
 		return false, err
 	}
-	ok, err := s.exists(ctx, Key(b))
-	if err != nil {
-		return false, fmt.Errorf("check batch %s: %w", b.ID, err)
+	for _, part := range s.layout.PartsOf(b) {
+		ok, err := s.exists(ctx, s.Key(b, part))
+		if err != nil {
+			return false, fmt.Errorf("check batch %s: %w", b.ID, err)
+		}
+		if !ok {
+			return false, nil
+		}
 	}
-	return ok, nil
+	return true, nil
 }
 
 func (s *Sink) exists(ctx context.Context, key string) (bool, error) {

@@ -21,7 +21,7 @@ import (
 var day = time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
 
 func batch(id string) sink.Batch {
-	return sink.Batch{ID: id, FormID: "f1", Table: "form_f1", Day: day,
+	return sink.Batch{ID: id, FormID: "f1", Table: "form_f1",
 		WindowStart: day.Add(time.Hour), WindowEnd: day.Add(2 * time.Hour), SchemaFingerprint: "fp"}
 }
 
@@ -142,7 +142,7 @@ func TestAbandonedUploadLeavesNothing(t *testing.T) {
 			ctx, cancel := tc.ctx()
 			defer cancel()
 			b := batch(fmt.Sprintf("bad%d", i))
-			_, err := s.CommitRecords(ctx, b, sink.Records{Schema: schema, Rows: 1, Each: tc.each(cancel)})
+			_, err := commitRecords(s, ctx, b, sink.Records{Schema: schema, Rows: 1, Each: tc.each(cancel)})
 			if !errors.Is(err, tc.wantIs) {
 				t.Fatalf("commit error %v, want %v", err, tc.wantIs)
 			}
@@ -159,7 +159,7 @@ func TestFileURL(t *testing.T) {
 	s := open(t, "file://"+dir)
 	rec := record("x", "y")
 	defer rec.Release()
-	n, err := s.CommitRecords(context.Background(), batch("fb"), sink.Records{Schema: schema, Rows: 2, Each: func(fn func(arrow.Record) error) error { return fn(rec) }})
+	n, err := commitRecords(s, context.Background(), batch("fb"), sink.Records{Schema: schema, Rows: 2, Each: func(fn func(arrow.Record) error) error { return fn(rec) }})
 	if err != nil || n == 0 {
 		t.Fatalf("commit: %d bytes, %v", n, err)
 	}
@@ -219,7 +219,7 @@ func TestStopWhenLeaseLost(t *testing.T) {
 				close(gone)
 			}
 			b := batch(fmt.Sprintf("fenced%d", i))
-			_, err := s.CommitRecords(context.Background(), b, sink.Records{Schema: schema, Rows: 2, Each: func(fn func(arrow.Record) error) error {
+			_, err := commitRecords(s, context.Background(), b, sink.Records{Schema: schema, Rows: 2, Each: func(fn func(arrow.Record) error) error {
 				r := record("a")
 				defer r.Release()
 				if err := fn(r); err != nil {
@@ -238,4 +238,10 @@ func TestStopWhenLeaseLost(t *testing.T) {
 			}
 		})
 	}
+}
+
+// commitRecords commits recs as the one part of b, in b's day.
+func commitRecords(s *Sink, ctx context.Context, b sink.Batch, recs sink.Records) (int64, error) {
+	b.Parts = []string{"2024-05-01"}
+	return s.CommitParts(ctx, b, []sink.Part{{Key: "2024-05-01", Records: recs}})
 }

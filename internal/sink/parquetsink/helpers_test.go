@@ -46,7 +46,6 @@ func testBatch(id string, day time.Time) sink.Batch {
 		ID:                id,
 		FormID:            "form-1",
 		Table:             "answers",
-		Day:               day,
 		WindowStart:       day.Add(2 * time.Hour),
 		WindowEnd:         day.Add(3*time.Hour + 500*time.Microsecond),
 		SchemaFingerprint: "fp-" + id,

@@ -21,9 +21,6 @@ import (
 	"github.com/syncd-dev/syncd/internal/sink"
 )
 
-// PartitionKey names the Hive partition folder: <table>/submission_date=YYYY-MM-DD.
-const PartitionKey = "submission_date"
-
 // tmpMarker sits in every temporary file name, after a leading "." that
 // makes DuckDB, Spark and Hive skip the file.
 const tmpMarker = ".parquet.tmp-"
@@ -32,23 +29,29 @@ const tmpMarker = ".parquet.tmp-"
 type Options struct {
 	Root    string        // folder holding one sub-folder per table; created if missing
 	Encode  EncodeOptions // compression and row group size
+	Layout  Layout        // partition folders: day (default), month or none
 	Version string        // written to the footer as syncd.version; "" uses the build info
 	Logger  *zap.Logger   // nil logs nothing
 }
 
-// Sink commits each batch as one Parquet file,
-// <root>/<table>/submission_date=YYYY-MM-DD/<batch id>.parquet. A file is
-// written under a hidden temporary name, synced, and renamed into place, so
-// readers see a batch whole or not at all.
+// Sink commits each batch as one Parquet file per partition it touches,
+// <root>/<table>/submission_date=YYYY-MM-DD/<batch id>.parquet (see Layout).
+// A file is written under a hidden temporary name, synced, and renamed
+// into place, so readers see each file whole or not at all; the batch is
+// committed once every one of its files is.
 type Sink struct {
-	root string
-	enc  EncodeOptions
-	kv   map[string]string // footer extras; read-only after New
-	log  *zap.Logger
+	root   string
+	enc    EncodeOptions
+	layout Layout
+	kv     map[string]string // footer extras; read-only after New
+	log    *zap.Logger
 
 	// locks serialises commits of one batch in this process, so that one
 	// commit never cleans up another's temporary file.
 	locks keyedMutex
+
+	checkedMu sync.Mutex
+	checked   map[string]bool // tables whose layout was checked
 
 	// Test hooks, called around the rename of a commit.
 	beforeRename func(tmp, final string)
@@ -56,8 +59,8 @@ type Sink struct {
 }
 
 var (
-	_ sink.Sink            = (*Sink)(nil)
-	_ sink.StreamCommitter = (*Sink)(nil)
+	_ sink.Sink        = (*Sink)(nil)
+	_ sink.Partitioner = (*Sink)(nil)
 )
 
 // New opens the sink at opts.Root, creating the folder if needed, and
@@ -87,7 +90,11 @@ func New(opts Options) (*Sink, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	s := &Sink{root: root, enc: opts.Encode, log: log}
+	layout, err := ParseLayout(string(opts.Layout))
+	if err != nil {
+		return nil, fmt.Errorf("parquet sink: %w", err)
+	}
+	s := &Sink{root: root, enc: opts.Encode, layout: layout, log: log, checked: map[string]bool{}}
 	if opts.Version != "" {
 		s.kv = map[string]string{KeyVersion: opts.Version}
 	}
@@ -130,75 +137,132 @@ func isTemp(name string) bool {
 
 func tempPrefix(id string) string { return "." + id + tmpMarker }
 
-// Path returns where batch b's file lives once committed.
-func (s *Sink) Path(b sink.Batch) string {
-	return filepath.Join(s.partition(b), b.ID+".parquet")
-}
-
-func (s *Sink) partition(b sink.Batch) string {
-	return filepath.Join(s.root, b.Table, PartitionKey+"="+b.Day.UTC().Format(time.DateOnly))
-}
-
-// Commit writes rec as batch b. If b's file is already in place and its
-// footer names b, Commit does nothing: the rows are never written twice. A
-// final-named file that is unreadable, or names another batch, is replaced.
-// Cancelling ctx stops the commit up to the rename; after it, the batch is
+// Path returns where the file of batch b's partition part lives once
 // committed.
-func (s *Sink) Commit(ctx context.Context, b sink.Batch, rec arrow.Record) error {
-	if rec == nil {
-		return fmt.Errorf("commit batch %s: no record", b.ID)
-	}
-	return s.commit(ctx, b, rec.NumRows(), func(w io.Writer) (int64, error) {
-		return Encode(w, rec, b, s.kv, s.enc)
-	})
+func (s *Sink) Path(b sink.Batch, part string) string {
+	return filepath.Join(s.partition(b.Table, part), b.ID+".parquet")
 }
 
-// CommitRecords is Commit of a batch replayed in chunks (sink.StreamCommitter):
-// memory holds one chunk and one row group, whatever the batch's size. It
-// reports the size of the batch's file.
-func (s *Sink) CommitRecords(ctx context.Context, b sink.Batch, recs sink.Records) (int64, error) {
-	err := s.commit(ctx, b, recs.Rows, func(w io.Writer) (int64, error) {
-		return EncodeRecords(w, recs, b, s.kv, s.enc)
-	})
+// partition is the folder of one partition of table.
+func (s *Sink) partition(table, part string) string {
+	return filepath.Join(s.root, table, s.layout.Dir(part))
+}
+
+// PartitionOf names the partition of a row whose time is t.
+func (s *Sink) PartitionOf(t time.Time) string { return s.layout.PartitionOf(t) }
+
+// PartitionStart is the first instant of the partition holding t.
+func (s *Sink) PartitionStart(t time.Time) time.Time { return s.layout.PartitionStart(t) }
+
+// Commit writes rec as batch b: one file per partition its rows fall in.
+// A file already in place whose footer names b is kept: the rows are never
+// written twice. A final-named file that is unreadable, or names another
+// batch, is replaced. Cancelling ctx stops the commit of the file being
+// written up to its rename; the files renamed stay, and a replay keeps them.
+func (s *Sink) Commit(ctx context.Context, b sink.Batch, rec arrow.Record) error {
+	_, err := s.CommitSized(ctx, b, rec)
+	return err
+}
+
+// CommitSized is Commit that also reports the bytes of the batch's files,
+// for the bytes-written metric.
+func (s *Sink) CommitSized(ctx context.Context, b sink.Batch, rec arrow.Record) (int64, error) {
+	if rec == nil {
+		return 0, fmt.Errorf("commit batch %s: no record", b.ID)
+	}
+	b, parts, err := s.layout.Split(b, rec)
 	if err != nil {
 		return 0, err
 	}
-	return s.size(b), nil
+	if len(parts) == 0 {
+		// A batch without rows still leaves its mark, so that Committed
+		// and replays agree on it.
+		part := s.layout.PartitionOf(b.WindowStart)
+		b.Parts = []string{part}
+		parts = []sink.Part{{Key: part, Records: sink.Records{Schema: rec.Schema(), Each: func(fn func(arrow.Record) error) error { return fn(rec) }}}}
+	}
+	return s.CommitParts(ctx, b, parts)
 }
 
-// commit is the protocol of Commit around encode, which writes the file.
-func (s *Sink) commit(ctx context.Context, b sink.Batch, rows int64, encode func(io.Writer) (int64, error)) error {
+// CommitParts writes each part of batch b as one file, in order
+// (sink.Partitioner). Memory holds one chunk and one row group, whatever the
+// batch's size. It reports the bytes of the batch's files.
+func (s *Sink) CommitParts(ctx context.Context, b sink.Batch, parts []sink.Part) (int64, error) {
 	if err := validate(b); err != nil {
-		return err
+		return 0, err
 	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("commit batch %s: %w", b.ID, err)
+	if err := checkParts(b, parts); err != nil {
+		return 0, err
+	}
+	if err := s.checkLayout(b.Table); err != nil {
+		return 0, err
 	}
 	unlock, err := s.locks.lock(ctx, b.ID)
 	if err != nil {
-		return fmt.Errorf("commit batch %s: wait for another commit of it: %w", b.ID, err)
+		return 0, fmt.Errorf("commit batch %s: wait for another commit of it: %w", b.ID, err)
 	}
 	defer unlock()
+	var written int64
+	for _, p := range parts {
+		if err := s.commitPart(ctx, b, p); err != nil {
+			return written, err
+		}
+		written += s.size(s.Path(b, p.Key))
+	}
+	return written, nil
+}
 
-	dir, final := s.partition(b), s.Path(b)
+// checkLayout refuses, once per table and process, a table folder written
+// with another layout.
+func (s *Sink) checkLayout(table string) error {
+	s.checkedMu.Lock()
+	defer s.checkedMu.Unlock()
+	if s.checked[table] {
+		return nil
+	}
+	entries, err := os.ReadDir(filepath.Join(s.root, table))
+	// ENOTDIR: a file is in the way; making the folder reports it.
+	if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+		return fmt.Errorf("read table folder %s: %w", filepath.Join(s.root, table), hint(err))
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if err := s.layout.CheckTable(table, names); err != nil {
+		return err
+	}
+	s.checked[table] = true
+	return nil
+}
+
+// commitPart is the protocol of one file: skip it if in place, else write
+// a temporary file, sync it, rename it into place and sync the folders.
+func (s *Sink) commitPart(ctx context.Context, b sink.Batch, p sink.Part) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("commit batch %s: %w", b.ID, err)
+	}
+	dir, final := s.partition(b.Table, p.Key), s.Path(b, p.Key)
 	switch ok, err := s.holds(final, b); {
 	case err != nil:
 		return fmt.Errorf("commit batch %s: %w", b.ID, err)
 	case ok:
 		// An earlier attempt may have died after its rename but before
 		// syncing the folders; finish that part so the file lasts.
-		if err := s.syncDirs(b); err != nil {
+		if err := s.syncDirs(b.Table, p.Key); err != nil {
 			return fmt.Errorf("commit batch %s: %w", b.ID, err)
 		}
-		s.log.Debug("batch already committed", zap.String("batch_id", b.ID), zap.String("path", final))
+		s.log.Debug("batch file already committed", zap.String("batch_id", b.ID), zap.String("path", final))
 		return nil
 	}
-	if err := s.mkdirs(b); err != nil {
+	if err := s.mkdirs(b.Table, p.Key); err != nil {
 		return fmt.Errorf("commit batch %s: %w", b.ID, err)
 	}
 	s.removeTemps(dir, b.ID)
 
-	tmp, err := s.writeTemp(ctx, dir, b, encode)
+	tmp, err := s.writeTemp(ctx, dir, final, b, func(w io.Writer) (int64, error) {
+		return EncodeRecords(w, p.Records, b, s.kv, s.enc)
+	})
 	if err != nil {
 		return err
 	}
@@ -219,26 +283,17 @@ func (s *Sink) commit(ctx context.Context, b sink.Batch, rows int64, encode func
 	// The file is visible now; syncing the folders makes the rename (and
 	// the folders, new or made by an attempt that crashed) survive a power
 	// cut. If that fails the caller retries, finds the file, and syncs again.
-	if err := s.syncDirs(b); err != nil {
+	if err := s.syncDirs(b.Table, p.Key); err != nil {
 		return fmt.Errorf("commit batch %s: %w", b.ID, err)
 	}
-	s.log.Debug("batch committed", zap.String("batch_id", b.ID), zap.String("path", final), zap.Int64("rows", rows))
+	s.log.Debug("batch file committed", zap.String("batch_id", b.ID), zap.String("path", final), zap.Int64("rows", p.Records.Rows))
 	return nil
 }
 
-// CommitSized is Commit that also reports the size of the batch's file, for
-// the bytes-written metric.
-func (s *Sink) CommitSized(ctx context.Context, b sink.Batch, rec arrow.Record) (int64, error) {
-	if err := s.Commit(ctx, b, rec); err != nil {
-		return 0, err
-	}
-	return s.size(b), nil
-}
-
-// size is the size of a committed batch's file; 0 when it cannot be read
-// (the batch is committed, only the figure is missing).
-func (s *Sink) size(b sink.Batch) int64 {
-	fi, err := os.Stat(s.Path(b))
+// size is the size of a committed file; 0 when it cannot be read (the
+// batch is committed, only the figure is missing).
+func (s *Sink) size(path string) int64 {
+	fi, err := os.Stat(path)
 	if err != nil {
 		return 0
 	}
@@ -247,8 +302,7 @@ func (s *Sink) size(b sink.Batch) int64 {
 
 // writeTemp encodes the batch into a new hidden file in dir, syncs and closes it,
 // and returns its path. On error nothing is left behind.
-func (s *Sink) writeTemp(ctx context.Context, dir string, b sink.Batch, encode func(io.Writer) (int64, error)) (path string, err error) {
-	final := s.Path(b)
+func (s *Sink) writeTemp(ctx context.Context, dir, final string, b sink.Batch, encode func(io.Writer) (int64, error)) (path string, err error) {
 	f, err := os.CreateTemp(dir, tempPrefix(b.ID)+"*")
 	if err != nil {
 		return "", fmt.Errorf("commit batch %s: create a temporary file in %s: %w", b.ID, dir, hint(err))
@@ -280,20 +334,25 @@ func (s *Sink) writeTemp(ctx context.Context, dir string, b sink.Batch, encode f
 	return path, nil
 }
 
-// Committed reports whether batch b's file is in place under its final name
-// with a readable footer naming b.
+// Committed reports whether every file of batch b (one per partition of
+// b.Parts) is in place under its final name with a readable footer naming b.
 func (s *Sink) Committed(ctx context.Context, b sink.Batch) (bool, error) {
 	if err := validate(b); err != nil {
 		return false, err
 	}
-	if err := ctx.Err(); err != nil {
-		return false, fmt.Errorf("check batch %s: %w", b.ID, err)
+	for _, part := range s.layout.PartsOf(b) {
+		if err := ctx.Err(); err != nil {
+			return false, fmt.Errorf("check batch %s: %w", b.ID, err)
+		}
+		ok, err := s.holds(s.Path(b, part), b)
+		if err != nil {
+			return false, fmt.Errorf("check batch %s: %w", b.ID, err)
+		}
+		if !ok {
+			return false, nil
+		}
 	}
-	ok, err := s.holds(s.Path(b), b)
-	if err != nil {
-		return false, fmt.Errorf("check batch %s: %w", b.ID, err)
-	}
-	return ok, nil
+	return true, nil
 }
 
 // holds reports whether path is a complete Parquet file of batch b. A
@@ -327,9 +386,13 @@ func (s *Sink) holds(path string, b sink.Batch) (bool, error) {
 	return true, nil
 }
 
-// mkdirs makes the table and partition folders.
-func (s *Sink) mkdirs(b sink.Batch) error {
-	for _, d := range []string{filepath.Join(s.root, b.Table), s.partition(b)} {
+// mkdirs makes the table folder and the partition's.
+func (s *Sink) mkdirs(table, part string) error {
+	dirs := []string{filepath.Join(s.root, table)}
+	if s.layout.Dir(part) != "" {
+		dirs = append(dirs, s.partition(table, part))
+	}
+	for _, d := range dirs {
 		err := os.Mkdir(d, 0o755)
 		switch {
 		case err == nil:
@@ -344,11 +407,15 @@ func (s *Sink) mkdirs(b sink.Batch) error {
 	return nil
 }
 
-// syncDirs flushes the entries leading to b's file: the file's own in the
-// partition folder, the partition's in the table folder, the table's in
-// the root.
-func (s *Sink) syncDirs(b sink.Batch) error {
-	for _, d := range []string{s.partition(b), filepath.Join(s.root, b.Table), s.root} {
+// syncDirs flushes the entries leading to a partition's file: the file's
+// own in the partition folder, the partition's in the table folder, the
+// table's in the root.
+func (s *Sink) syncDirs(table, part string) error {
+	dirs := []string{filepath.Join(s.root, table), s.root}
+	if s.layout.Dir(part) != "" {
+		dirs = append([]string{s.partition(table, part)}, dirs...)
+	}
+	for _, d := range dirs {
 		if err := syncDir(d); err != nil {
 			return fmt.Errorf("sync folder %s: %w", d, hint(err))
 		}
@@ -391,15 +458,16 @@ func validate(b sink.Batch) error {
 	if strings.Contains(b.Table, "=") {
 		return fmt.Errorf("batch %s: table name %q contains '=', which readers take for a Hive partition", b.ID, b.Table)
 	}
-	day := b.Day.UTC()
-	if y, m, d := day.Date(); b.Day.IsZero() || !day.Equal(time.Date(y, m, d, 0, 0, 0, 0, time.UTC)) {
-		return fmt.Errorf("batch %s: day %s is not a UTC midnight", b.ID, b.Day)
-	}
 	if !b.WindowStart.Before(b.WindowEnd) {
 		return fmt.Errorf("batch %s: window [%s, %s) is empty", b.ID, formatTime(b.WindowStart), formatTime(b.WindowEnd))
 	}
-	if b.WindowStart.Before(day) || b.WindowEnd.After(day.AddDate(0, 0, 1)) {
-		return fmt.Errorf("batch %s: window [%s, %s) is not inside its day %s", b.ID, formatTime(b.WindowStart), formatTime(b.WindowEnd), day.Format(time.DateOnly))
+	for _, p := range b.Parts {
+		if p == "" {
+			continue // LayoutNone
+		}
+		if err := safeName("partition", p); err != nil {
+			return fmt.Errorf("batch %s: %w", b.ID, err)
+		}
 	}
 	return nil
 }

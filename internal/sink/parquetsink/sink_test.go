@@ -79,8 +79,8 @@ func TestCommitRoundTrip(t *testing.T) {
 		t.Fatal("not Committed after Commit")
 	}
 	want := filepath.Join(root, "answers", "submission_date=2024-05-01", "b1.parquet")
-	if s.Path(b) != want {
-		t.Errorf("Path = %s; want %s", s.Path(b), want)
+	if s.Path(b, "2024-05-01") != want {
+		t.Errorf("Path = %s; want %s", s.Path(b, "2024-05-01"), want)
 	}
 	if got := dirNames(t, filepath.Dir(want)); !reflect.DeepEqual(got, []string{"b1.parquet"}) {
 		t.Errorf("partition folder holds %q; want only b1.parquet", got)
@@ -248,7 +248,7 @@ func TestCommitIdempotent(t *testing.T) {
 	s := newSink(t, root)
 	b := testBatch("b1", testDay())
 	commit(t, s, b, testRows())
-	before, err := os.ReadFile(s.Path(b))
+	before, err := os.ReadFile(s.Path(b, "2024-05-01"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,10 +257,10 @@ func TestCommitIdempotent(t *testing.T) {
 	// And from a fresh sink, as after a restart.
 	commit(t, newSink(t, root), b, testRows())
 
-	if got := dirNames(t, filepath.Dir(s.Path(b))); !reflect.DeepEqual(got, []string{"b1.parquet"}) {
+	if got := dirNames(t, filepath.Dir(s.Path(b, "2024-05-01"))); !reflect.DeepEqual(got, []string{"b1.parquet"}) {
 		t.Errorf("partition folder holds %q; want only b1.parquet", got)
 	}
-	after, err := os.ReadFile(s.Path(b))
+	after, err := os.ReadFile(s.Path(b, "2024-05-01"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestCommitConcurrentSameBatch(t *testing.T) {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	if got := dirNames(t, filepath.Dir(s.Path(b))); !reflect.DeepEqual(got, []string{"b1.parquet"}) {
+	if got := dirNames(t, filepath.Dir(s.Path(b, "2024-05-01"))); !reflect.DeepEqual(got, []string{"b1.parquet"}) {
 		t.Errorf("partition folder holds %q; want only b1.parquet", got)
 	}
 }
@@ -324,8 +324,8 @@ func TestCommitReplacesBadFile(t *testing.T) {
 			root := t.TempDir()
 			s := newSink(t, root)
 			b := testBatch("b1", testDay())
-			os.MkdirAll(filepath.Dir(s.Path(b)), 0o755)
-			tc.write(t, s.Path(b))
+			os.MkdirAll(filepath.Dir(s.Path(b, "2024-05-01")), 0o755)
+			tc.write(t, s.Path(b, "2024-05-01"))
 			if committed(t, s, b) {
 				t.Fatal("Committed is true for a bad file")
 			}
@@ -457,11 +457,7 @@ func TestCommitRejectsBadBatch(t *testing.T) {
 		{"empty table", func(b *sink.Batch) { b.Table = "" }, "table name is empty"},
 		{"table escapes", func(b *sink.Batch) { b.Table = "../etc" }, "path separator"},
 		{"table partition-like", func(b *sink.Batch) { b.Table = "a=b" }, "Hive partition"},
-		{"day not midnight", func(b *sink.Batch) { b.Day = day.Add(time.Hour) }, "not a UTC midnight"},
-		{"day in another zone", func(b *sink.Batch) { b.Day = time.Date(2024, 5, 1, 0, 0, 0, 0, time.FixedZone("X", 3600)) }, "not a UTC midnight"},
-		{"zero day", func(b *sink.Batch) { b.Day = time.Time{} }, "not a UTC midnight"},
 		{"empty window", func(b *sink.Batch) { b.WindowEnd = b.WindowStart }, "is empty"},
-		{"window outside day", func(b *sink.Batch) { b.WindowEnd = day.Add(25 * time.Hour) }, "not inside its day 2024-05-01"},
 	}
 	root := t.TempDir()
 	s := newSink(t, root)
@@ -551,7 +547,7 @@ func TestStaleTempsCleaned(t *testing.T) {
 	root := t.TempDir()
 	s := newSink(t, root)
 	b1 := testBatch("b1", testDay())
-	dir := filepath.Dir(s.Path(b1))
+	dir := filepath.Dir(s.Path(b1, "2024-05-01"))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -679,5 +675,18 @@ func TestCrash(t *testing.T) {
 				t.Errorf("DuckDB reads %d rows, %d distinct; want each of the 3 exactly once", n, ids)
 			}
 		})
+	}
+}
+
+// TestCommitNeedsATimeColumnAcrossPartitions: a record whose window spans
+// partitions cannot be placed without a time column to split it by.
+func TestCommitNeedsATimeColumnAcrossPartitions(t *testing.T) {
+	s := newSink(t, t.TempDir())
+	b := testBatch("span", testDay())
+	b.WindowEnd = testDay().Add(25 * time.Hour)
+	rec := buildRecord(t, memory.DefaultAllocator, "x", testRows())
+	defer rec.Release()
+	if err := s.Commit(context.Background(), b, rec); err == nil || !strings.Contains(err.Error(), "spans partitions 2024-05-01 to 2024-05-02") {
+		t.Fatalf("Commit error = %v", err)
 	}
 }

@@ -1,0 +1,198 @@
+package parquetsink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/syncd-dev/syncd/internal/sink"
+)
+
+// timedRecord has one row per time: submission_id "s<i>" and
+// submission_time, in the given order.
+func timedRecord(times ...time.Time) arrow.Record {
+	ts := &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
+	sc := arrow.NewSchema([]arrow.Field{{Name: "submission_id", Type: arrow.BinaryTypes.String}, {Name: "submission_time", Type: ts}}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer b.Release()
+	for i, t := range times {
+		b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("s%d", i))
+		b.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(t.UnixMicro()))
+	}
+	return b.NewRecord()
+}
+
+func spanBatch(id string, start, end time.Time) sink.Batch {
+	return sink.Batch{ID: id, FormID: "f", Table: "t", WindowStart: start, WindowEnd: end, TimeColumn: "submission_time"}
+}
+
+// TestBatchAcrossPartitions: a batch of several days (and months) writes
+// one file per partition under its id, for every layout; DuckDB reads each
+// layout back with hive_partitioning, every row once; a replay adds nothing.
+func TestBatchAcrossPartitions(t *testing.T) {
+	d := func(m, day, h int) time.Time { return time.Date(2024, time.Month(m), day, h, 0, 0, 0, time.UTC) }
+	// Out of time order on purpose: a window walked again appends late rows.
+	times := []time.Time{d(1, 30, 1), d(1, 30, 5), d(1, 31, 2), d(2, 1, 3), d(1, 30, 7), d(2, 2, 0), d(2, 2, 23)}
+	cases := []struct {
+		layout Layout
+		files  []string
+		hive   string // the partition column DuckDB derives
+	}{
+		{LayoutDay, []string{"t/submission_date=2024-01-30/b.parquet", "t/submission_date=2024-01-31/b.parquet", "t/submission_date=2024-02-01/b.parquet", "t/submission_date=2024-02-02/b.parquet"}, "submission_date"},
+		{LayoutMonth, []string{"t/submission_month=2024-01/b.parquet", "t/submission_month=2024-02/b.parquet"}, "submission_month"},
+		{LayoutNone, []string{"t/b.parquet"}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(string(tc.layout), func(t *testing.T) {
+			root := t.TempDir()
+			s, err := New(Options{Root: root, Layout: tc.layout})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := timedRecord(times...)
+			defer rec.Release()
+			b := spanBatch("b", d(1, 1, 0), d(3, 1, 0))
+			ctx := context.Background()
+			if err := s.Commit(ctx, b, rec); err != nil {
+				t.Fatal(err)
+			}
+			if got := parquetFiles(t, root); !reflect.DeepEqual(got, tc.files) {
+				t.Errorf("files %v, want %v", got, tc.files)
+			}
+			_, parts, _ := tc.layout.Split(b, rec)
+			for _, p := range parts {
+				b.Parts = append(b.Parts, p.Key)
+			}
+			if ok, err := s.Committed(ctx, b); err != nil || !ok {
+				t.Errorf("Committed = %v, %v", ok, err)
+			}
+			if err := s.Commit(ctx, b, rec); err != nil {
+				t.Fatal(err)
+			}
+			db := duck(t)
+			src := "read_parquet(" + glob(root, "t") + ", hive_partitioning=true)"
+			if tc.layout == LayoutNone {
+				src = "read_parquet(" + sqlString(root+"/t/*.parquet") + ")"
+			}
+			if n := queryInt(t, db, "SELECT count(*) FROM "+src); n != int64(len(times)) {
+				t.Errorf("DuckDB reads %d rows, want %d", n, len(times))
+			}
+			if n := queryInt(t, db, "SELECT count(DISTINCT submission_id) FROM "+src); n != int64(len(times)) {
+				t.Errorf("DuckDB reads %d distinct ids, want %d", n, len(times))
+			}
+			if tc.hive != "" {
+				// Every row sits in the partition of its own time.
+				q := fmt.Sprintf("SELECT count(*) FROM %s WHERE %s::VARCHAR <> strftime(make_timestamp(epoch_us(submission_time)), '%s')", src, tc.hive,
+					map[string]string{"submission_date": "%Y-%m-%d", "submission_month": "%Y-%m"}[tc.hive])
+				if n := queryInt(t, db, q); n != 0 {
+					t.Errorf("%d rows in a partition that is not their own", n)
+				}
+			}
+		})
+	}
+}
+
+// TestStopBetweenFilesOfABatch: a commit stopped after some of a batch's
+// files landed is not committed; replaying it writes the rest, never a
+// second copy of the files in place.
+func TestStopBetweenFilesOfABatch(t *testing.T) {
+	d := func(day int) time.Time { return time.Date(2024, 5, day, 12, 0, 0, 0, time.UTC) }
+	root := t.TempDir()
+	s, err := New(Options{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := timedRecord(d(1), d(2), d(2), d(3), d(4))
+	defer rec.Release()
+	b := spanBatch("multi", d(1).Add(-time.Hour), d(5))
+	b, parts, err := s.layout.Split(b, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	renamed := 0
+	s.afterRename = func(_, _ string) {
+		if renamed++; renamed == 2 {
+			cancel() // the process dies after two of the four files
+		}
+	}
+	if _, err := s.CommitParts(ctx, b, parts); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped commit: %v", err)
+	}
+	if got := len(parquetFiles(t, root)); got != 2 {
+		t.Fatalf("%d files after the stop, want 2", got)
+	}
+	if ok, err := s.Committed(context.Background(), b); err != nil || ok {
+		t.Fatalf("a batch with 2 of its 4 files reads as committed (%v, %v)", ok, err)
+	}
+	before, _ := os.Stat(filepath.Join(root, "t", "submission_date=2024-05-01", "multi.parquet"))
+	s.afterRename = nil
+	if _, err := s.CommitParts(context.Background(), b, parts); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.Stat(filepath.Join(root, "t", "submission_date=2024-05-01", "multi.parquet"))
+	if !os.SameFile(before, after) {
+		t.Error("the replay rewrote a file that was already in place")
+	}
+	if ok, err := s.Committed(context.Background(), b); err != nil || !ok {
+		t.Fatalf("after the replay: committed %v, %v", ok, err)
+	}
+	if n := queryInt(t, duck(t), "SELECT count(*) FROM read_parquet("+glob(root, "t")+", hive_partitioning=true)"); n != 5 {
+		t.Errorf("%d rows after the replay, want 5", n)
+	}
+}
+
+// TestLayoutChangeRefused: a table written with one layout refuses a sink
+// configured with another, in one sentence naming both and the remedy.
+func TestLayoutChangeRefused(t *testing.T) {
+	root := t.TempDir()
+	day := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	rec := timedRecord(day)
+	defer rec.Release()
+	first, err := New(Options{Root: root, Layout: LayoutDay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Commit(context.Background(), spanBatch("b1", day.Add(-time.Hour), day.Add(time.Hour)), rec); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []Layout{LayoutMonth, LayoutNone} {
+		s, err := New(Options{Root: root, Layout: l})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.Commit(context.Background(), spanBatch("b2", day.Add(-time.Hour), day.Add(time.Hour)), rec)
+		if err == nil || !strings.Contains(err.Error(), "table t is partitioned by day") || !strings.Contains(err.Error(), "syncd refresh") {
+			t.Errorf("layout %s over a day table: %v", l, err)
+		}
+	}
+	if _, err := ParseLayout("week"); err == nil {
+		t.Error("ParseLayout accepted week")
+	}
+}
+
+func parquetFiles(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
+		if err == nil && !e.IsDir() && strings.HasSuffix(p, ".parquet") {
+			rel, _ := filepath.Rel(root, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
