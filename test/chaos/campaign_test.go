@@ -158,8 +158,8 @@ func (tl *tally) table(p params) string {
 		fmt.Fprintf(&b, "| %s | %d |\n", k, tl.simFaults[k])
 	}
 	v := tl.v
-	fmt.Fprintf(&b, "\n| submissions expected | found | duplicated | missing | unexpected | either way (changed while walked) | exported then deleted (kept) | imported after commit (not seen) |\n|---|---|---|---|---|---|---|---|\n")
-	fmt.Fprintf(&b, "| %d | %d | %d | %d | %d | %d | %d | %d |\n", v.Expected, v.Found, v.Duplicated, v.Missing, v.Unexpected, v.Ambiguous, v.Deleted, v.Late)
+	fmt.Fprintf(&b, "\n| submissions expected | found | duplicated | missing | unexpected | either way (deleted while walked) | import+delete cancelling behind the offset | exported then deleted (kept) | imported after commit (not seen) |\n|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| %d | %d | %d | %d | %d | %d | %d | %d | %d |\n", v.Expected, v.Found, v.Duplicated, v.Missing, v.Unexpected, v.Ambiguous, v.Cancelled, v.Deleted, v.Late)
 	return b.String()
 }
 
