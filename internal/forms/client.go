@@ -1,27 +1,24 @@
 package forms
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"golang.org/x/time/rate"
+
+	"github.com/syncd-dev/syncd/internal/httpapi"
 )
 
 // Defaults of Config.
@@ -38,9 +35,6 @@ const (
 
 // MaxListLimit is the largest page the submissions list accepts.
 const MaxListLimit = 150
-
-// errorBodyCap bounds how much of a non-2xx body is read for its message.
-const errorBodyCap = 64 << 10
 
 // Config configures a Client. Zero values take the defaults above.
 type Config struct {
@@ -83,13 +77,7 @@ func (c Config) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 // Observer receives one call per attempt, for metrics. endpoint is the route
 // template ("GET /forms/{formId}/submissions"), so label cardinality stays
 // bounded; status is 0 when no response arrived; err is nil on success.
-type Observer interface {
-	ObserveRequest(endpoint string, status int, attempt int, d time.Duration, err error)
-}
-
-type nopObserver struct{}
-
-func (nopObserver) ObserveRequest(string, int, int, time.Duration, error) {}
+type Observer = httpapi.Observer
 
 // Client talks to one Forms API deployment with one API key. It is safe for
 // concurrent use; all its requests, and those of every client sharing its
@@ -100,16 +88,14 @@ type Client struct {
 	auth        string // the Authorization header value
 	userAgent   string
 	limiter     *rate.Limiter
-	http        *http.Client
 	maxAttempts int
 	minBackoff  time.Duration
 	maxBackoff  time.Duration
 	timeout     time.Duration
 	maxBody     int64
-	log         *zap.Logger
-	obs         Observer
+	api         *httpapi.Client // runs the attempts: limiter, retries, caps, logs
 
-	// Seams replaced by this package's tests.
+	// Seams replaced by this package's tests; api calls them on every use.
 	now    func() time.Time
 	sleep  func(ctx context.Context, d time.Duration) error
 	jitter func(n int64) int64 // uniform in [0, n)
@@ -145,16 +131,13 @@ func New(cfg Config) (*Client, error) {
 		key:         key,
 		auth:        "Bearer " + key,
 		userAgent:   cfg.UserAgent,
-		http:        cfg.HTTPClient,
 		maxAttempts: cfg.MaxAttempts,
 		minBackoff:  cfg.MinBackoff,
 		maxBackoff:  cfg.MaxBackoff,
 		timeout:     cfg.Timeout,
 		maxBody:     cfg.MaxBodyBytes,
-		log:         cfg.Logger,
-		obs:         cfg.Observer,
 		now:         time.Now,
-		sleep:       sleepContext,
+		sleep:       httpapi.SleepContext,
 		jitter:      rand.Int64N,
 	}
 	rl, burst := cfg.RateLimit, cfg.Burst
@@ -194,15 +177,6 @@ func New(cfg Config) (*Client, error) {
 	if c.maxBody == 0 {
 		c.maxBody = DefaultMaxBodyBytes
 	}
-	if c.http == nil {
-		c.http = &http.Client{}
-	}
-	if c.log == nil {
-		c.log = zap.NewNop()
-	}
-	if c.obs == nil {
-		c.obs = nopObserver{}
-	}
 	if c.userAgent == "" {
 		c.userAgent = DefaultUserAgent
 	}
@@ -211,6 +185,29 @@ func New(cfg Config) (*Client, error) {
 	} else {
 		c.limiter = rate.NewLimiter(rate.Limit(rl), burst)
 	}
+	api, err := httpapi.New(httpapi.Config{
+		Name:         "forms client",
+		BaseURL:      base,
+		Auth:         httpapi.StaticHeader{Name: "Authorization", Value: c.auth},
+		Limiter:      c.limiter,
+		MaxAttempts:  c.maxAttempts,
+		MinBackoff:   c.minBackoff,
+		MaxBackoff:   c.maxBackoff,
+		Timeout:      c.timeout,
+		MaxBodyBytes: c.maxBody,
+		HTTPClient:   cfg.HTTPClient,
+		Logger:       cfg.Logger,
+		Observer:     cfg.Observer,
+		UserAgent:    c.userAgent,
+		LogMessage:   "forms api request",
+		Now:          func() time.Time { return c.now() },
+		Sleep:        func(ctx context.Context, d time.Duration) error { return c.sleep(ctx, d) },
+		Jitter:       func(n int64) int64 { return c.jitter(n) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.api = api
 	return c, nil
 }
 
@@ -257,232 +254,84 @@ type request struct {
 // endpoint names the call in errors: method and path, no query.
 func (r *request) endpoint() string { return r.method + " " + r.path }
 
-// response is what one attempt produced.
-type response struct {
-	status   int
-	header   http.Header
-	body     []byte
-	err      error // no response: transport error
-	readErr  error // response arrived but its body could not be read
-	tooLarge bool
-	timedOut bool // the per-attempt Timeout fired
-	duration time.Duration
-}
-
-// verdict is what one attempt amounts to.
-type verdict struct {
-	err           error // nil on success; the error to return if no retry follows
-	retry         bool
-	retryAfter    time.Duration
-	hasRetryAfter bool
-}
+// response and verdict are httpapi's, under the names this file has always
+// used.
+type (
+	response = httpapi.Response
+	verdict  = httpapi.Verdict
+)
 
 // do runs r until it succeeds, fails for good or runs out of attempts.
 // decode, when not nil, reads a 2xx body; it runs per attempt so that a
 // garbled body can be fetched again.
 func (c *Client) do(ctx context.Context, r *request, decode func([]byte) error) error {
-	ep := r.endpoint()
-	for attempt := 1; ; attempt++ {
-		if err := c.limiter.Wait(ctx); err != nil {
-			if cerr := ctx.Err(); cerr != nil {
-				return fmt.Errorf("%s: wait for the rate limiter: %w", ep, cerr)
-			}
-			// Wait refuses at once when the deadline would pass first.
-			return fmt.Errorf("%s: the rate limit leaves no time before the deadline: %w", ep, context.DeadlineExceeded)
-		}
-		res := c.send(ctx, r)
-		v := c.judge(r, &res, attempt, decode)
-		if v.err != nil && ctx.Err() != nil {
-			// The caller gave up: say so rather than how the transport saw it.
-			err := fmt.Errorf("%s: %w", ep, ctx.Err())
-			c.record(r, &res, attempt, err, false, 0)
-			return err
-		}
-		retry := v.err != nil && v.retry && attempt < c.maxAttempts
-		var delay time.Duration
-		if retry {
-			delay = c.backoff(attempt, v)
-		}
-		c.record(r, &res, attempt, v.err, retry, delay)
-		if !retry {
-			return v.err
-		}
-		if err := c.sleep(ctx, delay); err != nil {
-			return fmt.Errorf("%s: wait before retrying: %w", ep, err)
-		}
+	hr := &httpapi.Request{
+		Method: r.method, Path: r.path, Route: r.route, Query: r.query, Body: r.body,
+		Mutating: r.mutating,
 	}
-}
-
-// send makes one attempt under the per-attempt timeout, reading the body
-// through a cap so that a runaway response cannot exhaust memory.
-func (c *Client) send(ctx context.Context, r *request) (res response) {
-	actx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	u := c.base + r.path
-	if len(r.query) > 0 {
-		u += "?" + r.query.Encode()
-	}
-	var body io.Reader
-	if r.body != nil {
-		body = bytes.NewReader(r.body)
-	}
-	req, err := http.NewRequestWithContext(actx, r.method, u, body)
-	if err != nil {
-		res.err = err
-		return res
-	}
-	req.Header.Set("Authorization", c.auth)
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", c.userAgent)
-	if r.body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	start := time.Now()
-	defer func() { res.duration = time.Since(start) }()
-	resp, err := c.http.Do(req)
-	if err != nil {
-		res.err = err
-		res.timedOut = actx.Err() != nil
-		return res
-	}
-	defer resp.Body.Close()
-	res.status, res.header = resp.StatusCode, resp.Header
-	success := resp.StatusCode >= 200 && resp.StatusCode < 300
-	limit := c.maxBody
-	if !success {
-		limit = min(limit, errorBodyCap)
-	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
-	switch {
-	case err != nil:
-		res.readErr = err
-		res.timedOut = actx.Err() != nil
-	case int64(len(b)) > limit:
-		if success {
-			res.tooLarge = true
-			b = nil
-		} else {
-			b = b[:limit] // only the message is wanted
-		}
-	}
-	res.body = b
-	return res
+	return c.api.Do(ctx, hr, func(_ *httpapi.Request, res *httpapi.Response, attempt int) httpapi.Verdict {
+		return c.judge(r, res, attempt, decode)
+	})
 }
 
 // judge classifies one attempt.
 func (c *Client) judge(r *request, res *response, attempt int, decode func([]byte) error) verdict {
 	ep := r.endpoint()
-	if res.err != nil {
-		notSent := requestNotSent(res.err)
-		err := res.err
-		if res.timedOut {
+	if res.Err != nil {
+		notSent := httpapi.RequestNotSent(res.Err)
+		err := res.Err
+		if res.TimedOut {
 			err = fmt.Errorf("no answer within %s (forms client Timeout): %w", c.timeout, err)
 		}
 		return verdict{
-			err:   &UnavailableError{Endpoint: ep, Attempts: attempt, Err: err, Uncertain: r.mutating && !notSent},
-			retry: !permanentNetError(res.err) && (!r.mutating || notSent),
+			Err:   &UnavailableError{Endpoint: ep, Attempts: attempt, Err: err, Uncertain: r.mutating && !notSent},
+			Retry: !httpapi.PermanentNetError(res.Err) && (!r.mutating || notSent),
 		}
 	}
-	switch s := res.status; {
+	switch s := res.Status; {
 	case s >= 200 && s < 300:
 		if decode == nil {
 			return verdict{} // done; what the body says does not matter
 		}
 		switch {
-		case res.tooLarge:
-			return verdict{err: &DecodeError{Endpoint: ep, Err: &bodyTooLargeError{limit: c.maxBody}}}
-		case res.readErr != nil && res.timedOut:
+		case res.TooLarge:
+			return verdict{Err: &DecodeError{Endpoint: ep, Err: &bodyTooLargeError{limit: c.maxBody}}}
+		case res.ReadErr != nil && res.TimedOut:
 			return verdict{
-				err:   &UnavailableError{Endpoint: ep, Status: s, Attempts: attempt, Err: fmt.Errorf("body not read within %s (forms client Timeout): %w", c.timeout, res.readErr)},
-				retry: !r.mutating,
+				Err:   &UnavailableError{Endpoint: ep, Status: s, Attempts: attempt, Err: fmt.Errorf("body not read within %s (forms client Timeout): %w", c.timeout, res.ReadErr)},
+				Retry: !r.mutating,
 			}
-		case res.readErr != nil:
+		case res.ReadErr != nil:
 			// A body cut off on the way is transient on real networks.
-			return verdict{err: &DecodeError{Endpoint: ep, Err: fmt.Errorf("read body: %w", res.readErr)}, retry: !r.mutating}
+			return verdict{Err: &DecodeError{Endpoint: ep, Err: fmt.Errorf("read body: %w", res.ReadErr)}, Retry: !r.mutating}
 		}
-		if err := decode(res.body); err != nil {
-			return verdict{err: &DecodeError{Endpoint: ep, Err: err}, retry: !r.mutating && transientDecodeError(err)}
+		if err := decode(res.Body); err != nil {
+			return verdict{Err: &DecodeError{Endpoint: ep, Err: err}, Retry: !r.mutating && transientDecodeError(err)}
 		}
 		return verdict{}
 	case s == http.StatusUnauthorized || s == http.StatusForbidden:
-		return verdict{err: &AuthError{BaseURL: c.base, Status: s}}
+		return verdict{Err: &AuthError{BaseURL: c.base, Status: s}}
 	case s == http.StatusNotFound:
-		return verdict{err: r.notFound(c.base)}
-	case s == http.StatusRequestTimeout || s == http.StatusTooManyRequests || s == http.StatusInternalServerError ||
-		s == http.StatusBadGateway || s == http.StatusServiceUnavailable || s == http.StatusGatewayTimeout:
+		return verdict{Err: r.notFound(c.base)}
+	case httpapi.TransientStatus(s):
 		safe := !r.mutating || s == http.StatusTooManyRequests || s == http.StatusServiceUnavailable
 		v := verdict{
-			err:   &UnavailableError{Endpoint: ep, Status: s, Attempts: attempt, Err: c.messageError(res.body), Uncertain: !safe},
-			retry: safe,
+			Err:   &UnavailableError{Endpoint: ep, Status: s, Attempts: attempt, Err: c.messageError(res.Body), Uncertain: !safe},
+			Retry: safe,
 		}
-		v.retryAfter, v.hasRetryAfter = c.retryAfter(res.header)
+		v.RetryAfter, v.HasRetryAfter = c.retryAfter(res.Header)
 		return v
 	case s >= 400 && s < 500:
-		return verdict{err: &BadRequestError{Endpoint: ep, Status: s, Message: c.serverMessage(res.body)}}
+		return verdict{Err: &BadRequestError{Endpoint: ep, Status: s, Message: c.serverMessage(res.Body)}}
 	default:
-		return verdict{err: &UnavailableError{Endpoint: ep, Status: s, Attempts: attempt, Err: c.messageError(res.body), Uncertain: r.mutating && s >= 500}}
+		return verdict{Err: &UnavailableError{Endpoint: ep, Status: s, Attempts: attempt, Err: c.messageError(res.Body), Uncertain: r.mutating && s >= 500}}
 	}
 }
 
-// backoff is the wait before attempt+1: Retry-After when the server sent one
-// (capped at MaxBackoff), else full jitter: uniform in
-// [MinBackoff, min(MaxBackoff, MinBackoff·2^attempt)].
-func (c *Client) backoff(attempt int, v verdict) time.Duration {
-	if v.hasRetryAfter {
-		return min(v.retryAfter, c.maxBackoff)
-	}
-	ceil := c.minBackoff
-	for i := 0; i < attempt && ceil < c.maxBackoff; i++ {
-		ceil *= 2
-	}
-	ceil = min(ceil, c.maxBackoff)
-	span := int64(ceil - c.minBackoff)
-	if span <= 0 {
-		return c.minBackoff
-	}
-	return c.minBackoff + time.Duration(c.jitter(span+1))
-}
-
-// retryAfter reads Retry-After as seconds or an HTTP date.
+// retryAfter reads Retry-After as seconds or an HTTP date, capped at
+// MaxBackoff.
 func (c *Client) retryAfter(h http.Header) (time.Duration, bool) {
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0, false
-	}
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if secs < 0 {
-			return 0, false
-		}
-		if secs > int64(c.maxBackoff/time.Second) {
-			return c.maxBackoff, true
-		}
-		return time.Duration(secs) * time.Second, true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return min(max(t.Sub(c.now()), 0), c.maxBackoff), true
-	}
-	return 0, false
-}
-
-// record reports one attempt to the observer and the debug log.
-func (c *Client) record(r *request, res *response, attempt int, err error, retry bool, delay time.Duration) {
-	c.obs.ObserveRequest(r.route, res.status, attempt, res.duration, err)
-	if ce := c.log.Check(zap.DebugLevel, "forms api request"); ce != nil {
-		fields := []zap.Field{
-			zap.String("endpoint", r.route),
-			zap.String("path", r.path),
-			zap.Int("status", res.status),
-			zap.Int("attempt", attempt),
-			zap.Duration("duration", res.duration),
-		}
-		if err != nil {
-			fields = append(fields, zap.Error(err))
-		}
-		if retry {
-			fields = append(fields, zap.Duration("retry_in", delay))
-		}
-		ce.Write(fields...)
-	}
+	return httpapi.ParseRetryAfter(h, c.now(), c.maxBackoff)
 }
 
 // serverMessage extracts a human message from an error body: the "message"
@@ -504,15 +353,7 @@ func (c *Client) serverMessage(body []byte) string {
 	if msg == "" {
 		msg = string(body)
 	}
-	msg = strings.ReplaceAll(msg, c.key, "[REDACTED]")
-	msg = strings.Join(strings.FieldsFunc(msg, func(r rune) bool {
-		return unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError
-	}), " ")
-	const maxRunes = 300
-	if utf8.RuneCountInString(msg) > maxRunes {
-		msg = string([]rune(msg)[:maxRunes]) + "…"
-	}
-	return msg
+	return httpapi.Scrub(msg, c.key)
 }
 
 // messageError is serverMessage as an error, nil when there is none.
@@ -521,37 +362,4 @@ func (c *Client) messageError(body []byte) error {
 		return errors.New(msg)
 	}
 	return nil
-}
-
-// requestNotSent reports whether err happened before the request could reach
-// the server: the connection (or the proxy's) never opened.
-func requestNotSent(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && (op.Op == "dial" || op.Op == "proxyconnect")
-}
-
-// permanentNetError reports transport failures that retrying cannot fix: an
-// unknown host or a certificate that does not verify.
-func permanentNetError(err error) bool {
-	var dns *net.DNSError
-	if errors.As(err, &dns) && dns.IsNotFound {
-		return true
-	}
-	var cert *tls.CertificateVerificationError
-	return errors.As(err, &cert)
-}
-
-// sleepContext waits d or until ctx is done.
-func sleepContext(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -1,0 +1,243 @@
+package scheduling
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/syncd-dev/syncd/internal/oauth"
+	"github.com/syncd-dev/syncd/internal/schedsim"
+)
+
+type memStore struct {
+	mu  sync.Mutex
+	tok *oauth.Token
+}
+
+func (m *memStore) Load(context.Context) (oauth.Token, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.tok == nil {
+		return oauth.Token{}, oauth.ErrNoToken
+	}
+	return *m.tok, nil
+}
+
+func (m *memStore) Save(_ context.Context, t oauth.Token) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.tok = &t
+	return nil
+}
+
+type env struct {
+	sim *schedsim.Server
+	srv *httptest.Server
+}
+
+func newEnv(t *testing.T, cfg schedsim.Config) *env {
+	t.Helper()
+	s := schedsim.New(cfg)
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	return &env{sim: s, srv: srv}
+}
+
+// client signs in with the simulator's client id and scopes (no browser:
+// the authorize page's redirect is read directly) and returns a bookings
+// client over a TokenSource.
+func (e *env) client(t *testing.T, id string, scopes ...string) (*Client, *oauth.TokenSource) {
+	t.Helper()
+	var sc schedsim.Client
+	for _, c := range e.sim.Clients() {
+		if c.ID == id {
+			sc = c
+		}
+	}
+	cfg := oauth.Config{
+		AuthURL: e.srv.URL + schedsim.PathAuthorize, TokenURL: e.srv.URL + schedsim.PathToken,
+		ClientID: id, RedirectURI: "http://127.0.0.1:9/cb", Scopes: scopes, Public: sc.Public, Legacy: sc.Legacy,
+		MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond,
+	}
+	if len(sc.Secrets) > 0 {
+		cfg.ClientSecret = sc.Secrets[0]
+	}
+	oc, err := oauth.NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ar, _ := oc.NewAuthRequest()
+	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := hc.Get(ar.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	code, err := oauth.ParseRedirect(resp.Header.Get("Location"), ar.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := oc.Exchange(context.Background(), code, ar.Verifier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := oauth.NewTokenSource(oc, &memStore{tok: &tok}, oauth.SourceOptions{})
+	c, err := New(Config{BaseURL: e.srv.URL, Tokens: ts, RateLimit: 1000, Burst: 100, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, MaxAttempts: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, ts
+}
+
+func TestMeAndScopes(t *testing.T) {
+	e := newEnv(t, schedsim.Config{Seed: 1, Bookings: 5})
+	ctx := context.Background()
+	full, _ := e.client(t, "sim-client", ScopeBookingRead, ScopeProfileRead)
+	me, err := full.Me(ctx)
+	if err != nil || me.Email != e.sim.User().Email || me.ID != e.sim.User().ID {
+		t.Fatalf("me = %+v, %v", me, err)
+	}
+	profileOnly, _ := e.client(t, "sim-client", ScopeProfileRead)
+	_, err = profileOnly.ListBookings(ctx, ListParams{})
+	var se *oauth.ScopeError
+	if !errors.As(err, &se) || se.Needed != ScopeBookingRead || strings.Join(se.Granted, ",") != ScopeProfileRead ||
+		!strings.Contains(err.Error(), "run `syncd auth login` again") {
+		t.Fatalf("bookings without BOOKING_READ: %v", err)
+	}
+	bookingOnly, _ := e.client(t, "sim-client", ScopeBookingRead)
+	if _, err := bookingOnly.Me(ctx); !errors.As(err, &se) || se.Needed != ScopeProfileRead {
+		t.Fatalf("me without PROFILE_READ: %v", err)
+	}
+	legacy, _ := e.client(t, "sim-legacy")
+	if _, err := legacy.ListBookings(ctx, ListParams{Take: 2}); err != nil {
+		t.Errorf("legacy token: %v", err)
+	}
+}
+
+// The walk over [start, end) while bookings change under it: every booking
+// whose latest version is in the window is passed once, with that version;
+// anything else passed was a real version superseded during the walk. Two
+// windows back to back cover every booking's latest version exactly once.
+func TestChangesMatchJournalUnderChurnAndFaults(t *testing.T) {
+	e := newEnv(t, schedsim.Config{Seed: 2, Bookings: 700, ChurnRate: 0.5, FaultRate: 0.15})
+	c, _ := e.client(t, "sim-legacy")
+	ctx := context.Background()
+	start := time.Unix(0, 0)
+	end := time.Now().Add(-time.Millisecond)
+	got := map[string]time.Time{}
+	walk := func(from, to time.Time) {
+		err := c.Changes(ctx, from, to, func(b *Booking) error {
+			if _, dup := got[b.UID]; dup && got[b.UID].Equal(b.VersionTime()) {
+				t.Errorf("booking %s passed twice with one version", b.UID)
+			}
+			got[b.UID] = b.VersionTime()
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	walk(start, end)
+	after := e.sim.Journal()
+	for _, j := range after {
+		v, ok := got[j.UID]
+		switch {
+		case j.VersionTime.Before(end) && (!ok || !v.Equal(j.VersionTime)):
+			t.Errorf("booking %s (version %s) missing or wrong (%s)", j.UID, j.VersionTime, v)
+		case !j.VersionTime.Before(end) && ok && !v.Before(end):
+			t.Errorf("booking %s passed with a version outside the window", j.UID)
+		}
+	}
+	if st := e.sim.Stats(); st.Faults == 0 || st.BookingRequests < 4 {
+		t.Errorf("the walk met no fault or few pages: %+v", st)
+	}
+	// Churn stops; a second window takes the rest.
+	end2 := time.Now().Add(time.Second)
+	time.Sleep(1100 * time.Millisecond)
+	final := map[string]time.Time{}
+	for _, j := range e.sim.Journal() {
+		final[j.UID] = j.VersionTime
+	}
+	got = map[string]time.Time{}
+	walk(start, end2)
+	for uid, vt := range final {
+		if vt.Before(end2) && !got[uid].Equal(vt) {
+			t.Errorf("after the second walk, booking %s has %s, want %s", uid, got[uid], vt)
+		}
+	}
+}
+
+func TestLoginRequiredStopsTheSource(t *testing.T) {
+	e := newEnv(t, schedsim.Config{Seed: 3, Bookings: 3})
+	c, _ := e.client(t, "sim-client", ScopeBookingRead, ScopeProfileRead)
+	e.sim.ExpireAccessTokens()
+	e.sim.RevokeRefreshTokens()
+	_, err := c.Me(context.Background())
+	if !errors.Is(err, oauth.ErrLoginRequired) || !strings.HasSuffix(err.Error(), "run `syncd auth login` again") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// An access token refused before its expiry (401) is refreshed once and the
+// call goes through.
+func TestExpiredAccessTokenRefreshedOnce(t *testing.T) {
+	e := newEnv(t, schedsim.Config{Seed: 4, Bookings: 3})
+	c, _ := e.client(t, "sim-client", ScopeBookingRead, ScopeProfileRead)
+	e.sim.ExpireAccessTokens()
+	if _, err := c.Me(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.sim.Stats().Refreshes; n != 1 {
+		t.Errorf("%d refreshes, want 1", n)
+	}
+}
+
+func TestListParamsQuery(t *testing.T) {
+	a := time.Date(2025, 3, 7, 10, 0, 0, 123456789, time.FixedZone("X", 3600))
+	q, err := ListParams{Take: 250, Skip: 5, AfterUpdatedAt: &a, SortUpdatedAt: "asc", Statuses: AllStatuses}.query()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := url.Values{"take": {"250"}, "skip": {"5"}, "afterUpdatedAt": {"2025-03-07T09:00:00.123Z"}, "sortUpdatedAt": {"asc"}, "status": {"upcoming,recurring,past,cancelled,unconfirmed"}}
+	if q.Encode() != want.Encode() {
+		t.Errorf("query = %s, want %s", q.Encode(), want.Encode())
+	}
+	if _, err := (ListParams{Take: 251}).query(); err == nil {
+		t.Error("take 251 accepted")
+	}
+}
+
+func TestDecodeBooking(t *testing.T) {
+	good := `{"id":1,"uid":"u1","title":"T","status":"accepted","start":"2024-08-13T15:30:00Z","end":"2024-08-13T16:30:00.000Z",
+	 "createdAt":"2024-08-01T00:00:00Z","updatedAt":null,"eventType":{"id":5,"slug":"s"},"attendees":[{"name":"A","timeZone":"UTC","absent":false,"seatUid":"x"}],
+	 "hosts":[{"id":2,"name":"H","timeZone":"UTC"}],"bookingFieldsResponses":{"b": [1, {"c": null}], "a": "é"},"someNewField":{"x":1}}`
+	b, err := DecodeBooking(json.RawMessage(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Duration != 60 || b.UpdatedAt != nil || !b.VersionTime().Equal(b.CreatedAt) || *b.EventTypeID != 5 ||
+		string(b.BookingFieldsResponses) != `{"b":[1,{"c":null}],"a":"é"}` || *b.Attendees[0].SeatUID != "x" || b.Hosts[0].ID != 2 {
+		t.Errorf("booking = %+v", b)
+	}
+	bad := []struct{ body, field string }{
+		{strings.Replace(good, `"id":1`, `"id":"one"`, 1), "id"},
+		{strings.Replace(good, `"start":"2024-08-13T15:30:00Z"`, `"start":"yesterday"`, 1), "start"},
+		{strings.Replace(good, `"title":"T",`, ``, 1), "title"},
+		{strings.Replace(good, `"attendees":[`, `"attendees":[7,`, 1), "attendees"},
+		{strings.Replace(good, `"bookingFieldsResponses":{"b": [1, {"c": null}], "a": "é"}`, `"bookingFieldsResponses":"text"`, 1), "bookingFieldsResponses"},
+	}
+	for _, tt := range bad {
+		_, err := DecodeBooking(json.RawMessage(tt.body))
+		var be *BookingError
+		if !errors.As(err, &be) || be.Field != tt.field || be.UID != "u1" {
+			t.Errorf("field %s: err = %v", tt.field, err)
+		}
+	}
+}
