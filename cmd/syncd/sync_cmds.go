@@ -247,7 +247,7 @@ func writeSummary(path string, results []poller.Result, signalled bool) error {
 func newRunCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "run",
-		Short: "Sync on the configured cron schedule until stopped (SIGINT/SIGTERM), serving /metrics, /healthz, /readyz",
+		Short: "Sync on the configured cron schedule until stopped (SIGINT/SIGTERM), serving /metrics, /healthz, /readyz, /status",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -270,9 +270,12 @@ func newRunCmd(g *globals) *cobra.Command {
 func runDaemon(ctx context.Context, a *app.App, g *globals) error {
 	log := a.Log
 	m := a.Metrics
+	mux := http.NewServeMux()
+	mux.Handle("/status", statusHandler(a.Cfg, a.Store))
+	mux.Handle("/", m.Handler(func() error { return nil }, a.Cfg.Server.UnreadyAfter.D()))
 	srv := &http.Server{
 		Addr:              a.Cfg.Server.Addr,
-		Handler:           m.Handler(func() error { return nil }, a.Cfg.Server.UnreadyAfter.D()),
+		Handler:           mux,
 		ReadHeaderTimeout: 5 * time.Second,
 	}
 	ln, err := net.Listen("tcp", a.Cfg.Server.Addr)
@@ -284,7 +287,7 @@ func runDaemon(ctx context.Context, a *app.App, g *globals) error {
 			log.Error("metrics server stopped", zap.Error(err))
 		}
 	}()
-	log.Info("serving /metrics, /healthz, /readyz", zap.String("addr", ln.Addr().String()))
+	log.Info("serving /metrics, /healthz, /readyz, /status", zap.String("addr", ln.Addr().String()))
 
 	c := cron.New(cron.WithLocation(time.UTC))
 	var passes sync.WaitGroup
