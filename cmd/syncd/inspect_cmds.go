@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -341,22 +340,4 @@ func fmtTime(t time.Time) string {
 		return "beginning"
 	}
 	return t.UTC().Format("2006-01-02T15:04:05.000Z")
-}
-
-func newVersionCmd(g *globals) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "version",
-		Short: "Print the version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if asJSON {
-				return json.NewEncoder(g.stdout).Encode(map[string]string{"version": version})
-			}
-			fmt.Fprintln(g.stdout, "syncd "+version)
-			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return cmd
 }
