@@ -306,11 +306,11 @@ func printResults(w io.Writer, results []poller.Result, took time.Duration, sign
 			fmt.Fprintf(w, "FAIL %s: %v\n", r.FormID, r.Err)
 		case "interrupted":
 			stopped++
-			fmt.Fprintf(w, "STOP %s -> %s: interrupted after %s in %s, %d requests%s; the rest comes with the next pass\n",
-				r.FormID, orDash(r.Table), plural(r.Rows, "row"), plural(int64(r.Batches), "batch"), r.Requests, covered(r))
+			fmt.Fprintf(w, "STOP %s -> %s: interrupted after %s in %s, %s%s; the rest comes with the next pass\n",
+				r.FormID, orDash(r.Table), plural(r.Rows, "row"), plural(int64(r.Batches), "batch"), plural(r.Requests, "request"), covered(r))
 		default:
-			fmt.Fprintf(w, "ok   %s -> %s: %s in %s, %d requests, %s%s\n",
-				r.FormID, r.Table, plural(r.Rows, "row"), plural(int64(r.Batches), "batch"), r.Requests, r.Duration.Round(time.Millisecond), covered(r))
+			fmt.Fprintf(w, "ok   %s -> %s: %s in %s, %s, %s%s\n",
+				r.FormID, r.Table, plural(r.Rows, "row"), plural(int64(r.Batches), "batch"), plural(r.Requests, "request"), r.Duration.Round(time.Millisecond), covered(r))
 		}
 	}
 	line := fmt.Sprintf("%s, %d failed", plural(int64(len(results)), "form"), failed(results, signalled))

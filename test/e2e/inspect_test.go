@@ -14,6 +14,7 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/bqfake"
 	"github.com/syncd-dev/syncd/internal/formsim"
+	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/testkit"
 )
 
@@ -118,6 +119,23 @@ func TestInspectBesideRunningDaemon(t *testing.T) {
 		t.Errorf("schema beside the daemon: exit %d pinned %v\nstdout %.300s\nstderr %s", res.Code, sch.Pinned, res.Stdout, res.Stderr)
 	}
 
+	res = run("forms", "-o", "json")
+	var fl struct {
+		Forms []struct {
+			FormID string   `json:"form_id"`
+			Name   string   `json:"name"`
+			Tags   []string `json:"tags"`
+			Table  string   `json:"table"`
+		} `json:"forms"`
+	}
+	if res.Code != 0 || json.Unmarshal([]byte(res.Stdout), &fl) != nil || len(fl.Forms) != len(forms) {
+		t.Errorf("forms -o json: exit %d\n%s\n%s", res.Code, res.Stdout, res.Stderr)
+	}
+	for _, f := range fl.Forms {
+		if f.Name == "" || f.Tags == nil || f.Table != poller.DefaultTable(f.FormID) {
+			t.Errorf("forms -o json: %+v", f)
+		}
+	}
 	if status(addr, "/status") != 200 {
 		t.Errorf("GET /status: %d", status(addr, "/status"))
 	}
