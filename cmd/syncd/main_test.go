@@ -184,4 +184,3 @@ func TestDaemonURL(t *testing.T) {
 		t.Error("daemonURL accepted an address without a port")
 	}
 }
-

@@ -21,13 +21,13 @@ import (
 
 // Config is the whole configuration file.
 type Config struct {
-	Source  Source       `yaml:"source"`
-	Forms   []FormConfig `yaml:"forms"`
-	Sync    Sync         `yaml:"sync"`
-	Sink    Sink         `yaml:"sink"`
-	State   State        `yaml:"state"`
-	Log     Log          `yaml:"log"`
-	Server  Server       `yaml:"server"`
+	Source Source       `yaml:"source"`
+	Forms  []FormConfig `yaml:"forms"`
+	Sync   Sync         `yaml:"sync"`
+	Sink   Sink         `yaml:"sink"`
+	State  State        `yaml:"state"`
+	Log    Log          `yaml:"log"`
+	Server Server       `yaml:"server"`
 
 	// lines maps each dotted key of the file (forms[0].id, sink.parquet.path)
 	// to its line, so that validation errors name the line too.
