@@ -21,8 +21,10 @@ echo "== first pass: syncd once (configs/demo.yaml: simulator at $DEMO_BASE_URL,
 ./bin/syncd once --config configs/demo.yaml --log-level warn
 
 echo
-echo "== 25 new submissions arrive in the first form"
+# The API lists forms in its own order, syncd prints them sorted by id: name
+# the form by its id, so the reader finds it in the second pass's lines.
 form=$(curl -sf -H "Authorization: Bearer $FORMS_API_KEY" "$DEMO_BASE_URL/forms" | grep -o '"formId":"[^"]*"' | head -1 | cut -d'"' -f4)
+echo "== 25 new submissions arrive in form $form"
 for _ in 1 2 3; do
   curl -sf -X POST -H "Authorization: Bearer $FORMS_API_KEY" -H 'Content-Type: application/json' \
     -d '{"submissions":[{},{},{},{},{},{},{},{}]}' "$DEMO_BASE_URL/forms/$form/submissions" >/dev/null

@@ -1,10 +1,9 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -34,13 +33,26 @@ func (g *globals) loadClient() (*config.Config, *zap.Logger, *forms.Client, erro
 	return cfg, log, client, nil
 }
 
+// formJSON is one form of `syncd forms -o json`.
+type formJSON struct {
+	FormID string   `json:"form_id"`
+	Name   string   `json:"name"`
+	Tags   []string `json:"tags"`
+	Table  string   `json:"table"` // where syncd writes it: forms[].table or the default name
+}
+
 func newFormsCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "forms",
-		Short: "List the account's forms",
-		Args:  cobra.NoArgs,
+	var format string
+	cmd := &cobra.Command{
+		Use:     "forms",
+		Short:   "List the account's forms",
+		Example: "  syncd forms\n  syncd forms -o json",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, _, client, err := g.loadClient()
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			cfg, _, client, err := g.loadClient()
 			if err != nil {
 				return err
 			}
@@ -48,21 +60,70 @@ func newFormsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return withCode(exitFailed, err)
 			}
-			rows := make([][]string, 0, len(list))
+			out := make([]formJSON, 0, len(list))
 			for _, f := range list {
-				rows = append(rows, []string{f.FormID, f.Name, strings.Join(f.Tags, ",")})
+				tags := f.Tags
+				if tags == nil {
+					tags = []string{}
+				}
+				out = append(out, formJSON{FormID: f.FormID, Name: f.Name, Tags: tags, Table: tableOf(cfg, f.FormID)})
 			}
-			return tabular(g.stdout, []string{"ID", "NAME", "TAGS"}, rows)
+			if format == formatJSON {
+				return printJSON(g.stdout, map[string]any{"forms": out})
+			}
+			rows := make([][]string, 0, len(out))
+			for _, f := range out {
+				rows = append(rows, []string{f.FormID, f.Name, strings.Join(f.Tags, ","), f.Table})
+			}
+			return tabular(g.stdout, []string{"ID", "NAME", "TAGS", "TABLE"}, rows)
 		},
 	}
+	addOutputFlag(cmd, &format)
+	return cmd
+}
+
+// tableOf is the table a form is written to: forms[].table, or
+// poller.DefaultTable.
+func tableOf(cfg *config.Config, formID string) string {
+	for _, f := range cfg.Forms {
+		if f.ID == formID && f.Table != "" {
+			return f.Table
+		}
+	}
+	return poller.DefaultTable(formID)
+}
+
+// schemaJSON is what `syncd schema FORM -o json` prints.
+type schemaJSON struct {
+	FormID      string       `json:"form_id"`
+	FormName    string       `json:"form_name"`
+	Table       string       `json:"table"`
+	Pinned      bool         `json:"pinned"` // true: the schema a sync pinned (what the output holds), evolved with today's questions
+	Columns     []columnJSON `json:"columns"`
+	NotExported []string     `json:"not_exported"` // Password questions
+}
+
+type columnJSON struct {
+	Name       string `json:"name"`
+	Type       string `json:"type"`
+	Mode       string `json:"mode"` // REQUIRED or NULLABLE
+	Kind       string `json:"kind"` // fixed, lineage, question, calculation, url_parameter, ...
+	SourceID   string `json:"source_id"`
+	SourceType string `json:"source_type"`
+	SourceName string `json:"source_name"`
 }
 
 func newSchemaCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "schema FORM",
-		Short: "Show the table a form maps to: column, type, source",
-		Args:  cobra.ExactArgs(1),
+	var format string
+	cmd := &cobra.Command{
+		Use:     "schema FORM",
+		Short:   "Show the table a form maps to: column, type, source",
+		Example: "  syncd schema vLp2aX\n  syncd schema vLp2aX -o json",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			cfg, _, client, err := g.loadClient()
 			if err != nil {
@@ -72,14 +133,18 @@ func newSchemaCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return withCode(exitFailed, err)
 			}
-			// The pinned schema, when a sync has run, is what the output holds;
-			// read it without taking the writer's lock.
+			// The pinned schema, when a sync has run, is what the output holds:
+			// read without the writer's lock, or from the running daemon.
 			var pinned *schema.Table
-			if st, err := app.OpenStore(ctx, cfg, true); err == nil {
-				fs, gerr := st.Get(ctx, form.ID)
-				st.Close()
-				if gerr == nil && len(fs.Schema) > 0 {
-					pinned, _ = schema.Unmarshal(fs.Schema)
+			v, err := readState(ctx, cfg, "?schema=1&form="+url.QueryEscape(form.ID))
+			if err != nil {
+				fmt.Fprintf(g.stderr, "syncd: warning: %v; showing the mapping of today's questions, which may differ from the output's columns\n", err)
+			}
+			for _, f := range v.Forms {
+				if f.FormID == form.ID && len(f.PinnedSchema) > 0 {
+					if pinned, err = schema.Unmarshal(f.PinnedSchema); err != nil {
+						return withCode(exitFailed, fmt.Errorf("read the pinned schema of form %s from the state: %w", form.ID, err))
+					}
 				}
 			}
 			var table *schema.Table
@@ -91,28 +156,42 @@ func newSchemaCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return withCode(exitFailed, fmt.Errorf("map form %s: %w", form.ID, err))
 			}
-			rows := make([][]string, 0, len(table.Columns))
+			out := schemaJSON{FormID: form.ID, FormName: form.Name, Table: tableOf(cfg, form.ID), Pinned: pinned != nil,
+				Columns: make([]columnJSON, 0, len(table.Columns)), NotExported: passwordQuestions(form)}
+			if out.NotExported == nil {
+				out.NotExported = []string{}
+			}
 			for _, c := range table.Columns {
-				src := string(c.Kind)
+				mode := "NULLABLE"
+				if c.Required {
+					mode = "REQUIRED"
+				}
+				out.Columns = append(out.Columns, columnJSON{Name: c.Name, Type: string(c.Type), Mode: mode, Kind: string(c.Kind),
+					SourceID: c.SourceID, SourceType: c.SourceType, SourceName: c.SourceName})
+			}
+			if format == formatJSON {
+				return printJSON(g.stdout, out)
+			}
+			rows := make([][]string, 0, len(out.Columns))
+			for _, c := range out.Columns {
+				src := c.Kind
 				if c.SourceID != "" {
 					src += " " + c.SourceID
 				}
 				if c.SourceType != "" {
 					src += " (" + c.SourceType + ")"
 				}
-				req := "NULLABLE"
-				if c.Required {
-					req = "REQUIRED"
-				}
-				rows = append(rows, []string{c.Name, string(c.Type), req, src, c.SourceName})
+				rows = append(rows, []string{c.Name, c.Type, c.Mode, src, c.SourceName})
 			}
-			fmt.Fprintf(g.stdout, "form %s (%s): %d columns\n", form.ID, form.Name, len(table.Columns))
-			if hidden := passwordQuestions(form); len(hidden) > 0 {
-				fmt.Fprintf(g.stdout, "not exported (Password questions): %s\n", strings.Join(hidden, ", "))
+			fmt.Fprintf(g.stdout, "form %s (%s) -> table %s: %s\n", form.ID, form.Name, out.Table, plural(int64(len(out.Columns)), "column"))
+			if len(out.NotExported) > 0 {
+				fmt.Fprintf(g.stdout, "not exported (Password questions): %s\n", strings.Join(out.NotExported, ", "))
 			}
 			return tabular(g.stdout, []string{"COLUMN", "TYPE", "MODE", "SOURCE", "NAME"}, rows)
 		},
 	}
+	addOutputFlag(cmd, &format)
+	return cmd
 }
 
 func passwordQuestions(f *forms.Form) []string {
@@ -127,57 +206,42 @@ func passwordQuestions(f *forms.Form) []string {
 
 func newStateCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "state", Short: "Inspect or reset the sync state"}
+	var format string
 	show := &cobra.Command{
 		Use:   "show [FORM]",
 		Short: "Show committed windows, open batches and counters",
-		Args:  cobra.MaximumNArgs(1),
+		Long: "Show every form's committed windows, open batches and counters (or one form's).\n" +
+			"Beside a running `syncd run` that holds the state file, the same view is read from\n" +
+			"its /status on server.addr, so the daemon never has to stop.",
+		Example: "  syncd state show\n  syncd state show vLp2aX\n  syncd state show -o json",
+		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			a, err := g.openApp(ctx, true)
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			cfg, _, err := g.load()
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			list, err := a.Store.List(ctx)
+			v, err := readState(cmd.Context(), cfg, "")
 			if err != nil {
-				return withCode(exitFailed, err)
+				return err
 			}
 			if len(args) == 1 {
-				st, err := findState(list, args[0])
+				f, err := findForm(v.Forms, args[0])
 				if err != nil {
 					return err
 				}
-				list = []state.FormState{st}
+				v.Forms = []formView{f}
 			}
-			now := time.Now()
-			for _, st := range list {
-				fmt.Fprintf(g.stdout, "form %s: %d rows in %d batches", st.FormID, st.Rows, st.Batches)
-				if !st.LastSuccess.IsZero() {
-					fmt.Fprintf(g.stdout, ", last success %s", st.LastSuccess.Format(time.RFC3339))
-				}
-				fmt.Fprintln(g.stdout)
-				for _, iv := range st.Committed {
-					fmt.Fprintf(g.stdout, "  committed [%s, %s)\n", fmtTime(iv.Start), fmtTime(iv.End))
-				}
-				for id, in := range st.Intents {
-					fmt.Fprintf(g.stdout, "  open batch %s [%s, %s) since %s\n", id, fmtTime(in.Start), fmtTime(in.End), in.CreatedAt.Format(time.RFC3339))
-				}
-				if st.Refresh != nil {
-					fmt.Fprintf(g.stdout, "  refresh of table %s under way since %s: the next pass finishes it\n", st.Refresh.Table, st.Refresh.RequestedAt.Format(time.RFC3339))
-				}
-				if end := st.Committed.End(); end.After(now) {
-					fmt.Fprintf(g.stdout, "  DAMAGED: %v\n", &poller.FutureCommitError{FormID: st.FormID, End: end, LastSuccess: st.LastSuccess})
-				}
-				if st.LastError != "" {
-					fmt.Fprintf(g.stdout, "  last error: %s\n", st.LastError)
-				}
+			if format == formatJSON {
+				return printJSON(g.stdout, v)
 			}
-			if len(list) == 0 {
-				fmt.Fprintln(g.stdout, "no form has been synced yet")
-			}
+			printStateTable(g.stdout, v)
 			return nil
 		},
 	}
+	addOutputFlag(show, &format)
 	var yes bool
 	var fromDate string
 	reset := &cobra.Command{
@@ -253,111 +317,27 @@ func findState(list []state.FormState, formID string) (state.FormState, error) {
 	return state.FormState{}, withCode(exitUsage, errors.New(msg+": `syncd state show` lists the forms it holds; nothing was changed"))
 }
 
+// findForm is the view of formID among forms, or an exit-2 error naming
+// the closest ids the state holds.
+func findForm(forms []formView, formID string) (formView, error) {
+	list := make([]state.FormState, 0, len(forms))
+	for _, f := range forms {
+		list = append(list, state.FormState{FormID: f.FormID})
+	}
+	if _, err := findState(list, formID); err != nil {
+		return formView{}, err
+	}
+	for _, f := range forms {
+		if f.FormID == formID {
+			return f, nil
+		}
+	}
+	return formView{}, nil
+}
+
 func fmtTime(t time.Time) string {
 	if t.Equal(time.Unix(0, 0)) {
 		return "beginning"
 	}
 	return t.UTC().Format("2006-01-02T15:04:05.000Z")
-}
-
-func newValidateCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "validate",
-		Short: "Check the config, the API key, the forms, the sink and the state store",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			out := g.stdout
-			cfg, log, err := g.load()
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(out, "ok   config")
-			for _, w := range cfg.QuotaWarnings(time.Now()) {
-				fmt.Fprintf(out, "WARN quota: %s\n", w)
-			}
-			client, err := app.NewClient(cfg, log, nil)
-			if err != nil {
-				return withCode(exitUsage, err)
-			}
-			list, err := client.ListForms(ctx)
-			if err != nil {
-				fmt.Fprintf(out, "FAIL api key: %v\n", err)
-				return withCode(exitFailed, errReported)
-			}
-			fmt.Fprintf(out, "ok   api key: %d forms visible at %s\n", len(list), cfg.Source.BaseURL)
-			bad := 0
-			for _, f := range cfg.Forms {
-				if _, err := client.GetForm(ctx, f.ID); err != nil {
-					fmt.Fprintf(out, "FAIL form %s: %v\n", f.ID, err)
-					bad++
-					continue
-				}
-				fmt.Fprintf(out, "ok   form %s\n", f.ID)
-			}
-			snk, err := app.NewSink(cfg, version, log)
-			if err != nil {
-				fmt.Fprintf(out, "FAIL sink: %v\n", err)
-				bad++
-			} else {
-				// A bucket is only reached when it is listed.
-				if c, ok := snk.(interface{ Check(context.Context) error }); ok {
-					err = c.Check(ctx)
-				}
-				snk.Close()
-				if err != nil {
-					fmt.Fprintf(out, "FAIL sink: %v\n", err)
-					bad++
-				} else {
-					fmt.Fprintf(out, "ok   sink %s\n", cfg.Sink.Type)
-				}
-			}
-			st, err := app.OpenStore(ctx, cfg, false)
-			if err != nil {
-				fmt.Fprintf(out, "FAIL state: %v\n", err)
-				bad++
-			} else {
-				list, err := st.List(ctx)
-				st.Close()
-				damaged := 0
-				for _, fs := range list {
-					if end := fs.Committed.End(); end.After(time.Now()) {
-						fmt.Fprintf(out, "FAIL state: %v\n", &poller.FutureCommitError{FormID: fs.FormID, End: end, LastSuccess: fs.LastSuccess})
-						damaged++
-					}
-				}
-				switch {
-				case err != nil:
-					fmt.Fprintf(out, "FAIL state: %v\n", err)
-					bad++
-				case damaged > 0:
-					bad++
-				default:
-					fmt.Fprintf(out, "ok   state %s\n", app.StateWhere(cfg))
-				}
-			}
-			if bad > 0 {
-				return withCode(exitFailed, errReported)
-			}
-			return nil
-		},
-	}
-}
-
-func newVersionCmd(g *globals) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "version",
-		Short: "Print the version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if asJSON {
-				return json.NewEncoder(g.stdout).Encode(map[string]string{"version": version})
-			}
-			fmt.Fprintln(g.stdout, "syncd "+version)
-			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return cmd
 }

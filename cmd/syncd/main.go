@@ -21,9 +21,6 @@ import (
 	"github.com/syncd-dev/syncd/internal/config"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 // Exit codes, documented in the README.
 const (
 	exitOK     = 0
@@ -145,6 +142,16 @@ func newRoot(stdout, stderr io.Writer) (*cobra.Command, *globals) {
 		Short:         "Copy form submissions into Parquet or BigQuery, exactly once",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Example: "  syncd validate --config syncd.yaml   # check everything first\n" +
+			"  syncd once --config syncd.yaml       # one pass, then exit\n" +
+			"  syncd run --config syncd.yaml        # on the schedule, serving /metrics and /status",
+		// Bare `syncd` is a mistake, not a success: help on stderr, exit 2.
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SetOut(stderr)
+			_ = cmd.Help()
+			return withCode(exitUsage, errors.New("no command given: pick one of the commands above"))
+		},
+		Args: cobra.NoArgs,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -161,6 +168,7 @@ func newRoot(stdout, stderr io.Writer) (*cobra.Command, *globals) {
 		newStateCmd(g),
 		newValidateCmd(g),
 		newVersionCmd(g),
+		newConfigCmd(g),
 	)
 	return root, g
 }

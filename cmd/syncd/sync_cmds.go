@@ -13,6 +13,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/forms"
 	"github.com/syncd-dev/syncd/internal/metrics"
 	"github.com/syncd-dev/syncd/internal/poller"
+	"github.com/syncd-dev/syncd/internal/suggest"
 )
 
 // openApp opens the configured parts, mapping failures to exit codes.
@@ -49,19 +51,51 @@ func (g *globals) openApp(ctx context.Context, readOnly bool) (*app.App, error) 
 }
 
 func newOnceCmd(g *globals) *cobra.Command {
-	var summaryPath string
+	var summaryPath, format string
+	var formIDs []string
+	var dryRun bool
 	cmd := &cobra.Command{
 		Use:   "once",
 		Short: "Sync every configured form once, print a summary line per form, and exit",
-		Long: "Sync every configured form once and exit: 0 when every form synced, 1 when any failed\n" +
-			"(the others still committed), 2 on a usage or configuration error (an unknown form id),\n" +
-			"3 when the state store cannot be opened (in use by another syncd, or corrupt), 130 or 143\n" +
-			"when SIGINT or SIGTERM stopped the pass (what it committed stays committed).",
+		Long: "Sync every configured form (or those --form names) once and exit: 0 when every form\n" +
+			"synced, 1 when any failed (the others still committed), 2 on a usage or configuration\n" +
+			"error (an unknown form id), 3 when the state store cannot be opened (in use by another\n" +
+			"syncd, or corrupt), 130 or 143 when SIGINT or SIGTERM stopped the pass (what it\n" +
+			"committed stays committed).\n\n" +
+			"--dry-run reads only (form metadata, and the counts planning needs: limit=1 requests)\n" +
+			"and prints per form the windows the pass would fetch, its estimated requests and the\n" +
+			"least time they take at source.rate_limit; it writes no output and no state.",
+		Example: "  syncd once --config syncd.yaml\n" +
+			"  syncd once --form vLp2aX --form 8fKq2m --summary /tmp/summary.json\n" +
+			"  syncd once --dry-run -o json",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			if err := g.checkConfiguredForms(ctx); err != nil {
+			if err := checkFormat(format); err != nil {
 				return err
+			}
+			cfg, log, client, err := g.loadClient()
+			if err != nil {
+				return err
+			}
+			counting := &requestCounter{}
+			if dryRun {
+				if client, err = app.NewClient(cfg, log, counting); err != nil {
+					return withCode(exitUsage, err)
+				}
+			}
+			ids, err := g.selectForms(ctx, cfg, client, formIDs)
+			if err != nil {
+				return err
+			}
+			if dryRun {
+				jobs, err := selectJobs(ctx, &app.App{Cfg: cfg, Client: client}, ids)
+				if err != nil {
+					return withCode(exitFailed, err)
+				}
+				// The form checks and the account's form list: the real pass makes them too.
+				account := counting.n.Load()
+				return g.dryRun(ctx, cfg, client, "once", jobs, time.Time{}, time.Time{}, account, format)
 			}
 			a, err := g.openApp(ctx, false)
 			if err != nil {
@@ -69,16 +103,117 @@ func newOnceCmd(g *globals) *cobra.Command {
 			}
 			defer a.Close()
 			started := time.Now()
-			jobs, err := a.Jobs(ctx)
+			jobs, err := selectJobs(ctx, a, ids)
 			if err != nil {
 				return withCode(exitFailed, err)
 			}
 			results := a.SyncAll(ctx, jobs, a.Cfg.Sync.Concurrency)
-			return g.finishPass(results, time.Since(started), summaryPath)
+			return g.finishPass(results, time.Since(started), summaryPath, format)
 		},
 	}
 	cmd.Flags().StringVar(&summaryPath, "summary", "", "also write a JSON summary per form to this file")
+	cmd.Flags().StringArrayVar(&formIDs, "form", nil, "sync only this form (repeatable): one of the configured forms, or of the account's when the config lists none")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "plan only: print the windows, requests and time the pass would take, write nothing")
+	addOutputFlag(cmd, &format)
 	return cmd
+}
+
+// requestCounter counts the Forms API requests a client makes (every
+// attempt); it is a forms.Observer.
+type requestCounter struct{ n atomic.Int64 }
+
+func (c *requestCounter) ObserveRequest(string, int, int, time.Duration, error) { c.n.Add(1) }
+
+// selectForms checks the form ids the command line names, or those of the
+// config when it names none: exit 2 for an id that is not there, with the
+// closest ids. It returns the ids named on the command line.
+func (g *globals) selectForms(ctx context.Context, cfg *config.Config, client *forms.Client, ids []string) ([]string, error) {
+	if len(ids) == 0 {
+		configured := make([]string, 0, len(cfg.Forms))
+		for _, f := range cfg.Forms {
+			configured = append(configured, f.ID)
+		}
+		return nil, checkForms(ctx, client, configured)
+	}
+	if len(cfg.Forms) == 0 {
+		return ids, checkForms(ctx, client, ids)
+	}
+	configured := make([]string, 0, len(cfg.Forms))
+	have := map[string]bool{}
+	for _, f := range cfg.Forms {
+		configured = append(configured, f.ID)
+		have[f.ID] = true
+	}
+	for _, id := range ids {
+		if !have[id] {
+			msg := fmt.Sprintf("--form %s is not one of the forms this config lists", id)
+			if p := suggest.Phrase(id, configured); p != "" {
+				msg += " (" + p + ")"
+			}
+			return nil, withCode(exitUsage, errors.New(msg+": add it under forms: in the config, or pick one of "+strings.Join(configured, ", ")+"; nothing was written"))
+		}
+	}
+	// The configured ids are checked against the account as always.
+	return ids, checkForms(ctx, client, configured)
+}
+
+// selectJobs are the jobs of ids, or every job when ids is empty.
+func selectJobs(ctx context.Context, a *app.App, ids []string) ([]poller.Job, error) {
+	if len(ids) == 0 {
+		return a.Jobs(ctx)
+	}
+	jobs := make([]poller.Job, 0, len(ids))
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			jobs = append(jobs, a.Job(id))
+		}
+	}
+	return jobs, nil
+}
+
+// dryRun plans the jobs over [from, to) (zero: each job's start, and now -
+// safety lag) and prints the plan. It opens the state read-only.
+func (g *globals) dryRun(ctx context.Context, cfg *config.Config, client *forms.Client, command string, jobs []poller.Job, from, to time.Time, account int64, format string) error {
+	v, err := readState(ctx, cfg, "")
+	if err != nil {
+		return err
+	}
+	byID := map[string]formView{}
+	for _, f := range v.Forms {
+		byID[f.FormID] = f
+	}
+	d := newDryRunner(cfg, client)
+	horizon := d.horizon()
+	list := make([]dryRunForm, 0, len(jobs))
+	failed := 0
+	for _, job := range jobs {
+		start, end := from, to
+		if start.IsZero() {
+			start = job.Start
+		}
+		if end.IsZero() || end.After(horizon) {
+			end = horizon
+		}
+		f := d.planForm(ctx, job, byID[job.FormID], start, end)
+		if f.Error != "" {
+			failed++
+		}
+		list = append(list, f)
+	}
+	plan := d.finish(command, list, account)
+	if format == formatJSON {
+		if err := printJSON(g.stdout, plan); err != nil {
+			return err
+		}
+	} else {
+		printDryRun(g.stdout, plan)
+	}
+	if failed > 0 {
+		return withCode(exitFailed, errReported)
+	}
+	return nil
 }
 
 // checkConfiguredForms refuses, with exit 2 and before anything is
@@ -112,9 +247,15 @@ func checkForms(ctx context.Context, client *forms.Client, ids []string) error {
 
 // finishPass prints the results, writes the summary and picks the exit
 // code: a pass a signal stopped is never a success.
-func (g *globals) finishPass(results []poller.Result, took time.Duration, summaryPath string) error {
+func (g *globals) finishPass(results []poller.Result, took time.Duration, summaryPath, format string) error {
 	code, interrupted := g.interruption()
-	printResults(g.stdout, results, took, interrupted)
+	if format == formatJSON {
+		if err := printJSON(g.stdout, summaryEntries(results, interrupted)); err != nil {
+			return err
+		}
+	} else {
+		printResults(g.stdout, results, took, interrupted)
+	}
 	if summaryPath != "" {
 		if err := writeSummary(summaryPath, results, interrupted); err != nil {
 			return withCode(exitFailed, err)
@@ -165,11 +306,11 @@ func printResults(w io.Writer, results []poller.Result, took time.Duration, sign
 			fmt.Fprintf(w, "FAIL %s: %v\n", r.FormID, r.Err)
 		case "interrupted":
 			stopped++
-			fmt.Fprintf(w, "STOP %s -> %s: interrupted after %s in %s, %d requests%s; the rest comes with the next pass\n",
-				r.FormID, orDash(r.Table), plural(r.Rows, "row"), plural(int64(r.Batches), "batch"), r.Requests, covered(r))
+			fmt.Fprintf(w, "STOP %s -> %s: interrupted after %s in %s, %s%s; the rest comes with the next pass\n",
+				r.FormID, orDash(r.Table), plural(r.Rows, "row"), plural(int64(r.Batches), "batch"), plural(r.Requests, "request"), covered(r))
 		default:
-			fmt.Fprintf(w, "ok   %s -> %s: %s in %s, %d requests, %s%s\n",
-				r.FormID, r.Table, plural(r.Rows, "row"), plural(int64(r.Batches), "batch"), r.Requests, r.Duration.Round(time.Millisecond), covered(r))
+			fmt.Fprintf(w, "ok   %s -> %s: %s in %s, %s, %s%s\n",
+				r.FormID, r.Table, plural(r.Rows, "row"), plural(int64(r.Batches), "batch"), plural(r.Requests, "request"), r.Duration.Round(time.Millisecond), covered(r))
 		}
 	}
 	line := fmt.Sprintf("%s, %d failed", plural(int64(len(results)), "form"), failed(results, signalled))
@@ -223,7 +364,8 @@ type summaryEntry struct {
 	Error        string    `json:"error,omitempty"`
 }
 
-func writeSummary(path string, results []poller.Result, signalled bool) error {
+// summaryEntries are the results as --summary and -o json write them.
+func summaryEntries(results []poller.Result, signalled bool) []summaryEntry {
 	out := make([]summaryEntry, 0, len(results))
 	for _, r := range results {
 		e := summaryEntry{FormID: r.FormID, Table: r.Table, Status: status(r, signalled), Rows: r.Rows, Batches: r.Batches, Requests: r.Requests,
@@ -234,7 +376,11 @@ func writeSummary(path string, results []poller.Result, signalled bool) error {
 		}
 		out = append(out, e)
 	}
-	b, err := json.MarshalIndent(out, "", "  ")
+	return out
+}
+
+func writeSummary(path string, results []poller.Result, signalled bool) error {
+	b, err := json.MarshalIndent(summaryEntries(results, signalled), "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode the summary: %w", err)
 	}
@@ -247,8 +393,10 @@ func writeSummary(path string, results []poller.Result, signalled bool) error {
 func newRunCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "run",
-		Short: "Sync on the configured cron schedule until stopped (SIGINT/SIGTERM), serving /metrics, /healthz, /readyz",
-		Args:  cobra.NoArgs,
+		Short: "Sync on the configured cron schedule until stopped (SIGINT/SIGTERM), serving /metrics, /healthz, /readyz, /status",
+		Example: "  syncd run --config /etc/syncd/syncd.yaml\n" +
+			"  curl -s localhost:9464/status | jq '.forms[] | {form_id, rows}'",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if err := g.checkConfiguredForms(ctx); err != nil {
@@ -270,9 +418,12 @@ func newRunCmd(g *globals) *cobra.Command {
 func runDaemon(ctx context.Context, a *app.App, g *globals) error {
 	log := a.Log
 	m := a.Metrics
+	mux := http.NewServeMux()
+	mux.Handle("/status", statusHandler(a.Cfg, a.Store))
+	mux.Handle("/", m.Handler(func() error { return nil }, a.Cfg.Server.UnreadyAfter.D()))
 	srv := &http.Server{
 		Addr:              a.Cfg.Server.Addr,
-		Handler:           m.Handler(func() error { return nil }, a.Cfg.Server.UnreadyAfter.D()),
+		Handler:           mux,
 		ReadHeaderTimeout: 5 * time.Second,
 	}
 	ln, err := net.Listen("tcp", a.Cfg.Server.Addr)
@@ -284,7 +435,7 @@ func runDaemon(ctx context.Context, a *app.App, g *globals) error {
 			log.Error("metrics server stopped", zap.Error(err))
 		}
 	}()
-	log.Info("serving /metrics, /healthz, /readyz", zap.String("addr", ln.Addr().String()))
+	log.Info("serving /metrics, /healthz, /readyz, /status", zap.String("addr", ln.Addr().String()))
 
 	c := cron.New(cron.WithLocation(time.UTC))
 	var passes sync.WaitGroup
@@ -376,17 +527,25 @@ func runDaemon(ctx context.Context, a *app.App, g *globals) error {
 }
 
 func newBackfillCmd(g *globals) *cobra.Command {
-	var formID, from, to, summaryPath string
+	var formID, from, to, summaryPath, format string
 	var concurrency int
+	var dryRun bool
 	cmd := &cobra.Command{
 		Use:   "backfill --form ID --from DATE [--to DATE]",
 		Short: "Load a time range of one form, fetching windows in parallel; a rerun resumes",
 		Long: "Load [--from, --to) of one form. Nothing is ever committed past now - sync.safety_lag:\n" +
 			"a --to beyond it is cut there (a line says so), and the live sync takes it from there.\n" +
-			"Exit codes as for once; 130 or 143 when SIGINT or SIGTERM stopped it.",
+			"Exit codes as for once; 130 or 143 when SIGINT or SIGTERM stopped it.\n\n" +
+			"--dry-run reads only and prints the windows, estimated requests and time, as for once.",
+		Example: "  syncd backfill --form vLp2aX --from 2024-01-01\n" +
+			"  syncd backfill --form vLp2aX --from 2024-01-01 --to 2024-07-01 --concurrency 8\n" +
+			"  syncd backfill --form vLp2aX --from 2024-01-01 --dry-run",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if err := checkFormat(format); err != nil {
+				return err
+			}
 			start, err := config.ParseDate(from)
 			if err != nil {
 				return withCode(exitUsage, fmt.Errorf("--from: %w", err))
@@ -404,12 +563,25 @@ func newBackfillCmd(g *globals) *cobra.Command {
 			if cmd.Flags().Changed("concurrency") && concurrency < 1 {
 				return withCode(exitUsage, fmt.Errorf("--concurrency %d: must be at least 1 (windows fetched at once)", concurrency))
 			}
-			_, _, client, err := g.loadClient()
+			cfg, log, client, err := g.loadClient()
 			if err != nil {
 				return err
 			}
+			counting := &requestCounter{}
+			if dryRun {
+				if client, err = app.NewClient(cfg, log, counting); err != nil {
+					return withCode(exitUsage, err)
+				}
+			}
 			if err := checkForms(ctx, client, []string{formID}); err != nil {
 				return err
+			}
+			if dryRun {
+				job := (&app.App{Cfg: cfg}).Job(formID)
+				if horizon := newDryRunner(cfg, client).horizon(); end.After(horizon) {
+					fmt.Fprintf(g.stderr, "syncd: --to %s is past now - sync.safety_lag; the backfill would stop at %s\n", end.Format(time.RFC3339), horizon.Format(time.RFC3339Nano))
+				}
+				return g.dryRun(ctx, cfg, client, "backfill", []poller.Job{job}, start, end, counting.n.Load(), format)
 			}
 			a, err := g.openApp(ctx, false)
 			if err != nil {
@@ -431,7 +603,7 @@ func newBackfillCmd(g *globals) *cobra.Command {
 			started := time.Now()
 			r := a.Poller.Backfill(ctx, a.Job(formID), start, end, concurrency, report.update)
 			report.finish()
-			return g.finishPass([]poller.Result{r}, time.Since(started), summaryPath)
+			return g.finishPass([]poller.Result{r}, time.Since(started), summaryPath, format)
 		},
 	}
 	cmd.Flags().StringVar(&formID, "form", "", "form id (required)")
@@ -439,17 +611,20 @@ func newBackfillCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&to, "to", "", "end of the range, exclusive (default and latest: now - sync.safety_lag)")
 	cmd.Flags().IntVar(&concurrency, "concurrency", 0, "windows fetched at once (default: sync.concurrency)")
 	cmd.Flags().StringVar(&summaryPath, "summary", "", "also write a JSON summary to this file")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "plan only: print the windows, requests and time the backfill would take, write nothing")
+	addOutputFlag(cmd, &format)
 	_ = cmd.MarkFlagRequired("form")
 	_ = cmd.MarkFlagRequired("from")
 	return cmd
 }
 
 func newRefreshCmd(g *globals) *cobra.Command {
-	var formID, summaryPath string
+	var formID, summaryPath, format string
 	var yes bool
 	cmd := &cobra.Command{
-		Use:   "refresh --form ID",
-		Short: "Replace a form's table with a fresh sync: remove its output, then sync it all again",
+		Use:     "refresh --form ID",
+		Example: "  syncd refresh --form vLp2aX\n  syncd refresh --form vLp2aX --yes --summary /tmp/refresh.json",
+		Short:   "Replace a form's table with a fresh sync: remove its output, then sync it all again",
 		Long: "Full refresh of one form: its table's output (the Parquet files under its folder or\n" +
 			"bucket prefix, or the BigQuery table) is removed and the form is synced again from its\n" +
 			"start date. A stop at any point is safe: the next pass of the form, by any command,\n" +
@@ -457,6 +632,9 @@ func newRefreshCmd(g *globals) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if err := checkFormat(format); err != nil {
+				return err
+			}
 			_, _, client, err := g.loadClient()
 			if err != nil {
 				return err
@@ -478,18 +656,19 @@ func newRefreshCmd(g *globals) *cobra.Command {
 			job := a.Job(formID)
 			if err := a.Poller.Refresh(ctx, job); err != nil {
 				if _, stopped := g.interruption(); stopped {
-					return g.finishPass([]poller.Result{{FormID: formID, Interrupted: true}}, time.Since(started), summaryPath)
+					return g.finishPass([]poller.Result{{FormID: formID, Interrupted: true}}, time.Since(started), summaryPath, format)
 				}
 				return withCode(exitFailed, err)
 			}
 			fmt.Fprintf(g.stdout, "refresh %s: the old output is removed; syncing again\n", formID)
 			r := a.Poller.Sync(ctx, job)
-			return g.finishPass([]poller.Result{r}, time.Since(started), summaryPath)
+			return g.finishPass([]poller.Result{r}, time.Since(started), summaryPath, format)
 		},
 	}
 	cmd.Flags().StringVar(&formID, "form", "", "form id (required)")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	cmd.Flags().StringVar(&summaryPath, "summary", "", "also write a JSON summary to this file")
+	addOutputFlag(cmd, &format)
 	_ = cmd.MarkFlagRequired("form")
 	return cmd
 }

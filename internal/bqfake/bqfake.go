@@ -229,7 +229,8 @@ func (s *Server) PendingFaults() int {
 // accessDenied, as BigQuery answers a caller without it. Known permissions:
 // bigquery.datasets.get, bigquery.datasets.create, bigquery.tables.get,
 // bigquery.tables.create, bigquery.tables.update, bigquery.tables.updateData
-// (the load job fails), bigquery.jobs.create, bigquery.jobs.get.
+// (the load job fails), bigquery.jobs.create, bigquery.jobs.get, and
+// bigquery.tables.list (a dry-run query that names the dataset fails).
 func (s *Server) Deny(perms ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -391,6 +392,7 @@ func (s *Server) routes() http.Handler {
 		mux.HandleFunc("PATCH "+prefix+"/projects/{project}/datasets/{dataset}/tables/{table}", s.patchTable)
 		mux.HandleFunc("DELETE "+prefix+"/projects/{project}/datasets/{dataset}/tables/{table}", s.deleteTable)
 		mux.HandleFunc("GET "+prefix+"/projects/{project}/jobs/{job}", s.getJob)
+		mux.HandleFunc("POST "+prefix+"/projects/{project}/jobs", s.insertJob)
 	}
 	mux.HandleFunc("POST /upload/bigquery/v2/projects/{project}/jobs", s.upload)
 	mux.HandleFunc("PUT /upload/bigquery/v2/projects/{project}/jobs", s.upload)

@@ -21,14 +21,17 @@ import (
 
 // Config is the whole configuration file.
 type Config struct {
-	Source  Source       `yaml:"source"`
-	Forms   []FormConfig `yaml:"forms"`
-	Sync    Sync         `yaml:"sync"`
-	Sink    Sink         `yaml:"sink"`
-	State   State        `yaml:"state"`
-	Log     Log          `yaml:"log"`
-	Server  Server       `yaml:"server"`
-	Webhook *Webhook     `yaml:"webhook,omitempty"`
+	Source Source       `yaml:"source"`
+	Forms  []FormConfig `yaml:"forms"`
+	Sync   Sync         `yaml:"sync"`
+	Sink   Sink         `yaml:"sink"`
+	State  State        `yaml:"state"`
+	Log    Log          `yaml:"log"`
+	Server Server       `yaml:"server"`
+
+	// lines maps each dotted key of the file (forms[0].id, sink.parquet.path)
+	// to its line, so that validation errors name the line too.
+	lines map[string]int
 }
 
 // Source is the Forms API account.
@@ -129,11 +132,6 @@ type Server struct {
 	// UnreadyAfter is how long a form's passes may keep failing before
 	// /readyz reports the daemon unready.
 	UnreadyAfter Duration `yaml:"unready_after"`
-}
-
-// Webhook is reserved for push delivery; not used by the poller.
-type Webhook struct {
-	Addr string `yaml:"addr"`
 }
 
 // Defaults are applied to every key the file leaves out.
@@ -285,6 +283,8 @@ func decode(name string, raw []byte, cfg *Config, lookupEnv func(string) (string
 	if err := expandNode(name, root, "", lookupEnv); err != nil {
 		return err
 	}
+	cfg.lines = map[string]int{}
+	keyLines(root, "", cfg.lines)
 	if err := root.Decode(cfg); err != nil {
 		var te *yaml.TypeError
 		if errors.As(err, &te) && len(te.Errors) > 0 {
@@ -332,6 +332,28 @@ func expandNode(file string, n *yaml.Node, path string, lookupEnv func(string) (
 	}
 	return nil
 }
+
+// keyLines records the line of every key under n, by dotted path.
+func keyLines(n *yaml.Node, path string, lines map[string]int) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			p := join(path, n.Content[i].Value)
+			lines[p] = n.Content[i].Line
+			keyLines(n.Content[i+1], p, lines)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			lines[p] = c.Line
+			keyLines(c, p, lines)
+		}
+	}
+}
+
+// Line is the line of a dotted key in the file, or 0 when the file does
+// not set it.
+func (c *Config) Line(key string) int { return c.lines[key] }
 
 // nameKey adds the key to a decoding message that names only its line
 // ("line 2: ..." becomes "line 2: sync.jitter: ...").
@@ -410,6 +432,10 @@ func checkKeys(file string, n *yaml.Node, t reflect.Type, path string) error {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i]
 			ft, ok := fields[k.Value]
+			if !ok && path == "" && k.Value == "webhook" {
+				return &Error{File: file, Line: k.Line, Key: "webhook",
+					Msg: "syncd never used this key (it syncs by polling; there is no webhook receiver) and no longer accepts it: remove the webhook section"}
+			}
 			if !ok {
 				where := "at the top level"
 				if path != "" {
@@ -435,7 +461,14 @@ func checkKeys(file string, n *yaml.Node, t reflect.Type, path string) error {
 }
 
 func (c *Config) validate(file string) error {
-	bad := func(key, msg string) error { return &Error{File: file, Key: key, Msg: msg} }
+	bad := func(key, msg string) error {
+		line := c.lines[key]
+		for k := key; line == 0 && strings.Contains(k, "."); {
+			k = k[:strings.LastIndex(k, ".")]
+			line = c.lines[k] // a key the file leaves out: the line of its section
+		}
+		return &Error{File: file, Line: line, Key: key, Msg: msg}
+	}
 	u, err := url.Parse(c.Source.BaseURL)
 	if c.Source.BaseURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return bad("source.base_url", fmt.Sprintf("%q is not an http(s) URL: set it to your account's API base, e.g. https://api.fillout.com/v1/api", c.Source.BaseURL))
@@ -589,8 +622,13 @@ func (s Secret) String() string {
 // GoString redacts the secret for %#v.
 func (s Secret) GoString() string { return `"[redacted]"` }
 
-// MarshalYAML redacts the secret when a config is printed.
-func (s Secret) MarshalYAML() (any, error) { return s.String(), nil }
+// MarshalYAML redacts the secret when a config is printed: *** when set.
+func (s Secret) MarshalYAML() (any, error) {
+	if s == "" {
+		return "", nil
+	}
+	return "***", nil
+}
 
 // Reveal returns the secret for the one place that must send it.
 func (s Secret) Reveal() string { return string(s) }

@@ -3,6 +3,7 @@ package poller
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/syncd-dev/syncd/internal/forms"
@@ -143,18 +144,26 @@ func (f *formRun) schemaForFetch(ctx context.Context) (*schema.Table, error) {
 		if err != nil {
 			return nil, fmt.Errorf("map the metadata of form %s to a table: %w", f.job.FormID, err)
 		}
-		for _, c := range changes {
-			f.log.Info("schema change", zap.String("change", c.Kind), zap.String("column", c.Column), zap.String("detail", c.Detail))
-		}
+		logChanges(f.log, "the form's questions changed", changes)
 		f.metaFetched = true
 	}
 	return f.pinned.Clone(), nil
 }
 
+// noteStats logs what a batch's values did: one line per column whose
+// values did not fit, with their count and the redacted shape of one of
+// them (schema.Describe: type and length, never the value), and one line
+// for the columns the values added, with the details at debug.
 func (f *formRun) noteStats(log *zap.Logger, st schema.Stats) {
+	cols := make([]string, 0, len(st.Misfits))
 	for col, n := range st.Misfits {
 		f.misfits.Add(int64(n))
-		log.Warn("values did not fit their column and were kept as JSON text", zap.String("column", col), zap.Int("values", n), zap.String("kept_in", col+"__v_json"))
+		cols = append(cols, col)
+	}
+	sort.Strings(cols)
+	for _, col := range cols {
+		log.Warn("values did not fit their column and were kept as JSON text", zap.String("column", col), zap.Int("values", st.Misfits[col]),
+			zap.String("example", st.MisfitExamples[col]), zap.String("kept_in", col+"__v_json"))
 	}
 	for typ, n := range st.Discarded {
 		f.discarded.Add(int64(n))
@@ -162,9 +171,54 @@ func (f *formRun) noteStats(log *zap.Logger, st schema.Stats) {
 			log.Warn("discarding answers of an unknown question type, as the API contract asks", zap.String("type", typ), zap.Int("answers", n))
 		}
 	}
-	for _, c := range st.Changes {
-		log.Info("schema change", zap.String("change", c.Kind), zap.String("column", c.Column), zap.String("detail", c.Detail))
+	logChanges(log, "answers needed columns the form's questions did not have", st.Changes)
+}
+
+// logChanges logs schema changes as one info line that counts them by
+// kind ("47 columns added, 2 type changes"), each change at debug.
+func logChanges(log *zap.Logger, why string, changes []schema.Change) {
+	if len(changes) == 0 {
+		return
 	}
+	for _, c := range changes {
+		log.Debug("schema change", zap.String("change", c.Kind), zap.String("column", c.Column), zap.String("detail", c.Detail))
+	}
+	log.Info("schema changed: "+SummarizeChanges(changes), zap.String("why", why), zap.Int("changes", len(changes)))
+}
+
+// SummarizeChanges counts changes by kind: "47 columns added, 2 type
+// changes", in a fixed order.
+func SummarizeChanges(changes []schema.Change) string {
+	counts := map[string]int{}
+	for _, c := range changes {
+		counts[c.Kind]++
+	}
+	words := []struct{ kind, one, many string }{
+		{schema.ChangeAdded, "column added", "columns added"},
+		{schema.ChangeRenamed, "question renamed (its column kept)", "questions renamed (their columns kept)"},
+		{schema.ChangeVariant, "type change (a variant column)", "type changes (variant columns)"},
+		{schema.ChangeTypeUpdated, "column type updated", "column types updated"},
+	}
+	var parts []string
+	for _, w := range words {
+		switch n := counts[w.kind]; n {
+		case 0:
+		case 1:
+			parts = append(parts, "1 "+w.one)
+		default:
+			parts = append(parts, fmt.Sprintf("%d %s", n, w.many))
+		}
+		delete(counts, w.kind)
+	}
+	other := make([]string, 0, len(counts))
+	for k := range counts {
+		other = append(other, k)
+	}
+	sort.Strings(other)
+	for _, k := range other {
+		parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // firstSighting reports whether an unknown type is new for this form, so

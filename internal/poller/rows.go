@@ -143,6 +143,14 @@ func (r *batchRows) merge(st schema.Stats) {
 	r.stats.Rows += st.Rows
 	r.stats.Dropped += st.Dropped
 	r.stats.Changes = append(r.stats.Changes, st.Changes...)
+	for col, ex := range st.MisfitExamples {
+		if _, ok := r.stats.MisfitExamples[col]; !ok {
+			if r.stats.MisfitExamples == nil {
+				r.stats.MisfitExamples = make(map[string]string)
+			}
+			r.stats.MisfitExamples[col] = ex
+		}
+	}
 	for _, m := range []struct {
 		dst *map[string]int
 		src map[string]int

@@ -30,6 +30,10 @@ type Stats struct {
 	// companion because they did not fit (or repeated an answer already
 	// given in the same submission).
 	Misfits map[string]int
+	// MisfitExamples holds, per column of Misfits, the redacted shape of
+	// the first value kept (Describe): its type and length, never the
+	// value, which may be personal.
+	MisfitExamples map[string]string
 	// Discarded counts, per unknown question type, the answers discarded.
 	Discarded map[string]int
 	// Changes are the columns the Builder added on its own: answers of a
@@ -440,7 +444,14 @@ func (b *Builder) keep(i int, text []byte) {
 	if b.stats.Misfits == nil {
 		b.stats.Misfits = make(map[string]int)
 	}
-	b.stats.Misfits[b.ed.t.Columns[i].Name]++
+	name := b.ed.t.Columns[i].Name
+	b.stats.Misfits[name]++
+	if _, ok := b.stats.MisfitExamples[name]; !ok {
+		if b.stats.MisfitExamples == nil {
+			b.stats.MisfitExamples = make(map[string]string)
+		}
+		b.stats.MisfitExamples[name] = Describe(text)
+	}
 }
 
 // appendValue appends v (valid, trimmed, not empty) to column i if it fits

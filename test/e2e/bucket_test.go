@@ -152,6 +152,16 @@ func TestBucketOutputAndState(t *testing.T) {
 			t.Fatalf("once beside a running daemon (try %d) exited %d: %s", i+1, res.Code, tail(res.Stderr))
 		}
 	}
+	// Readers need no lease: state show reads the object beside the writer,
+	// and validate writes and deletes its probe object in the output prefix.
+	res := testkit.Run(ctx, syncdBin, w, "state", "show", "-o", "json")
+	var v stateShowJSON
+	if res.Code != 0 || json.Unmarshal([]byte(res.Stdout), &v) != nil || v.Source != "store" || len(v.Forms) == 0 || v.Forms[0].Rows == 0 {
+		t.Errorf("state show -o json beside the daemon: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
+	}
+	if res := testkit.Run(ctx, syncdBin, w, "validate"); res.Code != 0 || !strings.Contains(res.Stdout, "a probe object was written and deleted") {
+		t.Errorf("validate beside the daemon: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
+	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

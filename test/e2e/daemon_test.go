@@ -87,7 +87,7 @@ func TestDaemonMetricsAndReadiness(t *testing.T) {
 	addr := testkit.FreeAddr(t)
 	w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{
 		Sync:  "  safety_lag: 0s\n  schedule: \"@every 1s\"\n  jitter: 0s\n",
-		Extra: "server:\n  addr: " + addr + "\n  unready_after: 0s\n",
+		Extra: "server:\n  addr: " + addr + "\n  unready_after: 1s\n", // 0s is refused: it must be positive
 	})
 	cmd, _, stderr, err := testkit.Start(syncdBin, w, "run")
 	if err != nil {

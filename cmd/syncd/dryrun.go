@@ -1,0 +1,281 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/syncd-dev/syncd/internal/config"
+	"github.com/syncd-dev/syncd/internal/forms"
+	"github.com/syncd-dev/syncd/internal/poller"
+	"github.com/syncd-dev/syncd/internal/state"
+)
+
+// A dry run plans a pass as the poller would, reading only: the state
+// (read-only, or from the running daemon; a missing state is empty and is
+// not created), and the counts planning needs (limit=1 requests). It
+// writes nothing. Its planning mirrors poller.plan: windows that hold at
+// most sync.max_rows_per_batch submissions and, for Parquet, never cross a
+// UTC midnight; an empty stretch costs one request.
+
+// dryRunPlan is what `--dry-run -o json` prints.
+type dryRunPlan struct {
+	Command   string        `json:"command"` // once or backfill
+	Forms     []dryRunForm  `json:"forms"`
+	Rows      int64         `json:"rows"`               // submissions the pass would fetch
+	Requests  int64         `json:"estimated_requests"` // the pass's requests, counts and account checks included
+	RateLimit float64       `json:"rate_limit"`         // source.rate_limit, requests per second
+	Seconds   float64       `json:"estimated_seconds"`  // Requests / RateLimit: the least the pass takes
+	Asked     int64         `json:"requests_made"`      // requests this dry run made (counts and metadata)
+	Horizon   time.Time     `json:"horizon"`            // now - sync.safety_lag: nothing is planned past it
+	Took      time.Duration `json:"-"`
+}
+
+type dryRunForm struct {
+	FormID   string         `json:"form_id"`
+	Table    string         `json:"table"`
+	From     time.Time      `json:"from"`
+	To       time.Time      `json:"to"`
+	Windows  []dryRunWindow `json:"windows"`
+	Rows     int64          `json:"rows"`
+	Requests int64          `json:"estimated_requests"`
+	Error    string         `json:"error,omitempty"` // the pass of this form would fail with it
+}
+
+type dryRunWindow struct {
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end"`
+	Rows     int       `json:"rows"`
+	Requests int64     `json:"estimated_requests"` // pages of page_size, and the count after paging
+	Open     bool      `json:"open_batch,omitempty"`
+}
+
+// dryRunner plans with a client whose requests it counts.
+type dryRunner struct {
+	cfg      *config.Config
+	client   *forms.Client
+	now      time.Time
+	spanDays bool
+	asked    int64
+}
+
+func newDryRunner(cfg *config.Config, client *forms.Client) *dryRunner {
+	return &dryRunner{cfg: cfg, client: client, now: time.Now(), spanDays: cfg.Sink.Type == "bigquery"}
+}
+
+func (d *dryRunner) horizon() time.Time {
+	return d.now.Add(-d.cfg.Sync.SafetyLag.D()).UTC().Truncate(time.Millisecond)
+}
+
+// count is the number of submissions in [a, b) and the time of the first,
+// with one limit=1 request, as the poller asks.
+func (d *dryRunner) count(ctx context.Context, formID string, a, b time.Time) (int, time.Time, error) {
+	p := forms.ListParams{Limit: 1, Sort: forms.SortAsc}
+	if a.After(time.Unix(0, 0)) {
+		after := a.Add(-time.Millisecond)
+		p.AfterDate = &after
+	}
+	p.BeforeDate = &b
+	d.asked++
+	page, err := d.client.ListSubmissions(ctx, formID, p)
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("count submissions of form %s: %w", formID, err)
+	}
+	if page.TotalResponses == 0 || len(page.Responses) == 0 || !page.Responses[0].SubmissionTime.Before(b) {
+		return 0, time.Time{}, nil
+	}
+	return page.TotalResponses, page.Responses[0].SubmissionTime.UTC().Truncate(time.Millisecond), nil
+}
+
+// pages is what fetching a window of rows costs: its pages, and the count
+// after paging.
+func (d *dryRunner) pages(rows int) int64 {
+	size := d.cfg.Sync.PageSize
+	if size <= 0 || size > 150 {
+		size = 150
+	}
+	return int64(max(1, (rows+size-1)/size)) + 1
+}
+
+// planForm plans [from, to) of one form whose state is st.
+func (d *dryRunner) planForm(ctx context.Context, job poller.Job, st formView, from, to time.Time) dryRunForm {
+	f := dryRunForm{FormID: job.FormID, Table: job.Table, Windows: []dryRunWindow{}}
+	if f.Table == "" {
+		f.Table = poller.DefaultTable(job.FormID)
+	}
+	if st.Damaged != "" {
+		f.Error = st.Damaged
+		return f
+	}
+	epoch := time.Unix(0, 0).UTC()
+	if from.Before(epoch) || from.IsZero() {
+		from = epoch
+	}
+	from, to = from.UTC().Truncate(time.Millisecond), to.UTC().Truncate(time.Millisecond)
+	f.From, f.To = from, to
+	var committed state.Intervals
+	for _, w := range st.Committed {
+		committed = committed.Add(state.Interval{Start: w.Start, End: w.End})
+	}
+	emit := func(w dryRunWindow) {
+		w.Requests = d.pages(w.Rows)
+		f.Requests += w.Requests
+		f.Rows += int64(w.Rows)
+		f.Windows = append(f.Windows, w)
+	}
+	// Open batches of an earlier run are fetched again (when the sink
+	// lacks them); their count is one request more.
+	for _, ob := range st.OpenBatches {
+		n, _, err := d.count(ctx, job.FormID, ob.Start, ob.End)
+		if err != nil {
+			f.Error = err.Error()
+			return f
+		}
+		emit(dryRunWindow{Start: ob.Start, End: ob.End, Rows: n, Open: true})
+	}
+	if from.Before(to) {
+		for _, g := range committed.Gaps(state.Interval{Start: from, End: to}) {
+			if err := d.planGap(ctx, job.FormID, g.Start, g.End, &f.Requests, emit); err != nil {
+				f.Error = err.Error()
+				return f
+			}
+		}
+	}
+	if len(f.Windows) > 0 {
+		f.Requests++ // the form's metadata, read once per pass
+	}
+	return f
+}
+
+// planGap mirrors poller.plan: it cuts [a, b) into windows, counting each
+// limit=1 request in *requests.
+func (d *dryRunner) planGap(ctx context.Context, formID string, a, b time.Time, requests *int64, emit func(dryRunWindow)) error {
+	maxRows := d.cfg.Sync.MaxRowsPerBatch
+	for a.Before(b) {
+		n, first, err := d.count(ctx, formID, a, b)
+		*requests++
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		start := maxTime(a, dayStart(maxTime(a, first)))
+		end := b
+		if !d.spanDays {
+			end = minTime(b, dayStart(start).AddDate(0, 0, 1))
+		}
+		count := -1
+		if start.Equal(a) && end.Equal(b) {
+			count = n
+		}
+		for {
+			if count < 0 {
+				if count, _, err = d.count(ctx, formID, start, end); err != nil {
+					return err
+				}
+				*requests++
+			}
+			if count <= maxRows {
+				break
+			}
+			m := midpoint(start, end)
+			if d.spanDays {
+				m = splitAt(start, end, count, maxRows)
+			}
+			if m.Equal(end) {
+				break
+			}
+			end, count = m, -1
+		}
+		emit(dryRunWindow{Start: start, End: end, Rows: count})
+		a = end
+	}
+	return nil
+}
+
+func dayStart(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func midpoint(a, b time.Time) time.Time {
+	m := a.Add(b.Sub(a) / 2).UTC().Truncate(time.Millisecond)
+	if !m.After(a) {
+		m = a.Add(time.Millisecond)
+	}
+	if !m.Before(b) {
+		return b
+	}
+	return m
+}
+
+func splitAt(a, b time.Time, count, maxRows int) time.Time {
+	target := max(maxRows*9/10, 1)
+	if count <= target {
+		return midpoint(a, b)
+	}
+	m := a.Add(time.Duration(float64(b.Sub(a)) * float64(target) / float64(count))).UTC().Truncate(time.Millisecond)
+	if !m.After(a) || !m.Before(b) {
+		return midpoint(a, b)
+	}
+	return m
+}
+
+// finish totals the plan; account is the requests the command makes
+// before any form (the account's form list).
+func (d *dryRunner) finish(command string, list []dryRunForm, account int64) dryRunPlan {
+	p := dryRunPlan{Command: command, Forms: list, Requests: account, RateLimit: d.cfg.Source.RateLimit, Horizon: d.horizon()}
+	for _, f := range list {
+		p.Rows += f.Rows
+		p.Requests += f.Requests
+	}
+	if p.RateLimit > 0 {
+		p.Seconds = math.Round(float64(p.Requests)/p.RateLimit*10) / 10
+	}
+	p.Asked = account + d.asked
+	return p
+}
+
+// printDryRun writes the plan for a person.
+func printDryRun(w io.Writer, p dryRunPlan) {
+	fmt.Fprintf(w, "DRY RUN of syncd %s: nothing is written (no output, no state)\n", p.Command)
+	for _, f := range p.Forms {
+		if f.Error != "" {
+			fmt.Fprintf(w, "FAIL %s: %s\n", f.FormID, f.Error)
+			continue
+		}
+		if len(f.Windows) == 0 {
+			fmt.Fprintf(w, "form %s -> %s: nothing to fetch in [%s, %s)\n", f.FormID, f.Table, fmtTime(f.From), fmtTime(f.To))
+			continue
+		}
+		fmt.Fprintf(w, "form %s -> %s: %s in %s, about %s\n", f.FormID, f.Table, plural(f.Rows, "row"),
+			plural(int64(len(f.Windows)), "window"), plural(f.Requests, "request"))
+		for _, win := range f.Windows {
+			open := ""
+			if win.Open {
+				open = " (open batch of an earlier run)"
+			}
+			fmt.Fprintf(w, "  window [%s, %s): %s, %s%s\n", fmtTime(win.Start), fmtTime(win.End), plural(int64(win.Rows), "row"),
+				plural(win.Requests, "request"), open)
+		}
+	}
+	fmt.Fprintf(w, "%s, %s, about %s: at least %s at source.rate_limit %g/s\n", plural(int64(len(p.Forms)), "form"), plural(p.Rows, "row"),
+		plural(p.Requests, "request"), (time.Duration(p.Seconds * float64(time.Second))).Round(100*time.Millisecond), p.RateLimit)
+}

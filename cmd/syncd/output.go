@@ -1,0 +1,45 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// Output formats of the commands that print tables: -o table|json, as
+// kubectl spells it. JSON field names are snake_case and stable; the README
+// lists them.
+const (
+	formatTable = "table"
+	formatJSON  = "json"
+)
+
+// addOutputFlag registers -o/--output on cmd, defaulting to a table.
+func addOutputFlag(cmd *cobra.Command, format *string) {
+	cmd.Flags().StringVarP(format, "output", "o", formatTable, "output format: table or json")
+}
+
+// checkFormat refuses an output format the command does not print.
+func checkFormat(format string, allowed ...string) error {
+	if len(allowed) == 0 {
+		allowed = []string{formatTable, formatJSON}
+	}
+	for _, a := range allowed {
+		if format == a {
+			return nil
+		}
+	}
+	return withCode(exitUsage, fmt.Errorf("-o %s: use one of %v", format, allowed))
+}
+
+// printJSON writes v as indented JSON and a newline.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return withCode(exitFailed, fmt.Errorf("encode JSON: %w", err))
+	}
+	return nil
+}

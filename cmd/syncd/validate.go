@@ -1,0 +1,257 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	bigquery "cloud.google.com/go/bigquery"
+	"github.com/spf13/cobra"
+	"gocloud.dev/blob"
+	"google.golang.org/api/googleapi"
+
+	"github.com/syncd-dev/syncd/internal/app"
+	"github.com/syncd-dev/syncd/internal/blobstore"
+	"github.com/syncd-dev/syncd/internal/config"
+	"github.com/syncd-dev/syncd/internal/forms"
+	sinkbq "github.com/syncd-dev/syncd/internal/sink/bigquery"
+)
+
+// What validate allows itself: its API checks share one budget of
+// apiBudget, each request may take requestTimeout, and is tried at most
+// requestAttempts times; the sink and state checks have checkBudget each.
+// Together they stay under the 30 s an operator waits for an answer.
+const (
+	apiBudget       = 20 * time.Second
+	requestTimeout  = 8 * time.Second
+	requestAttempts = 2
+	checkBudget     = 8 * time.Second
+)
+
+func newValidateCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate",
+		Short: "Check the config, the API key, the forms, the output (a probe write) and the state store",
+		Long: "Check everything a sync needs, each on one line (ok, WARN or FAIL), within about 30 s:\n" +
+			"the config; the API key and base_url (one answer within 20 s); every configured form;\n" +
+			"that the output can be written (a hidden probe file or object is written and deleted;\n" +
+			"for BigQuery a dry-run query job checks the dataset and the job permission); and the\n" +
+			"state (beside a running `syncd run`, through its /status). Exit 0 when all is ok, 1 when\n" +
+			"a check failed, 2 when the config is invalid.",
+		Example: "  syncd validate\n  syncd validate --config /etc/syncd/syncd.yaml",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			out := g.stdout
+			cfg, log, err := g.load()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(out, "ok   config")
+			for _, w := range cfg.QuotaWarnings(time.Now()) {
+				fmt.Fprintf(out, "WARN quota: %s\n", w)
+			}
+			bad := 0
+			// A short per-request timeout and few attempts: an API that
+			// accepts connections and never answers is reported in seconds.
+			vcfg := *cfg
+			vcfg.Source.Timeout = config.Duration(min(cfg.Source.Timeout.D(), requestTimeout))
+			vcfg.Source.MaxAttempts = min(cfg.Source.MaxAttempts, requestAttempts)
+			client, err := app.NewClient(&vcfg, log, nil)
+			if err != nil {
+				return withCode(exitUsage, err)
+			}
+			apiCtx, cancel := context.WithTimeout(ctx, apiBudget)
+			defer cancel()
+			if list, err := client.ListForms(apiCtx); err != nil {
+				fmt.Fprintf(out, "FAIL api: %s\n", apiFailure(cfg, err))
+				bad++
+			} else {
+				fmt.Fprintf(out, "ok   api key: %s visible at %s\n", plural(int64(len(list)), "form"), cfg.Source.BaseURL)
+				for _, f := range cfg.Forms {
+					if _, err := client.GetForm(apiCtx, f.ID); err != nil {
+						fmt.Fprintf(out, "FAIL form %s: %s\n", f.ID, apiFailure(cfg, err))
+						bad++
+						continue
+					}
+					fmt.Fprintf(out, "ok   form %s\n", f.ID)
+				}
+			}
+			sinkCtx, cancelSink := context.WithTimeout(ctx, checkBudget)
+			defer cancelSink()
+			if msg, warn, err := checkOutput(sinkCtx, cfg); err != nil {
+				fmt.Fprintf(out, "FAIL sink: %v\n", err)
+				bad++
+			} else {
+				if warn != "" {
+					fmt.Fprintf(out, "WARN sink: %s\n", warn)
+				}
+				fmt.Fprintf(out, "ok   sink %s\n", msg)
+			}
+			stateCtx, cancelState := context.WithTimeout(ctx, checkBudget)
+			defer cancelState()
+			if v, err := readState(stateCtx, cfg, ""); err != nil {
+				fmt.Fprintf(out, "FAIL state: %v\n", err)
+				bad++
+			} else {
+				damaged := 0
+				for _, f := range v.Forms {
+					if f.Damaged != "" {
+						fmt.Fprintf(out, "FAIL state: %s\n", f.Damaged)
+						damaged++
+					}
+				}
+				if damaged > 0 {
+					bad++
+				} else if v.Source == "daemon" {
+					fmt.Fprintf(out, "ok   state %s (in use by the running syncd; read through its /status)\n", v.State)
+				} else {
+					fmt.Fprintf(out, "ok   state %s\n", v.State)
+				}
+			}
+			if bad > 0 {
+				return withCode(exitFailed, errReported)
+			}
+			return nil
+		},
+	}
+}
+
+// apiFailure words a failed API check: an API that never answered is
+// named as such, with the time waited.
+func apiFailure(cfg *config.Config, err error) string {
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() || strings.Contains(err.Error(), "no answer within") {
+		return fmt.Sprintf("no answer from %s within %s: the server accepts connections but does not answer; check source.base_url, a proxy or firewall in between, and the service's status (%v)",
+			cfg.Source.BaseURL, apiBudget, err)
+	}
+	var ue *forms.UnavailableError
+	if errors.As(err, &ue) {
+		return fmt.Sprintf("%s did not answer usably: %v", cfg.Source.BaseURL, err)
+	}
+	return err.Error()
+}
+
+// checkOutput proves the output can be written: a probe written and
+// deleted in the Parquet folder or bucket, or a BigQuery dry-run job. msg
+// describes what was checked; warn is something to fix that does not stop
+// a sync.
+func checkOutput(ctx context.Context, cfg *config.Config) (msg, warn string, err error) {
+	switch cfg.Sink.Type {
+	case "parquet":
+		p := cfg.Sink.Parquet.Path
+		if blobstore.IsURL(p) {
+			if err := probeBucket(ctx, p); err != nil {
+				return "", "", err
+			}
+			return "parquet " + p + " (a probe object was written and deleted)", "", nil
+		}
+		if err := probeFolder(p); err != nil {
+			return "", "", err
+		}
+		return "parquet " + p + " (a probe file was written and deleted)", "", nil
+	case "bigquery":
+		return checkBigQuery(ctx, cfg)
+	default:
+		return "", "", fmt.Errorf("sink.type %q is not one of parquet, bigquery", cfg.Sink.Type)
+	}
+}
+
+func probeName() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return ".syncd-probe-" + hex.EncodeToString(b[:])
+}
+
+// probeFolder creates and removes a hidden file in the output folder
+// (creating the folder, as the first sync would).
+func probeFolder(dir string) error {
+	fix := "make it writable for the user syncd runs as, or set sink.parquet.path to a folder it can write"
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("output folder %s cannot be created (%v): %s", dir, err, fix)
+	}
+	f, err := os.CreateTemp(dir, probeName()+"-*")
+	if err != nil {
+		return fmt.Errorf("output folder %s cannot be written (%v): %s", dir, err, fix)
+	}
+	name := f.Name()
+	_, werr := f.Write([]byte("syncd validate probe\n"))
+	cerr := f.Close()
+	rerr := os.Remove(name)
+	if err := errors.Join(werr, cerr); err != nil {
+		return fmt.Errorf("output folder %s cannot be written (%v): %s", dir, err, fix)
+	}
+	if rerr != nil {
+		return fmt.Errorf("output folder %s: the probe file %s could not be removed (%v): syncd must be able to delete files there (refresh removes a table's files)", dir, filepath.Base(name), rerr)
+	}
+	return nil
+}
+
+// probeBucket writes and deletes .syncd-probe-<random> under the bucket
+// URL's prefix.
+func probeBucket(ctx context.Context, rawURL string) error {
+	loc, err := blobstore.Parse(rawURL)
+	if err != nil {
+		return fmt.Errorf("sink.parquet.path: %w", err)
+	}
+	b, err := blobstore.Open(ctx, loc, true)
+	if err != nil {
+		return fmt.Errorf("output %s: %w", rawURL, err)
+	}
+	defer b.Close()
+	return probeObject(ctx, b, rawURL)
+}
+
+func probeObject(ctx context.Context, b *blob.Bucket, shown string) error {
+	key := probeName()
+	if err := b.WriteAll(ctx, key, []byte("syncd validate probe\n"), &blob.WriterOptions{ContentType: "text/plain"}); err != nil {
+		return fmt.Errorf("output %s cannot be written (probe object %s): %w", shown, key, blobstore.Hint(err, shown))
+	}
+	if err := b.Delete(ctx, key); err != nil {
+		return fmt.Errorf("output %s: the probe object %s was written but could not be deleted: %w (syncd must be able to delete objects there; delete it by hand)", shown, key, blobstore.Hint(err, shown))
+	}
+	return nil
+}
+
+// checkBigQuery runs a dry-run query naming the dataset: BigQuery checks
+// the job permission on the project and read access to the dataset, runs
+// nothing and bills nothing.
+func checkBigQuery(ctx context.Context, cfg *config.Config) (msg, warn string, err error) {
+	bq := cfg.Sink.BigQuery
+	where := fmt.Sprintf("%s.%s", bq.Project, bq.Dataset)
+	client, err := bigquery.NewClient(ctx, bq.Project, sinkbq.EndpointOptions(bq.Endpoint)...)
+	if err != nil {
+		return "", "", fmt.Errorf("bigquery %s: %w: set up Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS, gcloud auth application-default login, or Workload Identity)", where, err)
+	}
+	defer client.Close()
+	q := client.Query(fmt.Sprintf("SELECT table_name FROM `%s.%s.INFORMATION_SCHEMA.TABLES` LIMIT 1", bq.Project, bq.Dataset))
+	q.DryRun = true
+	q.Location = bq.Location
+	_, err = q.Run(ctx)
+	var ge *googleapi.Error
+	switch {
+	case err == nil:
+		return "bigquery " + where + " (a dry-run query job was accepted)", "", nil
+	case errors.As(err, &ge) && ge.Code == 404:
+		return "bigquery " + where, fmt.Sprintf("dataset %s does not exist yet: syncd creates it on the first load, which needs roles/bigquery.dataEditor on project %s; or create it: bq mk --location=%s %s:%s",
+			where, bq.Project, orDefault(bq.Location, "US"), bq.Project, bq.Dataset), nil
+	case errors.As(err, &ge) && ge.Code == 403:
+		return "", "", fmt.Errorf("bigquery %s: permission denied for a dry-run query job (%s): grant the service account roles/bigquery.jobUser on project %s and roles/bigquery.dataEditor on dataset %s", where, ge.Message, bq.Project, where)
+	default:
+		return "", "", fmt.Errorf("bigquery %s: a dry-run query job failed: %w", where, err)
+	}
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
