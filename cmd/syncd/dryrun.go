@@ -10,15 +10,14 @@ import (
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/forms"
 	"github.com/syncd-dev/syncd/internal/poller"
+	"github.com/syncd-dev/syncd/internal/sink/parquetsink"
 	"github.com/syncd-dev/syncd/internal/state"
 )
 
-// A dry run plans a pass as the poller would, reading only: the state
-// (read-only, or from the running daemon; a missing state is empty and is
-// not created), and the counts planning needs (limit=1 requests). It
-// writes nothing. Its planning mirrors poller.plan: windows that hold at
-// most sync.max_rows_per_batch submissions and, for Parquet, never cross a
-// UTC midnight; an empty stretch costs one request.
+// A dry run plans a pass with the poller's own planner, reading only: the
+// state (read-only, or from the running daemon; a missing state is empty
+// and is not created), and the requests planning makes (the first page of
+// each gap, counts where a gap holds more than a batch). It writes nothing.
 
 // dryRunPlan is what `--dry-run -o json` prints.
 type dryRunPlan struct {
@@ -48,21 +47,20 @@ type dryRunWindow struct {
 	Start    time.Time `json:"start"`
 	End      time.Time `json:"end"`
 	Rows     int       `json:"rows"`
-	Requests int64     `json:"estimated_requests"` // pages of page_size, and the count after paging
+	Requests int64     `json:"estimated_requests"` // pages of page_size still to read (pages overlap by one row)
 	Open     bool      `json:"open_batch,omitempty"`
 }
 
 // dryRunner plans with a client whose requests it counts.
 type dryRunner struct {
-	cfg      *config.Config
-	client   *forms.Client
-	now      time.Time
-	spanDays bool
-	asked    int64
+	cfg    *config.Config
+	client *forms.Client
+	now    time.Time
+	asked  int64
 }
 
 func newDryRunner(cfg *config.Config, client *forms.Client) *dryRunner {
-	return &dryRunner{cfg: cfg, client: client, now: time.Now(), spanDays: cfg.Sink.Type == "bigquery"}
+	return &dryRunner{cfg: cfg, client: client, now: time.Now()}
 }
 
 func (d *dryRunner) horizon() time.Time {
@@ -89,16 +87,6 @@ func (d *dryRunner) count(ctx context.Context, formID string, a, b time.Time) (i
 	return page.TotalResponses, page.Responses[0].SubmissionTime.UTC().Truncate(time.Millisecond), nil
 }
 
-// pages is what fetching a window of rows costs: its pages, and the count
-// after paging.
-func (d *dryRunner) pages(rows int) int64 {
-	size := d.cfg.Sync.PageSize
-	if size <= 0 || size > 150 {
-		size = 150
-	}
-	return int64(max(1, (rows+size-1)/size)) + 1
-}
-
 // planForm plans [from, to) of one form whose state is st.
 func (d *dryRunner) planForm(ctx context.Context, job poller.Job, st formView, from, to time.Time) dryRunForm {
 	f := dryRunForm{FormID: job.FormID, Table: job.Table, Windows: []dryRunWindow{}}
@@ -120,7 +108,6 @@ func (d *dryRunner) planForm(ctx context.Context, job poller.Job, st formView, f
 		committed = committed.Add(state.Interval{Start: w.Start, End: w.End})
 	}
 	emit := func(w dryRunWindow) {
-		w.Requests = d.pages(w.Rows)
 		f.Requests += w.Requests
 		f.Rows += int64(w.Rows)
 		f.Windows = append(f.Windows, w)
@@ -133,7 +120,7 @@ func (d *dryRunner) planForm(ctx context.Context, job poller.Job, st formView, f
 			f.Error = err.Error()
 			return f
 		}
-		emit(dryRunWindow{Start: ob.Start, End: ob.End, Rows: n, Open: true})
+		emit(dryRunWindow{Start: ob.Start, End: ob.End, Rows: n, Open: true, Requests: poller.PagesFor(n, d.pageSize(), false)})
 	}
 	if from.Before(to) {
 		for _, g := range committed.Gaps(state.Interval{Start: from, End: to}) {
@@ -149,93 +136,64 @@ func (d *dryRunner) planForm(ctx context.Context, job poller.Job, st formView, f
 	return f
 }
 
-// planGap mirrors poller.plan: it cuts [a, b) into windows, counting each
-// limit=1 request in *requests.
+// planGap plans [a, b) with the poller's own planner, counting its
+// requests in *requests: they are the pass's too.
 func (d *dryRunner) planGap(ctx context.Context, formID string, a, b time.Time, requests *int64, emit func(dryRunWindow)) error {
-	maxRows := d.cfg.Sync.MaxRowsPerBatch
-	for a.Before(b) {
-		n, first, err := d.count(ctx, formID, a, b)
-		*requests++
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return nil
-		}
-		start := maxTime(a, dayStart(maxTime(a, first)))
-		end := b
-		if !d.spanDays {
-			end = minTime(b, dayStart(start).AddDate(0, 0, 1))
-		}
-		count := -1
-		if start.Equal(a) && end.Equal(b) {
-			count = n
-		}
-		for {
-			if count < 0 {
-				if count, _, err = d.count(ctx, formID, start, end); err != nil {
-					return err
-				}
-				*requests++
+	src := &countedSource{Source: d.client}
+	opts := poller.Options{PageSize: d.cfg.Sync.PageSize, MaxRowsPerBatch: d.cfg.Sync.MaxRowsPerBatch, SafetyLag: d.cfg.Sync.SafetyLag.D(),
+		IncludeEditLink: d.cfg.Sync.IncludeEditLink, Now: func() time.Time { return d.now }}
+	windows, err := poller.Plan(ctx, src, opts, d.partStart(), formID, []state.Interval{{Start: a, End: b}})
+	*requests += src.n
+	d.asked += src.n
+	if err != nil {
+		return err
+	}
+	for _, w := range windows {
+		rows := w.Rows
+		if rows < 0 {
+			// The pass learns it from the window's first page; the dry run
+			// asks for the count (a request the pass does not make).
+			n, _, err := d.count(ctx, formID, w.Start, w.End)
+			if err != nil {
+				return err
 			}
-			if count <= maxRows {
-				break
-			}
-			m := midpoint(start, end)
-			if d.spanDays {
-				m = splitAt(start, end, count, maxRows)
-			}
-			if m.Equal(end) {
-				break
-			}
-			end, count = m, -1
+			rows = n
 		}
-		emit(dryRunWindow{Start: start, End: end, Rows: count})
-		a = end
+		emit(dryRunWindow{Start: w.Start, End: w.End, Rows: rows, Requests: poller.PagesFor(rows, d.pageSize(), w.FirstRead)})
 	}
 	return nil
 }
 
-func dayStart(t time.Time) time.Time {
-	t = t.UTC()
-	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+// partStart is where the configured sink's partitions start (windows are
+// cut there), nil for BigQuery.
+func (d *dryRunner) partStart() func(time.Time) time.Time {
+	if d.cfg.Sink.Type != "parquet" {
+		return nil
+	}
+	return parquetsink.Layout(d.cfg.Sink.Parquet.Partition).PartitionStart
 }
 
-func minTime(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
+func (d *dryRunner) pageSize() int {
+	if size := d.cfg.Sync.PageSize; size > 0 && size <= 150 {
+		return size
 	}
-	return b
+	return 150
 }
 
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
+// countedSource counts the requests the planner makes.
+type countedSource struct {
+	poller.Source
+	n int64
 }
 
-func midpoint(a, b time.Time) time.Time {
-	m := a.Add(b.Sub(a) / 2).UTC().Truncate(time.Millisecond)
-	if !m.After(a) {
-		m = a.Add(time.Millisecond)
-	}
-	if !m.Before(b) {
-		return b
-	}
-	return m
+func (c *countedSource) GetForm(ctx context.Context, formID string) (*forms.Form, error) {
+	c.n++
+	return c.Source.GetForm(ctx, formID)
 }
 
-func splitAt(a, b time.Time, count, maxRows int) time.Time {
-	target := max(maxRows*9/10, 1)
-	if count <= target {
-		return midpoint(a, b)
-	}
-	m := a.Add(time.Duration(float64(b.Sub(a)) * float64(target) / float64(count))).UTC().Truncate(time.Millisecond)
-	if !m.After(a) || !m.Before(b) {
-		return midpoint(a, b)
-	}
-	return m
+func (c *countedSource) ListSubmissions(ctx context.Context, formID string, p forms.ListParams) (*forms.SubmissionPage, error) {
+	c.n++
+	return c.Source.ListSubmissions(ctx, formID, p)
 }
 
 // finish totals the plan; account is the requests the command makes

@@ -128,3 +128,49 @@ func (p *Poller) finishRefresh(ctx context.Context, formID string, st state.Form
 	}
 	return st, nil
 }
+
+// PlannedWindow is a window a pass would fetch.
+type PlannedWindow struct {
+	Start, End time.Time
+	Rows       int  // as the service counted them; -1 when planning did not need the count
+	FirstRead  bool // planning already read the window's first page
+}
+
+// Plan cuts gaps of one form into the windows a pass would fetch, the way
+// a pass plans them, reading only: it makes the requests planning makes
+// (through src) and writes nothing. partStart is the sink's
+// (sink.Partitioner), nil for a sink without partitions. It is what
+// `--dry-run` prints.
+func Plan(ctx context.Context, src Source, opts Options, partStart func(time.Time) time.Time, formID string, gaps []state.Interval) ([]PlannedWindow, error) {
+	opts.setDefaults()
+	p := &Poller{src: src, opts: opts, partStart: partStart, draining: make(chan struct{})}
+	f := &formRun{p: p, src: &countingSource{Source: src}, job: Job{FormID: formID}, log: opts.Logger, dry: true}
+	var out []PlannedWindow
+	for _, g := range gaps {
+		err := f.plan(ctx, g, func(w window) error {
+			out = append(out, PlannedWindow{Start: w.start, End: w.end, Rows: w.count, FirstRead: w.first != nil})
+			return nil
+		})
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// PagesFor is the requests that reading a window of rows takes with pages
+// of pageSize that overlap by one row, less the first page when planning
+// already read it.
+func PagesFor(rows, pageSize int, firstRead bool) int64 {
+	if pageSize < 2 {
+		pageSize = 2
+	}
+	pages := int64(1)
+	if rows > pageSize {
+		pages += int64((rows - pageSize + pageSize - 2) / (pageSize - 1))
+	}
+	if firstRead {
+		pages--
+	}
+	return pages
+}

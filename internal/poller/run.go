@@ -76,6 +76,8 @@ type formRun struct {
 
 	// interrupted: Drain stopped planning before the range was done.
 	interrupted atomic.Bool
+	// dry: planning only (Plan); nothing is recorded.
+	dry bool
 }
 
 // recordError keeps the pass's error in the form's state, for `state
@@ -309,7 +311,7 @@ func (f *formRun) list(ctx context.Context, start, end time.Time, limit, offset 
 
 // commitEmpty records a range the service says holds no submission.
 func (f *formRun) commitEmpty(ctx context.Context, start, end time.Time) error {
-	if !start.Before(end) {
+	if !start.Before(end) || f.dry {
 		return nil
 	}
 	if err := f.p.checkHorizon(f.job.FormID, end); err != nil {
