@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"reflect"
@@ -26,8 +27,11 @@ type Config struct {
 	Sync   Sync         `yaml:"sync"`
 	Sink   Sink         `yaml:"sink"`
 	State  State        `yaml:"state"`
-	Log    Log          `yaml:"log"`
-	Server Server       `yaml:"server"`
+	// Scheduling, when present, also syncs the bookings of the scheduling
+	// API (Cal.com API v2), signed in with OAuth 2.0 by `syncd auth login`.
+	Scheduling *Scheduling `yaml:"scheduling,omitempty"`
+	Log        Log         `yaml:"log"`
+	Server     Server      `yaml:"server"`
 
 	// lines maps each dotted key of the file (forms[0].id, sink.parquet.path)
 	// to its line, so that validation errors name the line too.
@@ -118,6 +122,59 @@ type State struct {
 	// LeaseTTL is how long a writer's lease outlives its last renewal
 	// (renewed every third of it); a syncd that died is taken over after it.
 	LeaseTTL Duration `yaml:"lease_ttl"`
+}
+
+// Scheduling is the scheduling API and the OAuth client syncd signs in
+// with. Tokens are kept in the state store, never here.
+type Scheduling struct {
+	BaseURL      string `yaml:"base_url"`
+	AuthorizeURL string `yaml:"authorize_url"`
+	ClientID     string `yaml:"client_id"`
+	// ClientSecret is empty for a public client, which signs in with PKCE.
+	ClientSecret Secret `yaml:"client_secret"`
+	// ClientSecretNext is the second secret during a rotation: either one
+	// is tried when the other is refused, and the log says which works.
+	ClientSecretNext Secret `yaml:"client_secret_next"`
+	// RedirectURI is where `syncd auth login` waits for the code: a
+	// loopback http URL registered with the client.
+	RedirectURI string `yaml:"redirect_uri"`
+	// Scopes asked for; empty for a legacy client (no scope parameter).
+	Scopes      []string `yaml:"scopes"`
+	RateLimit   float64  `yaml:"rate_limit"`
+	MaxAttempts int      `yaml:"max_attempts"`
+	Timeout     Duration `yaml:"timeout"`
+	Bookings    Bookings `yaml:"bookings"`
+}
+
+// Bookings is the bookings stream.
+type Bookings struct {
+	Table     string `yaml:"table"`
+	StartDate Date   `yaml:"start_date"` // the earliest change synced; zero: all of them
+}
+
+// setDefaults fills what a scheduling section leaves out.
+func (s *Scheduling) setDefaults() {
+	d := func(v *string, def string) {
+		if *v == "" {
+			*v = def
+		}
+	}
+	d(&s.BaseURL, "https://api.cal.com")
+	d(&s.AuthorizeURL, "https://app.cal.com/auth/oauth2/authorize")
+	d(&s.RedirectURI, "http://127.0.0.1:8976/callback")
+	d(&s.Bookings.Table, "bookings")
+	if s.Scopes == nil {
+		s.Scopes = []string{"BOOKING_READ", "PROFILE_READ"}
+	}
+	if s.RateLimit == 0 {
+		s.RateLimit = 2
+	}
+	if s.MaxAttempts == 0 {
+		s.MaxAttempts = 6
+	}
+	if s.Timeout == 0 {
+		s.Timeout = Duration(60 * time.Second)
+	}
 }
 
 // Log configures zap.
@@ -211,9 +268,8 @@ func Load(path string, lookupEnv func(string) (string, bool)) (*Config, error) {
 			return nil, err
 		}
 	}
-	var err error
-	if cfg.Source.APIKey, err = expandSecret(cfg.Source.APIKey, lookupEnv); err != nil {
-		return nil, &Error{File: path, Key: "source.api_key", Msg: err.Error()}
+	if err := cfg.expandSecrets(path, lookupEnv); err != nil {
+		return nil, err
 	}
 	if err := cfg.validate(path); err != nil {
 		return nil, err
@@ -227,9 +283,8 @@ func Parse(name string, raw []byte, lookupEnv func(string) (string, bool)) (*Con
 	if err := decode(name, raw, &cfg, lookupEnv); err != nil {
 		return nil, err
 	}
-	var err error
-	if cfg.Source.APIKey, err = expandSecret(cfg.Source.APIKey, lookupEnv); err != nil {
-		return nil, &Error{File: name, Key: "source.api_key", Msg: err.Error()}
+	if err := cfg.expandSecrets(name, lookupEnv); err != nil {
+		return nil, err
 	}
 	if err := cfg.validate(name); err != nil {
 		return nil, err
@@ -258,6 +313,29 @@ func expand(s string, lookupEnv func(string) (string, bool)) (string, error) {
 		return "", fmt.Errorf("environment variable %s is not set: export it or set a default with ${%s:-value}", missing[0], missing[0])
 	}
 	return out, nil
+}
+
+// secretKeys are expanded after decoding, so that their values never reach
+// a YAML error.
+var secretKeys = map[string]bool{"source.api_key": true, "scheduling.client_secret": true, "scheduling.client_secret_next": true}
+
+// expandSecrets expands ${ENV} in every secret and fills the scheduling
+// section's defaults.
+func (c *Config) expandSecrets(file string, lookupEnv func(string) (string, bool)) error {
+	var err error
+	if c.Source.APIKey, err = expandSecret(c.Source.APIKey, lookupEnv); err != nil {
+		return &Error{File: file, Key: "source.api_key", Msg: err.Error()}
+	}
+	if s := c.Scheduling; s != nil {
+		s.setDefaults()
+		if s.ClientSecret, err = expandSecret(s.ClientSecret, lookupEnv); err != nil {
+			return &Error{File: file, Key: "scheduling.client_secret", Msg: err.Error()}
+		}
+		if s.ClientSecretNext, err = expandSecret(s.ClientSecretNext, lookupEnv); err != nil {
+			return &Error{File: file, Key: "scheduling.client_secret_next", Msg: err.Error()}
+		}
+	}
+	return nil
 }
 
 func expandSecret(s Secret, lookupEnv func(string) (string, bool)) (Secret, error) {
@@ -318,7 +396,7 @@ func expandNode(file string, n *yaml.Node, path string, lookupEnv func(string) (
 			}
 		}
 	case yaml.ScalarNode:
-		if path == "source.api_key" || !strings.Contains(n.Value, "${") {
+		if secretKeys[path] || !strings.Contains(n.Value, "${") {
 			return nil
 		}
 		v, err := expand(n.Value, lookupEnv)
@@ -586,6 +664,9 @@ func (c *Config) validate(file string) error {
 	} else if c.State.Path == "" {
 		return bad("state.path", "is empty: set the file that keeps checkpoints, e.g. ./state/syncd.db")
 	}
+	if err := c.Scheduling.validate(bad); err != nil {
+		return err
+	}
 	switch c.Log.Format {
 	case "auto", "json", "console":
 	default:
@@ -686,4 +767,53 @@ func ParseDate(s string) (time.Time, error) {
 		return t.UTC(), nil
 	}
 	return time.Time{}, fmt.Errorf("%q is not a date: write it as 2024-01-31 or 2024-01-31T12:00:00Z", s)
+}
+
+// validate checks the scheduling section, when there is one.
+func (s *Scheduling) validate(bad func(key, msg string) error) error {
+	if s == nil {
+		return nil
+	}
+	for _, u := range []struct{ key, v string }{{"scheduling.base_url", s.BaseURL}, {"scheduling.authorize_url", s.AuthorizeURL}} {
+		if p, err := url.Parse(u.v); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return bad(u.key, fmt.Sprintf("%q is not an http(s) URL", u.v))
+		}
+	}
+	if strings.TrimSpace(s.ClientID) == "" {
+		return bad("scheduling.client_id", "is empty: set the OAuth client's id (e.g. ${SCHEDULING_CLIENT_ID})")
+	}
+	if s.ClientSecretNext != "" && s.ClientSecret == "" {
+		return bad("scheduling.client_secret_next", "is set without client_secret: a public client has no secret to rotate")
+	}
+	if p, err := url.Parse(s.RedirectURI); err != nil || p.Scheme != "http" || !isLoopback(p.Hostname()) || p.Port() == "" {
+		return bad("scheduling.redirect_uri", fmt.Sprintf("%q is not a loopback http URL with a port (e.g. http://127.0.0.1:8976/callback): `syncd auth login` listens there for the code", s.RedirectURI))
+	}
+	for i, sc := range s.Scopes {
+		if !scopeName.MatchString(sc) {
+			return bad(fmt.Sprintf("scheduling.scopes[%d]", i), fmt.Sprintf("%q is not a scope name like BOOKING_READ", sc))
+		}
+	}
+	if s.RateLimit <= 0 {
+		return bad("scheduling.rate_limit", "must be a positive number of requests per second")
+	}
+	if s.MaxAttempts < 1 {
+		return bad("scheduling.max_attempts", "must be at least 1")
+	}
+	if s.Timeout <= 0 {
+		return bad("scheduling.timeout", "must be a positive duration, e.g. 60s")
+	}
+	if !tableName.MatchString(s.Bookings.Table) {
+		return bad("scheduling.bookings.table", fmt.Sprintf("%q is not a valid table name: use letters, digits and _", s.Bookings.Table))
+	}
+	return nil
+}
+
+var scopeName = regexp.MustCompile(`^[A-Z][A-Z_]*$`)
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

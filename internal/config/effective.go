@@ -16,6 +16,9 @@ func (c *Config) Effective() Config {
 	out := *c
 	out.lines = nil
 	out.Forms = append([]FormConfig{}, c.Forms...)
+	if out.Scheduling == nil {
+		out.Scheduling = &Scheduling{Scopes: []string{}}
+	}
 	if out.Sink.BigQuery == nil {
 		out.Sink.BigQuery = &BigQuerySink{}
 	}

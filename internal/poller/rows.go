@@ -69,7 +69,7 @@ func (r *batchRows) Append(sub *forms.Submission, lin schema.Lineage) error {
 // chunkBytes bounds a chunk by the size of its answers as they arrived: rows
 // of a wide form take several kilobytes each in Arrow, so a row count alone
 // does not bound memory.
-const chunkBytes = 4 << 20
+const chunkBytes = 2 << 20
 
 // estimatedSize is about what a submission takes in Arrow memory: its
 // answers' JSON text and a fixed part for the other columns.

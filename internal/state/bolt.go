@@ -26,9 +26,10 @@ import (
 const formatVersion = 1
 
 var (
-	formsBucket = []byte("forms")
-	metaBucket  = []byte("meta")
-	versionKey  = []byte("format_version")
+	formsBucket   = []byte("forms")
+	metaBucket    = []byte("meta")
+	secretsBucket = []byte("secrets") // created by the first PutSecret
+	versionKey    = []byte("format_version")
 )
 
 // defaultLockTimeout bounds the wait for bbolt's own lock on the state file
@@ -538,6 +539,59 @@ func (b *Bolt) BeginRefresh(ctx context.Context, formID string, r Refresh) error
 func (b *Bolt) FinishRefresh(ctx context.Context, formID string) error {
 	if err := b.update(ctx, formID, resetChange); err != nil {
 		return fmt.Errorf("finish refresh of form %s: %w", formID, err)
+	}
+	return nil
+}
+
+// GetSecret returns the value stored under name; nil when there is none.
+func (b *Bolt) GetSecret(ctx context.Context, name string) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("read secret %s: %w", name, err)
+	}
+	if b.db == nil {
+		return nil, nil
+	}
+	var out []byte
+	err := b.guard(func() error {
+		return b.db.View(func(tx *bolt.Tx) error {
+			if bk := tx.Bucket(secretsBucket); bk != nil {
+				out = bytes.Clone(bk.Get([]byte(name)))
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read secret %s: %w", name, err)
+	}
+	return out, nil
+}
+
+// PutSecret stores value under name (nil deletes it) in one transaction,
+// fsync'd before it returns.
+func (b *Bolt) PutSecret(ctx context.Context, name string, value []byte) error {
+	if name == "" {
+		return errors.New("store secret: the name is empty")
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("store secret %s: %w", name, err)
+	}
+	if b.readOnly {
+		return ErrReadOnly
+	}
+	err := b.guard(func() error {
+		return b.db.Update(func(tx *bolt.Tx) error {
+			bk, err := tx.CreateBucketIfNotExists(secretsBucket)
+			if err != nil {
+				return err
+			}
+			if value == nil {
+				return bk.Delete([]byte(name))
+			}
+			return bk.Put([]byte(name), bytes.Clone(value))
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("store secret %s: %w", name, err)
 	}
 	return nil
 }

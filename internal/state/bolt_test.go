@@ -635,3 +635,34 @@ func TestRandomDamage(t *testing.T) {
 		}
 	}
 }
+
+func TestSecrets(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "syncd.db")
+	st := openW(t, path, nil)
+	if v, err := st.GetSecret(ctx, "oauth"); err != nil || v != nil {
+		t.Fatalf("GetSecret before any Put = %q, %v", v, err)
+	}
+	must(t, st.PutSecret(ctx, "oauth", []byte(`{"a":1}`)))
+	must(t, st.PutSecret(ctx, "other", []byte("x")))
+	must(t, st.Close())
+	st = openW(t, path, nil)
+	if v, err := st.GetSecret(ctx, "oauth"); err != nil || string(v) != `{"a":1}` {
+		t.Fatalf("after reopen GetSecret = %q, %v", v, err)
+	}
+	must(t, st.PutSecret(ctx, "oauth", nil))
+	if v, _ := st.GetSecret(ctx, "oauth"); v != nil {
+		t.Errorf("deleted secret reads %q", v)
+	}
+	if v, _ := st.GetSecret(ctx, "other"); string(v) != "x" {
+		t.Errorf("deleting one secret touched another: %q", v)
+	}
+	if list, _ := st.List(ctx); len(list) != 0 {
+		t.Errorf("secrets show up as forms: %+v", list)
+	}
+	fi, err := os.Stat(path)
+	must(t, err)
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("state file mode %v, want 0600: it holds tokens", fi.Mode().Perm())
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"sort"
 	"sync"
@@ -43,8 +44,9 @@ const DefaultLeaseTTL = 30 * time.Second
 type objectDoc struct {
 	FormatVersion int                  `json:"format_version"`
 	Forms         map[string]FormState `json:"forms"`
-	Writer        string               `json:"writer,omitempty"` // lease id of the writer
-	Seq           int64                `json:"seq,omitempty"`    // that writer's write count
+	Secrets       map[string][]byte    `json:"secrets,omitempty"` // see Store.PutSecret
+	Writer        string               `json:"writer,omitempty"`  // lease id of the writer
+	Seq           int64                `json:"seq,omitempty"`     // that writer's write count
 }
 
 // Object is a Store kept in one object of a GCS bucket. Every write
@@ -329,10 +331,39 @@ func (o *Object) FinishRefresh(ctx context.Context, formID string) error {
 	return nil
 }
 
+// GetSecret returns the value stored under name; nil when there is none.
+func (o *Object) GetSecret(ctx context.Context, name string) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("read secret %s: %w", name, err)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return bytes.Clone(o.doc.Secrets[name]), nil
+}
+
+// PutSecret stores value under name (nil deletes it) in one write.
+func (o *Object) PutSecret(ctx context.Context, name string, value []byte) error {
+	err := o.mutate(ctx, name, func(_ map[string]FormState, secrets map[string][]byte) error {
+		if value == nil {
+			if _, ok := secrets[name]; !ok {
+				return errUnchanged
+			}
+			delete(secrets, name)
+			return nil
+		}
+		secrets[name] = bytes.Clone(value)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store secret %s: %w", name, err)
+	}
+	return nil
+}
+
 // update applies fn to the form's state (zero if absent) and writes the
 // object.
 func (o *Object) update(ctx context.Context, formID string, fn change) error {
-	return o.mutate(ctx, formID, func(forms map[string]FormState) error {
+	return o.mutate(ctx, formID, func(forms map[string]FormState, _ map[string][]byte) error {
 		st, ok := forms[formID]
 		if ok {
 			st = cloneForm(st)
@@ -352,7 +383,7 @@ func (o *Object) update(ctx context.Context, formID string, fn change) error {
 // mutate applies fn to a copy of the forms and, unless fn returns
 // errUnchanged, writes the copy with compare-and-swap on the generation.
 // Only a successful write changes what this store holds.
-func (o *Object) mutate(ctx context.Context, formID string, fn func(forms map[string]FormState) error) error {
+func (o *Object) mutate(ctx context.Context, formID string, fn func(forms map[string]FormState, secrets map[string][]byte) error) error {
 	if formID == "" {
 		return errors.New("the form id is empty")
 	}
@@ -376,13 +407,17 @@ func (o *Object) mutate(ctx context.Context, formID string, fn func(forms map[st
 	for k, v := range o.doc.Forms {
 		forms[k] = v // fn copies the one it changes
 	}
-	if err := fn(forms); err != nil {
+	secrets := maps.Clone(o.doc.Secrets)
+	if secrets == nil {
+		secrets = map[string][]byte{}
+	}
+	if err := fn(forms, secrets); err != nil {
 		if errors.Is(err, errUnchanged) {
 			return nil
 		}
 		return err
 	}
-	doc := objectDoc{FormatVersion: formatVersion, Forms: forms, Writer: o.id, Seq: o.seq + 1}
+	doc := objectDoc{FormatVersion: formatVersion, Forms: forms, Secrets: secrets, Writer: o.id, Seq: o.seq + 1}
 	raw, err := encodeDoc(&doc)
 	if err != nil {
 		return fmt.Errorf("encode state: %w", err)

@@ -104,6 +104,12 @@ type Store interface {
 	// FinishRefresh is Reset once the table's output is gone, clearing the
 	// refresh mark in the same transaction.
 	FinishRefresh(ctx context.Context, formID string) error
+	// GetSecret returns the value stored under name (nil when there is
+	// none): a source's OAuth tokens live here, never in the config.
+	GetSecret(ctx context.Context, name string) ([]byte, error)
+	// PutSecret stores value under name (nil deletes it), durably, before
+	// it returns: a rotated refresh token must outlive a crash.
+	PutSecret(ctx context.Context, name string, value []byte) error
 	Close() error
 }
 

@@ -309,10 +309,13 @@ func retype(d arrow.ArrayData, dt arrow.DataType) arrow.ArrayData {
 	return out
 }
 
-// partitioning is the day partitioning of a table whose schema has the
-// submission time, or nil.
-func partitioning(s bigquery.Schema) *bigquery.TimePartitioning {
-	f := findField(s, partitionColumn)
+// partitioning is the day partitioning of a table on its time column
+// (the batch's, or submission_time), or nil when the schema lacks it.
+func partitioning(s bigquery.Schema, timeColumn string) *bigquery.TimePartitioning {
+	if timeColumn == "" {
+		timeColumn = partitionColumn
+	}
+	f := findField(s, timeColumn)
 	if f == nil || f.Repeated {
 		return nil
 	}

@@ -653,11 +653,11 @@ func (s *Sink) createTable(ctx context.Context, t *bigquery.Table, b sink.Batch,
 	}
 	tm := &bigquery.TableMetadata{
 		Schema:           schema,
-		TimePartitioning: partitioning(schema),
+		TimePartitioning: partitioning(schema, b.TimeColumn),
 		Description:      fmt.Sprintf("Submissions of form %s, synced by syncd.", b.FormID),
 	}
 	if tm.TimePartitioning == nil {
-		s.log.Warn("table has no submission_time column: it is not partitioned", zap.String("table", t.TableID))
+		s.log.Warn("table has no time column to partition by: it is not partitioned", zap.String("table", t.TableID), zap.String("column", b.TimeColumn))
 	}
 	if len(s.opts.Clustering) > 0 {
 		tm.Clustering = &bigquery.Clustering{Fields: s.opts.Clustering}

@@ -124,7 +124,9 @@ func (s *Sink) Bucket() *blob.Bucket { return s.bucket }
 
 // Key is where the object of batch b's partition part lives, relative to
 // the URL's prefix.
-func (s *Sink) Key(b sink.Batch, part string) string { return s.layout.RelPath(b.Table, part, b.ID) }
+func (s *Sink) Key(b sink.Batch, part string) string {
+	return s.layout.RelPath(b.Table, parquetsink.Prefix(b.TimeColumn), part, b.ID)
+}
 
 // PartitionOf names the partition of a row whose time is t.
 func (s *Sink) PartitionOf(t time.Time) string { return s.layout.PartitionOf(t) }
@@ -170,7 +172,7 @@ func (s *Sink) CommitParts(ctx context.Context, b sink.Batch, parts []sink.Part)
 	if len(parts) != len(b.Parts) {
 		return 0, fmt.Errorf("commit batch %s: %d parts for %d partition keys", b.ID, len(parts), len(b.Parts))
 	}
-	if err := s.checkLayout(ctx, b.Table); err != nil {
+	if err := s.checkLayout(ctx, b); err != nil {
 		return 0, err
 	}
 	var written int64
@@ -189,7 +191,8 @@ func (s *Sink) CommitParts(ctx context.Context, b sink.Batch, parts []sink.Part)
 
 // checkLayout refuses, once per table and process, a table written with
 // another layout: one listing of the table's prefix.
-func (s *Sink) checkLayout(ctx context.Context, table string) error {
+func (s *Sink) checkLayout(ctx context.Context, b sink.Batch) error {
+	table := b.Table
 	s.checkedMu.Lock()
 	defer s.checkedMu.Unlock()
 	if s.checked[table] {
@@ -207,7 +210,7 @@ func (s *Sink) checkLayout(ctx context.Context, table string) error {
 		}
 		names = append(names, strings.TrimSuffix(strings.TrimPrefix(obj.Key, table+"/"), "/"))
 	}
-	if err := s.layout.CheckTable(table, names); err != nil {
+	if err := s.layout.CheckTable(table, parquetsink.Prefix(b.TimeColumn), names); err != nil {
 		return err
 	}
 	s.checked[table] = true

@@ -124,7 +124,7 @@ func Encode(w io.Writer, rec arrow.Record, b sink.Batch, kv map[string]string, o
 
 // rowGroupBytes bounds the Arrow data gathered for one row group: rows of a
 // wide form take kilobytes each.
-const rowGroupBytes = 16 << 20
+const rowGroupBytes = 8 << 20
 
 // EncodeRecords is Encode of a batch replayed in chunks: chunks are gathered
 // into row groups of up to opts.RowGroupRows rows and rowGroupBytes of Arrow

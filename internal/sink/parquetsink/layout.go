@@ -25,11 +25,9 @@ const (
 	LayoutNone  Layout = "none"  // <table>/<batch id>.parquet
 )
 
-// Partition folder keys, for readers' hive_partitioning.
-const (
-	PartitionKey      = "submission_date"
-	MonthPartitionKey = "submission_month"
-)
+// PartitionKey is the day folder key of a form's table, for readers'
+// hive_partitioning.
+const PartitionKey = "submission_date"
 
 // ParseLayout accepts day, month or none; "" is day.
 func ParseLayout(s string) (Layout, error) {
@@ -67,41 +65,56 @@ func (l Layout) PartitionStart(t time.Time) time.Time {
 	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
 }
 
-// key is the folder's key= prefix; "" for none.
-func (l Layout) key() string {
+// Prefix is the first word of a table's partition folders: the time
+// column's name without a leading "_" or a trailing "_time" or "_at"
+// (submission_time: submission_date=...; _version_time: version_date=...).
+func Prefix(timeColumn string) string {
+	p := strings.TrimPrefix(timeColumn, "_")
+	for _, suffix := range []string{"_time", "_at"} {
+		p = strings.TrimSuffix(p, suffix)
+	}
+	if p == "" {
+		return "submission"
+	}
+	return p
+}
+
+// key is the folder's key= prefix for a time column's prefix; "" for none.
+func (l Layout) key(prefix string) string {
 	switch l {
 	case LayoutMonth:
-		return MonthPartitionKey
+		return prefix + "_month"
 	case LayoutNone:
 		return ""
 	}
-	return PartitionKey
+	return prefix + "_date"
 }
 
-// Dir is the folder of partition part under the table, "" for none.
-func (l Layout) Dir(part string) string {
-	if l.key() == "" {
+// Dir is the folder of partition part of a table whose partition folders
+// start with prefix (see Prefix); "" for none.
+func (l Layout) Dir(prefix, part string) string {
+	if l.key(prefix) == "" {
 		return ""
 	}
-	return l.key() + "=" + part
+	return l.key(prefix) + "=" + part
 }
 
 // RelPath is where the file of batch id in partition part lives relative
 // to the root, with '/' separators; it is the object key under a bucket
 // prefix.
-func (l Layout) RelPath(table, part, id string) string {
-	return path.Join(table, l.Dir(part), id+".parquet")
+func (l Layout) RelPath(table, prefix, part, id string) string {
+	return path.Join(table, l.Dir(prefix, part), id+".parquet")
 }
 
 // CheckTable refuses a table whose folder (its entries' names) was written
 // with another layout: readers' hive_partitioning needs one layout per table.
-func (l Layout) CheckTable(table string, entries []string) error {
+func (l Layout) CheckTable(table, prefix string, entries []string) error {
 	for _, name := range entries {
 		var found Layout
 		switch {
-		case strings.HasPrefix(name, PartitionKey+"="):
+		case strings.HasPrefix(name, LayoutDay.key(prefix)+"="):
 			found = LayoutDay
-		case strings.HasPrefix(name, MonthPartitionKey+"="):
+		case strings.HasPrefix(name, LayoutMonth.key(prefix)+"="):
 			found = LayoutMonth
 		case strings.HasSuffix(name, ".parquet") && !strings.HasPrefix(name, "."):
 			found = LayoutNone
@@ -109,20 +122,20 @@ func (l Layout) CheckTable(table string, entries []string) error {
 			continue
 		}
 		if found != l {
-			return fmt.Errorf("table %s is partitioned by %s (sink.parquet.partition: %s) but the config says %s: set it back to %s, or run `syncd refresh --form ID` to rewrite the table with the new layout", table, found.describe(), found, l, found)
+			return fmt.Errorf("table %s is partitioned by %s (sink.parquet.partition: %s) but the config says %s: set it back to %s, or run `syncd refresh --form ID` to rewrite the table with the new layout", table, found.describe(prefix), found, l, found)
 		}
 	}
 	return nil
 }
 
-func (l Layout) describe() string {
+func (l Layout) describe(prefix string) string {
 	switch l {
 	case LayoutMonth:
-		return "month (" + MonthPartitionKey + "=)"
+		return "month (" + l.key(prefix) + "=)"
 	case LayoutNone:
 		return "nothing (files in the table's folder)"
 	}
-	return "day (" + PartitionKey + "=)"
+	return "day (" + l.key(prefix) + "=)"
 }
 
 // ValidateBatch refuses a batch that would land somewhere unexpected:

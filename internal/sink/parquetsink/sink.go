@@ -140,12 +140,12 @@ func tempPrefix(id string) string { return "." + id + tmpMarker }
 // Path returns where the file of batch b's partition part lives once
 // committed.
 func (s *Sink) Path(b sink.Batch, part string) string {
-	return filepath.Join(s.partition(b.Table, part), b.ID+".parquet")
+	return filepath.Join(s.partition(b, part), b.ID+".parquet")
 }
 
-// partition is the folder of one partition of table.
-func (s *Sink) partition(table, part string) string {
-	return filepath.Join(s.root, table, s.layout.Dir(part))
+// partition is the folder of one partition of b's table.
+func (s *Sink) partition(b sink.Batch, part string) string {
+	return filepath.Join(s.root, b.Table, s.layout.Dir(Prefix(b.TimeColumn), part))
 }
 
 // PartitionOf names the partition of a row whose time is t.
@@ -194,7 +194,7 @@ func (s *Sink) CommitParts(ctx context.Context, b sink.Batch, parts []sink.Part)
 	if err := checkParts(b, parts); err != nil {
 		return 0, err
 	}
-	if err := s.checkLayout(b.Table); err != nil {
+	if err := s.checkLayout(b); err != nil {
 		return 0, err
 	}
 	unlock, err := s.locks.lock(ctx, b.ID)
@@ -214,7 +214,8 @@ func (s *Sink) CommitParts(ctx context.Context, b sink.Batch, parts []sink.Part)
 
 // checkLayout refuses, once per table and process, a table folder written
 // with another layout.
-func (s *Sink) checkLayout(table string) error {
+func (s *Sink) checkLayout(b sink.Batch) error {
+	table := b.Table
 	s.checkedMu.Lock()
 	defer s.checkedMu.Unlock()
 	if s.checked[table] {
@@ -229,7 +230,7 @@ func (s *Sink) checkLayout(table string) error {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if err := s.layout.CheckTable(table, names); err != nil {
+	if err := s.layout.CheckTable(table, Prefix(b.TimeColumn), names); err != nil {
 		return err
 	}
 	s.checked[table] = true
@@ -242,20 +243,20 @@ func (s *Sink) commitPart(ctx context.Context, b sink.Batch, p sink.Part) error 
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("commit batch %s: %w", b.ID, err)
 	}
-	dir, final := s.partition(b.Table, p.Key), s.Path(b, p.Key)
+	dir, final := s.partition(b, p.Key), s.Path(b, p.Key)
 	switch ok, err := s.holds(final, b); {
 	case err != nil:
 		return fmt.Errorf("commit batch %s: %w", b.ID, err)
 	case ok:
 		// An earlier attempt may have died after its rename but before
 		// syncing the folders; finish that part so the file lasts.
-		if err := s.syncDirs(b.Table, p.Key); err != nil {
+		if err := s.syncDirs(b, p.Key); err != nil {
 			return fmt.Errorf("commit batch %s: %w", b.ID, err)
 		}
 		s.log.Debug("batch file already committed", zap.String("batch_id", b.ID), zap.String("path", final))
 		return nil
 	}
-	if err := s.mkdirs(b.Table, p.Key); err != nil {
+	if err := s.mkdirs(b, p.Key); err != nil {
 		return fmt.Errorf("commit batch %s: %w", b.ID, err)
 	}
 	s.removeTemps(dir, b.ID)
@@ -283,7 +284,7 @@ func (s *Sink) commitPart(ctx context.Context, b sink.Batch, p sink.Part) error 
 	// The file is visible now; syncing the folders makes the rename (and
 	// the folders, new or made by an attempt that crashed) survive a power
 	// cut. If that fails the caller retries, finds the file, and syncs again.
-	if err := s.syncDirs(b.Table, p.Key); err != nil {
+	if err := s.syncDirs(b, p.Key); err != nil {
 		return fmt.Errorf("commit batch %s: %w", b.ID, err)
 	}
 	s.log.Debug("batch file committed", zap.String("batch_id", b.ID), zap.String("path", final), zap.Int64("rows", p.Records.Rows))
@@ -387,10 +388,10 @@ func (s *Sink) holds(path string, b sink.Batch) (bool, error) {
 }
 
 // mkdirs makes the table folder and the partition's.
-func (s *Sink) mkdirs(table, part string) error {
-	dirs := []string{filepath.Join(s.root, table)}
-	if s.layout.Dir(part) != "" {
-		dirs = append(dirs, s.partition(table, part))
+func (s *Sink) mkdirs(b sink.Batch, part string) error {
+	dirs := []string{filepath.Join(s.root, b.Table)}
+	if s.layout.Dir(Prefix(b.TimeColumn), part) != "" {
+		dirs = append(dirs, s.partition(b, part))
 	}
 	for _, d := range dirs {
 		err := os.Mkdir(d, 0o755)
@@ -410,10 +411,10 @@ func (s *Sink) mkdirs(table, part string) error {
 // syncDirs flushes the entries leading to a partition's file: the file's
 // own in the partition folder, the partition's in the table folder, the
 // table's in the root.
-func (s *Sink) syncDirs(table, part string) error {
-	dirs := []string{filepath.Join(s.root, table), s.root}
-	if s.layout.Dir(part) != "" {
-		dirs = append([]string{s.partition(table, part)}, dirs...)
+func (s *Sink) syncDirs(b sink.Batch, part string) error {
+	dirs := []string{filepath.Join(s.root, b.Table), s.root}
+	if s.layout.Dir(Prefix(b.TimeColumn), part) != "" {
+		dirs = append([]string{s.partition(b, part)}, dirs...)
 	}
 	for _, d := range dirs {
 		if err := syncDir(d); err != nil {
