@@ -103,11 +103,20 @@ func newOnceCmd(g *globals) *cobra.Command {
 			}
 			defer a.Close()
 			started := time.Now()
+			var results []poller.Result
 			jobs, err := selectJobs(ctx, a, ids)
 			if err != nil {
-				return withCode(exitFailed, err)
+				if a.Scheduling == nil || len(formIDs) > 0 {
+					return withCode(exitFailed, err)
+				}
+				// The bookings do not depend on the Forms API: sync them
+				// anyway, and fail the pass for the forms.
+				results = append(results, poller.Result{FormID: "forms", Err: err})
 			}
-			results := a.SyncAll(ctx, jobs, a.Cfg.Sync.Concurrency)
+			results = append(results, a.SyncAll(ctx, jobs, a.Cfg.Sync.Concurrency)...)
+			if a.Scheduling != nil && len(formIDs) == 0 {
+				results = append(results, a.SyncBookings(ctx))
+			}
 			return g.finishPass(results, time.Since(started), summaryPath, format)
 		},
 	}
@@ -439,7 +448,7 @@ func runDaemon(ctx context.Context, a *app.App, g *globals) error {
 
 	c := cron.New(cron.WithLocation(time.UTC))
 	var passes sync.WaitGroup
-	pass := func(jobs func(context.Context) ([]poller.Job, error), jitter time.Duration) func() {
+	pass := func(jobs func(context.Context) ([]poller.Job, error), bookings bool, jitter time.Duration) func() {
 		return func() {
 			select {
 			case <-g.stopping:
@@ -461,7 +470,11 @@ func runDaemon(ctx context.Context, a *app.App, g *globals) error {
 				log.Error("pass failed before syncing", zap.Error(err))
 				return
 			}
-			for _, r := range a.SyncAll(ctx, list, a.Cfg.Sync.Concurrency) {
+			results := a.SyncAll(ctx, list, a.Cfg.Sync.Concurrency)
+			if bookings && a.Scheduling != nil {
+				results = append(results, a.SyncBookings(ctx))
+			}
+			for _, r := range results {
 				if r.Interrupted {
 					continue // stopping; the next start takes it from there
 				}
@@ -483,7 +496,7 @@ func runDaemon(ctx context.Context, a *app.App, g *globals) error {
 	}
 	var entries []func()
 	if len(a.Cfg.Forms) == 0 {
-		f := pass(a.Jobs, a.Cfg.Sync.Jitter.D())
+		f := pass(a.Jobs, true, a.Cfg.Sync.Jitter.D())
 		if _, err := c.AddFunc(a.Cfg.Sync.Schedule, f); err != nil {
 			return withCode(exitUsage, fmt.Errorf("sync.schedule: %w", err))
 		}
@@ -499,9 +512,17 @@ func runDaemon(ctx context.Context, a *app.App, g *globals) error {
 			if spec == "" {
 				spec = a.Cfg.Sync.Schedule
 			}
-			f := pass(func(context.Context) ([]poller.Job, error) { return []poller.Job{job}, nil }, a.Cfg.Sync.Jitter.D())
+			f := pass(func(context.Context) ([]poller.Job, error) { return []poller.Job{job}, nil }, false, a.Cfg.Sync.Jitter.D())
 			if _, err := c.AddFunc(spec, f); err != nil {
 				return withCode(exitUsage, fmt.Errorf("schedule of form %s: %w", fc.ID, err))
+			}
+			entries = append(entries, f)
+		}
+		if a.Scheduling != nil {
+			// The bookings on the default schedule, beside the forms'.
+			f := pass(func(context.Context) ([]poller.Job, error) { return nil, nil }, true, a.Cfg.Sync.Jitter.D())
+			if _, err := c.AddFunc(a.Cfg.Sync.Schedule, f); err != nil {
+				return withCode(exitUsage, fmt.Errorf("sync.schedule: %w", err))
 			}
 			entries = append(entries, f)
 		}

@@ -37,6 +37,9 @@ type App struct {
 	Sink    sink.Sink
 	Poller  *poller.Poller
 	Metrics *metrics.Metrics
+	// Scheduling is the scheduling API's bookings source; nil without a
+	// scheduling section.
+	Scheduling *Scheduling
 }
 
 // StateError is a failure to open the state store: in use by another syncd,
@@ -157,6 +160,12 @@ func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options
 	if o, ok := store.(*state.Object); ok {
 		if s, ok := a.Sink.(interface{ StopWhen(<-chan struct{}) }); ok {
 			s.StopWhen(o.Lost())
+		}
+	}
+	if cfg.Scheduling != nil {
+		if a.Scheduling, err = openScheduling(cfg, store, log, a.Metrics); err != nil {
+			a.Close()
+			return nil, err
 		}
 	}
 	// A syncd killed while it fetched a large batch left its spool behind.
@@ -314,4 +323,13 @@ func CheckForms(ctx context.Context, client *forms.Client, ids []string) error {
 		return &bad
 	}
 	return nil
+}
+
+// SyncBookings runs the live pass of the scheduling API's bookings. A
+// bookings pass that fails (a sign-in to renew) leaves the forms' alone.
+func (a *App) SyncBookings(ctx context.Context) poller.Result {
+	if a.Poller.Draining() {
+		return poller.Result{FormID: a.Scheduling.Stream.Key(), Table: a.Scheduling.Stream.Table(), Interrupted: true}
+	}
+	return a.Poller.SyncStream(ctx, a.Scheduling.Stream, a.Scheduling.Start.Time)
 }

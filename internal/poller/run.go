@@ -238,33 +238,40 @@ func (f *formRun) report(p Progress) {
 // still land (a BigQuery load job inserted just before a kill), and only the
 // same batch id lets the sink tell the two apart.
 func (f *formRun) recoverIntents(ctx context.Context, st state.FormState) ([]window, error) {
+	redo, recovered, err := f.p.recoverIntents(ctx, st, f.log, f.batchFor)
+	f.recovered += recovered
+	return redo, err
+}
+
+// recoverIntents resolves the open batches of one stream's state: those the
+// sink holds are committed in the state, the others returned to be fetched
+// again under their own ids.
+func (p *Poller) recoverIntents(ctx context.Context, st state.FormState, log *zap.Logger, batchFor func(window) sink.Batch) (redo []window, recovered int, err error) {
 	ids := make([]string, 0, len(st.Intents))
 	for id := range st.Intents {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	var redo []window
 	for _, id := range ids {
 		in := st.Intents[id]
 		w := window{start: in.Start, end: in.End, count: -1, redo: true, table: in.Table, id: id, parts: in.Parts}
-		b := f.batchFor(w)
-		done, err := f.p.sink.Committed(ctx, b)
+		done, err := p.sink.Committed(ctx, batchFor(w))
 		if err != nil {
-			return nil, fmt.Errorf("resolve open batch %s of form %s: ask the sink: %w", id, f.job.FormID, err)
+			return nil, recovered, fmt.Errorf("resolve open batch %s of %s: ask the sink: %w", id, st.FormID, err)
 		}
 		if !done {
-			f.log.Info("an open batch never reached the sink; fetching its window again under the same batch id", zap.String("batch_id", id))
+			log.Info("an open batch never reached the sink; fetching its window again under the same batch id", zap.String("batch_id", id))
 			redo = append(redo, w)
 			continue
 		}
-		err = f.p.store.Commit(ctx, f.job.FormID, state.Commit{BatchID: id, Window: state.Interval{Start: in.Start, End: in.End}, Rows: in.Rows})
+		err = p.store.Commit(ctx, st.FormID, state.Commit{BatchID: id, Window: state.Interval{Start: in.Start, End: in.End}, Rows: in.Rows})
 		if err != nil {
-			return nil, fmt.Errorf("resolve open batch %s of form %s: %w", id, f.job.FormID, err)
+			return nil, recovered, fmt.Errorf("resolve open batch %s of %s: %w", id, st.FormID, err)
 		}
-		f.log.Info("recovered a batch committed before a stop", zap.String("batch_id", id))
-		f.recovered++
+		log.Info("recovered a batch committed before a stop", zap.String("batch_id", id))
+		recovered++
 	}
-	return redo, nil
+	return redo, recovered, nil
 }
 
 func (f *formRun) batchFor(w window) sink.Batch {
@@ -365,9 +372,7 @@ func (f *formRun) plan(ctx context.Context, gap state.Interval, emit func(window
 // inside the window. A single millisecond holding more than a batch is
 // taken whole.
 func (f *formRun) split(ctx context.Context, a, b time.Time, first *forms.SubmissionPage) (time.Time, int, error) {
-	maxRows := f.p.opts.MaxRowsPerBatch
-	target := max(maxRows*9/10, 1)
-	lo, loN, hi, hiN := a, 0, b, first.TotalResponses
+	lo := a
 	// Nothing lies before the gap's first submission: a form sparse for
 	// years starts the search where its data does.
 	for _, sub := range first.Responses {
@@ -376,6 +381,26 @@ func (f *formRun) split(ctx context.Context, a, b time.Time, first *forms.Submis
 			break
 		}
 	}
+	return f.p.split(a, lo, b, first.TotalResponses, func(t time.Time) (int, error) {
+		page, err := f.list(ctx, a, t, 1, 0, false)
+		if err != nil {
+			return 0, err
+		}
+		return page.TotalResponses, nil
+	})
+}
+
+// split picks the end of the first window of [a, b), which counts total >
+// MaxRowsPerBatch records, none before lo: an instant whose window [a, t)
+// counts (with count) between half and all of a batch, found by
+// interpolating on counts (records are seldom spread evenly), then moved
+// back to the start of its partition when that is still inside the
+// window (the window's count is then -1, unknown). A single millisecond
+// holding more than a batch is taken whole.
+func (p *Poller) split(a, lo, b time.Time, total int, count func(t time.Time) (int, error)) (time.Time, int, error) {
+	maxRows := p.opts.MaxRowsPerBatch
+	target := max(maxRows*9/10, 1)
+	loN, hi, hiN := 0, b, total
 	for i := 0; ; i++ {
 		if hi.Sub(lo) <= time.Millisecond {
 			if loN == 0 {
@@ -390,11 +415,10 @@ func (f *formRun) split(ctx context.Context, a, b time.Time, first *forms.Submis
 		if !t.After(lo) || !t.Before(hi) {
 			t = midpoint(lo, hi)
 		}
-		page, err := f.list(ctx, a, t, 1, 0, false)
+		n, err := count(t)
 		if err != nil {
 			return time.Time{}, 0, err
 		}
-		n := page.TotalResponses
 		if n <= maxRows && n >= target/2 {
 			lo, loN = t, n
 			break
@@ -405,8 +429,8 @@ func (f *formRun) split(ctx context.Context, a, b time.Time, first *forms.Submis
 			lo, loN = t, n
 		}
 	}
-	if f.p.partStart != nil {
-		if s := floorMS(f.p.partStart(lo)); s.After(a) && s.Before(lo) {
+	if p.partStart != nil {
+		if s := floorMS(p.partStart(lo)); s.After(a) && s.Before(lo) {
 			return s, -1, nil
 		}
 	}

@@ -247,6 +247,14 @@ func (s *Server) DenyAuthorizations(code string) {
 	s.deny = code
 }
 
+// SetChurnRate changes Config.ChurnRate: a test stops the churn before its
+// last pass, so that the truth it compares with stands still.
+func (s *Server) SetChurnRate(r float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cfg.ChurnRate = r
+}
+
 // ExpireAccessTokens makes every access token issued so far expired.
 func (s *Server) ExpireAccessTokens() {
 	s.mu.Lock()

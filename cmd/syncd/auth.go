@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/syncd-dev/syncd/internal/app"
+	"github.com/syncd-dev/syncd/internal/config"
+	"github.com/syncd-dev/syncd/internal/oauth"
+)
+
+// loginWait bounds how long `auth login` waits for the person to approve.
+const loginWait = 10 * time.Minute
+
+func newAuthCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "auth",
+		Short: "Sign in to the scheduling API (OAuth 2.0) whose bookings syncd exports",
+	}
+	var noBrowser bool
+	login := &cobra.Command{
+		Use:   "login",
+		Short: "Sign in: open the printed URL, approve, and syncd stores the tokens in its state",
+		Long: "Prints the authorization URL alone on a line of stdout and waits on scheduling.redirect_uri\n" +
+			"for the redirect (or, with --no-browser, for the redirected URL pasted on stdin), exchanges\n" +
+			"the code, checks the token with GET /v2/me and stores the tokens in the state store (never\n" +
+			"in the config or the logs). syncd then refreshes them by itself.",
+		Example: "  syncd auth login\n  syncd auth login --no-browser   # on a headless machine: paste the URL the browser ends on",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			cfg, log, err := g.load()
+			if err != nil {
+				return err
+			}
+			oc, err := app.NewOAuthClient(cfg, log, nil)
+			if err != nil {
+				return withCode(exitUsage, err)
+			}
+			store, err := app.OpenStore(ctx, cfg, false)
+			if err != nil {
+				return withCode(exitState, err)
+			}
+			defer store.Close()
+			req, err := oc.NewAuthRequest()
+			if err != nil {
+				return withCode(exitFailed, err)
+			}
+			code, err := waitForCode(ctx, g, cfg, req, noBrowser)
+			if err != nil {
+				return withCode(exitFailed, err)
+			}
+			tok, err := oc.Exchange(ctx, code, req.Verifier)
+			if err != nil {
+				return withCode(exitFailed, err)
+			}
+			tok = whoAmI(ctx, cfg, log, tok)
+			if err := (app.StateTokens{Store: store}).Save(ctx, tok); err != nil {
+				return withCode(exitFailed, err)
+			}
+			fmt.Fprintf(g.stdout, "signed in as %s; the tokens are in the state (%s)\n", orDash(tok.User), app.StateWhere(cfg))
+			if tok.Legacy {
+				fmt.Fprintln(g.stdout, "note: a legacy client (no scopes): "+oauth.LegacyMigrationStep)
+			}
+			return nil
+		},
+	}
+	login.Flags().BoolVar(&noBrowser, "no-browser", false, "read the URL the browser was redirected to from stdin instead of listening for it")
+	status := &cobra.Command{
+		Use:     "status",
+		Short:   "Who syncd is signed in as: user, scopes, expiry, legacy or not (never a token)",
+		Example: "  syncd auth status",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			cfg, _, err := g.load()
+			if err != nil {
+				return err
+			}
+			store, err := app.OpenStore(ctx, cfg, true)
+			if err != nil {
+				return withCode(exitState, err)
+			}
+			defer store.Close()
+			tok, err := (app.StateTokens{Store: store}).Load(ctx)
+			if errors.Is(err, oauth.ErrNoToken) {
+				fmt.Fprintln(g.stdout, "not signed in: run `syncd auth login`")
+				return withCode(exitFailed, errReported)
+			}
+			if err != nil {
+				return withCode(exitFailed, err)
+			}
+			fmt.Fprint(g.stdout, tok.Summary().Describe(time.Now()))
+			return nil
+		},
+	}
+	var yes bool
+	logout := &cobra.Command{
+		Use:     "logout",
+		Short:   "Forget the scheduling API's tokens (bookings stop syncing until the next login)",
+		Example: "  syncd auth logout --yes",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if !yes {
+				if err := confirm(g, "Forget the scheduling API's tokens? Bookings stop syncing until `syncd auth login`.", "logout"); err != nil {
+					return err
+				}
+			}
+			cfg, _, err := g.load()
+			if err != nil {
+				return err
+			}
+			store, err := app.OpenStore(ctx, cfg, false)
+			if err != nil {
+				return withCode(exitState, err)
+			}
+			defer store.Close()
+			if err := (app.StateTokens{Store: store}).Delete(ctx); err != nil {
+				return withCode(exitFailed, err)
+			}
+			fmt.Fprintln(g.stdout, "signed out: the tokens are gone from the state")
+			return nil
+		},
+	}
+	logout.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
+	cmd.AddCommand(login, status, logout)
+	return cmd
+}
+
+// waitForCode prints the authorization URL alone on a line and returns the
+// code of the redirect: from the loopback listener, or pasted on stdin.
+func waitForCode(ctx context.Context, g *globals, cfg *config.Config, req *oauth.AuthRequest, noBrowser bool) (string, error) {
+	if noBrowser {
+		fmt.Fprintln(g.stderr, "Open this URL in a browser, approve, then paste the address the browser ends on (it may fail to load) here:")
+		fmt.Fprintln(g.stdout, req.URL)
+		line, err := bufio.NewReader(os.Stdin).ReadString('\n')
+		if err != nil && strings.TrimSpace(line) == "" {
+			return "", fmt.Errorf("read the redirected URL from stdin: %w", err)
+		}
+		return oauth.ParseRedirect(line, req.State)
+	}
+	rcv, err := oauth.Listen(cfg.Scheduling.RedirectURI)
+	if err != nil {
+		return "", err
+	}
+	defer rcv.Close()
+	fmt.Fprintf(g.stderr, "Open this URL in a browser and approve; syncd waits on %s (or use --no-browser):\n", cfg.Scheduling.RedirectURI)
+	fmt.Fprintln(g.stdout, req.URL)
+	wctx, cancel := context.WithTimeout(ctx, loginWait)
+	defer cancel()
+	code, err := rcv.Wait(wctx, req.State)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "", fmt.Errorf("no redirect reached %s within %s: run `syncd auth login` again", cfg.Scheduling.RedirectURI, loginWait)
+	}
+	return code, err
+}
+
+// whoAmI names the signed-in user from GET /v2/me. A token without
+// PROFILE_READ still works for bookings, so a refusal only warns.
+func whoAmI(ctx context.Context, cfg *config.Config, log *zap.Logger, tok oauth.Token) oauth.Token {
+	client, err := app.NewSchedulingClient(cfg, fixedToken{tok}, log, nil)
+	if err == nil {
+		m, merr := client.Me(ctx)
+		if merr == nil {
+			tok.User, tok.UserID = m.Email, m.ID
+			if tok.User == "" {
+				tok.User = m.Username
+			}
+			return tok
+		}
+		err = merr
+	}
+	log.Warn("could not read the signed-in user (GET /v2/me); the tokens are stored anyway", zap.Error(err))
+	return tok
+}
+
+// fixedToken hands out one token (the one just obtained).
+type fixedToken struct{ tok oauth.Token }
+
+func (f fixedToken) Token(context.Context) (oauth.Token, error) { return f.tok, nil }
+func (fixedToken) Invalidate(string)                             {}

@@ -1,0 +1,126 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/syncd-dev/syncd/internal/config"
+	"github.com/syncd-dev/syncd/internal/httpapi"
+	"github.com/syncd-dev/syncd/internal/oauth"
+	"github.com/syncd-dev/syncd/internal/source/scheduling"
+	"github.com/syncd-dev/syncd/internal/state"
+)
+
+// tokenSecret is where the scheduling API's OAuth tokens live in the state
+// store.
+const tokenSecret = "scheduling/oauth"
+
+// StateTokens keeps the scheduling API's tokens in the state store (the
+// bbolt file, mode 0600, or the state object): an oauth.TokenStore whose
+// Save is durable before it returns.
+type StateTokens struct{ Store state.Store }
+
+// Load returns the stored tokens, or oauth.ErrNoToken.
+func (t StateTokens) Load(ctx context.Context) (oauth.Token, error) {
+	raw, err := t.Store.GetSecret(ctx, tokenSecret)
+	if err != nil {
+		return oauth.Token{}, fmt.Errorf("read the scheduling API's tokens from the state: %w", err)
+	}
+	if raw == nil {
+		return oauth.Token{}, oauth.ErrNoToken
+	}
+	var tok oauth.Token
+	if err := json.Unmarshal(raw, &tok); err != nil {
+		return oauth.Token{}, fmt.Errorf("the scheduling API's tokens in the state cannot be read (%v): run `syncd auth login` again", err)
+	}
+	return tok, nil
+}
+
+// Save stores tok durably.
+func (t StateTokens) Save(ctx context.Context, tok oauth.Token) error {
+	raw, err := json.Marshal(tok)
+	if err != nil {
+		return fmt.Errorf("encode the scheduling API's tokens: %w", err)
+	}
+	if err := t.Store.PutSecret(ctx, tokenSecret, raw); err != nil {
+		return fmt.Errorf("store the scheduling API's tokens: %w", err)
+	}
+	return nil
+}
+
+// Delete forgets the tokens.
+func (t StateTokens) Delete(ctx context.Context) error {
+	if err := t.Store.PutSecret(ctx, tokenSecret, nil); err != nil {
+		return fmt.Errorf("forget the scheduling API's tokens: %w", err)
+	}
+	return nil
+}
+
+// NewOAuthClient is the OAuth client the scheduling section describes.
+func NewOAuthClient(cfg *config.Config, log *zap.Logger, obs httpapi.Observer) (*oauth.Client, error) {
+	s := cfg.Scheduling
+	if s == nil {
+		return nil, fmt.Errorf("the configuration has no scheduling section: add one (see configs/syncd.example.yaml) to sync bookings")
+	}
+	c, err := oauth.NewClient(oauth.Config{
+		AuthURL:          s.AuthorizeURL,
+		TokenURL:         strings.TrimRight(s.BaseURL, "/") + oauth.TokenPath,
+		ClientID:         s.ClientID,
+		ClientSecret:     s.ClientSecret.Reveal(),
+		ClientSecretNext: s.ClientSecretNext.Reveal(),
+		RedirectURI:      s.RedirectURI,
+		Scopes:           s.Scopes,
+		Public:           s.ClientSecret == "",
+		Legacy:           len(s.Scopes) == 0,
+		Timeout:          s.Timeout.D(),
+		MaxAttempts:      s.MaxAttempts,
+		Logger:           log.Named("oauth"),
+		Observer:         obs,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("set up the OAuth client of the scheduling API: %w", err)
+	}
+	return c, nil
+}
+
+// NewSchedulingClient is the scheduling API client over tokens.
+func NewSchedulingClient(cfg *config.Config, tokens scheduling.Tokens, log *zap.Logger, obs httpapi.Observer) (*scheduling.Client, error) {
+	s := cfg.Scheduling
+	c, err := scheduling.New(scheduling.Config{
+		BaseURL: s.BaseURL, Tokens: tokens, RateLimit: s.RateLimit, MaxAttempts: s.MaxAttempts,
+		Timeout: s.Timeout.D(), Logger: log.Named("scheduling"), Observer: obs,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("set up the scheduling API client: %w", err)
+	}
+	return c, nil
+}
+
+// Scheduling is the open scheduling source: its tokens, kept alive in the
+// state store, and its bookings stream.
+type Scheduling struct {
+	Tokens *oauth.TokenSource
+	Client *scheduling.Client
+	Stream *scheduling.Stream
+	Start  config.Date
+}
+
+// openScheduling wires the scheduling source of cfg over store.
+func openScheduling(cfg *config.Config, store state.Store, log *zap.Logger, obs httpapi.Observer) (*Scheduling, error) {
+	oc, err := NewOAuthClient(cfg, log, obs)
+	if err != nil {
+		return nil, err
+	}
+	tokens := oauth.NewTokenSource(oc, StateTokens{Store: store}, oauth.SourceOptions{Logger: log.Named("oauth")})
+	counter := &scheduling.Counter{Next: obs}
+	client, err := NewSchedulingClient(cfg, tokens, log, counter)
+	if err != nil {
+		return nil, err
+	}
+	return &Scheduling{Tokens: tokens, Client: client, Stream: scheduling.NewStream(client, cfg.Scheduling.Bookings.Table, nil, counter),
+		Start: cfg.Scheduling.Bookings.StartDate}, nil
+}
