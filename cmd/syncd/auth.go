@@ -187,4 +187,4 @@ func whoAmI(ctx context.Context, cfg *config.Config, log *zap.Logger, tok oauth.
 type fixedToken struct{ tok oauth.Token }
 
 func (f fixedToken) Token(context.Context) (oauth.Token, error) { return f.tok, nil }
-func (fixedToken) Invalidate(string)                             {}
+func (fixedToken) Invalidate(string)                            {}
