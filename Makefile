@@ -11,6 +11,7 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/syncd ./cmd/syncd
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/formsim ./cmd/formsim
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/schedsim ./cmd/schedsim
 
 # Builds, starts the Forms API simulator on loopback, syncs its forms into
 # ./out, adds a few submissions and syncs again to show an incremental pass.
