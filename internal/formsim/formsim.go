@@ -380,6 +380,23 @@ func (s *Server) Delete(formID, submissionID string) error {
 	return nil
 }
 
+// Edit edits a submission as a person does in the product: its
+// lastUpdatedAt moves to now, its submissionTime stays.
+func (s *Server) Edit(formID, submissionID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, err := s.form(formID)
+	if err != nil {
+		return err
+	}
+	ref, ok := s.lookup(f, submissionID)
+	if !ok {
+		return fmt.Errorf("formsim: form %s has no submission %q: %w", formID, submissionID, ErrNotFound)
+	}
+	f.edited[ref.r.ord] = max(s.nowMs(), ref.r.t)
+	return nil
+}
+
 // deleteRow removes a submission by id; callers hold s.mu.
 func (s *Server) deleteRow(f *formState, id string) bool {
 	ref, ok := s.lookup(f, id)
