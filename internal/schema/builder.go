@@ -76,7 +76,7 @@ type column struct {
 // table has none.
 type fixedIndex struct {
 	formID, submissionID, submissionTime, lastUpdatedAt, startedAt, loginEmail,
-	quizScore, quizMaxScore, editLink, documents, batchID, syncedAt int
+	quizScore, quizMaxScore, editLink, documents, batchID, syncedAt, deleted int
 }
 
 // cell is one decoded child of a struct value.
@@ -120,7 +120,7 @@ func NewBuilder(t *Table, mem memory.Allocator) *Builder {
 		formID: at(ColFormID), submissionID: at(ColSubmissionID), submissionTime: at(ColSubmissionTime),
 		lastUpdatedAt: at(ColLastUpdatedAt), startedAt: at(ColStartedAt), loginEmail: at(ColLoginEmail),
 		quizScore: at(ColQuizScore), quizMaxScore: at(ColQuizMaxScore), editLink: at(ColEditLink),
-		documents: at(ColDocuments), batchID: at(ColBatchID), syncedAt: at(ColSyncedAt),
+		documents: at(ColDocuments), batchID: at(ColBatchID), syncedAt: at(ColSyncedAt), deleted: at(ColDeleted),
 	}
 	return b
 }
@@ -182,6 +182,7 @@ func (b *Builder) Append(sub *forms.Submission, lin Lineage) error {
 	b.putDocuments(sub.Documents)
 	b.putString(f.batchID, lin.BatchID)
 	b.putTime(f.syncedAt, lin.SyncedAt)
+	b.putBool(f.deleted, false)
 
 	for i := range sub.Questions {
 		a := &sub.Questions[i]
@@ -222,6 +223,47 @@ func (b *Builder) Append(sub *forms.Submission, lin Lineage) error {
 	}
 	b.rows++
 	return nil
+}
+
+// AppendTombstone adds the row that says submission id (of submission time
+// t) was deleted: its key columns, last_updated_at set to when the deletion
+// was seen (the version's time), the lineage, _deleted true, and null
+// answers.
+func (b *Builder) AppendTombstone(id string, t, seen time.Time, lin Lineage) error {
+	switch {
+	case b.err != nil:
+		return b.err
+	case b.released:
+		return errors.New("schema: append to a released builder")
+	case id == "" || t.IsZero() || lin.BatchID == "" || lin.SyncedAt.IsZero():
+		return fmt.Errorf("schema: tombstone of submission %q of form %s lacks its id, time or lineage", id, b.ed.t.FormID)
+	case b.fixed.deleted < 0:
+		return fmt.Errorf("schema: table of form %s has no %s column for tombstones", b.ed.t.FormID, ColDeleted)
+	}
+	f := &b.fixed
+	b.putString(f.formID, b.ed.t.FormID)
+	b.putString(f.submissionID, id)
+	b.putTime(f.submissionTime, t)
+	b.putTime(f.lastUpdatedAt, seen)
+	b.putString(f.batchID, lin.BatchID)
+	b.putTime(f.syncedAt, lin.SyncedAt)
+	b.putBool(f.deleted, true)
+	stamp := b.rows + 1
+	for i := range b.cols {
+		if c := &b.cols[i]; c.stamp != stamp {
+			c.bld.AppendNull()
+		}
+	}
+	b.rows++
+	return nil
+}
+
+func (b *Builder) putBool(i int, v bool) {
+	if i < 0 {
+		return
+	}
+	b.cols[i].bld.(*array.BooleanBuilder).Append(v)
+	b.mark(i)
 }
 
 // route returns the column a value of source (kind, id) goes to, given the

@@ -140,6 +140,7 @@ func TestBuilderEveryType(t *testing.T) {
 			"status": "succeeded", "processor_subscription_id": "sub_1",
 		}, nil, nil},
 		"payment_order__v_json": {nil, nil, `{"paymentId":"p","totalAmount":"49.50"}`},
+		"_deleted":              {false, false, false},
 	}
 
 	if got := rec.NumRows(); got != 3 {

@@ -78,7 +78,7 @@ func TestColumnNamesInTable(t *testing.T) {
 	tab := mustNew(t, f)
 	want := []string{
 		"form_id", "submission_id", "submission_time", "last_updated_at", "started_at", "login_email",
-		"quiz_score", "quiz_max_score", "documents", "_batch_id", "_synced_at",
+		"quiz_score", "quiz_max_score", "documents", "_batch_id", "_synced_at", "_deleted",
 		"name", "name_2", "name_3", "q4", "question", "submission_id_2", "select_", "n_1st_choice",
 		strings.Repeat("x", 128), strings.Repeat("x", 126) + "_2", "edit_link_2", "name_2_2",
 		"calc_total", "calc_c2", "param_utm_source", "scheduling_meeting", "payment_order",
@@ -100,7 +100,7 @@ func TestEditLinkOption(t *testing.T) {
 	}
 	got := tableNames(tab)
 	want := []string{"form_id", "submission_id", "submission_time", "last_updated_at", "started_at", "login_email",
-		"quiz_score", "quiz_max_score", "edit_link", "documents", "_batch_id", "_synced_at", "edit_link_2"}
+		"quiz_score", "quiz_max_score", "edit_link", "documents", "_batch_id", "_synced_at", "_deleted", "edit_link_2"}
 	if !slices.Equal(got, want) {
 		t.Errorf("columns\n got %q\nwant %q", got, want)
 	}

@@ -91,13 +91,20 @@ const (
 	ColDocuments      = "documents"
 	ColBatchID        = "_batch_id"
 	ColSyncedAt       = "_synced_at"
+	// ColDeleted is true on a tombstone row: the submission was deleted
+	// from the form. Its other answers are null.
+	ColDeleted = "_deleted"
 )
 
 // fixedNames are reserved in every table, edit_link included.
 var fixedNames = []string{
 	ColFormID, ColSubmissionID, ColSubmissionTime, ColLastUpdatedAt, ColStartedAt, ColLoginEmail,
-	ColQuizScore, ColQuizMaxScore, ColEditLink, ColDocuments, ColBatchID, ColSyncedAt,
+	ColQuizScore, ColQuizMaxScore, ColEditLink, ColDocuments, ColBatchID, ColSyncedAt, ColDeleted,
 }
+
+// deletedColumn is the tombstone flag; tables pinned before it existed gain
+// it when they evolve.
+var deletedColumn = Column{Name: ColDeleted, Type: TypeBool, Kind: KindLineage, Description: "True on a tombstone row: the submission was deleted"}
 
 func fixedColumns(opts Options) []Column {
 	cols := []Column{
@@ -117,6 +124,7 @@ func fixedColumns(opts Options) []Column {
 		Column{Name: ColDocuments, Type: TypeDocuments, Kind: KindFixed, Description: "Documents generated for the submission"},
 		Column{Name: ColBatchID, Type: TypeString, Kind: KindLineage, Required: true, Description: "Batch that wrote the row"},
 		Column{Name: ColSyncedAt, Type: TypeTimestamp, Kind: KindLineage, Required: true, Description: "When syncd fetched the row (UTC)"},
+		deletedColumn,
 	)
 }
 
@@ -152,6 +160,9 @@ func (t *Table) Evolve(form *forms.Form) (*Table, []Change, error) {
 	}
 	out := t.Clone()
 	e := newEditor(out)
+	if _, ok := e.byName[ColDeleted]; !ok {
+		e.appendColumn(deletedColumn)
+	}
 	e.applyForm(form)
 	return out, e.changes, nil
 }
