@@ -543,6 +543,14 @@ func (b *Bolt) FinishRefresh(ctx context.Context, formID string) error {
 	return nil
 }
 
+// SetReconciled records that a reconcile pass of the form ended at t.
+func (b *Bolt) SetReconciled(ctx context.Context, formID string, t time.Time) error {
+	if err := b.update(ctx, formID, reconciledChange(t)); err != nil {
+		return fmt.Errorf("record the reconcile of form %s: %w", formID, err)
+	}
+	return nil
+}
+
 // GetSecret returns the value stored under name; nil when there is none.
 func (b *Bolt) GetSecret(ctx context.Context, name string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {

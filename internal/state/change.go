@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 )
 
@@ -70,6 +71,31 @@ func commitChange(formID string, c Commit) (change, error) {
 		}
 		st.Committed = st.Committed.Add(w)
 		st.Rows += int64(c.Rows)
+		if len(c.Versions) > 0 || len(c.Gone) > 0 {
+			// A new map: a FormState handed out earlier keeps its index.
+			v := maps.Clone(st.Versions)
+			if v == nil {
+				v = make(map[string]Version, len(c.Versions))
+			}
+			for _, id := range c.Gone {
+				delete(v, id)
+			}
+			for id, ver := range c.Versions {
+				v[id] = Version{Time: Normalize(ver.Time), Updated: Normalize(ver.Updated)}
+			}
+			st.Versions = v
+			if len(v) == 0 {
+				st.Versions = nil
+			}
+		}
+		if !c.IndexFrom.IsZero() {
+			st.IndexedFrom = Normalize(c.IndexFrom)
+		}
+		if r := c.Reconcile; r != nil {
+			st.ReconciledWindows++
+			st.VersionsWritten += int64(r.Versions)
+			st.Tombstones += int64(r.Tombstones)
+		}
 		if c.Schema != nil {
 			st.Schema = bytes.Clone(c.Schema)
 		}
@@ -103,6 +129,14 @@ func schemaChange(formID string, schema json.RawMessage) (change, error) {
 		st.Schema = bytes.Clone(schema)
 		return nil
 	}, nil
+}
+
+// reconciledChange records the end of a reconcile pass.
+func reconciledChange(t time.Time) change {
+	return func(st *FormState, _ time.Time) error {
+		st.Reconciled = Normalize(t)
+		return nil
+	}
 }
 
 // errorChange records msg as the form's last error; "" clears it.

@@ -331,6 +331,14 @@ func (o *Object) FinishRefresh(ctx context.Context, formID string) error {
 	return nil
 }
 
+// SetReconciled records that a reconcile pass of the form ended at t.
+func (o *Object) SetReconciled(ctx context.Context, formID string, t time.Time) error {
+	if err := o.update(ctx, formID, reconciledChange(t)); err != nil {
+		return fmt.Errorf("record the reconcile of form %s: %w", formID, err)
+	}
+	return nil
+}
+
 // GetSecret returns the value stored under name; nil when there is none.
 func (o *Object) GetSecret(ctx context.Context, name string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {

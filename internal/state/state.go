@@ -30,6 +30,43 @@ type Intent struct {
 	// Parts are the sink partitions the batch writes a file to, recorded
 	// once its rows are fetched and before the first file is written.
 	Parts []string `json:"parts,omitempty"`
+	// Versions and Gone are what the batch's Commit will record in the
+	// form's version index (see FormState.Versions), kept here so that a
+	// batch found in the sink after a stop is committed with them.
+	Versions map[string]Version `json:"versions,omitempty"`
+	Gone     []string           `json:"gone,omitempty"`
+	// Reconcile marks a batch of changes found by re-reading a committed
+	// window: its window is covered already.
+	Reconcile bool `json:"reconcile,omitempty"`
+}
+
+// Version is what the state remembers of one record within the lookback:
+// the window it lies in, and which version of it the output holds.
+type Version struct {
+	Time    time.Time // submission time: its window and partition
+	Updated time.Time // the version the output holds (lastUpdatedAt)
+}
+
+// MarshalJSON writes a version as two Unix microsecond numbers: the index
+// can hold tens of thousands of them.
+func (v Version) MarshalJSON() ([]byte, error) {
+	return json.Marshal([2]int64{v.Time.UnixMicro(), v.Updated.UnixMicro()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (v *Version) UnmarshalJSON(b []byte) error {
+	var a [2]int64
+	if err := json.Unmarshal(b, &a); err != nil {
+		return fmt.Errorf("a version is two numbers: %w", err)
+	}
+	v.Time, v.Updated = time.UnixMicro(a[0]).UTC(), time.UnixMicro(a[1]).UTC()
+	return nil
+}
+
+// ReconcileCounts is what one reconcile batch wrote.
+type ReconcileCounts struct {
+	Versions   int // changed rows and late imports
+	Tombstones int // deletions
 }
 
 // FormState is everything the store keeps about one form.
@@ -51,6 +88,22 @@ type FormState struct {
 	// is being removed. Until FinishRefresh clears it, every pass of the
 	// form finishes the removal first.
 	Refresh *Refresh `json:"refresh,omitempty"`
+	// Versions is the version index of the lookback: every record the
+	// output holds whose time is within sync.lookback, with the version it
+	// holds. A reconcile compares what the API says now with it: a changed
+	// lastUpdatedAt is an edit, an id it lacks a late import, an id the API
+	// no longer lists a deletion. It changes only in the transactions that
+	// commit batches, so it always says what the output holds.
+	Versions map[string]Version `json:"versions,omitempty"`
+	// IndexedFrom is where the version index starts: reconciles reach no
+	// further back.
+	IndexedFrom time.Time `json:"indexed_from,omitzero"`
+	// Reconcile counters: the last reconcile pass's end, windows re-read,
+	// version rows and tombstones written.
+	Reconciled        time.Time `json:"reconciled,omitzero"`
+	ReconciledWindows int64     `json:"reconciled_windows,omitempty"`
+	VersionsWritten   int64     `json:"versions_written,omitempty"`
+	Tombstones        int64     `json:"tombstones,omitempty"`
 }
 
 // Refresh is a full refresh in progress.
@@ -71,6 +124,14 @@ type Commit struct {
 	Window  Interval        // becomes covered
 	Rows    int             // rows the batch held
 	Schema  json.RawMessage // pinned schema after the batch (nil: unchanged)
+	// Versions the batch wrote, and ids the index forgets (tombstoned, or
+	// past the lookback), applied to FormState.Versions.
+	Versions map[string]Version
+	Gone     []string
+	// IndexFrom moves FormState.IndexedFrom (zero: unchanged).
+	IndexFrom time.Time
+	// Reconcile is set by a reconcile batch, to count it.
+	Reconcile *ReconcileCounts
 }
 
 // Store is the durable record of every form's progress. Every method that
@@ -104,6 +165,8 @@ type Store interface {
 	// FinishRefresh is Reset once the table's output is gone, clearing the
 	// refresh mark in the same transaction.
 	FinishRefresh(ctx context.Context, formID string) error
+	// SetReconciled records that a reconcile pass of the form ended at t.
+	SetReconciled(ctx context.Context, formID string, t time.Time) error
 	// GetSecret returns the value stored under name (nil when there is
 	// none): a source's OAuth tokens live here, never in the config.
 	GetSecret(ctx context.Context, name string) ([]byte, error)
