@@ -176,6 +176,7 @@ func newRoot(stdout, stderr io.Writer) (*cobra.Command, *globals) {
 		newVersionCmd(g),
 		newConfigCmd(g),
 	)
+	addPprofFlags(root, g)
 	return root, g
 }
 

@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 	appsv1 "k8s.io/api/apps/v1"
@@ -286,6 +287,7 @@ func checkDeployment(t *testing.T, r *rendered, d *appsv1.Deployment, example *c
 	if c.StartupProbe != nil {
 		probe("startup", c.StartupProbe, "/healthz")
 	}
+	checkBackupSidecar(t, r, where, tpl, c)
 	a := tpl.Annotations
 	if a["prometheus.io/scrape"] != "true" || a["prometheus.io/port"] != portStr || a["prometheus.io/path"] != "/metrics" {
 		t.Errorf("%s: pod annotations %v, want prometheus.io/scrape \"true\", port %q, path /metrics", where, a, portStr)
@@ -725,5 +727,75 @@ func TestDockerfile(t *testing.T) {
 		if !strings.Contains(di, s) {
 			t.Errorf(".dockerignore: the build needs %s", strings.TrimPrefix(s, "!"))
 		}
+	}
+}
+
+// checkBackupSidecar: the daemon's state-backup sidecar runs `syncd state
+// backup DEST --keep N --every D` with the syncd image and config, and its
+// DEST, N and D come from a rendered ConfigMap with values syncd accepts.
+func checkBackupSidecar(t *testing.T, r *rendered, where string, tpl *corev1.PodTemplateSpec, syncd *corev1.Container) {
+	t.Helper()
+	var sc *corev1.Container
+	for i := range tpl.Spec.Containers {
+		if tpl.Spec.Containers[i].Name == "state-backup" {
+			sc = &tpl.Spec.Containers[i]
+		}
+	}
+	if sc == nil {
+		t.Errorf("%s: no state-backup sidecar: the daemon keeps no backups of its state", where)
+		return
+	}
+	where += " container state-backup"
+	if sc.Image != syncd.Image {
+		t.Errorf("%s: image %q, want the syncd image %q", where, sc.Image, syncd.Image)
+	}
+	if len(sc.Args) < 3 || sc.Args[0] != "state" || sc.Args[1] != "backup" {
+		t.Fatalf("%s: args %q, want `state backup DEST ...`", where, sc.Args)
+	}
+	args := splitFlags(sc.Args)
+	cfgPath, ok := flag(args, "--config")
+	if m, _ := mountOf(&tpl.Spec, sc, cfgPath); !ok || m == nil {
+		t.Errorf("%s: --config %q is not mounted", where, cfgPath)
+	}
+	// $(VAR) in args expand from env; each must come from the ConfigMap.
+	values := map[string]string{}
+	for _, e := range sc.Env {
+		if ref := e.ValueFrom; ref != nil && ref.ConfigMapKeyRef != nil {
+			cm := r.configMaps[ref.ConfigMapKeyRef.Name]
+			if cm == nil {
+				t.Errorf("%s: env %s from ConfigMap %s, not rendered", where, e.Name, ref.ConfigMapKeyRef.Name)
+				continue
+			}
+			v, ok := cm.Data[ref.ConfigMapKeyRef.Key]
+			if !ok {
+				t.Errorf("%s: env %s: ConfigMap %s has no key %s", where, e.Name, cm.Name, ref.ConfigMapKeyRef.Key)
+			}
+			values[e.Name] = v
+		}
+	}
+	expand := func(s string) string {
+		return regexp.MustCompile(`\$\(([A-Z_]+)\)`).ReplaceAllStringFunc(s, func(m string) string {
+			name := m[2 : len(m)-1]
+			v, ok := values[name]
+			if !ok {
+				t.Errorf("%s: %s is not set from the ConfigMap", where, m)
+			}
+			return v
+		})
+	}
+	dest := expand(sc.Args[2])
+	if !strings.HasSuffix(strings.SplitN(dest, "?", 2)[0], "/") {
+		t.Errorf("%s: DEST %q must be a folder or prefix ending in '/' for --keep", where, dest)
+	}
+	keep, _ := flag(args, "--keep")
+	if n, err := strconv.Atoi(expand(keep)); err != nil || n < 1 {
+		t.Errorf("%s: --keep %q is not a count of 1 or more", where, expand(keep))
+	}
+	every, _ := flag(args, "--every")
+	if d, err := time.ParseDuration(expand(every)); err != nil || d < time.Hour {
+		t.Errorf("%s: --every %q is not a duration of an hour or more", where, expand(every))
+	}
+	if !strings.Contains(dest, "://") {
+		writable(t, where, &tpl.Spec, sc, dest+"x", "persistentVolumeClaim")
 	}
 }

@@ -113,7 +113,7 @@ func IsNotFound(err error) bool { return gcerrors.Code(err) == gcerrors.NotFound
 // IsPrecondition reports whether err is a failed write precondition: the
 // object changed (or appeared) since it was read.
 func IsPrecondition(err error) bool {
-	return gcerrors.Code(err) == gcerrors.FailedPrecondition
+	return isPreconditionCode(err) || isConditionConflict(err) || errors.Is(err, ErrChangedAfterWrite)
 }
 
 // Hint adds to a bucket error what a user can do about it.

@@ -21,15 +21,25 @@ import (
 )
 
 // formatVersion is the layout this build writes and the newest it reads.
+//
 // Version 1: bucket "forms" maps form id to the JSON of FormState; bucket
 // "meta" holds "format_version".
-const formatVersion = 1
+//
+// Version 2 adds checksums: every value in "forms" is the CRC-32C
+// (Castagnoli, big-endian) of the form id, a zero byte and the JSON,
+// followed by the JSON; "meta" also holds "manifest", the CRC-32C of its
+// JSON and the JSON, which lists every form with the checksum of its record
+// and its generation. A damaged record fails its checksum; a record that
+// vanished, or an older copy of one, fails the manifest. A writer migrates a
+// version 1 file to version 2 when it opens it; readers read both.
+const formatVersion = 2
 
 var (
 	formsBucket   = []byte("forms")
 	metaBucket    = []byte("meta")
 	secretsBucket = []byte("secrets") // created by the first PutSecret
 	versionKey    = []byte("format_version")
+	manifestKey   = []byte("manifest")
 )
 
 // defaultLockTimeout bounds the wait for bbolt's own lock on the state file
@@ -59,6 +69,7 @@ type BoltOptions struct {
 type Bolt struct {
 	path     string
 	readOnly bool
+	version  int       // of the file: 1 until a writer migrates it
 	db       *bolt.DB  // nil for a read-only open of a missing file
 	lock     *fileLock // nil when read-only
 	now      func() time.Time
@@ -150,6 +161,10 @@ func (b *Bolt) openWriter(timeout time.Duration) error {
 		b.db.Close()
 		return err
 	}
+	if err := b.migrate(); err != nil {
+		b.db.Close()
+		return err
+	}
 	b.lock = lock
 	ok = true
 	return nil
@@ -208,7 +223,14 @@ func createFresh(path string, timeout time.Duration) error {
 		if err != nil {
 			return err
 		}
-		return meta.Put(versionKey, []byte(strconv.Itoa(formatVersion)))
+		if err := meta.Put(versionKey, []byte(strconv.Itoa(formatVersion))); err != nil {
+			return err
+		}
+		raw, err := sealManifest(manifest{})
+		if err != nil {
+			return err
+		}
+		return meta.Put(manifestKey, raw)
 	})
 	if err = errors.Join(err, db.Close()); err != nil {
 		os.Remove(tmp)
@@ -329,14 +351,46 @@ func (b *Bolt) verify(db *bolt.DB) error {
 			if v > formatVersion {
 				return &NewerFormatError{Path: b.path, Version: v, Supported: formatVersion}
 			}
+			b.version = v
 			forms := tx.Bucket(formsBucket)
 			if forms == nil {
 				return &CorruptError{Path: b.path, Err: fmt.Errorf("bucket %q is missing", formsBucket)}
 			}
-			return forms.ForEach(func(k, v []byte) error {
-				_, err := b.decode(k, v)
-				return err
+			if v < 2 {
+				return forms.ForEach(func(k, v []byte) error {
+					_, err := b.decode(k, v)
+					return err
+				})
+			}
+			man, err := openManifest(meta.Get(manifestKey))
+			if err != nil {
+				return &CorruptError{Path: b.path, Err: err}
+			}
+			seen := make(map[string]bool, len(man))
+			err = forms.ForEach(func(k, v []byte) error {
+				id := string(k)
+				want, listed := man[id]
+				if !listed {
+					return &CorruptError{Path: b.path, Err: fmt.Errorf("it holds a record under key %q that its manifest does not list (a damaged page)", k)}
+				}
+				seen[id] = true
+				// A damaged record is reported by the reads of its form
+				// (which `syncd state reset` can replace); the rest of the
+				// file stays usable.
+				if _, crc, err := openRecord(k, v); err == nil && crc != want.CRC {
+					return &CorruptError{Path: b.path, Err: fmt.Errorf("the record of form %q has checksum %08x, not the %08x its manifest recorded: it is not the record last written (a damaged page)", k, crc, want.CRC)}
+				}
+				return nil
 			})
+			if err != nil {
+				return err
+			}
+			for id := range man {
+				if !seen[id] {
+					return &CorruptError{Path: b.path, Err: fmt.Errorf("the record of form %q, which its manifest lists, is missing (a damaged page)", id)}
+				}
+			}
+			return nil
 		})
 	})
 }
@@ -392,18 +446,38 @@ func (b *Bolt) guard(fn func() error) (err error) {
 	return fn()
 }
 
+// decode checks and decodes the record of form key. In a version 2 file a
+// record that fails its checksum, or whose content is wrong, gives a
+// *CorruptError naming the form (Form set): that form cannot be read, but
+// `syncd state reset` can replace it.
 func (b *Bolt) decode(key, val []byte) (FormState, error) {
 	var st FormState
-	if err := json.Unmarshal(val, &st); err != nil {
-		return st, &CorruptError{Path: b.path, Err: fmt.Errorf("record of form %q: %w", key, err)}
+	body := val
+	form := ""
+	if b.version >= 2 {
+		form = string(key)
+		var err error
+		if body, _, err = openRecord(key, val); err != nil {
+			return st, &CorruptError{Path: b.path, Form: form, Err: err}
+		}
+	}
+	if err := json.Unmarshal(body, &st); err != nil {
+		return st, &CorruptError{Path: b.path, Form: form, Err: fmt.Errorf("record of form %q: %w", key, err)}
 	}
 	if st.FormID != string(key) {
-		return st, &CorruptError{Path: b.path, Err: fmt.Errorf("record under key %q names form %q", key, st.FormID)}
+		return st, &CorruptError{Path: b.path, Form: form, Err: fmt.Errorf("record under key %q names form %q", key, st.FormID)}
 	}
 	if err := st.Committed.check(); err != nil {
-		return st, &CorruptError{Path: b.path, Err: fmt.Errorf("committed windows of form %q: %w", key, err)}
+		return st, &CorruptError{Path: b.path, Form: form, Err: fmt.Errorf("committed windows of form %q: %w", key, err)}
 	}
 	return st, nil
+}
+
+// damagedRecord reports whether err is the damage of one form's record,
+// which leaves the rest of the file usable.
+func damagedRecord(err error) bool {
+	var ce *CorruptError
+	return errors.As(err, &ce) && ce.Form != ""
 }
 
 func encode(st *FormState) ([]byte, error) {
@@ -440,6 +514,10 @@ func (b *Bolt) List(ctx context.Context) ([]FormState, error) {
 	err := b.view(ctx, func(forms *bolt.Bucket) error {
 		return forms.ForEach(func(k, v []byte) error {
 			st, err := b.decode(k, v)
+			if damagedRecord(err) {
+				st = FormState{FormID: string(k), Damaged: err.Error()}
+				err = nil
+			}
 			list = append(list, st)
 			return err
 		})
@@ -508,7 +586,7 @@ func (b *Bolt) SetError(ctx context.Context, formID string, msg string) error {
 // Reset forgets the form's windows, intents, schema and counters and moves
 // it to its next generation. The output is not touched.
 func (b *Bolt) Reset(ctx context.Context, formID string) error {
-	if err := b.update(ctx, formID, resetChange); err != nil {
+	if err := b.updateOver(ctx, formID, resetChange, true); err != nil {
 		return fmt.Errorf("reset state of form %s: %w", formID, err)
 	}
 	return nil
@@ -537,7 +615,7 @@ func (b *Bolt) BeginRefresh(ctx context.Context, formID string, r Refresh) error
 // FinishRefresh resets the form and clears its refresh mark in one
 // transaction.
 func (b *Bolt) FinishRefresh(ctx context.Context, formID string) error {
-	if err := b.update(ctx, formID, resetChange); err != nil {
+	if err := b.updateOver(ctx, formID, resetChange, true); err != nil {
 		return fmt.Errorf("finish refresh of form %s: %w", formID, err)
 	}
 	return nil
@@ -625,13 +703,27 @@ func (b *Bolt) Close() error {
 // update loads the form's state (zero if absent), lets fn change it and
 // stores it, all in one transaction.
 func (b *Bolt) update(ctx context.Context, formID string, fn change) error {
-	err := b.write(ctx, formID, func(forms *bolt.Bucket) error {
+	return b.updateOver(ctx, formID, fn, false)
+}
+
+// updateOver is update; with overDamage a damaged record of the form is
+// replaced (by a reset) instead of failing the write: its generation comes
+// from the manifest, so the batch ids of the form's next generation are new.
+func (b *Bolt) updateOver(ctx context.Context, formID string, fn change, overDamage bool) error {
+	err := b.writeTx(ctx, formID, func(tx *bolt.Tx) error {
+		forms, meta := tx.Bucket(formsBucket), tx.Bucket(metaBucket)
+		man, err := openManifest(meta.Get(manifestKey))
+		if err != nil {
+			return &CorruptError{Path: b.path, Err: err}
+		}
 		key := []byte(formID)
 		st := FormState{FormID: formID}
 		if v := forms.Get(key); v != nil {
-			var err error
 			if st, err = b.decode(key, v); err != nil {
-				return err
+				if !overDamage || !damagedRecord(err) {
+					return err
+				}
+				st = FormState{FormID: formID, Generation: man[formID].Gen}
 			}
 		}
 		now := Normalize(b.now())
@@ -639,11 +731,20 @@ func (b *Bolt) update(ctx context.Context, formID string, fn change) error {
 			return err
 		}
 		st.UpdatedAt = now
-		v, err := encode(&st)
+		body, err := encode(&st)
 		if err != nil {
 			return fmt.Errorf("encode: %w", err)
 		}
-		return forms.Put(key, v)
+		val, crc := sealRecord(key, body)
+		if err := forms.Put(key, val); err != nil {
+			return err
+		}
+		man[formID] = manifestEntry{CRC: crc, Gen: st.Generation}
+		raw, err := sealManifest(man)
+		if err != nil {
+			return fmt.Errorf("encode the manifest: %w", err)
+		}
+		return meta.Put(manifestKey, raw)
 	})
 	if errors.Is(err, errUnchanged) {
 		return nil
@@ -651,7 +752,54 @@ func (b *Bolt) update(ctx context.Context, formID string, fn change) error {
 	return err
 }
 
-func (b *Bolt) write(ctx context.Context, formID string, fn func(forms *bolt.Bucket) error) error {
+// migrate turns a version 1 file into version 2 in one transaction: every
+// record sealed with its checksum, the manifest written, the version set.
+func (b *Bolt) migrate() error {
+	if b.version >= formatVersion {
+		return nil
+	}
+	err := b.guard(func() error {
+		return b.db.Update(func(tx *bolt.Tx) error {
+			forms, meta := tx.Bucket(formsBucket), tx.Bucket(metaBucket)
+			man := manifest{}
+			type rec struct{ key, val []byte }
+			var recs []rec
+			err := forms.ForEach(func(k, v []byte) error {
+				st, err := b.decode(k, v)
+				if err != nil {
+					return err
+				}
+				val, crc := sealRecord(k, v)
+				man[string(k)] = manifestEntry{CRC: crc, Gen: st.Generation}
+				recs = append(recs, rec{bytes.Clone(k), val})
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			for _, r := range recs {
+				if err := forms.Put(r.key, r.val); err != nil {
+					return err
+				}
+			}
+			raw, err := sealManifest(man)
+			if err != nil {
+				return err
+			}
+			if err := meta.Put(manifestKey, raw); err != nil {
+				return err
+			}
+			return meta.Put(versionKey, []byte(strconv.Itoa(formatVersion)))
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("migrate state file %s from format version %d to %d: %w", b.path, b.version, formatVersion, err)
+	}
+	b.version = formatVersion
+	return nil
+}
+
+func (b *Bolt) writeTx(ctx context.Context, formID string, fn func(tx *bolt.Tx) error) error {
 	if formID == "" {
 		return errors.New("the form id is empty")
 	}
@@ -662,9 +810,7 @@ func (b *Bolt) write(ctx context.Context, formID string, fn func(forms *bolt.Buc
 		return ErrReadOnly
 	}
 	return b.guard(func() error {
-		return b.db.Update(func(tx *bolt.Tx) error {
-			return fn(tx.Bucket(formsBucket))
-		})
+		return b.db.Update(fn)
 	})
 }
 

@@ -510,18 +510,35 @@ func TestDamagedFile(t *testing.T) {
 		{"last page cut off", func(t *testing.T, path string) { must(t, os.Truncate(path, need-int64(pageSize))) }, corrupt},
 		{"meta pages zeroed", func(t *testing.T, path string) { zero(t, path, 0, 2*int64(pageSize)) }, corrupt},
 		{"data pages zeroed", func(t *testing.T, path string) { zero(t, path, 2*int64(pageSize), need) }, corrupt},
-		{"record not JSON", putForm("form-03", `{"form_id":`), corrupt},
-		{"record under another form's key", putForm("form-03", `{"form_id":"form-04"}`), corrupt},
-		{"committed windows not merged", putForm("form-03", `{"form_id":"form-03","committed":[{"start":"2026-03-01T00:05:00Z","end":"2026-03-01T00:07:00Z"},{"start":"2026-03-01T00:06:00Z","end":"2026-03-01T00:08:00Z"}]}`), corrupt},
+		{"record the manifest does not list", putForm("form-99", `{"form_id":"form-99"}`), corrupt},
+		{"record of the manifest missing", func(t *testing.T, path string) {
+			rewrite(t, path, func(tx *bolt.Tx) error { return tx.Bucket(formsBucket).Delete([]byte("form-03")) })
+		}, corrupt},
+		{"record replaced by a valid older one", func(t *testing.T, path string) {
+			rewrite(t, path, func(tx *bolt.Tx) error {
+				val, _ := sealRecord([]byte("form-03"), []byte(`{"form_id":"form-03"}`))
+				return tx.Bucket(formsBucket).Put([]byte("form-03"), val)
+			})
+		}, corrupt},
+		{"manifest damaged", func(t *testing.T, path string) {
+			rewrite(t, path, func(tx *bolt.Tx) error {
+				raw := slices.Clone(tx.Bucket(metaBucket).Get(manifestKey))
+				raw[len(raw)/2] ^= 0x20
+				return tx.Bucket(metaBucket).Put(manifestKey, raw)
+			})
+		}, corrupt},
+		{"manifest missing", func(t *testing.T, path string) {
+			rewrite(t, path, func(tx *bolt.Tx) error { return tx.Bucket(metaBucket).Delete(manifestKey) })
+		}, corrupt},
 		{"format version unreadable", func(t *testing.T, path string) {
 			rewrite(t, path, func(tx *bolt.Tx) error { return tx.Bucket(metaBucket).Put(versionKey, []byte("one")) })
 		}, corrupt},
 		{"newer format", func(t *testing.T, path string) {
-			rewrite(t, path, func(tx *bolt.Tx) error { return tx.Bucket(metaBucket).Put(versionKey, []byte("2")) })
+			rewrite(t, path, func(tx *bolt.Tx) error { return tx.Bucket(metaBucket).Put(versionKey, []byte("3")) })
 		}, func(err error) string {
 			var ne *NewerFormatError
-			if !errors.As(err, &ne) || ne.Version != 2 || !strings.Contains(err.Error(), "newer") {
-				return "not a *NewerFormatError for version 2"
+			if !errors.As(err, &ne) || ne.Version != 3 || ne.Supported != formatVersion || !strings.Contains(err.Error(), "newer") {
+				return "not a *NewerFormatError for version 3"
 			}
 			return ""
 		}},

@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"sync"
 	"time"
 
-	"cloud.google.com/go/storage"
 	"gocloud.dev/blob"
 
 	"github.com/syncd-dev/syncd/internal/blobstore"
@@ -44,7 +42,7 @@ type lease struct {
 	done chan struct{}
 
 	mu      sync.Mutex
-	gen     int64
+	ver     blobstore.Version
 	expires time.Time
 	lost    error // set when another syncd took the lease over
 
@@ -57,15 +55,15 @@ type lease struct {
 func acquireLease(ctx context.Context, cfg leaseConfig) (*lease, error) {
 	now := cfg.now()
 	rec := leaseRecord{ID: cfg.id, PID: os.Getpid(), Host: hostname(), Started: now.UTC(), Expires: now.Add(cfg.ttl).UTC()}
-	cur, gen, err := readLease(ctx, cfg)
+	cur, ver, err := readLease(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	if gen != 0 && now.Before(cur.Expires) {
+	if ver != "" && now.Before(cur.Expires) {
 		return nil, heldError(cfg, cur)
 	}
 	raw, _ := json.Marshal(rec)
-	newGen, err := casWrite(ctx, cfg.bucket, cfg.key, raw, gen)
+	newVer, err := blobstore.WriteIf(ctx, cfg.bucket, cfg.key, raw, ver, "application/json")
 	if blobstore.IsPrecondition(err) {
 		// Someone else created or took it over first.
 		if cur, _, rerr := readLease(ctx, cfg); rerr == nil {
@@ -77,7 +75,7 @@ func acquireLease(ctx context.Context, cfg leaseConfig) (*lease, error) {
 		return nil, fmt.Errorf("take the lease of state %s: %w", cfg.shown, blobstore.Hint(err, cfg.shown))
 	}
 	rctx, stop := context.WithCancel(context.Background())
-	l := &lease{cfg: cfg, rec: rec, stop: stop, done: make(chan struct{}), gen: newGen, expires: rec.Expires, gone: make(chan struct{})}
+	l := &lease{cfg: cfg, rec: rec, stop: stop, done: make(chan struct{}), ver: newVer, expires: rec.Expires, gone: make(chan struct{})}
 	go l.renew(rctx)
 	return l, nil
 }
@@ -93,32 +91,20 @@ func heldError(cfg leaseConfig, cur leaseRecord) error {
 	return &LockedError{Path: cfg.shown, Holder: h, LeaseExpires: cur.Expires}
 }
 
-func readLease(ctx context.Context, cfg leaseConfig) (leaseRecord, int64, error) {
-	var gen int64
-	r, err := cfg.bucket.NewReader(ctx, cfg.key, &blob.ReaderOptions{BeforeRead: func(as func(any) bool) error {
-		var sr *storage.Reader
-		if as(&sr) {
-			gen = sr.Attrs.Generation
-		}
-		return nil
-	}})
+func readLease(ctx context.Context, cfg leaseConfig) (leaseRecord, blobstore.Version, error) {
+	raw, ver, err := blobstore.Read(ctx, cfg.bucket, cfg.key)
 	if blobstore.IsNotFound(err) {
-		return leaseRecord{}, 0, nil
+		return leaseRecord{}, "", nil
 	}
 	if err != nil {
-		return leaseRecord{}, 0, fmt.Errorf("read the lease of state %s: %w", cfg.shown, blobstore.Hint(err, cfg.shown))
-	}
-	defer r.Close()
-	raw, err := io.ReadAll(r)
-	if err != nil {
-		return leaseRecord{}, 0, fmt.Errorf("read the lease of state %s: %w", cfg.shown, err)
+		return leaseRecord{}, "", fmt.Errorf("read the lease of state %s: %w", cfg.shown, blobstore.Hint(err, cfg.shown))
 	}
 	var rec leaseRecord
 	if err := json.Unmarshal(raw, &rec); err != nil {
 		// An unreadable lease protects nothing: treat it as expired.
-		return leaseRecord{}, gen, nil
+		return leaseRecord{}, ver, nil
 	}
-	return rec, gen, nil
+	return rec, ver, nil
 }
 
 // renew extends the lease every third of its TTL until stopped, lost or
@@ -157,17 +143,17 @@ func (l *lease) markGone() { l.goneOnce.Do(func() { close(l.gone) }) }
 // standing: writes stop once it passes, unless a later renewal succeeds.
 func (l *lease) renewOnce(ctx context.Context) error {
 	l.mu.Lock()
-	gen := l.gen
+	ver := l.ver
 	l.mu.Unlock()
 	rec := l.rec
 	rec.Expires = l.cfg.now().Add(l.cfg.ttl).UTC()
 	raw, _ := json.Marshal(rec)
-	newGen, err := casWrite(ctx, l.cfg.bucket, l.cfg.key, raw, gen)
+	newVer, err := blobstore.WriteIf(ctx, l.cfg.bucket, l.cfg.key, raw, ver, "application/json")
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
 	case err == nil:
-		l.gen, l.expires = newGen, rec.Expires
+		l.ver, l.expires = newVer, rec.Expires
 		return nil
 	case blobstore.IsPrecondition(err):
 		l.lost = fmt.Errorf("the lease of state %s was taken over by another syncd after this one failed to renew it in time: this one stopped writing; run one syncd at a time on a state", l.cfg.shown)
@@ -198,20 +184,14 @@ func (l *lease) release() error {
 	l.stop()
 	<-l.done
 	l.mu.Lock()
-	gen, lost := l.gen, l.lost
+	ver, lost := l.ver, l.lost
 	l.mu.Unlock()
 	if lost != nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := l.cfg.bucket.DeleteWithOptions(ctx, l.cfg.key, &blob.DeleteOptions{BeforeDelete: func(as func(any) bool) error {
-		var obj **storage.ObjectHandle
-		if as(&obj) {
-			*obj = (*obj).If(storage.Conditions{GenerationMatch: gen})
-		}
-		return nil
-	}})
+	err := blobstore.DeleteIf(ctx, l.cfg.bucket, l.cfg.key, ver)
 	// A lease taken over meanwhile is not this holder's to delete.
 	if err != nil && !blobstore.IsNotFound(err) && !blobstore.IsPrecondition(err) {
 		return fmt.Errorf("release the lease of state %s: %w", l.cfg.shown, err)

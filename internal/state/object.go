@@ -8,14 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"sort"
 	"sync"
 	"time"
 
-	"cloud.google.com/go/storage"
 	"gocloud.dev/blob"
 
 	"github.com/syncd-dev/syncd/internal/blobstore"
@@ -23,8 +21,11 @@ import (
 
 // ObjectOptions configures OpenObject.
 type ObjectOptions struct {
-	// URL names the state object: gs://bucket/prefix/syncd-state. Only GCS
-	// has the object generations that compare-and-swap needs.
+	// URL names the state object: gs://bucket/prefix/syncd-state,
+	// s3://bucket/prefix/syncd-state?region=..., or
+	// azblob://container/prefix/syncd-state. Each of these stores makes a
+	// write conditional on the object's version (a GCS generation, an S3 or
+	// Azure ETag), which compare-and-swap needs; file:// cannot.
 	URL string
 	// ReadOnly reads the object once and takes no lease, for inspection.
 	ReadOnly bool
@@ -39,6 +40,10 @@ type ObjectOptions struct {
 // DefaultLeaseTTL is how long a writer's lease outlives its last renewal.
 const DefaultLeaseTTL = 30 * time.Second
 
+// objectFormat is the layout of the state object this build writes and
+// the newest it reads (the state file has its own, formatVersion).
+const objectFormat = 1
+
 // objectDoc is the state object: every form's state, and which write of
 // which writer produced it.
 type objectDoc struct {
@@ -49,9 +54,9 @@ type objectDoc struct {
 	Seq           int64                `json:"seq,omitempty"`     // that writer's write count
 }
 
-// Object is a Store kept in one object of a GCS bucket. Every write
-// replaces the object on the condition that its generation is still the one
-// this store last read or wrote, so two processes can never both advance
+// Object is a Store kept in one object of a GCS, S3 or Azure bucket. Every
+// write replaces the object on the condition that its version (generation
+// or ETag) is still the one this store last read or wrote, so two processes can never both advance
 // the state: the second one's write fails with a *ConflictError, and after
 // that the store refuses every write. A writer also holds a lease object
 // beside the state (<state>.lease), renewed while it runs, so that a second
@@ -67,7 +72,7 @@ type Object struct {
 
 	mu     sync.Mutex
 	doc    objectDoc
-	gen    int64 // generation of the object as last read or written; 0: absent
+	ver    blobstore.Version // of the object as last read or written; "": absent
 	seq    int64
 	failed error // a lost compare-and-swap: every later write fails with it
 
@@ -91,8 +96,10 @@ func openObject(ctx context.Context, opts ObjectOptions, withLease bool) (*Objec
 	if err != nil {
 		return nil, fmt.Errorf("open state: %w: set state.url to gs://bucket/prefix/syncd-state", err)
 	}
-	if loc.Scheme != "gs" {
-		return nil, fmt.Errorf("open state %s: only gs:// URLs can keep the state (compare-and-swap needs GCS object generations): use a gs:// URL, or state.path for a local file", opts.URL)
+	switch loc.Scheme {
+	case "gs", "s3", "azblob":
+	default:
+		return nil, fmt.Errorf("open state %s: a %s:// URL cannot keep the state (compare-and-swap needs conditional writes on the object's version, which only gs://, s3:// and azblob:// have): use one of those, or state.path for a local file", opts.URL, loc.Scheme)
 	}
 	if loc.Prefix == "" {
 		return nil, fmt.Errorf("open state %s: the URL names a bucket but no object: add one, e.g. %s/syncd-state", opts.URL, opts.URL)
@@ -151,40 +158,31 @@ func (o *Object) URL() string { return o.shown }
 
 // load reads the object and its generation.
 func (o *Object) load(ctx context.Context) error {
-	doc, gen, err := o.read(ctx)
+	doc, ver, err := o.read(ctx)
 	if err != nil {
 		return err
 	}
 	o.mu.Lock()
-	o.doc, o.gen = doc, gen
+	o.doc, o.ver = doc, ver
 	o.mu.Unlock()
 	return nil
 }
 
-// read returns the object's document and generation; an absent object is
-// an empty document at generation 0.
-func (o *Object) read(ctx context.Context) (objectDoc, int64, error) {
-	var gen int64
-	r, err := o.bucket.NewReader(ctx, o.key, &blob.ReaderOptions{BeforeRead: func(as func(any) bool) error {
-		var sr *storage.Reader
-		if as(&sr) {
-			gen = sr.Attrs.Generation
-		}
-		return nil
-	}})
+// read returns the object's document and version; an absent object is
+// an empty document at version "".
+func (o *Object) read(ctx context.Context) (objectDoc, blobstore.Version, error) {
+	raw, ver, err := blobstore.Read(ctx, o.bucket, o.key)
 	if blobstore.IsNotFound(err) {
-		return objectDoc{FormatVersion: formatVersion, Forms: map[string]FormState{}}, 0, nil
+		return objectDoc{FormatVersion: objectFormat, Forms: map[string]FormState{}}, "", nil
+	}
+	if errors.Is(err, blobstore.ErrNoConditions) {
+		return objectDoc{}, "", fmt.Errorf("read state %s: %w: keep the state in gs://, s3:// or azblob://, or in state.path", o.shown, err)
 	}
 	if err != nil {
-		return objectDoc{}, 0, fmt.Errorf("read state %s: %w", o.shown, blobstore.Hint(err, o.shown))
-	}
-	defer r.Close()
-	raw, err := io.ReadAll(r)
-	if err != nil {
-		return objectDoc{}, 0, fmt.Errorf("read state %s: %w", o.shown, blobstore.Hint(err, o.shown))
+		return objectDoc{}, "", fmt.Errorf("read state %s: %w", o.shown, blobstore.Hint(err, o.shown))
 	}
 	doc, err := o.decode(raw)
-	return doc, gen, err
+	return doc, ver, err
 }
 
 func (o *Object) decode(raw []byte) (objectDoc, error) {
@@ -192,8 +190,8 @@ func (o *Object) decode(raw []byte) (objectDoc, error) {
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		return doc, &CorruptError{Path: o.shown, Err: err}
 	}
-	if doc.FormatVersion > formatVersion {
-		return doc, &NewerFormatError{Path: o.shown, Version: doc.FormatVersion, Supported: formatVersion}
+	if doc.FormatVersion > objectFormat {
+		return doc, &NewerFormatError{Path: o.shown, Version: doc.FormatVersion, Supported: objectFormat}
 	}
 	if doc.FormatVersion < 1 {
 		return doc, &CorruptError{Path: o.shown, Err: errors.New("no format_version")}
@@ -425,16 +423,16 @@ func (o *Object) mutate(ctx context.Context, formID string, fn func(forms map[st
 		}
 		return err
 	}
-	doc := objectDoc{FormatVersion: formatVersion, Forms: forms, Secrets: secrets, Writer: o.id, Seq: o.seq + 1}
+	doc := objectDoc{FormatVersion: objectFormat, Forms: forms, Secrets: secrets, Writer: o.id, Seq: o.seq + 1}
 	raw, err := encodeDoc(&doc)
 	if err != nil {
 		return fmt.Errorf("encode state: %w", err)
 	}
-	gen, err := o.write(ctx, raw)
+	ver, err := o.write(ctx, raw)
 	if err != nil {
 		return err
 	}
-	o.doc, o.gen, o.seq = doc, gen, doc.Seq
+	o.doc, o.ver, o.seq = doc, ver, doc.Seq
 	return nil
 }
 
@@ -448,13 +446,13 @@ func encodeDoc(doc *objectDoc) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// write replaces the object if its generation is still o.gen (absent when
-// 0) and returns the new generation.
-func (o *Object) write(ctx context.Context, raw []byte) (int64, error) {
-	gen, err := casWrite(ctx, o.bucket, o.key, raw, o.gen)
+// write replaces the object if its version is still o.ver (absent when
+// "") and returns the new version.
+func (o *Object) write(ctx context.Context, raw []byte) (blobstore.Version, error) {
+	ver, err := blobstore.WriteIf(ctx, o.bucket, o.key, raw, o.ver, "application/json")
 	switch {
 	case err == nil:
-		return gen, nil
+		return ver, nil
 	case blobstore.IsPrecondition(err):
 		// A write whose answer was lost and that the client retried fails
 		// its own precondition: the object then holds this very write.
@@ -462,47 +460,10 @@ func (o *Object) write(ctx context.Context, raw []byte) (int64, error) {
 			return cur, nil
 		}
 		o.failed = &ConflictError{URL: o.shown}
-		return 0, o.failed
+		return "", o.failed
 	default:
-		return 0, fmt.Errorf("write state %s: %w", o.shown, blobstore.Hint(err, o.shown))
+		return "", fmt.Errorf("write state %s: %w", o.shown, blobstore.Hint(err, o.shown))
 	}
-}
-
-// casWrite writes raw to key if the object's generation is gen (absent when
-// gen is 0), and returns the generation written. A changed object fails with
-// an error for which blobstore.IsPrecondition holds.
-func casWrite(ctx context.Context, b *blob.Bucket, key string, raw []byte, gen int64) (int64, error) {
-	var gw *storage.Writer
-	w, err := b.NewWriter(ctx, key, &blob.WriterOptions{ContentType: "application/json", BeforeWrite: func(as func(any) bool) error {
-		var obj **storage.ObjectHandle
-		if !as(&obj) {
-			return errors.New("the bucket is not a GCS bucket: compare-and-swap needs GCS object generations")
-		}
-		cond := storage.Conditions{GenerationMatch: gen}
-		if gen == 0 {
-			cond = storage.Conditions{DoesNotExist: true}
-		}
-		*obj = (*obj).If(cond)
-		if !as(&gw) {
-			return errors.New("the GCS writer is not reachable")
-		}
-		return nil
-	}})
-	if err != nil {
-		return 0, err
-	}
-	if _, err := w.Write(raw); err != nil {
-		_ = w.Close()
-		return 0, err
-	}
-	if err := w.Close(); err != nil {
-		return 0, err
-	}
-	attrs := gw.Attrs()
-	if attrs == nil {
-		return 0, errors.New("the upload reported no generation")
-	}
-	return attrs.Generation, nil
 }
 
 // Close stops renewing the lease and lets go of it. Calling it again

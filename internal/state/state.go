@@ -104,6 +104,10 @@ type FormState struct {
 	ReconciledWindows int64     `json:"reconciled_windows,omitempty"`
 	VersionsWritten   int64     `json:"versions_written,omitempty"`
 	Tombstones        int64     `json:"tombstones,omitempty"`
+	// Damaged is set, by List only, for a form whose record in the state
+	// file is damaged: the rest is zero. It says what is wrong and what to
+	// do; Get and every write but a reset of the form fail with it.
+	Damaged string `json:"-"`
 }
 
 // Refresh is a full refresh in progress.
@@ -225,10 +229,16 @@ func (e *LockedError) Error() string {
 // into output that already holds the rows.
 type CorruptError struct {
 	Path string
+	// Form is set when only that form's record is damaged: the rest of the
+	// file is usable, and `syncd state reset FORM` replaces the record.
+	Form string
 	Err  error // what was wrong
 }
 
 func (e *CorruptError) Error() string {
+	if e.Form != "" {
+		return fmt.Sprintf("state file %s: the record of form %s is damaged (%v): restore it from a backup (`syncd state restore FILE` with a file `syncd state backup` wrote), or run `syncd state reset %s` to forget what was synced of that form: its next pass then fetches all of it again and writes it beside the rows already in the output; the other forms are not affected", e.Path, e.Form, e.Err, e.Form)
+	}
 	return fmt.Sprintf("state file %s is corrupt (%v): restore it from a backup; or move it aside and let syncd start a fresh one, which re-syncs every form from its start date, so move the output already written aside too or its rows will be written twice", e.Path, e.Err)
 }
 

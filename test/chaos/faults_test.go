@@ -151,13 +151,19 @@ func (r *roundRun) inject(tl *tally, w *testkit.Workdir, out *tmpfs, exec func(t
 			t.Fatal(err)
 		}
 		res = exec(0)
-		if res.Code == 3 {
+		// A damaged page refuses the file (exit 3); a page whose damage
+		// only hits one form's record stops that form (exit 1), saying so.
+		formOnly := res.Code == 1 && strings.Contains(res.Stdout+res.Stderr, "is damaged")
+		if res.Code == 3 || formOnly {
 			// The documented recovery: restore the file from a backup.
 			if err := os.WriteFile(w.State, orig, 0o600); err != nil {
 				t.Fatal(err)
 			}
 		}
 		wantCode, wantText = 3, []string{w.State, "corrupt", "restore it from a backup"}
+		if formOnly {
+			wantCode, wantText = 1, []string{w.State, "is damaged", "restore it from a backup", "syncd state reset"}
+		}
 	default:
 		t.Fatalf("unknown fault %q", r.fault)
 	}

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -163,12 +161,7 @@ func openLoads(t *testing.T, f *bqfake.Server, project, statePath string, formID
 // submission must then be in its form's table exactly once, with no gap in
 // the committed windows.
 func TestBigQueryCrashSafety(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if s, err := strconv.ParseUint(os.Getenv("SYNCD_CRASH_SEED"), 10, 64); err == nil {
-		seed = s
-	}
-	t.Logf("seed %d (rerun with SYNCD_CRASH_SEED=%d)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, 5))
+	seed := testkit.Seed(t, "SYNCD_CRASH_SEED")
 	start, end := history(6)
 	sim := testkit.StartSim(t, formsim.Config{Seed: int64(seed % 1000), Forms: 2, Submissions: 700, Start: start, End: end})
 	f := bqfake.New(t)
@@ -183,87 +176,78 @@ func TestBigQueryCrashSafety(t *testing.T) {
 			LogLevel: "warn",
 		}
 	}
-
-	// An uninterrupted run bounds the timed kills and counts the jobs.
-	probe := testkit.NewWorkdir(t, sim.BaseURL, config("probe", ""))
-	began := time.Now()
-	if _, res := (bqRun{}).run(t, f, probe, "once"); res.Code != 0 {
-		t.Fatalf("uninterrupted once exited %d: %s", res.Code, tail(res.Stderr))
-	}
-	full := time.Since(began)
-	perRun := int64(f.JobCount("probe"))
-	checkBigQuery(t, sim, f, probe, "probe", "forms", end)
-	t.Logf("an uninterrupted once takes %s and loads %d jobs", full, perRun)
-	if perRun < 4 {
-		t.Fatalf("the probe loaded %d jobs: too few to kill between them", perRun)
-	}
-
-	kills, timed, midLoad, rounds := 0, 0, 0, 0
-	// Enough kills, and enough of each kind: at random instants, and with
-	// a job inserted but the checkpoint not moved.
-	for kills < crashKills() || midLoad < 5 || timed < 5 {
-		rounds++
-		if rounds > 40 {
-			t.Fatalf("%d kills (%d timed), %d between a job's insert and its checkpoint, after %d rounds", kills, timed, midLoad, rounds)
-		}
-		project := fmt.Sprintf("crash-%d", rounds)
-		args, formsSection := []string{"once"}, ""
-		backfill := rounds%3 == 0
-		if backfill {
-			args = []string{"backfill", "--form", forms[0], "--from", start.Format(time.RFC3339), "--to", end.Format(time.RFC3339), "--concurrency", "3"}
-			formsSection = "forms:\n  - id: " + forms[0] + "\n"
-		}
-		w := testkit.NewWorkdir(t, sim.BaseURL, config(project, formsSection))
-		// Faults hit the first loads of the round; in every other round
-		// jobs stay running for two polls, so kills find them unfinished.
-		f.Inject(bqfake.JobBackendError, bqfake.CutAfterAccept, bqfake.Insert5xx, bqfake.ErrorAfterAccept, bqfake.RateLimited)
-		f.SetRunningPolls(2 * (rounds % 2))
-		for attempt := 0; ; attempt++ {
-			if attempt > 100 {
-				t.Fatalf("round %d never finished", rounds)
-			}
-			var r bqRun
-			switch rng.IntN(3) {
-			case 0:
-				// Half an uninterrupted run: a rerun has less left to do.
-				r.delay = time.Duration(rng.Int64N(int64(full/2))) + time.Millisecond
-			case 1:
-				r.killAtJob = 1 + rng.Int64N(perRun/2)
-			default:
-				r.killAtJob = 1 + rng.Int64N(perRun/2)
-				r.jobDelay = time.Duration(rng.Int64N(int64(3*time.Millisecond))) + time.Microsecond
-			}
-			killed, res := r.run(t, f, w, args...)
-			if killed {
-				kills++
-				if r.delay > 0 {
-					timed++
+	var perRun int64 // load jobs of an uninterrupted run, counted by the probe
+	timed, midLoad := 0, 0
+	st := testkit.KillLoop{Seed: seed, Stream: 5, Kills: crashKills(),
+		// Enough kills, and enough of each kind: at random instants, and
+		// with a job inserted but the checkpoint not moved.
+		Done: func(kills int) bool { return kills >= crashKills() && midLoad >= 5 && timed >= 5 },
+		Round: func(t *testing.T, r int) (func(testkit.Attempt) testkit.Result, func(*testing.T)) {
+			project := fmt.Sprintf("crash-%d", r)
+			args, formsSection := []string{"once"}, ""
+			backfill := r > 0 && r%3 == 0
+			if r == 0 {
+				project = "probe"
+			} else {
+				if backfill {
+					args = []string{"backfill", "--form", forms[0], "--from", start.Format(time.RFC3339), "--to", end.Format(time.RFC3339), "--concurrency", "3"}
+					formsSection = "forms:\n  - id: " + forms[0] + "\n"
 				}
-				if openLoads(t, f, project, w.State, forms) > 0 {
-					midLoad++
+				// Faults hit the first loads of the round; in every other
+				// round jobs stay running for two polls, so kills find them
+				// unfinished.
+				f.Inject(bqfake.JobBackendError, bqfake.CutAfterAccept, bqfake.Insert5xx, bqfake.ErrorAfterAccept, bqfake.RateLimited)
+				f.SetRunningPolls(2 * (r % 2))
+			}
+			w := testkit.NewWorkdir(t, sim.BaseURL, config(project, formsSection))
+			run := func(a testkit.Attempt) testkit.Result {
+				var k bqRun
+				if a.Full > 0 {
+					switch a.Rng.IntN(3) {
+					case 0:
+						// Half an uninterrupted run: a rerun has less left to do.
+						k.delay = a.Delay(0.5)
+					case 1:
+						k.killAtJob = 1 + a.Rng.Int64N(perRun/2)
+					default:
+						k.killAtJob = 1 + a.Rng.Int64N(perRun/2)
+						k.jobDelay = time.Duration(a.Rng.Int64N(int64(3*time.Millisecond))) + time.Microsecond
+					}
 				}
-				continue
+				killed, res := k.run(t, f, w, args...)
+				if killed {
+					if k.delay > 0 {
+						timed++
+					}
+					if openLoads(t, f, project, w.State, forms) > 0 {
+						midLoad++
+					}
+				}
+				return res
 			}
-			if res.Code != 0 {
-				t.Fatalf("round %d: %s exited %d after %d kills: %s", rounds, args[0], res.Code, kills, tail(res.Stderr))
+			check := func(t *testing.T) {
+				switch {
+				case r == 0:
+					perRun = int64(f.JobCount("probe"))
+					checkBigQuery(t, sim, f, w, "probe", "forms", end)
+					if perRun < 4 {
+						t.Fatalf("the probe loaded %d jobs: too few to kill between them", perRun)
+					}
+				case backfill:
+					covered := testkit.Covered(t, w.State, forms[0])
+					if !covered.Covers(stateInterval(start, end)) {
+						t.Errorf("backfill did not cover the range: %v", covered)
+					}
+					got := f.IDs(project, "forms", poller.DefaultTable(forms[0]), "submission_id")
+					testkit.CheckExactlyOnce(t, got, testkit.ExpectedIn(sim, forms[0], covered))
+				default:
+					checkBigQuery(t, sim, f, w, project, "forms", end)
+				}
 			}
-			break
-		}
-		if backfill {
-			covered := testkit.Covered(t, w.State, forms[0])
-			if !covered.Covers(stateInterval(start, end)) {
-				t.Errorf("round %d: backfill did not cover the range: %v", rounds, covered)
-			}
-			got := f.IDs(project, "forms", poller.DefaultTable(forms[0]), "submission_id")
-			testkit.CheckExactlyOnce(t, got, testkit.ExpectedIn(sim, forms[0], covered))
-		} else {
-			checkBigQuery(t, sim, f, w, project, "forms", end)
-		}
-		if t.Failed() {
-			t.Fatalf("round %d failed after %d kills in all", rounds, kills)
-		}
-	}
+			return run, check
+		},
+	}.Run(t)
 	f.SetRunningPolls(0)
 	t.Logf("%d kills (%d at random instants, %d at load jobs) over %d rounds; %d left a load job inserted and its checkpoint not moved; every table exact after every round",
-		kills, timed, kills-timed, rounds, midLoad)
+		st.Kills, timed, st.Kills-timed, st.Rounds, midLoad)
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"math/rand/v2"
 	"os"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -21,13 +19,15 @@ import (
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/state"
 	"github.com/syncd-dev/syncd/internal/testkit"
-	"github.com/syncd-dev/syncd/internal/testkit/fakegcs"
+	"github.com/syncd-dev/syncd/internal/testkit/lakes"
 )
 
-// lake is a bucket on fake-gcs-server holding a test's output and state.
+// lake is a bucket on a local server of one store holding a test's
+// output, and, on GCS, its state too (state.url takes gs:// only in the
+// configuration; the state package's tests cover S3 and Azure state).
 type lake struct {
-	gcs    *fakegcs.Server
-	bucket string
+	*lakes.Lake
+	inBucket bool // the state is the object lakeState; else the workdir's file
 }
 
 const (
@@ -35,32 +35,37 @@ const (
 	lakeState = "syncd/prod/state" // key of the state object
 )
 
-// startLake starts fake-gcs-server with one bucket and points this process
-// and the syncd processes it starts at it.
-func startLake(t *testing.T) *lake {
+// startLake starts the server of scheme with one bucket and points this
+// process and the syncd processes it starts at it.
+func startLake(t *testing.T, scheme string) *lake {
 	t.Helper()
-	f := fakegcs.Start(t)
-	t.Setenv("STORAGE_EMULATOR_HOST", f.Host)
-	f.CreateBucket(t, "acme-lake")
-	return &lake{gcs: f, bucket: "acme-lake"}
+	return &lake{Lake: lakes.Start(t, scheme), inBucket: scheme == "gs"}
 }
 
-func (l *lake) stateURL() string { return "gs://" + l.bucket + "/" + lakeState }
+func (l *lake) stateURL() string { return l.URL(lakeState) }
 
-// config puts the sink and the state in the bucket.
+// config puts the sink (and on GCS the state) in the bucket.
 func (l *lake) config(cfg testkit.Config) testkit.Config {
-	cfg.Sink = "sink:\n  type: parquet\n  parquet:\n    path: gs://" + l.bucket + "/" + lakeOut + "\n"
-	cfg.State = "  url: " + l.stateURL() + "\n  lease_ttl: 1s\n"
+	cfg.Sink = "sink:\n  type: parquet\n  parquet:\n    path: " + l.URL(lakeOut) + "\n"
+	if l.inBucket {
+		cfg.State = "  url: " + l.stateURL() + "\n  lease_ttl: 1s\n"
+	}
 	return cfg
 }
 
-// forms returns every form's state from the state object, read-only.
-func (l *lake) forms(t *testing.T) map[string]state.FormState {
+// forms returns every form's state, read-only.
+func (l *lake) forms(t *testing.T, w *testkit.Workdir) map[string]state.FormState {
 	t.Helper()
 	ctx := context.Background()
-	st, err := state.OpenObject(ctx, state.ObjectOptions{URL: l.stateURL(), ReadOnly: true})
+	var st state.Store
+	var err error
+	if l.inBucket {
+		st, err = state.OpenObject(ctx, state.ObjectOptions{URL: l.stateURL(), ReadOnly: true})
+	} else {
+		st, err = state.OpenBolt(ctx, state.BoltOptions{Path: w.State, ReadOnly: true})
+	}
 	if err != nil {
-		t.Fatalf("open state object: %v", err)
+		t.Fatalf("open state: %v", err)
 	}
 	defer st.Close()
 	list, err := st.List(ctx)
@@ -74,15 +79,18 @@ func (l *lake) forms(t *testing.T) map[string]state.FormState {
 	return out
 }
 
-// check downloads the output (DuckDB cannot read gs:// from the fake) and
+// objects counts the Parquet objects.
+func (l *lake) objects(t *testing.T) int { return len(l.Keys(t, lakeOut)) }
+
+// check downloads the output (DuckDB cannot read the local servers) and
 // requires every submission of the committed windows exactly once, and one
 // object per committed batch.
-func (l *lake) check(t *testing.T, sim *testkit.Sim, covers time.Time) {
+func (l *lake) check(t *testing.T, sim *testkit.Sim, w *testkit.Workdir, covers time.Time) {
 	t.Helper()
 	dir := t.TempDir()
-	objects := l.gcs.Download(t, l.bucket, lakeOut+"/", dir)
+	objects := l.Download(t, lakeOut, dir)
 	duck := testkit.OpenDuck(t)
-	states := l.forms(t)
+	states := l.forms(t, w)
 	var batches int64
 	for _, id := range sim.FormIDs() {
 		fs := states[id]
@@ -106,9 +114,15 @@ func (l *lake) check(t *testing.T, sim *testkit.Sim, covers time.Time) {
 // object, a second pass writes nothing, and while `syncd run` holds the
 // lease a second syncd fails at once with a clear sentence.
 func TestBucketOutputAndState(t *testing.T) {
+	for _, scheme := range lakes.Schemes {
+		t.Run(scheme, func(t *testing.T) { testBucketOutputAndState(t, scheme) })
+	}
+}
+
+func testBucketOutputAndState(t *testing.T, scheme string) {
 	start, end := history(6)
 	sim := testkit.StartSim(t, formsim.Config{Seed: 41, Forms: 2, Submissions: 900, Start: start, End: end})
-	l := startLake(t)
+	l := startLake(t, scheme)
 	addr := testkit.FreeAddr(t)
 	w := testkit.NewWorkdir(t, sim.BaseURL, l.config(testkit.Config{
 		Sync:  "  safety_lag: 0s\n  max_rows_per_batch: 200\n  schedule: \"@every 1h\"\n  jitter: 0s\n",
@@ -121,19 +135,19 @@ func TestBucketOutputAndState(t *testing.T) {
 	if res := testkit.Run(ctx, syncdBin, w, "once"); res.Code != 0 {
 		t.Fatalf("once exited %d: %s", res.Code, tail(res.Stderr))
 	}
-	l.check(t, sim, end)
-	before := l.gcs.Download(t, l.bucket, lakeOut+"/", t.TempDir())
+	l.check(t, sim, w, end)
+	before := l.objects(t)
 	if res := testkit.Run(ctx, syncdBin, w, "once"); res.Code != 0 {
 		t.Fatalf("second once exited %d: %s", res.Code, tail(res.Stderr))
 	}
-	if after := l.gcs.Download(t, l.bucket, lakeOut+"/", t.TempDir()); after != before {
+	if after := l.objects(t); after != before {
 		t.Errorf("a second pass over nothing new wrote objects: %d before, %d after", before, after)
 	}
 	if res := testkit.Run(ctx, syncdBin, w, "state", "show"); res.Code != 0 || !strings.Contains(res.Stdout, sim.FormIDs()[0]) {
 		t.Errorf("state show exited %d: %s%s", res.Code, res.Stdout, tail(res.Stderr))
 	}
 
-	// The daemon holds the lease; a second syncd is refused before it writes.
+	// The daemon holds the state; a second syncd is refused before it writes.
 	cmd, _, stderr, err := testkit.Start(syncdBin, w, "run")
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +186,7 @@ func TestBucketOutputAndState(t *testing.T) {
 	if res := testkit.Run(ctx, syncdBin, w, "once"); res.Code != 0 {
 		t.Fatalf("once after the daemon stopped exited %d: %s", res.Code, tail(res.Stderr))
 	}
-	l.check(t, sim, end)
+	l.check(t, sim, w, end)
 	if strings.Contains(stderr.String(), testkit.APIKey) {
 		t.Error("the API key appears in the daemon's logs")
 	}
@@ -231,7 +245,7 @@ func (d *dieAfterUpload) SetError(ctx context.Context, formID, msg string) error
 func TestBucketKillBetweenUploadAndStateCommit(t *testing.T) {
 	start, end := history(4)
 	sim := testkit.StartSim(t, formsim.Config{Seed: 43, Forms: 1, Submissions: 400, Start: start, End: end})
-	l := startLake(t)
+	l := startLake(t, "gs")
 	w := testkit.NewWorkdir(t, sim.BaseURL, l.config(testkit.Config{Sync: "  safety_lag: 0s\n  max_rows_per_batch: 150\n"}))
 	t.Setenv("FORMS_API_KEY", testkit.APIKey)
 	cfg, err := config.Load(w.Config, os.LookupEnv)
@@ -252,7 +266,7 @@ func TestBucketKillBetweenUploadAndStateCommit(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
-	fs := l.forms(t)[form]
+	fs := l.forms(t, w)[form]
 	if len(fs.Intents) != 1 || fs.Batches != 0 {
 		t.Fatalf("after the kill: intents %v, batches %d; want one open intent, nothing committed", fs.Intents, fs.Batches)
 	}
@@ -260,71 +274,48 @@ func TestBucketKillBetweenUploadAndStateCommit(t *testing.T) {
 	for _, in := range fs.Intents {
 		open = in
 	}
-	if n := l.gcs.Download(t, l.bucket, lakeOut+"/", t.TempDir()); n != len(open.Parts) || n == 0 {
+	if n := l.objects(t); n != len(open.Parts) || n == 0 {
 		t.Fatalf("after the kill: %d objects, want the %d of the batch uploaded (one per day)", n, len(open.Parts))
 	}
 
 	if res := testkit.Run(ctx, syncdBin, w, "once"); res.Code != 0 {
 		t.Fatalf("once after the kill exited %d: %s", res.Code, tail(res.Stderr))
 	}
-	l.check(t, sim, end)
+	l.check(t, sim, w, end)
 }
 
-// TestBucketCrashSafety is TestCrashSafety with the output and the state in
-// a bucket: syncd is killed with SIGKILL at random instants and rerun until
-// it finishes, and the output must then be exact. A rerun that finds the
-// dead process's lease not yet expired exits 3 and is retried.
+// TestBucketCrashSafety is TestCrashSafety with the output in a bucket of
+// each store (and on GCS the state too): syncd is killed with SIGKILL at
+// random instants and rerun until it finishes, and the output must then be
+// exact. A rerun that finds the dead process's lease not yet expired exits
+// 3 and is retried.
 func TestBucketCrashSafety(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if s, err := strconv.ParseUint(os.Getenv("SYNCD_CRASH_SEED"), 10, 64); err == nil {
-		seed = s
-	}
-	t.Logf("seed %d (rerun with SYNCD_CRASH_SEED=%d)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, 7))
+	seed := testkit.Seed(t, "SYNCD_CRASH_SEED")
 	start, end := history(12)
 	sim := testkit.StartSim(t, formsim.Config{Seed: int64(seed % 1000), Forms: 2, Submissions: 2000, Start: start, End: end})
 	ctx := context.Background()
 	cfg := testkit.Config{Sync: "  safety_lag: 0s\n  max_rows_per_batch: 120\n  concurrency: 2\n", LogLevel: "warn"}
-
-	probe := startLake(t)
-	began := time.Now()
-	if res := testkit.Run(ctx, syncdBin, testkit.NewWorkdir(t, sim.BaseURL, probe.config(cfg)), "once"); res.Code != 0 {
-		t.Fatalf("uninterrupted once exited %d: %s", res.Code, tail(res.Stderr))
+	for i, scheme := range lakes.Schemes {
+		t.Run(scheme, func(t *testing.T) {
+			// A third of the local-disk test's kills (at least 8) per store
+			// keeps make test short; SYNCD_CRASH_KILLS raises them all.
+			testkit.KillLoop{Seed: seed, Stream: uint64(7 + i), Kills: max(crashKills()/3, 8),
+				Round: func(t *testing.T, r int) (func(testkit.Attempt) testkit.Result, func(*testing.T)) {
+					l := startLake(t, scheme)
+					w := testkit.NewWorkdir(t, sim.BaseURL, l.config(cfg))
+					run := func(a testkit.Attempt) testkit.Result {
+						return testkit.RunKilledAfter(ctx, syncdBin, w, a.Delay(1), "once")
+					}
+					return run, func(t *testing.T) { l.check(t, sim, w, end) }
+				},
+				Retry: func(res testkit.Result) bool {
+					if res.Code == 3 && strings.Contains(res.Stderr, "lease runs until") {
+						time.Sleep(200 * time.Millisecond) // the killed run's lease (1s) has not expired yet
+						return true
+					}
+					return false
+				},
+			}.Run(t)
+		})
 	}
-	full := time.Since(began)
-	t.Logf("an uninterrupted once takes %s", full)
-
-	// Half the kills of the local-disk test (at least 8) keep make test
-	// short; SYNCD_CRASH_KILLS raises both.
-	kills, leaseWaits, rounds, want := 0, 0, 0, max(crashKills()/2, 8)
-	for kills < want {
-		rounds++
-		l := startLake(t)
-		w := testkit.NewWorkdir(t, sim.BaseURL, l.config(cfg))
-		for attempt := 0; ; attempt++ {
-			if attempt > 300 {
-				t.Fatalf("round %d never finished", rounds)
-			}
-			delay := time.Duration(rng.Int64N(int64(full))) + time.Millisecond
-			res := testkit.RunKilledAfter(ctx, syncdBin, w, delay, "once")
-			switch {
-			case res.Killed:
-				kills++
-				continue
-			case res.Code == 3 && strings.Contains(res.Stderr, "lease runs until"):
-				// The killed run's lease (1s) has not expired yet.
-				leaseWaits++
-				time.Sleep(200 * time.Millisecond)
-				continue
-			case res.Code != 0:
-				t.Fatalf("round %d: once exited %d after %d kills: %s", rounds, res.Code, kills, tail(res.Stderr))
-			}
-			break
-		}
-		l.check(t, sim, end)
-		if t.Failed() {
-			t.Fatalf("round %d failed after %d kills in all", rounds, kills)
-		}
-	}
-	t.Logf("%d kills over %d rounds (%d reruns found a dead run's lease), output exact after every round", kills, rounds, leaseWaits)
 }

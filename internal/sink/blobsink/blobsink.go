@@ -18,7 +18,6 @@ import (
 	"sync"
 	"time"
 
-	"cloud.google.com/go/storage"
 	"github.com/apache/arrow-go/v18/arrow"
 	"go.uber.org/zap"
 	"gocloud.dev/blob"
@@ -290,17 +289,12 @@ func (s *Sink) commitPart(ctx context.Context, b sink.Batch, p sink.Part) (int64
 	return cw.n, nil
 }
 
-// ifAbsent makes a GCS upload conditional on the object not existing yet.
-// Other stores have no such condition; the existence check before the
-// upload, and the state store's single writer, keep a batch from being
-// written twice there.
-func ifAbsent(as func(any) bool) error {
-	var obj **storage.ObjectHandle
-	if as(&obj) {
-		*obj = (*obj).If(storage.Conditions{DoesNotExist: true})
-	}
-	return nil
-}
+// ifAbsent makes an upload create the object only if it does not exist
+// yet: DoesNotExist on GCS, If-None-Match: * on S3 and Azure. So a batch is
+// never written twice, even by two writers at once; a store without such a
+// condition fails the upload instead (file:// excepted: one host, and the
+// state's lock keeps one writer).
+func ifAbsent(as func(any) bool) error { return blobstore.IfAbsent(as) }
 
 // Committed reports whether every object of batch b (one per partition of
 // b.Parts) exists.

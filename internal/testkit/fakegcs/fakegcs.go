@@ -1,29 +1,30 @@
-// Package fakegcs starts fake-gcs-server (github.com/fsouza/fake-gcs-server)
-// for tests: plain HTTP on loopback, objects in memory, GCS clients pointed
-// at it through STORAGE_EMULATOR_HOST. It imports nothing of syncd, so any
-// package's tests can use it.
+// Package fakegcs runs fake-gcs-server (github.com/fsouza/fake-gcs-server)
+// inside the test process: plain HTTP on loopback, objects in memory, GCS
+// clients pointed at it through STORAGE_EMULATOR_HOST (the syncd processes
+// a test starts reach it over loopback too). Nothing is installed: the
+// server is a Go module of this repository. It imports nothing of syncd, so
+// any package's tests can use it.
 package fakegcs
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
-)
 
-// Binary is the fake-gcs-server command the bucket tests start;
-// .ci/run installs it with go install.
-const Binary = "fake-gcs-server"
+	"github.com/fsouza/fake-gcs-server/fakestorage"
+)
 
 // Server is a fake-gcs-server serving plain HTTP on loopback, objects in
 // memory. Clients reach it through STORAGE_EMULATOR_HOST=Host.
@@ -31,72 +32,46 @@ type Server struct {
 	Host string // 127.0.0.1:port
 }
 
-// Start starts fake-gcs-server for the test and stops it at
-// cleanup. Without the binary the test fails in CI (CI=true) and is
-// skipped elsewhere, saying how to install it.
+// Start starts fake-gcs-server in this process for the test and stops it
+// at cleanup.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	bin, err := exec.LookPath(Binary)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		if gopath, gerr := exec.Command("go", "env", "GOPATH").Output(); gerr == nil {
-			cand := filepath.Join(strings.TrimSpace(string(gopath)), "bin", Binary)
-			if _, serr := os.Stat(cand); serr == nil {
-				bin, err = cand, nil
-			}
-		}
+		t.Fatalf("fake-gcs-server: listen on loopback: %v", err)
 	}
+	addr := ln.Addr().String()
+	port, _ := strconv.Atoi(addr[strings.LastIndex(addr, ":")+1:])
+	fs, err := fakestorage.NewServerWithOptions(fakestorage.Options{
+		Scheme:      "http",
+		Host:        "127.0.0.1",
+		Port:        uint16(port),
+		PublicHost:  addr,
+		ExternalURL: "http://" + addr,
+		NoListener:  true,
+	})
 	if err != nil {
-		msg := "fake-gcs-server is not on PATH nor in $(go env GOPATH)/bin: install it with `go install github.com/fsouza/fake-gcs-server@v1.56.1` (.ci/run does)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		ln.Close()
+		t.Fatalf("fake-gcs-server: %v", err)
 	}
-	var lastErr error
-	for attempt := 0; attempt < 5; attempt++ {
-		addr := freeAddr(t)
-		port := addr[strings.LastIndex(addr, ":")+1:]
-		ctx, cancel := context.WithCancel(context.Background())
-		cmd := exec.CommandContext(ctx, bin, "-scheme", "http", "-backend", "memory", "-host", "127.0.0.1", "-port", port, "-public-host", addr, "-external-url", "http://"+addr, "-log-level", "error")
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			cancel()
-			t.Fatalf("start %s: %v", bin, err)
+	hs := &http.Server{Handler: fs.HTTPHandler(), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("fake-gcs-server on %s: %v", addr, err)
 		}
-		exited := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(exited) }()
-		f := &Server{Host: addr}
-		if lastErr = f.waitReady(exited); lastErr == nil {
-			t.Cleanup(func() { cancel(); <-exited })
-			return f
+	}()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := hs.Shutdown(ctx); err != nil {
+			hs.Close()
 		}
-		cancel()
-		<-exited
-		lastErr = fmt.Errorf("%w: %s", lastErr, out.String())
-	}
-	t.Fatalf("fake-gcs-server did not start: %v", lastErr)
-	return nil
-}
-
-func (f *Server) waitReady(exited <-chan struct{}) error {
-	deadline := time.After(20 * time.Second)
-	for {
-		resp, err := http.Get("http://" + f.Host + "/storage/v1/b")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("fake-gcs-server exited")
-		case <-deadline:
-			return fmt.Errorf("fake-gcs-server not answering on %s: %v", f.Host, err)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		<-served
+		fs.Stop()
+	})
+	return &Server{Host: addr}
 }
 
 // Env is the environment entry that points GCS clients at the fake.
@@ -124,7 +99,7 @@ func (f *Server) Download(t testing.TB, bucket, prefix, dir string) int {
 	n := 0
 	pageToken := ""
 	for {
-		u := fmt.Sprintf("http://%s/storage/v1/b/%s/o?prefix=%s&pageToken=%s", f.Host, bucket, prefix, pageToken)
+		u := fmt.Sprintf("http://%s/storage/v1/b/%s/o?prefix=%s&pageToken=%s", f.Host, bucket, url.QueryEscape(prefix), url.QueryEscape(pageToken))
 		var list struct {
 			Items []struct {
 				Name string `json:"name"`
@@ -179,14 +154,4 @@ func getJSON(t testing.TB, u string, v any) {
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
 		t.Fatalf("GET %s: %v", u, err)
 	}
-}
-
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }

@@ -1,0 +1,314 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+	"gocloud.dev/blob"
+
+	"github.com/syncd-dev/syncd/internal/blobstore"
+	"github.com/syncd-dev/syncd/internal/config"
+	"github.com/syncd-dev/syncd/internal/state"
+)
+
+// backupPrefix starts the name of every backup written into a folder or
+// bucket prefix, so that --keep finds them (and only them).
+const backupPrefix = "syncd-state-"
+
+func newStateBackupCmd(g *globals) *cobra.Command {
+	var keep int
+	var every time.Duration
+	cmd := &cobra.Command{
+		Use:   "backup DEST",
+		Short: "Write a consistent copy of the state to a file or a bucket, also while syncd runs",
+		Long: "Write a consistent copy of the state to DEST, also while a syncd runs on it.\n" +
+			"DEST is a file, or a folder or bucket prefix ending in '/' (gs://, s3://, azblob://,\n" +
+			"file://), into which a file named " + backupPrefix + "<UTC time>.db (.json for state.url)\n" +
+			"is written; --keep N then deletes all but the newest N there. With --every the\n" +
+			"command keeps running and backs up at that interval (a sidecar).\n" +
+			"A state file is copied until two reads agree and the copy passes every checksum;\n" +
+			"a state object is read at its current generation. A damaged state is refused.",
+		Example: "  syncd state backup /backups/syncd.db\n  syncd state backup gs://my-lake/syncd/backups/ --keep 14 --every 24h",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, log, err := g.load()
+			if err != nil {
+				return err
+			}
+			dest := args[0]
+			if keep < 0 || (keep > 0 && !isFolder(dest)) {
+				return withCode(exitUsage, fmt.Errorf("--keep %d: it needs a DEST that is a folder or bucket prefix ending in '/', and N of 1 or more", keep))
+			}
+			ctx := cmd.Context()
+			for {
+				if err := backupOnce(ctx, g, cfg, dest, keep); err != nil {
+					if every == 0 {
+						return err
+					}
+					log.Error("state backup failed; the next one is tried at the interval", zap.Error(err))
+				}
+				if every == 0 {
+					return nil
+				}
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-g.stopping:
+					return nil
+				case <-time.After(every):
+				}
+			}
+		},
+	}
+	cmd.Flags().IntVar(&keep, "keep", 0, "with DEST a folder or prefix: keep only the newest N backups there")
+	cmd.Flags().DurationVar(&every, "every", 0, "keep running and back up at this interval (e.g. 24h)")
+	return cmd
+}
+
+func backupOnce(ctx context.Context, g *globals, cfg *config.Config, dest string, keep int) error {
+	var buf bytes.Buffer
+	var info state.BackupInfo
+	var err error
+	where, ext := cfg.State.Path, ".db"
+	if cfg.State.URL != "" {
+		where, ext = cfg.State.URL, ".json"
+		info, err = state.BackupObject(ctx, cfg.State.URL, &buf)
+	} else {
+		info, err = state.BackupBolt(ctx, cfg.State.Path, &buf)
+	}
+	if err != nil {
+		return withCode(exitState, err)
+	}
+	target := dest
+	if isFolder(dest) {
+		target = joinName(dest, backupPrefix+time.Now().UTC().Format("20060102T150405Z")+ext)
+	}
+	if err := writeTarget(ctx, target, buf.Bytes()); err != nil {
+		return withCode(exitFailed, fmt.Errorf("write the backup of state %s to %s: %w", where, target, err))
+	}
+	fmt.Fprintf(g.stdout, "backed up state %s (%d forms, version %s, %d bytes) to %s\n", where, info.Forms, info.Version, buf.Len(), target)
+	if keep > 0 {
+		removed, err := prune(ctx, dest, keep)
+		if err != nil {
+			return withCode(exitFailed, fmt.Errorf("keep the newest %d backups in %s: %w", keep, dest, err))
+		}
+		for _, r := range removed {
+			fmt.Fprintf(g.stdout, "removed the older backup %s\n", r)
+		}
+	}
+	return nil
+}
+
+func newStateRestoreCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "restore FILE",
+		Short: "Replace the state with a backup, after checking it (refused while a syncd runs)",
+		Long: "Replace the configured state with the backup FILE (a path or a bucket URL) that\n" +
+			"`syncd state backup` wrote. The backup is checked whole first (every checksum, a format\n" +
+			"this syncd reads); the restore is refused while a syncd holds the state. The state\n" +
+			"it replaces is kept beside it (<state>.replaced-<UTC time>). Forms then resume from\n" +
+			"the backup: what was committed after it was taken is fetched again, so remove the\n" +
+			"output written since (its _synced_at is later) or deduplicate on submission_id.",
+		Example: "  syncd state restore /backups/syncd.db",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, _, err := g.load()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			raw, err := readSource(ctx, args[0])
+			if err != nil {
+				return withCode(exitUsage, fmt.Errorf("read the backup %s: %w", args[0], err))
+			}
+			if cfg.State.URL != "" {
+				info, err := state.RestoreObject(ctx, state.ObjectOptions{URL: cfg.State.URL, LeaseTTL: cfg.State.LeaseTTL.D()}, raw)
+				if err != nil {
+					return withCode(restoreCode(err), err)
+				}
+				fmt.Fprintf(g.stdout, "restored state %s from %s (%d forms); it is now at version %s\n", cfg.State.URL, args[0], info.Forms, info.Version)
+				return nil
+			}
+			local := args[0]
+			if blobstore.IsURL(local) {
+				dir, err := os.MkdirTemp("", "syncd-restore-")
+				if err != nil {
+					return withCode(exitFailed, err)
+				}
+				defer os.RemoveAll(dir)
+				local = filepath.Join(dir, "backup.db")
+				if err := os.WriteFile(local, raw, 0o600); err != nil {
+					return withCode(exitFailed, err)
+				}
+			}
+			info, aside, err := state.RestoreBolt(ctx, cfg.State.Path, local)
+			if err != nil {
+				return withCode(restoreCode(err), err)
+			}
+			fmt.Fprintf(g.stdout, "restored state file %s from %s (%d forms)", cfg.State.Path, args[0], info.Forms)
+			if aside != "" {
+				fmt.Fprintf(g.stdout, "; the file it replaced is %s", aside)
+			}
+			fmt.Fprintln(g.stdout)
+			return nil
+		},
+	}
+}
+
+// restoreCode is 3 when the state is held or unreadable, 1 otherwise.
+func restoreCode(err error) int {
+	var le *state.LockedError
+	if errors.As(err, &le) {
+		return exitState
+	}
+	return exitFailed
+}
+
+// isFolder reports whether dest names a folder or a bucket prefix: it ends
+// in '/' (before any query), or is a local folder that exists.
+func isFolder(dest string) bool {
+	if blobstore.IsURL(dest) {
+		u, err := url.Parse(dest)
+		return err == nil && strings.HasSuffix(u.Path, "/")
+	}
+	if strings.HasSuffix(dest, "/") || strings.HasSuffix(dest, string(filepath.Separator)) {
+		return true
+	}
+	fi, err := os.Stat(dest)
+	return err == nil && fi.IsDir()
+}
+
+// joinName appends a file name to a folder or bucket prefix.
+func joinName(dir, name string) string {
+	if blobstore.IsURL(dir) {
+		u, _ := url.Parse(dir)
+		u.Path = path.Join(u.Path, name)
+		return u.String()
+	}
+	return filepath.Join(dir, name)
+}
+
+// openAt opens the bucket of a URL naming an object, keyed from its
+// folder, and returns the object's name in it.
+func openAt(ctx context.Context, raw string) (*blob.Bucket, string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, "", err
+	}
+	dir, name := path.Split(u.Path)
+	u.Path = dir
+	loc, err := blobstore.Parse(u.String())
+	if err != nil {
+		return nil, "", err
+	}
+	b, err := blobstore.Open(ctx, loc, true)
+	return b, name, err
+}
+
+func writeTarget(ctx context.Context, target string, raw []byte) error {
+	if !blobstore.IsURL(target) {
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return err
+		}
+		tmp := target + ".tmp"
+		if err := os.WriteFile(tmp, raw, 0o600); err != nil {
+			return err
+		}
+		f, err := os.Open(tmp)
+		if err == nil {
+			err = errors.Join(f.Sync(), f.Close())
+		}
+		if err != nil {
+			os.Remove(tmp)
+			return err
+		}
+		return os.Rename(tmp, target)
+	}
+	b, name, err := openAt(ctx, target)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	return b.Upload(ctx, name, bytes.NewReader(raw), &blob.WriterOptions{ContentType: "application/octet-stream"})
+}
+
+func readSource(ctx context.Context, src string) ([]byte, error) {
+	if !blobstore.IsURL(src) {
+		return os.ReadFile(src)
+	}
+	b, name, err := openAt(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	return b.ReadAll(ctx, name)
+}
+
+// prune deletes all but the newest keep backups in dir; the names carry
+// their UTC time, so their order is their age.
+func prune(ctx context.Context, dir string, keep int) ([]string, error) {
+	var names []string
+	if !blobstore.IsURL(dir) {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			if !e.IsDir() && strings.HasPrefix(e.Name(), backupPrefix) && !strings.HasSuffix(e.Name(), ".tmp") {
+				names = append(names, e.Name())
+			}
+		}
+	} else {
+		b, _, err := openAt(ctx, joinName(dir, "x"))
+		if err != nil {
+			return nil, err
+		}
+		defer b.Close()
+		it := b.List(&blob.ListOptions{Prefix: backupPrefix, Delimiter: "/"})
+		for {
+			obj, err := it.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+			if !obj.IsDir {
+				names = append(names, obj.Key)
+			}
+		}
+		sort.Strings(names)
+		var removed []string
+		for len(names) > keep {
+			if err := b.Delete(ctx, names[0]); err != nil {
+				return removed, err
+			}
+			removed = append(removed, joinName(dir, names[0]))
+			names = names[1:]
+		}
+		return removed, nil
+	}
+	sort.Strings(names)
+	var removed []string
+	for len(names) > keep {
+		p := filepath.Join(dir, names[0])
+		if err := os.Remove(p); err != nil {
+			return removed, err
+		}
+		removed = append(removed, p)
+		names = names[1:]
+	}
+	return removed, nil
+}
