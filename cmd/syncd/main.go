@@ -168,6 +168,7 @@ func newRoot(stdout, stderr io.Writer) (*cobra.Command, *globals) {
 		newRunCmd(g),
 		newBackfillCmd(g),
 		newRefreshCmd(g),
+		newReconcileCmd(g),
 		newAuthCmd(g),
 		newFormsCmd(g),
 		newSchemaCmd(g),

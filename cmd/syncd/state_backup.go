@@ -98,7 +98,7 @@ func backupOnce(ctx context.Context, g *globals, cfg *config.Config, dest string
 	if err := writeTarget(ctx, target, buf.Bytes()); err != nil {
 		return withCode(exitFailed, fmt.Errorf("write the backup of state %s to %s: %w", where, target, err))
 	}
-	fmt.Fprintf(g.stdout, "backed up state %s (%d forms, version %s, %d bytes) to %s\n", where, info.Forms, info.Version, buf.Len(), target)
+	fmt.Fprintf(g.stdout, "backed up state %s (%s, version %s, %s) to %s\n", where, plural(int64(info.Forms), "form"), info.Version, plural(int64(buf.Len()), "byte"), target)
 	if keep > 0 {
 		removed, err := prune(ctx, dest, keep)
 		if err != nil {
@@ -138,7 +138,7 @@ func newStateRestoreCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return withCode(restoreCode(err), err)
 				}
-				fmt.Fprintf(g.stdout, "restored state %s from %s (%d forms); it is now at version %s\n", cfg.State.URL, args[0], info.Forms, info.Version)
+				fmt.Fprintf(g.stdout, "restored state %s from %s (%s); it is now at version %s\n", cfg.State.URL, args[0], plural(int64(info.Forms), "form"), info.Version)
 				return nil
 			}
 			local := args[0]
@@ -157,7 +157,7 @@ func newStateRestoreCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return withCode(restoreCode(err), err)
 			}
-			fmt.Fprintf(g.stdout, "restored state file %s from %s (%d forms)", cfg.State.Path, args[0], info.Forms)
+			fmt.Fprintf(g.stdout, "restored state file %s from %s (%s)", cfg.State.Path, args[0], plural(int64(info.Forms), "form"))
 			if aside != "" {
 				fmt.Fprintf(g.stdout, "; the file it replaced is %s", aside)
 			}

@@ -37,9 +37,12 @@ type formView struct {
 	OpenBatches []openBatchView `json:"open_batches"`
 	Refresh     *refreshView    `json:"refresh"` // null unless a refresh is under way
 	LastError   string          `json:"last_error"`
-	// Damaged is set when the committed windows reach past now (see
-	// poller.FutureCommitError): the sentence says how to repair it.
+	// Damaged is set when the form's record in the state is damaged, or
+	// its committed windows reach past now (see poller.FutureCommitError):
+	// the sentence says how to repair it.
 	Damaged string `json:"damaged"`
+	// Reconcile is what the reconciles of the lookback did.
+	Reconcile reconcileView `json:"reconcile"`
 	// PinnedSchema is the schema the output holds; only /status?schema=1
 	// carries it (for `syncd schema` beside a running daemon).
 	PinnedSchema json.RawMessage `json:"pinned_schema,omitempty"`
@@ -56,6 +59,15 @@ type openBatchView struct {
 	Start     time.Time `json:"start"`
 	End       time.Time `json:"end"`
 	CreatedAt time.Time `json:"created_at"`
+}
+
+type reconcileView struct {
+	Last        *time.Time `json:"last"`         // end of the last reconcile pass; null: never
+	IndexedFrom *time.Time `json:"indexed_from"` // the version index reaches back to here; null: none
+	Indexed     int        `json:"indexed"`      // rows in the version index
+	Windows     int64      `json:"windows"`      // committed windows read again
+	Versions    int64      `json:"versions"`     // new versions and late imports written
+	Tombstones  int64      `json:"tombstones"`   // deletions written
 }
 
 type refreshView struct {
@@ -90,8 +102,13 @@ func viewOf(where string, list []state.FormState, now time.Time, withSchema bool
 		if st.Refresh != nil {
 			f.Refresh = &refreshView{Table: st.Refresh.Table, RequestedAt: st.Refresh.RequestedAt.UTC()}
 		}
+		f.Reconcile = reconcileView{Last: timePtr(st.Reconciled), IndexedFrom: timePtr(st.IndexedFrom), Indexed: len(st.Versions),
+			Windows: st.ReconciledWindows, Versions: st.VersionsWritten, Tombstones: st.Tombstones}
 		if end := st.Committed.End(); end.After(now) {
 			f.Damaged = (&poller.FutureCommitError{FormID: st.FormID, End: end, LastSuccess: st.LastSuccess}).Error()
+		}
+		if st.Damaged != "" {
+			f.Damaged = st.Damaged
 		}
 		if withSchema && len(st.Schema) > 0 {
 			f.PinnedSchema = st.Schema
@@ -120,6 +137,18 @@ func printStateTable(w io.Writer, v stateView) {
 		}
 		if f.Refresh != nil {
 			fmt.Fprintf(w, "  refresh of table %s under way since %s: the next pass finishes it\n", f.Refresh.Table, f.Refresh.RequestedAt.Format(time.RFC3339))
+		}
+		if rc := f.Reconcile; rc.Last != nil || rc.IndexedFrom != nil {
+			last := "never"
+			if rc.Last != nil {
+				last = rc.Last.Format(time.RFC3339)
+			}
+			fmt.Fprintf(w, "  reconcile: last %s; %s read again, %s, %s written; %s indexed", last, plural(rc.Windows, "window"),
+				plural(rc.Versions, "new version"), plural(rc.Tombstones, "tombstone"), plural(int64(rc.Indexed), "row"))
+			if rc.IndexedFrom != nil {
+				fmt.Fprintf(w, " from %s", rc.IndexedFrom.Format(time.RFC3339))
+			}
+			fmt.Fprintln(w)
 		}
 		if f.Damaged != "" {
 			fmt.Fprintf(w, "  DAMAGED: %s\n", f.Damaged)

@@ -318,8 +318,8 @@ func printResults(w io.Writer, results []poller.Result, took time.Duration, sign
 			fmt.Fprintf(w, "STOP %s -> %s: interrupted after %s in %s, %s%s; the rest comes with the next pass\n",
 				r.FormID, orDash(r.Table), plural(r.Rows, "row"), plural(int64(r.Batches), "batch"), plural(r.Requests, "request"), covered(r))
 		default:
-			fmt.Fprintf(w, "ok   %s -> %s: %s in %s, %s, %s%s\n",
-				r.FormID, r.Table, plural(r.Rows, "row"), plural(int64(r.Batches), "batch"), plural(r.Requests, "request"), r.Duration.Round(time.Millisecond), covered(r))
+			fmt.Fprintf(w, "ok   %s -> %s: %s in %s, %s, %s%s%s\n",
+				r.FormID, r.Table, plural(r.Rows, "row"), plural(int64(r.Batches), "batch"), plural(r.Requests, "request"), r.Duration.Round(time.Millisecond), covered(r), reconciled(r))
 		}
 	}
 	line := fmt.Sprintf("%s, %d failed", plural(int64(len(results)), "form"), failed(results, signalled))
@@ -330,6 +330,14 @@ func printResults(w io.Writer, results []poller.Result, took time.Duration, sign
 	if signalled {
 		fmt.Fprintln(w, "INTERRUPTED: the pass was stopped by a signal; what it committed stays committed")
 	}
+}
+
+// reconciled is what a reconcile in the pass found, or "".
+func reconciled(r poller.Result) string {
+	if !r.Reconciled {
+		return ""
+	}
+	return fmt.Sprintf("; reconciled %s: %s, %s", plural(r.ReconciledWindows, "window"), plural(r.Versions, "new version"), plural(r.Tombstones, "tombstone"))
 }
 
 func orDash(s string) string {
@@ -484,7 +492,8 @@ func runDaemon(ctx context.Context, a *app.App, g *globals) error {
 					continue
 				}
 				m.ObservePass(metrics.Pass{Form: r.FormID, Rows: r.Rows, Bytes: r.Bytes, Batches: r.Batches, Misfits: r.Misfits,
-					Discarded: r.Discarded, Duration: r.Duration, CoveredEnd: r.CoveredEnd, Err: r.Err})
+					Discarded: r.Discarded, ReconciledWindows: r.ReconciledWindows, Versions: r.Versions, Tombstones: r.Tombstones,
+					Duration: r.Duration, CoveredEnd: r.CoveredEnd, Err: r.Err})
 				if r.Err != nil {
 					log.Error("form sync failed", zap.String("form_id", r.FormID), zap.Error(r.Err))
 					continue
@@ -636,6 +645,53 @@ func newBackfillCmd(g *globals) *cobra.Command {
 	addOutputFlag(cmd, &format)
 	_ = cmd.MarkFlagRequired("form")
 	_ = cmd.MarkFlagRequired("from")
+	return cmd
+}
+
+func newReconcileCmd(g *globals) *cobra.Command {
+	var formID, from, summaryPath, format string
+	cmd := &cobra.Command{
+		Use:   "reconcile --form ID [--from DATE]",
+		Short: "Read a form's committed windows again and write what changed: edits, deletions, late imports",
+		Long: "Reads the committed windows of one form from --from (default: now - sync.lookback) to now\n" +
+			"again and compares each submission with the versions the output holds: an edit is written\n" +
+			"as a new version row, a deletion as a tombstone row (_deleted = true), a submission imported\n" +
+			"with a past time as a normal row. Existing files are never rewritten. --from reaches as far\n" +
+			"back as the state keeps versions (sync.lookback when it started keeping them).",
+		Example: "  syncd reconcile --form vLp2aX\n  syncd reconcile --form vLp2aX --from 2026-11-01",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			start, err := config.ParseDate(from)
+			if err != nil {
+				return withCode(exitUsage, fmt.Errorf("--from: %w", err))
+			}
+			_, _, client, err := g.loadClient()
+			if err != nil {
+				return err
+			}
+			if err := checkForms(ctx, client, []string{formID}); err != nil {
+				return err
+			}
+			a, err := g.openApp(ctx, false)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			started := time.Now()
+			r := a.Poller.Reconcile(ctx, a.Job(formID), start)
+			var noIndex *poller.ErrNoIndex
+			if errors.As(r.Err, &noIndex) {
+				return withCode(exitUsage, r.Err)
+			}
+			return g.finishPass([]poller.Result{r}, time.Since(started), summaryPath, format)
+		},
+	}
+	cmd.Flags().StringVar(&formID, "form", "", "form id (required)")
+	cmd.Flags().StringVar(&from, "from", "", "reconcile from this date: 2024-01-31 or RFC 3339 (default: now - sync.lookback)")
+	cmd.Flags().StringVar(&summaryPath, "summary", "", "also write a JSON summary to this file")
+	addOutputFlag(cmd, &format)
+	_ = cmd.MarkFlagRequired("form")
 	return cmd
 }
 

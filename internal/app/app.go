@@ -180,6 +180,8 @@ func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options
 		ChunkRows:       cfg.Sync.ChunkRows,
 		SpoolDir:        cfg.Sync.SpoolDir,
 		SafetyLag:       cfg.Sync.SafetyLag.D(),
+		Lookback:        cfg.Sync.Lookback.D(),
+		ReconcileEvery:  cfg.Sync.ReconcileEvery.D(),
 		IncludeEditLink: cfg.Sync.IncludeEditLink,
 		Now:             opts.Now,
 		Logger:          log.Named("poller"),

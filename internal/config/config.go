@@ -13,6 +13,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -72,6 +73,13 @@ type Sync struct {
 	// ShutdownGrace is how long SIGTERM waits for batches in flight to
 	// commit before abandoning them (their intents are resolved on restart).
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
+	// Lookback is how far back edits, deletions and late imports are found:
+	// the state keeps the version of every row this recent, and a
+	// reconcile reads these committed windows again (0: neither).
+	Lookback Duration `yaml:"lookback"`
+	// ReconcileEvery is how often a pass also reconciles a form's lookback
+	// (0: every pass).
+	ReconcileEvery Duration `yaml:"reconcile_every"`
 }
 
 // Sink chooses and configures the destination.
@@ -210,6 +218,8 @@ func Defaults() Config {
 			Schedule:        "*/15 * * * *",
 			Jitter:          Duration(10 * time.Second),
 			ShutdownGrace:   Duration(30 * time.Second),
+			Lookback:        Duration(30 * 24 * time.Hour),
+			ReconcileEvery:  Duration(24 * time.Hour),
 		},
 		Sink: Sink{
 			Type:    "parquet",
@@ -567,6 +577,7 @@ func (c *Config) validate(file string) error {
 		key string
 		v   Duration
 	}{{"sync.jitter", c.Sync.Jitter}, {"sync.shutdown_grace", c.Sync.ShutdownGrace}, {"state.lease_ttl", c.State.LeaseTTL},
+		{"sync.lookback", c.Sync.Lookback}, {"sync.reconcile_every", c.Sync.ReconcileEvery},
 		{"server.unready_after", c.Server.UnreadyAfter}} {
 		if d.v < 0 {
 			return bad(d.key, "must not be negative")
@@ -717,11 +728,18 @@ func (s Secret) Reveal() string { return string(s) }
 // Duration is a time.Duration written as "90s", "2m", "1h30m".
 type Duration time.Duration
 
-// UnmarshalYAML parses a Go duration string.
+// UnmarshalYAML parses a Go duration string, or a whole number of days
+// ("30d").
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if days, ok := strings.CutSuffix(n.Value, "d"); ok {
+		if v, err := strconv.Atoi(days); err == nil && v >= 0 {
+			*d = Duration(time.Duration(v) * 24 * time.Hour)
+			return nil
+		}
+	}
 	v, err := time.ParseDuration(n.Value)
 	if err != nil {
-		return fmt.Errorf("line %d: %q is not a duration: write it like 90s, 2m or 1h30m", n.Line, n.Value)
+		return fmt.Errorf("line %d: %q is not a duration: write it like 90s, 2m, 1h30m or 30d", n.Line, n.Value)
 	}
 	*d = Duration(v)
 	return nil

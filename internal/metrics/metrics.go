@@ -25,6 +25,9 @@ type Metrics struct {
 	bytes         *prometheus.CounterVec
 	batches       *prometheus.CounterVec
 	misfits       *prometheus.CounterVec
+	reconciled    *prometheus.CounterVec
+	versions      *prometheus.CounterVec
+	tombstones    *prometheus.CounterVec
 	discarded     *prometheus.CounterVec
 	passDuration  *prometheus.HistogramVec
 	lastSuccess   *prometheus.GaugeVec
@@ -58,6 +61,9 @@ func New(now func() time.Time) *Metrics {
 	m.bytes = f.counterVec("syncd_bytes_written_total", "Bytes committed to the sink.", "form")
 	m.batches = f.counterVec("syncd_batches_committed_total", "Batches committed to the sink.", "form")
 	m.misfits = f.counterVec("syncd_values_kept_as_json_total", "Answers that did not fit their column and were kept as JSON text in <column>__v_json.", "form")
+	m.reconciled = f.counterVec("syncd_reconcile_windows_total", "Committed windows read again by reconciles of the lookback.", "form")
+	m.versions = f.counterVec("syncd_reconcile_versions_total", "New versions (edits) and late imports that reconciles wrote.", "form")
+	m.tombstones = f.counterVec("syncd_reconcile_tombstones_total", "Tombstone rows (deletions) that reconciles wrote.", "form")
 	m.discarded = f.counterVec("syncd_unknown_type_answers_discarded_total", "Answers of question types unknown to syncd, discarded as the API contract asks.", "form")
 	m.passDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "syncd_pass_duration_seconds", Help: "Duration of a pass over one form.",
@@ -128,15 +134,17 @@ func (m *Metrics) ObserveRequest(endpoint string, status int, attempt int, _ tim
 
 // Pass is what one pass over one form reports.
 type Pass struct {
-	Form       string
-	Rows       int64
-	Bytes      int64
-	Batches    int
-	Misfits    int64
-	Discarded  int64
-	Duration   time.Duration
-	CoveredEnd time.Time
-	Err        error
+	Form      string
+	Rows      int64
+	Bytes     int64
+	Batches   int
+	Misfits   int64
+	Discarded int64
+	// What a reconcile in the pass did.
+	ReconciledWindows, Versions, Tombstones int64
+	Duration                                time.Duration
+	CoveredEnd                              time.Time
+	Err                                     error
 }
 
 // ObservePass records the outcome of a pass.
@@ -146,6 +154,9 @@ func (m *Metrics) ObservePass(p Pass) {
 	m.batches.WithLabelValues(p.Form).Add(float64(p.Batches))
 	m.misfits.WithLabelValues(p.Form).Add(float64(p.Misfits))
 	m.discarded.WithLabelValues(p.Form).Add(float64(p.Discarded))
+	m.reconciled.WithLabelValues(p.Form).Add(float64(p.ReconciledWindows))
+	m.versions.WithLabelValues(p.Form).Add(float64(p.Versions))
+	m.tombstones.WithLabelValues(p.Form).Add(float64(p.Tombstones))
 	m.passDuration.WithLabelValues(p.Form).Observe(p.Duration.Seconds())
 	now := m.now()
 	if !p.CoveredEnd.IsZero() {

@@ -19,17 +19,50 @@ import (
 // processWindow is the exactly-once protocol for one window: record the
 // intent, fetch the whole window off to the side, commit it to the sink
 // under its batch id, then move the checkpoint and clear the intent in one
-// state transaction.
+// state transaction. The versions of the rows within the lookback go into
+// the version index in that same transaction.
 func (f *formRun) processWindow(ctx context.Context, w window) error {
 	b := f.batchFor(w)
 	if err := f.p.checkHorizon(f.job.FormID, w.end); err != nil && !w.redo {
 		return err
 	}
-	log := f.log.With(zap.String("batch_id", b.ID))
 	intent := state.Intent{BatchID: b.ID, Table: b.Table, Start: w.start, End: w.end, CreatedAt: f.p.opts.Now().UTC()}
 	if err := f.p.store.RecordIntent(ctx, f.job.FormID, intent); err != nil {
 		return fmt.Errorf("record intent of batch %s: %w", b.ID, err)
 	}
+	vers := map[string]state.Version{}
+	fill := func(rows *batchRows, lin schema.Lineage) error {
+		_, err := f.fetch(ctx, w, func(sub *forms.Submission) error {
+			if err := rows.Append(sub, lin); err != nil {
+				return err
+			}
+			if !f.indexFrom.IsZero() && !sub.SubmissionTime.Before(f.indexFrom) {
+				vers[strings.Clone(sub.SubmissionID)] = versionOf(sub)
+			}
+			return nil
+		})
+		return err
+	}
+	return f.commitBatch(ctx, w, b, intent, fill, func(in *state.Intent, c *state.Commit) {
+		in.Versions, c.Versions = vers, vers
+	})
+}
+
+// versionOf is the version of a submission the index records.
+func versionOf(sub *forms.Submission) state.Version {
+	v := state.Version{Time: sub.SubmissionTime, Updated: sub.SubmissionTime}
+	if sub.LastUpdatedAt != nil {
+		v.Updated = *sub.LastUpdatedAt
+	}
+	return v
+}
+
+// commitBatch builds the rows of a batch whose intent is recorded (fill
+// appends them), names its files in the intent, commits it to the sink and
+// then to the state; extra adds what the batch records in the version index
+// to both the intent and the commit.
+func (f *formRun) commitBatch(ctx context.Context, w window, b sink.Batch, intent state.Intent, fill func(*batchRows, schema.Lineage) error, extra func(*state.Intent, *state.Commit)) error {
+	log := f.log.With(zap.String("batch_id", b.ID))
 	base, err := f.schemaForFetch(ctx)
 	if err != nil {
 		f.dropIntent(ctx, w, b.ID)
@@ -38,7 +71,7 @@ func (f *formRun) processWindow(ctx context.Context, w window) error {
 	rows := newBatchRows(base, f.p.opts.Allocator, f.p.opts.ChunkRows, f.p.opts.SpoolDir, f.p.partOf)
 	defer rows.release(f)
 	lin := schema.Lineage{BatchID: b.ID, SyncedAt: f.p.opts.Now().UTC()}
-	if err := f.fetch(ctx, w, rows, lin); err != nil {
+	if err := fill(rows, lin); err != nil {
 		f.dropIntent(ctx, w, b.ID)
 		return err
 	}
@@ -51,25 +84,30 @@ func (f *formRun) processWindow(ctx context.Context, w window) error {
 	f.noteStats(log, stats)
 
 	n := rows.rows()
-	if pt, ok := f.p.sink.(sink.Partitioner); ok && n > 0 {
-		// The files the batch writes are known now: the intent names them
-		// before the first is written, so a stop between two files is
-		// resolved file by file.
-		b.Parts = rows.parts()
-		intent.Parts = b.Parts
+	commit := state.Commit{BatchID: b.ID, Window: state.Interval{Start: w.start, End: w.end}, Rows: int(n)}
+	extra(&intent, &commit)
+	pt, parted := f.p.sink.(sink.Partitioner)
+	if n > 0 && (parted || len(intent.Versions) > 0 || len(intent.Gone) > 0) {
+		// What the batch writes is known now: the intent names its files
+		// and versions before the first is written, so a stop between two
+		// files is resolved file by file, and a batch found in the sink
+		// after a stop is committed with its versions.
+		if parted {
+			b.Parts = rows.parts()
+			intent.Parts = b.Parts
+		}
 		if err := f.p.store.RecordIntent(ctx, f.job.FormID, intent); err != nil {
-			if !w.redo {
-				f.dropIntent(ctx, w, b.ID)
-			}
+			f.dropIntent(ctx, w, b.ID)
 			return fmt.Errorf("record the files of batch %s: %w", b.ID, err)
 		}
-		written, err := rows.commitParts(ctx, f, pt, b)
-		f.bytes.Add(written)
-		if err != nil {
-			return fmt.Errorf("commit batch %s of form %s: %w", b.ID, f.job.FormID, err)
+	}
+	if n > 0 {
+		var written int64
+		if parted {
+			written, err = rows.commitParts(ctx, f, pt, b)
+		} else {
+			written, err = rows.commit(ctx, f, b)
 		}
-	} else if n > 0 {
-		written, err := rows.commit(ctx, f, b)
 		f.bytes.Add(written)
 		if err != nil {
 			// The sink may or may not hold the batch: the intent stays, and the
@@ -81,13 +119,11 @@ func (f *formRun) processWindow(ctx context.Context, w window) error {
 	f.schemaMu.Lock()
 	defer f.schemaMu.Unlock()
 	merged := mergeTables(f.pinned, table)
-	pinned, err := schema.Marshal(merged)
-	if err != nil {
+	if commit.Schema, err = schema.Marshal(merged); err != nil {
 		return fmt.Errorf("serialise the schema of form %s: %w", f.job.FormID, err)
 	}
 	// The batch is in the sink: finish the move even if the pass is being
 	// cancelled, so that a clean stop leaves no intent to resolve.
-	commit := state.Commit{BatchID: b.ID, Window: state.Interval{Start: w.start, End: w.end}, Rows: int(n), Schema: pinned}
 	if err := f.p.store.Commit(context.WithoutCancel(ctx), f.job.FormID, commit); err != nil {
 		return fmt.Errorf("move the checkpoint of form %s past batch %s: %w", f.job.FormID, b.ID, err)
 	}
@@ -234,25 +270,26 @@ func (p *Poller) firstSighting(formID, typ string) bool {
 	return true
 }
 
-// fetch pages through the window by offset in ascending order, keeps
-// exactly [start, end), and drops ids already seen. Submissions imported or
-// deleted inside the window while it is paged shift the offsets; a walk
-// notices (see walk) and the window is walked again, keeping what it saw.
-func (f *formRun) fetch(ctx context.Context, w window, b *batchRows, lin schema.Lineage) error {
+// fetch pages through the window by offset in ascending order and calls
+// visit once for every submission of exactly [start, end), dropping ids
+// already seen; it returns the ids seen. Submissions imported or deleted
+// inside the window while it is paged shift the offsets; a walk notices
+// (see walk) and the window is walked again, keeping what it saw.
+func (f *formRun) fetch(ctx context.Context, w window, visit func(*forms.Submission) error) (map[string]struct{}, error) {
 	seen := make(map[string]struct{}, max(w.count, 16))
 	first := w.first
 	for attempt := 0; ; attempt++ {
-		changed, err := f.walk(ctx, w, first, seen, b, lin)
+		changed, err := f.walk(ctx, w, first, seen, visit)
 		if err != nil {
-			return err
+			return seen, err
 		}
 		if !changed {
-			return nil
+			return seen, nil
 		}
 		if attempt >= f.p.opts.MaxRefetches {
 			f.log.Warn("window kept changing while it was paged; committing what was seen (a later reconcile finds the rest)",
 				zap.Time("window_start", w.start), zap.Time("window_end", w.end), zap.Int("seen", len(seen)))
-			return nil
+			return seen, nil
 		}
 		f.log.Debug("window changed while it was paged; walking it again",
 			zap.Time("window_start", w.start), zap.Time("window_end", w.end))
@@ -268,7 +305,7 @@ func (f *formRun) fetch(ctx context.Context, w window, b *batchRows, lin schema.
 // offset harmless (no row is skipped); a deletion and an import behind the
 // offset between the same two requests cancel out and stay unseen here
 // (the reconcile of committed windows finds such an import).
-func (f *formRun) walk(ctx context.Context, w window, first *forms.SubmissionPage, seen map[string]struct{}, b *batchRows, lin schema.Lineage) (changed bool, err error) {
+func (f *formRun) walk(ctx context.Context, w window, first *forms.SubmissionPage, seen map[string]struct{}, visit func(*forms.Submission) error) (changed bool, err error) {
 	limit := f.p.opts.PageSize
 	total, last := -1, ""
 	for offset := 0; ; {
@@ -301,7 +338,7 @@ func (f *formRun) walk(ctx context.Context, w window, first *forms.SubmissionPag
 			if t.Before(w.start) || !t.Before(w.end) {
 				continue
 			}
-			if err := b.Append(sub, lin); err != nil {
+			if err := visit(sub); err != nil {
 				return false, fmt.Errorf("map submission %s of form %s: %w", sub.SubmissionID, f.job.FormID, err)
 			}
 		}

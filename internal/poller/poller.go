@@ -32,6 +32,11 @@ type Options struct {
 	SafetyLag       time.Duration // the live sync stops at now - SafetyLag (default 2m)
 	IncludeEditLink bool          // request and export editLink
 	MaxRefetches    int           // re-walks of a window that changed while it was paged (default 3)
+	// Lookback is how far back the version index reaches and reconciles
+	// re-read committed windows (0: neither); ReconcileEvery how often a
+	// live pass reconciles a form (0: every pass).
+	Lookback       time.Duration
+	ReconcileEvery time.Duration
 	// ChunkRows bounds the rows of a window held in memory: past it a
 	// window's rows go to a spool in SpoolDir (default 4096; "" is the
 	// system's temporary folder).
@@ -148,7 +153,13 @@ type Result struct {
 	// ClampedTo is set when the range asked for ended past now - safety
 	// lag and was cut there: nothing is ever committed past it.
 	ClampedTo time.Time `json:"clamped_to,omitzero"`
-	Err       error     `json:"-"`
+	// What a reconcile in this pass did: windows read again, version rows
+	// (edits and late imports) and tombstones (deletions) written.
+	Reconciled        bool  `json:"reconciled"`
+	ReconciledWindows int64 `json:"reconciled_windows"`
+	Versions          int64 `json:"versions"`
+	Tombstones        int64 `json:"tombstones"`
+	Err               error `json:"-"`
 }
 
 // ErrBusy is returned when a pass of the same form is already running.
@@ -206,6 +217,36 @@ func (p *Poller) formLock(formID string) *sync.Mutex {
 }
 
 func (p *Poller) run(ctx context.Context, job Job, from, to time.Time, concurrency int, progress func(Progress)) Result {
+	var clamped time.Time
+	if h := p.Horizon(); to.After(h) {
+		to, clamped = h, h
+	}
+	res := p.pass(ctx, job, func(f *formRun) error {
+		f.progress = progress
+		if err := f.execute(ctx, from, to, concurrency); err != nil {
+			return err
+		}
+		st, err := p.store.Get(ctx, job.FormID)
+		if err != nil {
+			return fmt.Errorf("read state of form %s: %w", job.FormID, err)
+		}
+		if err := f.startIndex(ctx, st); err != nil {
+			return err
+		}
+		// The live pass also reconciles the lookback when it is due; a
+		// backfill (a progress reporter) never does.
+		if progress == nil && !f.interrupted.Load() && f.reconcileDue(st) {
+			f.reconciling = true
+			return f.reconcile(ctx, time.Time{}, to, false)
+		}
+		return nil
+	})
+	res.ClampedTo = clamped
+	return res
+}
+
+// pass runs body over one form under the form's lock and sums it up.
+func (p *Poller) pass(ctx context.Context, job Job, body func(f *formRun) error) Result {
 	started := p.opts.Now()
 	src := &countingSource{Source: p.src}
 	res := Result{FormID: job.FormID}
@@ -216,11 +257,11 @@ func (p *Poller) run(ctx context.Context, job Job, from, to time.Time, concurren
 	}
 	defer lock.Unlock()
 
-	if h := p.Horizon(); to.After(h) {
-		to, res.ClampedTo = h, h
+	f := &formRun{p: p, src: src, job: job, log: p.opts.Logger.With(zap.String("form_id", job.FormID))}
+	if p.opts.Lookback > 0 {
+		f.indexFrom = floorMS(p.opts.Now().Add(-p.opts.Lookback))
 	}
-	f := &formRun{p: p, src: src, job: job, log: p.opts.Logger.With(zap.String("form_id", job.FormID)), progress: progress}
-	err := f.execute(ctx, from, to, concurrency)
+	err := body(f)
 	res.Interrupted = f.interrupted.Load()
 	res.Table = f.table
 	res.Rows = f.rows.Load()
@@ -230,6 +271,8 @@ func (p *Poller) run(ctx context.Context, job Job, from, to time.Time, concurren
 	res.Discarded = f.discarded.Load()
 	res.Recovered = f.recovered
 	res.Requests = src.count.Load()
+	res.Reconciled = f.reconciling
+	res.ReconciledWindows, res.Versions, res.Tombstones = f.reconciledWindows.Load(), f.versions.Load(), f.tombstones.Load()
 	res.Duration = p.opts.Now().Sub(started)
 	if st, gerr := p.store.Get(context.WithoutCancel(ctx), job.FormID); gerr == nil && len(st.Committed) > 0 {
 		res.CoveredStart = st.Committed[0].Start

@@ -66,6 +66,24 @@ func (r *batchRows) Append(sub *forms.Submission, lin schema.Lineage) error {
 	return nil
 }
 
+// AppendTombstone adds the row that says submission id (of submission time
+// t) was deleted, as seen at seen.
+func (r *batchRows) AppendTombstone(id string, t, seen time.Time, lin schema.Lineage) error {
+	if err := r.bld.AppendTombstone(id, t, seen, lin); err != nil {
+		return err
+	}
+	if r.partOf != nil {
+		key := r.partOf(t)
+		r.cur[key] = true
+		r.partRows[key]++
+	}
+	r.size += 256
+	if r.bld.Len() >= r.chunkRows || r.size >= chunkBytes {
+		return r.spill()
+	}
+	return nil
+}
+
 // chunkBytes bounds a chunk by the size of its answers as they arrived: rows
 // of a wide form take several kilobytes each in Arrow, so a row count alone
 // does not bound memory.

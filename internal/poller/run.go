@@ -48,6 +48,10 @@ type window struct {
 	table string
 	id    string
 	parts []string
+	// reconcile: a batch of changes found by re-reading a committed window;
+	// seen is when that reconcile pass began (tombstones' version time).
+	reconcile bool
+	seen      time.Time
 }
 
 // formRun is one pass over one form.
@@ -76,8 +80,14 @@ type formRun struct {
 
 	// interrupted: Drain stopped planning before the range was done.
 	interrupted atomic.Bool
+	// What reconciles did in this pass.
+	reconciling                             bool
+	reconciledWindows, versions, tombstones atomic.Int64
 	// dry: planning only (Plan); nothing is recorded.
 	dry bool
+	// indexFrom: rows whose time is at or after it go into the version
+	// index (now - sync.lookback); zero: no index is kept.
+	indexFrom time.Time
 }
 
 // recordError keeps the pass's error in the form's state, for `state
@@ -93,14 +103,15 @@ func (f *formRun) recordError(ctx context.Context, err error) {
 	}
 }
 
-// epoch stands for "the beginning of the form's history": no afterDate is sent.
-var epoch = time.Unix(0, 0).UTC()
-
-func (f *formRun) execute(ctx context.Context, from, to time.Time, concurrency int) error {
+// prepare readies a pass over the form: it finishes a refresh a stop left
+// half done, refuses a state committed past now, resolves the batches an
+// earlier run left open (fetching again those the sink lacks) and loads the
+// pinned schema. It returns the state after all that.
+func (f *formRun) prepare(ctx context.Context) (state.FormState, error) {
 	store := f.p.store
 	st, err := store.Get(ctx, f.job.FormID)
 	if err != nil {
-		return fmt.Errorf("read state of form %s: %w", f.job.FormID, err)
+		return st, fmt.Errorf("read state of form %s: %w", f.job.FormID, err)
 	}
 	f.table = f.job.Table
 	if f.table == "" {
@@ -110,36 +121,51 @@ func (f *formRun) execute(ctx context.Context, from, to time.Time, concurrency i
 		// A refresh stopped part-way: finish removing the old output before
 		// anything new is written, or old and new rows would mix.
 		if st, err = f.p.finishRefresh(ctx, f.job.FormID, st); err != nil {
-			return err
+			return st, err
 		}
 	}
 	if end := st.Committed.End(); end.After(f.p.opts.Now()) {
-		return &FutureCommitError{FormID: f.job.FormID, End: end, LastSuccess: st.LastSuccess}
+		return st, &FutureCommitError{FormID: f.job.FormID, End: end, LastSuccess: st.LastSuccess}
 	}
 	f.gen = st.Generation
 	redo, err := f.recoverIntents(ctx, st)
 	if err != nil {
-		return err
+		return st, err
 	}
 	if st, err = store.Get(ctx, f.job.FormID); err != nil {
-		return fmt.Errorf("read state of form %s: %w", f.job.FormID, err)
+		return st, fmt.Errorf("read state of form %s: %w", f.job.FormID, err)
 	}
 	if len(st.Schema) > 0 {
 		if f.pinned, err = schema.Unmarshal(st.Schema); err != nil {
-			return fmt.Errorf("read the pinned schema of form %s from the state store: %w", f.job.FormID, err)
+			return st, fmt.Errorf("read the pinned schema of form %s from the state store: %w", f.job.FormID, err)
 		}
 	}
 	for _, w := range redo {
-		if err := f.processWindow(ctx, w); err != nil {
-			return fmt.Errorf("finish the open batch of form %s left by an earlier run: %w", f.job.FormID, err)
+		if w.reconcile {
+			err = f.reconcileWindow(ctx, w, st.Versions, w.seen)
+		} else {
+			err = f.processWindow(ctx, w)
+		}
+		if err != nil {
+			return st, fmt.Errorf("finish the open batch of form %s left by an earlier run: %w", f.job.FormID, err)
 		}
 	}
 	if len(redo) > 0 {
 		if st, err = store.Get(ctx, f.job.FormID); err != nil {
-			return fmt.Errorf("read state of form %s: %w", f.job.FormID, err)
+			return st, fmt.Errorf("read state of form %s: %w", f.job.FormID, err)
 		}
 	}
+	return st, nil
+}
 
+// epoch stands for "the beginning of the form's history": no afterDate is sent.
+var epoch = time.Unix(0, 0).UTC()
+
+func (f *formRun) execute(ctx context.Context, from, to time.Time, concurrency int) error {
+	st, err := f.prepare(ctx)
+	if err != nil {
+		return err
+	}
 	if from.Before(epoch) || from.IsZero() {
 		from = epoch
 	}
@@ -254,7 +280,7 @@ func (p *Poller) recoverIntents(ctx context.Context, st state.FormState, log *za
 	sort.Strings(ids)
 	for _, id := range ids {
 		in := st.Intents[id]
-		w := window{start: in.Start, end: in.End, count: -1, redo: true, table: in.Table, id: id, parts: in.Parts}
+		w := window{start: in.Start, end: in.End, count: -1, redo: true, table: in.Table, id: id, parts: in.Parts, reconcile: in.Reconcile, seen: in.CreatedAt}
 		done, err := p.sink.Committed(ctx, batchFor(w))
 		if err != nil {
 			return nil, recovered, fmt.Errorf("resolve open batch %s of %s: ask the sink: %w", id, st.FormID, err)
@@ -264,7 +290,11 @@ func (p *Poller) recoverIntents(ctx context.Context, st state.FormState, log *za
 			redo = append(redo, w)
 			continue
 		}
-		err = p.store.Commit(ctx, st.FormID, state.Commit{BatchID: id, Window: state.Interval{Start: in.Start, End: in.End}, Rows: in.Rows})
+		c := state.Commit{BatchID: id, Window: state.Interval{Start: in.Start, End: in.End}, Rows: in.Rows, Versions: in.Versions, Gone: in.Gone}
+		if in.Reconcile {
+			c.Reconcile = &state.ReconcileCounts{Versions: len(in.Versions), Tombstones: len(in.Gone)}
+		}
+		err = p.store.Commit(ctx, st.FormID, c)
 		if err != nil {
 			return nil, recovered, fmt.Errorf("resolve open batch %s of %s: %w", id, st.FormID, err)
 		}
