@@ -230,9 +230,6 @@ func (p *Poller) run(ctx context.Context, job Job, from, to time.Time, concurren
 		if err != nil {
 			return fmt.Errorf("read state of form %s: %w", job.FormID, err)
 		}
-		if err := f.startIndex(ctx, st); err != nil {
-			return err
-		}
 		// The live pass also reconciles the lookback when it is due; a
 		// backfill (a progress reporter) never does.
 		if progress == nil && !f.interrupted.Load() && f.reconcileDue(st) {

@@ -72,7 +72,9 @@ func (f *formRun) startIndex(ctx context.Context, st state.FormState) error {
 	if err := f.p.store.Commit(ctx, f.job.FormID, state.Commit{IndexFrom: from}); err != nil {
 		return fmt.Errorf("start the version index of form %s: %w", f.job.FormID, err)
 	}
-	return nil
+	// What the pass just read is current: the first reconcile is due one
+	// interval from now.
+	return f.p.store.SetReconciled(ctx, f.job.FormID, f.p.opts.Now())
 }
 
 // reconcile re-reads [from, to) of the committed windows the index covers.

@@ -166,6 +166,11 @@ func (f *formRun) execute(ctx context.Context, from, to time.Time, concurrency i
 	if err != nil {
 		return err
 	}
+	// The version index starts before this pass writes: what was committed
+	// before it existed is not in it.
+	if err := f.startIndex(ctx, st); err != nil {
+		return err
+	}
 	if from.Before(epoch) || from.IsZero() {
 		from = epoch
 	}
