@@ -18,7 +18,9 @@ func TestBucketURLs(t *testing.T) {
 		{"file without path", "sink:\n  parquet: {path: 'file://'}\n", "sink.parquet.path"},
 		{"bucket state", "state:\n  url: gs://lake/syncd/state\n", ""},
 		{"bucket state with ttl", "state:\n  url: gs://lake/syncd/state\n  lease_ttl: 10s\n", ""},
-		{"s3 state", "state:\n  url: s3://lake/state\n", "state.url"},
+		{"s3 state", "state:\n  url: s3://lake/state\n", ""},
+		{"azure state", "state:\n  url: azblob://lake/state\n", ""},
+		{"file state", "state:\n  url: file:///tmp/state\n", "state.url"},
 		{"state names no object", "state:\n  url: gs://lake\n", "state.url"},
 		{"lease too short", "state:\n  url: gs://lake/s\n  lease_ttl: 500ms\n", "state.lease_ttl"},
 	}

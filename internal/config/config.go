@@ -666,8 +666,8 @@ func (c *Config) validate(file string) error {
 		return bad("sink.type", fmt.Sprintf("%q is not a sink: use parquet or bigquery", c.Sink.Type))
 	}
 	if c.State.URL != "" {
-		if u, err := url.Parse(c.State.URL); err != nil || u.Scheme != "gs" || u.Host == "" || strings.Trim(u.Path, "/") == "" {
-			return bad("state.url", fmt.Sprintf("%q is not a gs://bucket/prefix/object URL: only GCS keeps the state (compare-and-swap needs its object generations); leave state.url out to use the local file state.path", c.State.URL))
+		if u, err := url.Parse(c.State.URL); err != nil || (u.Scheme != "gs" && u.Scheme != "s3" && u.Scheme != "azblob") || u.Host == "" || strings.Trim(u.Path, "/") == "" {
+			return bad("state.url", fmt.Sprintf("%q is not a gs://, s3:// or azblob://bucket/prefix/object URL: those stores give the compare-and-swap the state needs; leave state.url out to use the local file state.path", c.State.URL))
 		}
 		if c.State.LeaseTTL < Duration(time.Second) {
 			return bad("state.lease_ttl", "must be at least 1s (30s suits GCS, which takes about one write a second per object): the lease is renewed every third of it")
