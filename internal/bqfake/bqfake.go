@@ -686,6 +686,14 @@ func (s *Server) newTable(ds *dataset, id string, in *bq.Table) (*table, error) 
 		CreationTime:     now,
 		LastModifiedTime: uint64(now),
 	}
+	if v := in.View; v != nil {
+		// A view: BigQuery keeps its query (standard SQL unless told) and
+		// derives its schema on use; the fake does not run it.
+		if strings.TrimSpace(v.Query) == "" {
+			return nil, errInvalid("A view needs a query.")
+		}
+		meta.Type, meta.View = "VIEW", &bq.ViewDefinition{Query: v.Query, UseLegacySql: v.UseLegacySql}
+	}
 	tb := &table{meta: meta}
 	s.touch(tb)
 	ds.tables[id] = tb

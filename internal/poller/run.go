@@ -322,13 +322,15 @@ func (f *formRun) batchFor(w window) sink.Batch {
 		}
 	}
 	return sink.Batch{
-		ID:          id,
-		FormID:      f.job.FormID,
-		Table:       table,
-		WindowStart: w.start,
-		WindowEnd:   w.end,
-		TimeColumn:  schema.ColSubmissionTime,
-		Parts:       w.parts,
+		ID:            id,
+		FormID:        f.job.FormID,
+		Table:         table,
+		WindowStart:   w.start,
+		WindowEnd:     w.end,
+		TimeColumn:    schema.ColSubmissionTime,
+		KeyColumn:     schema.ColSubmissionID,
+		VersionColumn: schema.ColLastUpdatedAt,
+		Parts:         w.parts,
 	}
 }
 

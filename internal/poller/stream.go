@@ -27,8 +27,11 @@ type Stream interface {
 	// never looks like a form id ("scheduling/bookings").
 	Key() string
 	Table() string
-	// TimeColumn is the column of Schema that windows and partitions follow.
+	// TimeColumn is the column of Schema that windows and partitions
+	// follow: the version time of each record.
 	TimeColumn() string
+	// KeyColumn names a record; its rows are its versions.
+	KeyColumn() string
 	// Count tells how many records [start, end) holds (it plans windows).
 	Count(ctx context.Context, start, end time.Time) (int, error)
 	// Read returns every record whose time lies in [start, end), once, as
@@ -157,7 +160,7 @@ func (r *streamRun) batchFor(w window) sink.Batch {
 		table = w.table
 	}
 	return sink.Batch{ID: id, FormID: r.s.Key(), Table: table, WindowStart: w.start, WindowEnd: w.end,
-		TimeColumn: r.s.TimeColumn(), Parts: w.parts}
+		TimeColumn: r.s.TimeColumn(), KeyColumn: r.s.KeyColumn(), VersionColumn: r.s.TimeColumn(), Parts: w.parts}
 }
 
 // process is the exactly-once protocol for one window of a stream: intent,

@@ -23,6 +23,10 @@ type Batch struct {
 	SchemaFingerprint string    // of the pinned table schema the record was built with
 	// TimeColumn is the column the window and the partitions follow.
 	TimeColumn string
+	// KeyColumn and VersionColumn name a record and order its versions,
+	// for the latest view (see LatestQuery); empty: the table keeps no
+	// versions.
+	KeyColumn, VersionColumn string
 	// Parts are the partition keys of a Partitioner's batch, sorted: the
 	// intent records them once the rows are fetched, so an open batch found
 	// at start-up is checked file by file. Empty: the partition of
@@ -90,4 +94,15 @@ type Partitioner interface {
 	// all; a file already in place is kept, so a replay adds nothing. The
 	// batch is committed when every part is. It returns the bytes written.
 	CommitParts(ctx context.Context, b Batch, parts []Part) (int64, error)
+}
+
+// LatestQuery is the query of a table's current state, in SQL that DuckDB
+// and BigQuery both run: the latest version of each record (by version
+// column, then _synced_at), tombstones (_deleted) dropped. from is what the
+// FROM clause reads (a table, or read_parquet(...)). It is the one
+// definition behind the documented query, the tests and BigQuery's
+// <table>_latest views.
+func LatestQuery(from, key, version string) string {
+	return "SELECT * FROM (SELECT * FROM " + from + " WHERE TRUE QUALIFY ROW_NUMBER() OVER (PARTITION BY " + key +
+		" ORDER BY " + version + " DESC, _synced_at DESC) = 1) WHERE NOT COALESCE(_deleted, FALSE)"
 }

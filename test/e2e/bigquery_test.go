@@ -15,6 +15,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/formsim"
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/schema"
+	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/testkit"
 )
 
@@ -89,6 +90,11 @@ func TestBigQueryEndToEnd(t *testing.T) {
 	}
 	checkBigQuery(t, sim, f, w, project, dataset, now)
 	checkTableLayout(t, f, w, project, dataset, form)
+	// Beside the table, the view of its current state.
+	if view, ok := f.Table(project, dataset, table+"_latest"); !ok || view.View == nil || view.View.UseLegacySql ||
+		view.View.Query != sink.LatestQuery("`"+project+"."+dataset+"."+table+"`", "submission_id", "last_updated_at") {
+		t.Errorf("no %s_latest view with the documented latest query: %+v", table, view.View)
+	}
 	tm, _ := f.Table(project, dataset, table)
 	added := fieldNamed(tm.Schema.Fields, func(n string) bool { return strings.HasPrefix(n, "favourite_colour") })
 	switch {

@@ -9,19 +9,19 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/forms"
 	"github.com/syncd-dev/syncd/internal/formsim"
+	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/testkit"
 )
 
-// latestView is the documented query for the current state of a form's
-// table: the latest version of each submission, tombstones dropped. It
+// latestView runs the documented query of a form's table's current state
+// (sink.LatestQuery: the latest version of each submission, tombstones
+// dropped) in DuckDB. It
 // returns submission id -> last_updated_at (µs) of the rows whose
 // submission time is at or after from.
 func latestView(t *testing.T, duck *testkit.Duck, out, table string, from time.Time) map[string]int64 {
 	t.Helper()
-	q := `SELECT submission_id, epoch_us(last_updated_at) FROM (
-		SELECT *, row_number() OVER (PARTITION BY submission_id ORDER BY last_updated_at DESC, _synced_at DESC) AS rn
-		FROM ` + testkit.Scan(out, table) + `)
-	WHERE rn = 1 AND NOT coalesce(_deleted, false) AND submission_time >= make_timestamp(?)`
+	q := `SELECT submission_id, epoch_us(last_updated_at) FROM (` + sink.LatestQuery(testkit.Scan(out, table), "submission_id", "last_updated_at") + `)
+	WHERE submission_time >= make_timestamp(?)`
 	rows, err := duck.DB.Query(q, from.UnixMicro())
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/formsim"
 	"github.com/syncd-dev/syncd/internal/schedsim"
+	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/testkit"
 )
 
@@ -152,9 +153,7 @@ func (e *schedEnv) checkBookings(t *testing.T) {
 	if dups != 0 {
 		t.Errorf("%d booking versions are in the output more than once", dups)
 	}
-	rows, err := duck.DB.Query(`SELECT uid, status, epoch_us(_version_time) FROM (
-		SELECT *, row_number() OVER (PARTITION BY uid ORDER BY _version_time DESC, _synced_at DESC) AS rn FROM ` + src + `)
-		WHERE rn = 1 AND NOT _deleted`)
+	rows, err := duck.DB.Query(`SELECT uid, status, epoch_us(_version_time) FROM (` + sink.LatestQuery(src, "uid", "_version_time") + `)`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -619,6 +619,9 @@ func (s *Sink) ensureTable(ctx context.Context, table string, b sink.Batch, as *
 			if err != nil {
 				return nil, err
 			}
+			if err := s.ensureLatestView(ctx, table, b); err != nil {
+				return nil, err
+			}
 			ts.schema = md.Schema
 			return md.Schema, nil
 		}
@@ -701,5 +704,24 @@ func (s *Sink) Purge(ctx context.Context, table string) error {
 		return s.apiError("delete table", name, "", err)
 	}
 	s.forgetTable(name)
+	return nil
+}
+
+// ensureLatestView creates the view <table>_latest over a table that keeps
+// versions (the batch names its key and version columns): the table's
+// current state, as sink.LatestQuery defines it. One that exists is kept.
+func (s *Sink) ensureLatestView(ctx context.Context, table string, b sink.Batch) error {
+	if b.KeyColumn == "" || b.VersionColumn == "" {
+		return nil
+	}
+	from := "`" + s.opts.Project + "." + s.opts.Dataset + "." + table + "`"
+	v := s.client.DatasetInProject(s.opts.Project, s.opts.Dataset).Table(table + "_latest")
+	err := v.Create(ctx, &bigquery.TableMetadata{
+		ViewQuery:   sink.LatestQuery(from, b.KeyColumn, b.VersionColumn),
+		Description: fmt.Sprintf("The current state of %s: the latest version of each %s, deletions dropped. Kept by syncd.", table, b.KeyColumn),
+	})
+	if v, _ := classify(err); err != nil && v != duplicate {
+		return s.apiError("create view", table+"_latest", "", err)
+	}
 	return nil
 }

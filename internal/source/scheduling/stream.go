@@ -50,6 +50,9 @@ func (s *Stream) Table() string { return s.table }
 // TimeColumn is the version time: windows and partitions follow it.
 func (s *Stream) TimeColumn() string { return ColVersionTime }
 
+// KeyColumn names a booking: its rows are its versions.
+func (s *Stream) KeyColumn() string { return "uid" }
+
 // Requests is how many requests the client made.
 func (s *Stream) Requests() int64 { return s.requests.n.Load() }
 
