@@ -3,14 +3,14 @@ package poller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
-
-	"github.com/syncd-dev/syncd/internal/forms"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"go.uber.org/zap"
 
+	"github.com/syncd-dev/syncd/internal/forms"
 	"github.com/syncd-dev/syncd/internal/schema"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/state"
@@ -95,6 +95,9 @@ func (f *formRun) commitBatch(ctx context.Context, w window, b sink.Batch, inten
 		if parted {
 			b.Parts = rows.parts()
 			intent.Parts = b.Parts
+			if w.redo {
+				b.Replace, b.Stale = true, stale(w.parts, b.Parts)
+			}
 		}
 		if err := f.p.store.RecordIntent(ctx, f.job.FormID, intent); err != nil {
 			f.dropIntent(ctx, w, b.ID)
@@ -359,4 +362,16 @@ func mergeTables(pinned, built *schema.Table) *schema.Table {
 		return built
 	}
 	return pinned.Merge(built)
+}
+
+// stale are the partitions an earlier attempt of a batch wrote (before)
+// that this attempt does not (now).
+func stale(before, now []string) []string {
+	var out []string
+	for _, p := range before {
+		if !slices.Contains(now, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -198,6 +198,9 @@ func (r *streamRun) process(ctx context.Context, w window) error {
 				return fmt.Errorf("batch %s: %w", b.ID, err)
 			}
 			b.Parts, intent.Parts = parts, parts
+			if w.redo {
+				b.Replace, b.Stale = true, stale(w.parts, parts)
+			}
 			if err := r.p.store.RecordIntent(ctx, key, intent); err != nil {
 				drop()
 				return fmt.Errorf("record the files of batch %s: %w", b.ID, err)

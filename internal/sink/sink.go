@@ -27,6 +27,13 @@ type Batch struct {
 	// for the latest view (see LatestQuery); empty: the table keeps no
 	// versions.
 	KeyColumn, VersionColumn string
+	// Replace is set on a batch fetched again after a stop: files of it in
+	// place are from an attempt that never committed, and are rewritten
+	// with this attempt's rows (which the state then records), not kept.
+	// Stale lists partitions that attempt wrote and this one does not:
+	// their files are removed.
+	Replace bool
+	Stale   []string
 	// Parts are the partition keys of a Partitioner's batch, sorted: the
 	// intent records them once the rows are fetched, so an open batch found
 	// at start-up is checked file by file. Empty: the partition of

@@ -185,6 +185,11 @@ func (s *Sink) CommitParts(ctx context.Context, b sink.Batch, parts []sink.Part)
 			return written, err
 		}
 	}
+	for _, part := range b.Stale {
+		if err := s.bucket.Delete(ctx, s.Key(b, part)); err != nil && !blobstore.IsNotFound(err) {
+			return written, fmt.Errorf("commit batch %s: remove the object an earlier attempt wrote in %s: %w", b.ID, part, blobstore.Hint(err, s.where))
+		}
+	}
 	return written, nil
 }
 
@@ -222,12 +227,19 @@ func (s *Sink) commitPart(ctx context.Context, b sink.Batch, p sink.Part) (int64
 	encode := func(w io.Writer) (int64, error) {
 		return parquetsink.EncodeRecords(w, p.Records, b, s.kv, s.enc)
 	}
-	switch ok, err := s.exists(ctx, key); {
-	case err != nil:
-		return 0, fmt.Errorf("commit batch %s: %w", b.ID, err)
-	case ok:
-		s.log.Debug("batch object already committed", zap.String("batch_id", b.ID), zap.String("key", key))
-		return 0, nil
+	before := ifAbsent
+	if b.Replace {
+		// An attempt that never committed may have written it: this
+		// attempt's rows replace it (one writer holds the state's lease).
+		before = nil
+	} else {
+		switch ok, err := s.exists(ctx, key); {
+		case err != nil:
+			return 0, fmt.Errorf("commit batch %s: %w", b.ID, err)
+		case ok:
+			s.log.Debug("batch object already committed", zap.String("batch_id", b.ID), zap.String("key", key))
+			return 0, nil
+		}
 	}
 	if s.beforeUpload != nil {
 		s.beforeUpload(key)
@@ -250,7 +262,7 @@ func (s *Sink) commitPart(ctx context.Context, b sink.Batch, p sink.Part) (int64
 	w, err := s.bucket.NewWriter(wctx, key, &blob.WriterOptions{
 		ContentType: ContentType,
 		Metadata:    map[string]string{MetaBatchID: b.ID},
-		BeforeWrite: ifAbsent,
+		BeforeWrite: before,
 	})
 	if err != nil {
 		return 0, fmt.Errorf("commit batch %s: start the upload of %s: %w", b.ID, key, blobstore.Hint(err, s.where))

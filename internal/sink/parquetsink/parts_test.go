@@ -196,3 +196,38 @@ func parquetFiles(t *testing.T, root string) []string {
 	}
 	return out
 }
+
+// TestRedoReplacesAnUncommittedAttempt: a batch fetched again after a stop
+// (Replace) rewrites the files the stopped attempt left with its own rows,
+// and removes the file of a partition it no longer has (Stale).
+func TestRedoReplacesAnUncommittedAttempt(t *testing.T) {
+	d := func(day int) time.Time { return time.Date(2024, 5, day, 12, 0, 0, 0, time.UTC) }
+	root := t.TempDir()
+	s, err := New(Options{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := timedRecord(d(1), d(2), d(3))
+	defer first.Release()
+	b := spanBatch("redo", d(1).Add(-time.Hour), d(5))
+	if err := s.Commit(context.Background(), b, first); err != nil {
+		t.Fatal(err)
+	}
+	// The second attempt: day 2's submission is gone, day 1 has two now.
+	second := timedRecord(d(1), d(1).Add(time.Minute), d(3))
+	defer second.Release()
+	b2, parts, err := s.layout.Split(b, second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2.Replace, b2.Stale = true, []string{"2024-05-02"}
+	if _, err := s.CommitParts(context.Background(), b2, parts); err != nil {
+		t.Fatal(err)
+	}
+	if got := parquetFiles(t, root); !reflect.DeepEqual(got, []string{"t/submission_date=2024-05-01/redo.parquet", "t/submission_date=2024-05-03/redo.parquet"}) {
+		t.Errorf("files after the redo: %v", got)
+	}
+	if n := queryInt(t, duck(t), "SELECT count(*) FROM read_parquet("+glob(root, "t")+", hive_partitioning=true)"); n != 3 {
+		t.Errorf("%d rows after the redo, want the second attempt's 3", n)
+	}
+}

@@ -209,6 +209,14 @@ func (s *Sink) CommitParts(ctx context.Context, b sink.Batch, parts []sink.Part)
 		}
 		written += s.size(s.Path(b, p.Key))
 	}
+	for _, part := range b.Stale {
+		if err := os.Remove(s.Path(b, part)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return written, fmt.Errorf("commit batch %s: remove the file an earlier attempt wrote in %s: %w", b.ID, part, hint(err))
+		}
+		if err := s.syncDirs(b, part); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return written, fmt.Errorf("commit batch %s: %w", b.ID, err)
+		}
+	}
 	return written, nil
 }
 
@@ -244,9 +252,13 @@ func (s *Sink) commitPart(ctx context.Context, b sink.Batch, p sink.Part) error 
 		return fmt.Errorf("commit batch %s: %w", b.ID, err)
 	}
 	dir, final := s.partition(b, p.Key), s.Path(b, p.Key)
-	switch ok, err := s.holds(final, b); {
+	ok, err := s.holds(final, b)
+	switch {
 	case err != nil:
 		return fmt.Errorf("commit batch %s: %w", b.ID, err)
+	case ok && b.Replace:
+		// An attempt that never committed wrote it: this attempt's rows
+		// replace it (the rename below is atomic).
 	case ok:
 		// An earlier attempt may have died after its rename but before
 		// syncing the folders; finish that part so the file lasts.
