@@ -97,3 +97,5 @@ bench: build
 	$(GO) run ./bench/e2e -syncd $(BIN)/syncd -scenario backfill -form wide -sizes 100000,1000000
 	$(GO) run ./bench/e2e -syncd $(BIN)/syncd -scenario ratelimited
 	$(GO) run ./bench/e2e -syncd $(BIN)/syncd -scenario incremental
+	$(GO) run ./bench/e2e -syncd $(BIN)/syncd -scenario account
+	$(GO) run ./bench/e2e -syncd $(BIN)/syncd -scenario reconcile

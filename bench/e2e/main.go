@@ -32,7 +32,7 @@ var compression = "zstd"
 func main() {
 	var (
 		syncdBin = flag.String("syncd", "bin/syncd", "the syncd binary to measure")
-		scenario = flag.String("scenario", "all", "backfill, ratelimited, incremental or all")
+		scenario = flag.String("scenario", "all", "backfill, ratelimited, incremental, account, reconcile or all")
 		sizes    = flag.String("sizes", "100000,1000000", "backfill sizes, submissions")
 		shape    = flag.String("form", "narrow", "backfill form: narrow (6-10 questions) or wide (every documented type)")
 		conc     = flag.Int("concurrency", 2, "backfill windows fetched at once")
@@ -74,6 +74,13 @@ func main() {
 		fmt.Println("| requests | wall | requests/s | of the limit | 429s |")
 		fmt.Println("|---|---|---|---|---|")
 		fmt.Printf("| %d | %.1f s | %.2f | %.0f%% | %d |\n\n", r.requests, r.wall.Seconds(), rps, 100*rps/5, r.limited)
+	}
+	if run("account") {
+		account(ctx, bin, 50, 2, 200_000)
+	}
+	if run("reconcile") {
+		reconcileCost(ctx, bin, 0, 1, 100_000)
+		reconcileCost(ctx, bin, 50, 0, 0)
 	}
 	if run("incremental") {
 		fmt.Printf("## Incremental pass over %d forms with nothing new (rate limit off)\n\n", *incForms)

@@ -54,6 +54,15 @@ type Config struct {
 	Now func() time.Time
 	// WebhookTimeout bounds one webhook delivery; default 5s.
 	WebhookTimeout time.Duration
+	// Shapes, when set, shape form i (an account has sparse forms and
+	// dense ones): a zero field keeps Submissions or Start.
+	Shapes []FormShape
+}
+
+// FormShape is one form's size and history.
+type FormShape struct {
+	Submissions int
+	Start       time.Time
 }
 
 // MaxSubmissions bounds Config.Submissions (row ordinals are 32-bit).

@@ -359,12 +359,21 @@ func buildForm(cfg *Config, ids idCodec, rnd *rand.Rand, i int, taken map[string
 	v.buildMeta()
 
 	f := &formState{view: v, tags: slices.Clone(formTags[i%len(formTags)]), edited: map[uint32]int64{}}
-	startMs := cfg.Start.Add(time.Millisecond - 1).UnixMilli() // first whole ms at or after Start
+	n, start := cfg.Submissions, cfg.Start
+	if i < len(cfg.Shapes) {
+		if sh := cfg.Shapes[i]; sh.Submissions > 0 && sh.Submissions <= MaxSubmissions {
+			n = sh.Submissions
+		}
+		if sh := cfg.Shapes[i]; !sh.Start.IsZero() && sh.Start.Before(cfg.End) {
+			start = sh.Start
+		}
+	}
+	startMs := start.Add(time.Millisecond - 1).UnixMilli() // first whole ms at or after Start
 	endMs := cfg.End.Add(time.Millisecond - 1).UnixMilli()
 	v.endMs = endMs
 	span := endMs - startMs
-	preview, progress := 1+cfg.Submissions/200, 2+cfg.Submissions/100
-	total := cfg.Submissions + preview + progress
+	preview, progress := 1+n/200, 2+n/100
+	total := n + preview + progress
 	f.gen = uint32(total)
 	f.tl = timeline{key: v.key, startMs: startMs, spanMs: max(span, 1), n: f.gen,
 		cycles: max(1, math.Round(float64(span)/float64(dayMs)))}
