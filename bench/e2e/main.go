@@ -26,8 +26,9 @@ import (
 
 const apiKey = "sk_bench_E2E_KEY"
 
-// compression is the -compression flag, for every config written.
-var compression = "zstd"
+// compression and partition are the -compression and -partition flags, for
+// every config written.
+var compression, partition = "zstd", "day"
 
 func main() {
 	var (
@@ -39,9 +40,10 @@ func main() {
 		rlSubs   = flag.Int("ratelimited-submissions", 30000, "submissions in the rate-limited backfill")
 		incForms = flag.Int("incremental-forms", 500, "forms in the incremental pass")
 		codec    = flag.String("compression", "zstd", "sink.parquet.compression")
+		layout   = flag.String("partition", "day", "sink.parquet.partition")
 	)
 	flag.Parse()
-	compression = *codec
+	compression, partition = *codec, *layout
 	bin, err := filepath.Abs(*syncdBin)
 	if err == nil {
 		_, err = os.Stat(bin)
@@ -148,12 +150,13 @@ sync:
   parquet:
     path: %s
     compression: %s
+    partition: %s
 state:
   path: %s
 log:
   level: warn
   format: json
-`, base, rateLimit, extraSync, filepath.Join(dir, "out"), compression, filepath.Join(dir, "state", "syncd.db"))
+`, base, rateLimit, extraSync, filepath.Join(dir, "out"), compression, partition, filepath.Join(dir, "state", "syncd.db"))
 	path := filepath.Join(dir, "syncd.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		fatalf("write config: %v", err)
