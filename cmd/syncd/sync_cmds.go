@@ -239,6 +239,16 @@ func (g *globals) checkConfiguredForms(ctx context.Context) error {
 	return checkForms(ctx, client, ids)
 }
 
+// checkForm refuses, with exit 2 and before anything is written, a form id
+// the account does not have.
+func (g *globals) checkForm(ctx context.Context, formID string) error {
+	_, _, client, err := g.loadClient()
+	if err != nil {
+		return err
+	}
+	return checkForms(ctx, client, []string{formID})
+}
+
 // checkForms maps app.CheckForms to exit codes: 2 for an unknown id, 1 when
 // the account could not be asked.
 func checkForms(ctx context.Context, client *forms.Client, ids []string) error {
@@ -666,11 +676,10 @@ func newReconcileCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return withCode(exitUsage, fmt.Errorf("--from: %w", err))
 			}
-			_, _, client, err := g.loadClient()
-			if err != nil {
+			if err := checkFormat(format); err != nil {
 				return err
 			}
-			if err := checkForms(ctx, client, []string{formID}); err != nil {
+			if err := g.checkForm(ctx, formID); err != nil {
 				return err
 			}
 			a, err := g.openApp(ctx, false)
@@ -712,11 +721,7 @@ func newRefreshCmd(g *globals) *cobra.Command {
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			_, _, client, err := g.loadClient()
-			if err != nil {
-				return err
-			}
-			if err := checkForms(ctx, client, []string{formID}); err != nil {
+			if err := g.checkForm(ctx, formID); err != nil {
 				return err
 			}
 			if !yes {
