@@ -70,10 +70,12 @@ CHAOS_SUBMISSIONS ?= 1500
 CHAOS_FORMS       ?= 3
 CHAOS_FUZZTIME    ?= 60s
 CHAOS_BUCKET_KILLS ?= 40
+CHAOS_RECONCILE_KILLS ?= 40
 chaos: tools
 	SYNCD_CHAOS_KILLS=$(CHAOS_KILLS) SYNCD_CHAOS_SUBMISSIONS=$(CHAOS_SUBMISSIONS) SYNCD_CHAOS_FORMS=$(CHAOS_FORMS) SYNCD_CHAOS_SINK_EVERY=3 \
 		SYNCD_CHAOS_BUCKET_KILLS=$(CHAOS_BUCKET_KILLS) SYNCD_CHAOS_BUCKET_SUBMISSIONS=$(CHAOS_SUBMISSIONS) \
-		$(GO) test -count=1 -v -timeout 120m -run '^(TestChaosCampaign|TestChaosBuckets)$$' ./test/chaos
+		SYNCD_CHAOS_RECONCILE_KILLS=$(CHAOS_RECONCILE_KILLS) \
+		$(GO) test -count=1 -v -timeout 120m -run '^(TestChaosCampaign|TestChaosBuckets|TestChaosReconcile)$$' ./test/chaos
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSubmissionPage$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/forms
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeWebhook$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/forms
 	$(GO) test -run '^$$' -fuzz '^FuzzAppend$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/schema
