@@ -62,8 +62,10 @@ test: vet tools
 # under every simulator fault, disk full and read-only output, damaged state
 # files, each round checked exactly with DuckDB; the same kill rounds with
 # the output in s3:// (versitygw) and azblob:// (Azurite), CHAOS_BUCKET_KILLS
-# each, judged the same way; then the decoder, mapper and
-# config fuzz targets for CHAOS_FUZZTIME each. A rerun with the printed seed:
+# each, judged the same way; `syncd reconcile` killed CHAOS_RECONCILE_KILLS
+# times after edits, deletions and late imports (every version once, the
+# latest view exact); then the decoder, mapper and config fuzz targets for
+# CHAOS_FUZZTIME each. A rerun with the printed seed:
 # make chaos SYNCD_CHAOS_SEED=N. `make test` runs a small version.
 CHAOS_KILLS       ?= 240
 CHAOS_SUBMISSIONS ?= 1500

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/blobstore"
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/forms"
+	"github.com/syncd-dev/syncd/internal/oauth"
 	sinkbq "github.com/syncd-dev/syncd/internal/sink/bigquery"
 )
 
@@ -116,12 +118,44 @@ func newValidateCmd(g *globals) *cobra.Command {
 					fmt.Fprintf(out, "ok   state %s\n", v.State)
 				}
 			}
+			if cfg.Scheduling != nil {
+				schedCtx, cancelSched := context.WithTimeout(ctx, checkBudget)
+				defer cancelSched()
+				if err := checkScheduling(schedCtx, cfg, out); err != nil {
+					fmt.Fprintf(out, "FAIL scheduling: %v\n", err)
+					bad++
+				}
+			}
 			if bad > 0 {
 				return withCode(exitFailed, errReported)
 			}
 			return nil
 		},
 	}
+}
+
+// checkScheduling says who syncd is signed in to the scheduling API as,
+// and whether the client is a legacy one (with the migration's first step);
+// it needs no request. Not signed in is an error naming auth login.
+func checkScheduling(ctx context.Context, cfg *config.Config, out io.Writer) error {
+	store, err := app.OpenStore(ctx, cfg, true)
+	if err != nil {
+		return fmt.Errorf("read the tokens: %w", err)
+	}
+	defer store.Close()
+	tok, err := (app.StateTokens{Store: store}).Load(ctx)
+	if errors.Is(err, oauth.ErrNoToken) {
+		return errors.New("not signed in: run `syncd auth login`")
+	}
+	if err != nil {
+		return err
+	}
+	scopes := strings.Join(tok.Scopes, " ")
+	if tok.Legacy || len(tok.Scopes) == 0 {
+		scopes = "none (a legacy client: " + oauth.LegacyMigrationStep + ")"
+	}
+	fmt.Fprintf(out, "ok   scheduling: signed in as %s, scopes %s\n", orDash(tok.User), scopes)
+	return nil
 }
 
 // apiFailure words a failed API check: an API that never answered is

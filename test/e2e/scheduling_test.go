@@ -209,6 +209,9 @@ func TestBookingsLoginAndExactlyOnce(t *testing.T) {
 	if st := e.run(ctx, "auth", "status"); st.Code != 0 || !strings.Contains(st.Stdout, "BOOKING_READ") || !strings.Contains(st.Stdout, e.sched.User().Email) {
 		t.Errorf("auth status: exit %d, %s", st.Code, st.Stdout)
 	}
+	if v := e.run(ctx, "validate"); v.Code != 0 || !strings.Contains(v.Stdout, "ok   scheduling: signed in as "+e.sched.User().Email) {
+		t.Errorf("validate after login: exit %d, %s", v.Code, v.Stdout)
+	}
 	var outputs []string
 	for pass := 0; pass < 4; pass++ {
 		res := e.run(ctx, "once")
