@@ -270,7 +270,7 @@ func (s *Sink) commitPart(ctx context.Context, b sink.Batch, p sink.Part) (int64
 	cw := &countingWriter{w: w}
 	if _, err := encode(cw); err != nil {
 		cancel()
-		_ = w.Close()
+		_ = closeWriter(w)
 		if s.stopped() {
 			err = ErrStopped
 		}
@@ -278,15 +278,15 @@ func (s *Sink) commitPart(ctx context.Context, b sink.Batch, p sink.Part) (int64
 	}
 	if err := ctx.Err(); err != nil {
 		cancel()
-		_ = w.Close()
+		_ = closeWriter(w)
 		return 0, fmt.Errorf("commit batch %s: %w (nothing written to %s)", b.ID, err, key)
 	}
 	if s.stopped() {
 		cancel()
-		_ = w.Close()
+		_ = closeWriter(w)
 		return 0, fmt.Errorf("commit batch %s: %w", b.ID, ErrStopped)
 	}
-	if err := w.Close(); err != nil {
+	if err := closeWriter(w); err != nil {
 		if s.stopped() && wctx.Err() != nil {
 			return 0, fmt.Errorf("commit batch %s: %w", b.ID, ErrStopped)
 		}
@@ -376,4 +376,17 @@ func (s *Sink) Purge(ctx context.Context, table string) error {
 	}
 	s.log.Info("purged a table's objects", zap.String("table", table), zap.Int("objects", deleted))
 	return nil
+}
+
+// closeWriter closes an upload. gocloud.dev v0.47's Azure writer panics
+// (nil pointer) when it closes an upload fed by Write that failed, a
+// refused create-only condition or a cancelled one among them: that is an
+// upload that did not happen, so the panic becomes its error.
+func closeWriter(w *blob.Writer) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the storage client failed while it closed the upload: %v", r)
+		}
+	}()
+	return w.Close()
 }
