@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -124,16 +125,16 @@ func (s *partSink) CommitParts(_ context.Context, b sink.Batch, parts []sink.Par
 // countingMem counts the requests a memSource answers.
 type countingMem struct {
 	*memSource
-	requests int
+	requests atomic.Int64 // windows are fetched concurrently
 }
 
 func (c *countingMem) GetForm(ctx context.Context, id string) (*forms.Form, error) {
-	c.requests++
+	c.requests.Add(1)
 	return c.memSource.GetForm(ctx, id)
 }
 
 func (c *countingMem) ListSubmissions(ctx context.Context, id string, p forms.ListParams) (*forms.SubmissionPage, error) {
-	c.requests++
+	c.requests.Add(1)
 	return c.memSource.ListSubmissions(ctx, id, p)
 }
 
@@ -284,31 +285,31 @@ func TestRequestsNearTheMinimum(t *testing.T) {
 			}
 			ideal := (tc.n+149)/150 + 1
 			limit := int(1.1*float64(ideal)) + 4
-			t.Logf("first sync: %d requests, ideal %d, limit %d", src.requests, ideal, limit)
-			if src.requests > limit {
-				t.Errorf("first sync of %d submissions made %d requests, more than %d (ideal %d)", tc.n, src.requests, limit, ideal)
+			t.Logf("first sync: %d requests, ideal %d, limit %d", src.requests.Load(), ideal, limit)
+			if n := int(src.requests.Load()); n > limit {
+				t.Errorf("first sync of %d submissions made %d requests, more than %d (ideal %d)", tc.n, n, limit, ideal)
 			}
 			if len(mem.rows) != tc.n {
 				t.Errorf("%d submissions committed, want %d", len(mem.rows), tc.n)
 			}
 
-			src.requests = 0
+			src.requests.Store(0)
 			clock = clock.Add(15 * time.Minute)
 			if res := p.Sync(ctx, job); res.Err != nil {
 				t.Fatal(res.Err)
 			}
-			if src.requests != 1 {
-				t.Errorf("a pass with nothing new made %d requests, want 1", src.requests)
+			if n := src.requests.Load(); n != 1 {
+				t.Errorf("a pass with nothing new made %d requests, want 1", n)
 			}
 
-			src.requests = 0
+			src.requests.Store(0)
 			src.add(clock.Add(time.Minute), clock.Add(2*time.Minute), clock.Add(3*time.Minute))
 			clock = clock.Add(15 * time.Minute)
 			if res := p.Sync(ctx, job); res.Err != nil {
 				t.Fatal(res.Err)
 			}
-			if src.requests > 3 {
-				t.Errorf("a pass with 3 new submissions made %d requests, want at most 3", src.requests)
+			if n := src.requests.Load(); n > 3 {
+				t.Errorf("a pass with 3 new submissions made %d requests, want at most 3", n)
 			}
 			if len(mem.rows) != tc.n+3 {
 				t.Errorf("%d submissions committed, want %d", len(mem.rows), tc.n+3)
