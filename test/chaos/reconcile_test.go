@@ -6,10 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/syncd-dev/syncd/internal/forms"
 	"github.com/syncd-dev/syncd/internal/formsim"
 	"github.com/syncd-dev/syncd/internal/poller"
-	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/testkit"
 )
 
@@ -76,67 +74,9 @@ func TestChaosReconcile(t *testing.T) {
 // checkVersions compares the output with what the service lists now.
 func checkVersions(t *testing.T, sim *testkit.Sim, w *testkit.Workdir, form string, lookback time.Time) {
 	t.Helper()
-	duck := testkit.OpenDuck(t)
-	scan := testkit.Scan(w.Out, poller.DefaultTable(form))
-	var dups int
-	if err := duck.DB.QueryRow(`SELECT count(*) FROM (SELECT submission_id, last_updated_at, _deleted FROM ` + scan + ` GROUP BY ALL HAVING count(*) > 1)`).Scan(&dups); err != nil {
-		t.Fatal(err)
+	duck, table := testkit.OpenDuck(t), poller.DefaultTable(form)
+	if n := duck.DuplicateVersions(t, w.Out, table); n != 0 {
+		t.Errorf("%d versions are in the output more than once", n)
 	}
-	if dups != 0 {
-		t.Errorf("%d versions are in the output more than once", dups)
-	}
-	rows, err := duck.DB.Query(`SELECT submission_id, epoch_us(last_updated_at) FROM (`+sink.LatestQuery(scan, "submission_id", "last_updated_at")+`) WHERE submission_time >= make_timestamp(?)`, lookback.UnixMicro())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	got := map[string]int64{}
-	for rows.Next() {
-		var id string
-		var us int64
-		if err := rows.Scan(&id, &us); err != nil {
-			t.Fatal(err)
-		}
-		got[id] = us
-	}
-	client, err := forms.New(forms.Config{BaseURL: sim.BaseURL, APIKey: testkit.APIKey, RateLimit: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]int64{}
-	after := lookback
-	for offset := 0; ; offset += 150 {
-		page, err := client.ListSubmissions(context.Background(), form, forms.ListParams{Limit: 150, Offset: offset, AfterDate: &after, Sort: forms.SortAsc})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range page.Responses {
-			if !s.SubmissionTime.Before(lookback) {
-				want[s.SubmissionID] = s.LastUpdatedAt.UnixMicro()
-			}
-		}
-		if len(page.Responses) < 150 {
-			break
-		}
-	}
-	bad := 0
-	for id, us := range want {
-		if got[id] != us {
-			bad++
-			if bad <= 5 {
-				t.Errorf("submission %s: the latest view has %d, the service %d", id, got[id], us)
-			}
-		}
-	}
-	for id := range got {
-		if _, ok := want[id]; !ok {
-			bad++
-			if bad <= 5 {
-				t.Errorf("the latest view holds %s, which the service no longer lists", id)
-			}
-		}
-	}
-	if bad > 0 {
-		t.Errorf("%d submissions differ between the latest view and the service", bad)
-	}
+	testkit.CheckLatestView(t, duck.LatestView(t, w.Out, table, lookback), testkit.ServiceVersions(t, sim, form, lookback))
 }

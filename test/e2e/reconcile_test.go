@@ -7,37 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/syncd-dev/syncd/internal/forms"
 	"github.com/syncd-dev/syncd/internal/formsim"
-	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/testkit"
 )
-
-// latestView runs the documented query of a form's table's current state
-// (sink.LatestQuery: the latest version of each submission, tombstones
-// dropped) in DuckDB. It
-// returns submission id -> last_updated_at (µs) of the rows whose
-// submission time is at or after from.
-func latestView(t *testing.T, duck *testkit.Duck, out, table string, from time.Time) map[string]int64 {
-	t.Helper()
-	q := `SELECT submission_id, epoch_us(last_updated_at) FROM (` + sink.LatestQuery(testkit.Scan(out, table), "submission_id", "last_updated_at") + `)
-	WHERE submission_time >= make_timestamp(?)`
-	rows, err := duck.DB.Query(q, from.UnixMicro())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	got := map[string]int64{}
-	for rows.Next() {
-		var id string
-		var us int64
-		if err := rows.Scan(&id, &us); err != nil {
-			t.Fatal(err)
-		}
-		got[id] = us
-	}
-	return got
-}
 
 // rowsBefore is every row (id, last_updated_at, deleted) of the table whose
 // submission time is before end, as a multiset.
@@ -121,40 +93,8 @@ func TestReconcileEditsDeletionsAndLateImports(t *testing.T) {
 		t.Errorf("reconcile summary: %s", res.Stdout)
 	}
 
-	// The truth: what the service lists now, inside the lookback.
-	client, err := forms.New(forms.Config{BaseURL: sim.BaseURL, APIKey: testkit.APIKey, RateLimit: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	truth := map[string]int64{}
-	after := lookback
-	for offset := 0; ; offset += 150 {
-		page, err := client.ListSubmissions(ctx, form, forms.ListParams{Limit: 150, Offset: offset, AfterDate: &after, Sort: forms.SortAsc})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range page.Responses {
-			if !s.SubmissionTime.Before(lookback) {
-				truth[s.SubmissionID] = s.LastUpdatedAt.UnixMicro()
-			}
-		}
-		if len(page.Responses) < 150 {
-			break
-		}
-	}
-	got := latestView(t, duck, w.Out, table, lookback)
-	for id, us := range truth {
-		if g, ok := got[id]; !ok {
-			t.Errorf("submission %s (last updated %d) is not in the latest view", id, us)
-		} else if g != us {
-			t.Errorf("submission %s: the latest view has version %d, the service %d", id, g, us)
-		}
-	}
-	for id := range got {
-		if _, ok := truth[id]; !ok {
-			t.Errorf("the latest view holds %s, which the service no longer lists", id)
-		}
-	}
+	got := duck.LatestView(t, w.Out, table, lookback)
+	testkit.CheckLatestView(t, got, testkit.ServiceVersions(t, sim, form, lookback))
 	for _, id := range imported {
 		if _, ok := got[id]; !ok {
 			t.Errorf("late import %s is not in the latest view", id)
@@ -163,12 +103,8 @@ func TestReconcileEditsDeletionsAndLateImports(t *testing.T) {
 	if after := rowsBefore(t, duck, w.Out, table, lookback); !equalCounts(before, after) {
 		t.Errorf("rows outside the lookback changed: %d distinct before, %d after", len(before), len(after))
 	}
-	var dups int
-	if err := duck.DB.QueryRow(`SELECT count(*) FROM (SELECT submission_id, last_updated_at, _deleted FROM ` + testkit.Scan(w.Out, table) + ` GROUP BY ALL HAVING count(*) > 1)`).Scan(&dups); err != nil {
-		t.Fatal(err)
-	}
-	if dups != 0 {
-		t.Errorf("%d versions are in the output more than once", dups)
+	if n := duck.DuplicateVersions(t, w.Out, table); n != 0 {
+		t.Errorf("%d versions are in the output more than once", n)
 	}
 
 	files := testkit.ParquetFiles(t, w.Out)
