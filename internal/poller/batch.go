@@ -3,8 +3,10 @@ package poller
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -26,7 +28,10 @@ func (f *formRun) processWindow(ctx context.Context, w window) error {
 	if err := f.p.checkHorizon(f.job.FormID, w.end); err != nil && !w.redo {
 		return err
 	}
-	intent := state.Intent{BatchID: b.ID, Table: b.Table, Start: w.start, End: w.end, CreatedAt: f.p.opts.Now().UTC()}
+	// An open batch of an earlier run keeps the files its intent names
+	// until this attempt names its own: a stop in between must not leave an
+	// intent that names fewer files than are (partly) in the sink.
+	intent := state.Intent{BatchID: b.ID, Table: b.Table, Start: w.start, End: w.end, Parts: w.parts, Attempt: w.attempt, CreatedAt: f.p.opts.Now().UTC()}
 	if err := f.p.store.RecordIntent(ctx, f.job.FormID, intent); err != nil {
 		return fmt.Errorf("record intent of batch %s: %w", b.ID, err)
 	}
@@ -94,7 +99,8 @@ func (f *formRun) commitBatch(ctx context.Context, w window, b sink.Batch, inten
 		// after a stop is committed with its versions.
 		if parted {
 			b.Parts = rows.parts()
-			intent.Parts = b.Parts
+			b.Attempt = newAttempt()
+			intent.Parts, intent.Attempt = b.Parts, b.Attempt
 			if w.redo {
 				b.Replace, b.Stale = true, stale(w.parts, b.Parts)
 			}
@@ -374,4 +380,10 @@ func stale(before, now []string) []string {
 		}
 	}
 	return out
+}
+
+// newAttempt names an attempt at writing a batch's files: unique enough
+// that two attempts of one batch never share it.
+func newAttempt() string {
+	return strconv.FormatUint(rand.Uint64(), 36)
 }

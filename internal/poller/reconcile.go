@@ -198,7 +198,7 @@ func (f *formRun) reconcileWindow(ctx context.Context, w window, index map[strin
 	for i := range changed {
 		vers[changed[i].SubmissionID] = versionOf(&changed[i])
 	}
-	intent := state.Intent{BatchID: b.ID, Table: b.Table, Start: w.start, End: w.end, CreatedAt: w.seen, Reconcile: true, Versions: vers, Gone: gone}
+	intent := state.Intent{BatchID: b.ID, Table: b.Table, Start: w.start, End: w.end, Parts: w.parts, Attempt: w.attempt, CreatedAt: w.seen, Reconcile: true, Versions: vers, Gone: gone}
 	if err := f.p.store.RecordIntent(ctx, f.job.FormID, intent); err != nil {
 		return fmt.Errorf("record intent of reconcile batch %s: %w", b.ID, err)
 	}

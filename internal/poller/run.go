@@ -52,6 +52,7 @@ type window struct {
 	// seen is when that reconcile pass began (tombstones' version time).
 	reconcile bool
 	seen      time.Time
+	attempt   string // the attempt that wrote the open batch's files
 }
 
 // formRun is one pass over one form.
@@ -285,7 +286,7 @@ func (p *Poller) recoverIntents(ctx context.Context, st state.FormState, log *za
 	sort.Strings(ids)
 	for _, id := range ids {
 		in := st.Intents[id]
-		w := window{start: in.Start, end: in.End, count: -1, redo: true, table: in.Table, id: id, parts: in.Parts, reconcile: in.Reconcile, seen: in.CreatedAt}
+		w := window{start: in.Start, end: in.End, count: -1, redo: true, table: in.Table, id: id, parts: in.Parts, attempt: in.Attempt, reconcile: in.Reconcile, seen: in.CreatedAt}
 		done, err := p.sink.Committed(ctx, batchFor(w))
 		if err != nil {
 			return nil, recovered, fmt.Errorf("resolve open batch %s of %s: ask the sink: %w", id, st.FormID, err)
@@ -331,6 +332,7 @@ func (f *formRun) batchFor(w window) sink.Batch {
 		KeyColumn:     schema.ColSubmissionID,
 		VersionColumn: schema.ColLastUpdatedAt,
 		Parts:         w.parts,
+		Attempt:       w.attempt,
 	}
 }
 

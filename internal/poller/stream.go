@@ -160,7 +160,7 @@ func (r *streamRun) batchFor(w window) sink.Batch {
 		table = w.table
 	}
 	return sink.Batch{ID: id, FormID: r.s.Key(), Table: table, WindowStart: w.start, WindowEnd: w.end,
-		TimeColumn: r.s.TimeColumn(), KeyColumn: r.s.KeyColumn(), VersionColumn: r.s.TimeColumn(), Parts: w.parts}
+		TimeColumn: r.s.TimeColumn(), KeyColumn: r.s.KeyColumn(), VersionColumn: r.s.TimeColumn(), Parts: w.parts, Attempt: w.attempt}
 }
 
 // process is the exactly-once protocol for one window of a stream: intent,
@@ -171,7 +171,7 @@ func (r *streamRun) process(ctx context.Context, w window) error {
 	if err := r.p.checkHorizon(key, w.end); err != nil && !w.redo {
 		return err
 	}
-	intent := state.Intent{BatchID: b.ID, Table: b.Table, Start: w.start, End: w.end, Parts: w.parts, CreatedAt: r.p.opts.Now().UTC()}
+	intent := state.Intent{BatchID: b.ID, Table: b.Table, Start: w.start, End: w.end, Parts: w.parts, Attempt: w.attempt, CreatedAt: r.p.opts.Now().UTC()}
 	if err := r.p.store.RecordIntent(ctx, key, intent); err != nil {
 		return fmt.Errorf("record intent of batch %s: %w", b.ID, err)
 	}
@@ -198,6 +198,8 @@ func (r *streamRun) process(ctx context.Context, w window) error {
 				return fmt.Errorf("batch %s: %w", b.ID, err)
 			}
 			b.Parts, intent.Parts = parts, parts
+			b.Attempt = newAttempt()
+			intent.Attempt = b.Attempt
 			if w.redo {
 				b.Replace, b.Stale = true, stale(w.parts, parts)
 			}

@@ -27,6 +27,13 @@ type Batch struct {
 	// for the latest view (see LatestQuery); empty: the table keeps no
 	// versions.
 	KeyColumn, VersionColumn string
+	// Attempt names the attempt that wrote a batch's files (its intent
+	// records it with the files): a file of the batch written by another,
+	// stopped attempt is not part of this one. A stop part-way through an
+	// attempt that rewrites files leaves files of two attempts; only this
+	// check keeps Committed from taking that mix for the batch. Empty: not
+	// checked (batches of older versions).
+	Attempt string
 	// Replace is set on a batch fetched again after a stop: files of it in
 	// place are from an attempt that never committed, and are rewritten
 	// with this attempt's rows (which the state then records), not kept.

@@ -30,6 +30,8 @@ type Intent struct {
 	// Parts are the sink partitions the batch writes a file to, recorded
 	// once its rows are fetched and before the first file is written.
 	Parts []string `json:"parts,omitempty"`
+	// Attempt names the attempt that writes those files (sink.Batch.Attempt).
+	Attempt string `json:"attempt,omitempty"`
 	// Versions and Gone are what the batch's Commit will record in the
 	// form's version index (see FormState.Versions), kept here so that a
 	// batch found in the sink after a stop is committed with them.

@@ -31,8 +31,12 @@ import (
 // ContentType is the media type of every object written.
 const ContentType = "application/vnd.apache.parquet"
 
-// MetaBatchID is the object metadata key naming the batch an object holds.
-const MetaBatchID = "syncd-batch-id"
+// MetaBatchID and MetaAttempt are the object metadata keys naming the
+// batch an object holds and the attempt that wrote it.
+const (
+	MetaBatchID = "syncd-batch-id"
+	MetaAttempt = "syncd-attempt"
+)
 
 // Options configures a Sink.
 type Options struct {
@@ -233,12 +237,15 @@ func (s *Sink) commitPart(ctx context.Context, b sink.Batch, p sink.Part) (int64
 		// attempt's rows replace it (one writer holds the state's lease).
 		before = nil
 	} else {
-		switch ok, err := s.exists(ctx, key); {
+		switch ours, present, err := s.holds(ctx, key, b); {
 		case err != nil:
 			return 0, fmt.Errorf("commit batch %s: %w", b.ID, err)
-		case ok:
+		case ours:
 			s.log.Debug("batch object already committed", zap.String("batch_id", b.ID), zap.String("key", key))
 			return 0, nil
+		case present:
+			// A stopped attempt of the batch wrote it: replaced.
+			before = nil
 		}
 	}
 	if s.beforeUpload != nil {
@@ -261,7 +268,7 @@ func (s *Sink) commitPart(ctx context.Context, b sink.Batch, p sink.Part) (int64
 	}
 	w, err := s.bucket.NewWriter(wctx, key, &blob.WriterOptions{
 		ContentType: ContentType,
-		Metadata:    map[string]string{MetaBatchID: b.ID},
+		Metadata:    map[string]string{MetaBatchID: b.ID, MetaAttempt: b.Attempt},
 		BeforeWrite: before,
 	})
 	if err != nil {
@@ -315,7 +322,7 @@ func (s *Sink) Committed(ctx context.Context, b sink.Batch) (bool, error) {
 		return false, err
 	}
 	for _, part := range s.layout.PartsOf(b) {
-		ok, err := s.exists(ctx, s.Key(b, part))
+		ok, _, err := s.holds(ctx, s.Key(b, part), b)
 		if err != nil {
 			return false, fmt.Errorf("check batch %s: %w", b.ID, err)
 		}
@@ -324,6 +331,23 @@ func (s *Sink) Committed(ctx context.Context, b sink.Batch) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// holds reports whether key is an object of batch b written by b's attempt
+// (when b names one), and whether an object is there at all.
+func (s *Sink) holds(ctx context.Context, key string, b sink.Batch) (ours, present bool, err error) {
+	if b.Attempt == "" {
+		ok, err := s.exists(ctx, key)
+		return ok, ok, err
+	}
+	a, err := s.bucket.Attributes(ctx, key)
+	if blobstore.IsNotFound(err) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, fmt.Errorf("look for %s in %s: %w", key, s.where, blobstore.Hint(err, s.where))
+	}
+	return a.Metadata[MetaAttempt] == b.Attempt, true, nil
 }
 
 func (s *Sink) exists(ctx context.Context, key string) (bool, error) {

@@ -46,6 +46,7 @@ const (
 	KeyWindowStart       = "syncd.window_start"
 	KeyWindowEnd         = "syncd.window_end"
 	KeySchemaFingerprint = "syncd.schema_fingerprint"
+	KeyAttempt           = "syncd.attempt"
 )
 
 // TimeLayout formats the window bounds in the footer: RFC 3339, UTC,
@@ -95,7 +96,7 @@ func (o EncodeOptions) Validate() error {
 // set it, or a file could claim to be a batch it is not.
 func reserved(k string) bool {
 	switch k {
-	case KeyFormID, KeyBatchID, KeyWindowStart, KeyWindowEnd, KeySchemaFingerprint:
+	case KeyFormID, KeyBatchID, KeyWindowStart, KeyWindowEnd, KeySchemaFingerprint, KeyAttempt:
 		return true
 	}
 	return false
@@ -264,6 +265,9 @@ func footer(b sink.Batch, kv map[string]string) orderedKV {
 	m[KeyWindowStart] = formatTime(b.WindowStart)
 	m[KeyWindowEnd] = formatTime(b.WindowEnd)
 	m[KeySchemaFingerprint] = b.SchemaFingerprint
+	if b.Attempt != "" {
+		m[KeyAttempt] = b.Attempt
+	}
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

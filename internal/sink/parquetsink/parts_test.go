@@ -231,3 +231,39 @@ func TestRedoReplacesAnUncommittedAttempt(t *testing.T) {
 		t.Errorf("%d rows after the redo, want the second attempt's 3", n)
 	}
 }
+
+// TestFilesOfAnotherAttempt: a file of the batch written by another
+// (stopped) attempt is not this attempt's: Committed says no, and a commit
+// rewrites it, so a mix of two attempts never passes for the batch.
+func TestFilesOfAnotherAttempt(t *testing.T) {
+	d := func(day int) time.Time { return time.Date(2024, 5, day, 12, 0, 0, 0, time.UTC) }
+	root := t.TempDir()
+	s, err := New(Options{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := timedRecord(d(1), d(2))
+	defer rec.Release()
+	b := spanBatch("att", d(1).Add(-time.Hour), d(3))
+	b.Attempt = "first"
+	if err := s.Commit(context.Background(), b, rec); err != nil {
+		t.Fatal(err)
+	}
+	b, parts, err := s.layout.Split(b, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.Committed(context.Background(), b); err != nil || !ok {
+		t.Fatalf("its own attempt: committed %v, %v", ok, err)
+	}
+	b.Attempt = "second"
+	if ok, err := s.Committed(context.Background(), b); err != nil || ok {
+		t.Fatalf("files of another attempt read as committed (%v, %v)", ok, err)
+	}
+	if _, err := s.CommitParts(context.Background(), b, parts); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.Committed(context.Background(), b); err != nil || !ok {
+		t.Fatalf("after the second attempt's commit: committed %v, %v", ok, err)
+	}
+}

@@ -396,6 +396,12 @@ func (s *Sink) holds(path string, b sink.Batch) (bool, error) {
 		s.log.Warn("a batch file's footer names another batch; committing the batch replaces it", zap.String("path", path), zap.String("batch_id", b.ID), zap.String("footer_batch_id", found))
 		return false, nil
 	}
+	if b.Attempt != "" {
+		if got := r.MetaData().KeyValueMetadata().FindValue(KeyAttempt); got == nil || *got != b.Attempt {
+			// A stopped attempt of the batch wrote it: not part of this one.
+			return false, nil
+		}
+	}
 	return true, nil
 }
 
