@@ -64,6 +64,7 @@ func TestChaosBuckets(t *testing.T) {
 							v.Examples = append(v.Examples, fv.Examples...)
 						}
 						if !v.ok() {
+							t.Logf("objects in the bucket, to tell which batches overlap: %v", l.Keys(t, "lake/forms"))
 							t.Fatalf("%s round %d is not exactly once: %+v\n  %s", scheme, r, v, strings.Join(v.Examples, "\n  "))
 						}
 						total.add(v)
