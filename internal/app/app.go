@@ -158,7 +158,7 @@ func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options
 	}
 	// A writer that loses its state lease abandons its uploads in flight.
 	if o, ok := store.(*state.Object); ok {
-		if s, ok := a.Sink.(interface{ StopWhen(<-chan struct{}) }); ok {
+		if s, ok := a.Sink.(sink.LeaseBound); ok {
 			s.StopWhen(o.Lost())
 		}
 	}

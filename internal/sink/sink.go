@@ -120,3 +120,11 @@ func LatestQuery(from, key, version string) string {
 	return "SELECT * FROM (SELECT * FROM " + from + " WHERE TRUE QUALIFY ROW_NUMBER() OVER (PARTITION BY " + key +
 		" ORDER BY " + version + " DESC, _synced_at DESC) = 1) WHERE NOT COALESCE(_deleted, FALSE)"
 }
+
+// LeaseBound is a capability a Sink may have: it stops writing once the
+// state store's lease is lost (ch closed), so that a syncd another one took
+// over from cannot complete an upload of a batch the new one may already
+// have resolved as never committed. Call it before the first commit.
+type LeaseBound interface {
+	StopWhen(ch <-chan struct{})
+}

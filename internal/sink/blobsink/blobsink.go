@@ -91,6 +91,7 @@ func (s *Sink) stopped() bool {
 var (
 	_ sink.Sink        = (*Sink)(nil)
 	_ sink.Partitioner = (*Sink)(nil)
+	_ sink.LeaseBound  = (*Sink)(nil)
 )
 
 // New opens the bucket opts.URL names and checks that it can be listed.
