@@ -73,7 +73,7 @@ CHAOS_FORMS       ?= 3
 # A count of runs, not a duration: go1.26's fuzz coordinator can fail a
 # duration budget at its end with "context deadline exceeded" and no
 # failing input on a loaded machine (golang/go#75804, fixed in go1.27).
-CHAOS_FUZZTIME    ?= 500000x
+CHAOS_FUZZTIME    ?= 30000x
 CHAOS_BUCKET_KILLS ?= 40
 CHAOS_RECONCILE_KILLS ?= 40
 chaos: tools
