@@ -74,15 +74,9 @@ func newOnceCmd(g *globals) *cobra.Command {
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			cfg, log, client, err := g.loadClient()
+			cfg, client, counting, err := g.loadPassClient(dryRun)
 			if err != nil {
 				return err
-			}
-			counting := &requestCounter{}
-			if dryRun {
-				if client, err = app.NewClient(cfg, log, counting); err != nil {
-					return withCode(exitUsage, err)
-				}
 			}
 			ids, err := g.selectForms(ctx, cfg, client, formIDs)
 			if err != nil {
@@ -237,6 +231,22 @@ func (g *globals) checkConfiguredForms(ctx context.Context) error {
 		ids = append(ids, f.ID)
 	}
 	return checkForms(ctx, client, ids)
+}
+
+// loadPassClient loads the configuration and the API client of a pass;
+// for a dry run the client counts its requests, which the plan reports.
+func (g *globals) loadPassClient(dryRun bool) (*config.Config, *forms.Client, *requestCounter, error) {
+	cfg, log, client, err := g.loadClient()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	counting := &requestCounter{}
+	if dryRun {
+		if client, err = app.NewClient(cfg, log, counting); err != nil {
+			return nil, nil, nil, withCode(exitUsage, err)
+		}
+	}
+	return cfg, client, counting, nil
 }
 
 // checkForm refuses, with exit 2 and before anything is written, a form id
@@ -603,15 +613,9 @@ func newBackfillCmd(g *globals) *cobra.Command {
 			if cmd.Flags().Changed("concurrency") && concurrency < 1 {
 				return withCode(exitUsage, fmt.Errorf("--concurrency %d: must be at least 1 (windows fetched at once)", concurrency))
 			}
-			cfg, log, client, err := g.loadClient()
+			cfg, client, counting, err := g.loadPassClient(dryRun)
 			if err != nil {
 				return err
-			}
-			counting := &requestCounter{}
-			if dryRun {
-				if client, err = app.NewClient(cfg, log, counting); err != nil {
-					return withCode(exitUsage, err)
-				}
 			}
 			if err := checkForms(ctx, client, []string{formID}); err != nil {
 				return err

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -260,11 +259,7 @@ func stateForms(t *testing.T, path string) []string {
 // refresh replaces the table, and a refresh killed at random instants
 // leaves, after the next completed pass, every submission exactly once.
 func TestResetAndRefresh(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if s, err := strconv.ParseUint(os.Getenv("SYNCD_CRASH_SEED"), 10, 64); err == nil {
-		seed = s
-	}
-	t.Logf("seed %d (rerun with SYNCD_CRASH_SEED=%d)", seed, seed)
+	seed := testkit.Seed(t, "SYNCD_CRASH_SEED")
 	rng := rand.New(rand.NewPCG(seed, 16))
 	start, end := history(6)
 	sim := testkit.StartSim(t, formsim.Config{Seed: 25, Forms: 1, Submissions: 1500, Start: start, End: end})

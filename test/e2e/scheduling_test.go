@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -252,11 +251,7 @@ func TestBookingsLoginAndExactlyOnce(t *testing.T) {
 // in one sentence to log in again; either way no booking version is lost or
 // doubled once it is signed in again.
 func TestBookingsSurviveKillsDuringTokenRotation(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if s, err := strconv.ParseUint(os.Getenv("SYNCD_CRASH_SEED"), 10, 64); err == nil {
-		seed = s
-	}
-	t.Logf("seed %d (rerun with SYNCD_CRASH_SEED=%d)", seed, seed)
+	seed := testkit.Seed(t, "SYNCD_CRASH_SEED")
 	rng := rand.New(rand.NewPCG(seed, 13))
 	var mu sync.Mutex
 	var onToken func()

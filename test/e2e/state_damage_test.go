@@ -26,11 +26,7 @@ import (
 // fail with the damage error that names the remedy, and then have written
 // nothing: no run may re-sync a form silently (duplicates) or skip one.
 func TestStateByteFlips(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if s, err := strconv.ParseUint(os.Getenv("SYNCD_FLIP_SEED"), 10, 64); err == nil {
-		seed = s
-	}
-	t.Logf("seed %d (rerun with SYNCD_FLIP_SEED=%d)", seed, seed)
+	seed := testkit.Seed(t, "SYNCD_FLIP_SEED")
 	rng := rand.New(rand.NewPCG(seed, 17))
 	start, end := history(4)
 	sim := testkit.StartSim(t, formsim.Config{Seed: 23, Forms: 3, Submissions: 300, Start: start, End: end})
