@@ -46,6 +46,10 @@ type Batch struct {
 	// at start-up is checked file by file. Empty: the partition of
 	// WindowStart (batches of older versions never crossed a partition).
 	Parts []string
+	// Schema is the pinned table schema the rows were built with
+	// (schema.Marshal), stored beside them (a Parquet footer key) so that
+	// the state can be rebuilt from the output; nil: not stored.
+	Schema []byte
 }
 
 // Sink is a destination that commits whole batches.
@@ -127,4 +131,67 @@ func LatestQuery(from, key, version string) string {
 // have resolved as never committed. Call it before the first commit.
 type LeaseBound interface {
 	StopWhen(ch <-chan struct{})
+}
+
+// Held is what a table's output records of one batch: enough to rebuild
+// the state that wrote it (`syncd state adopt`).
+type Held struct {
+	ID     string // the batch id
+	Stream string // the stream the batch belongs to, as its files name it (Batch.FormID)
+	// WindowStart and WindowEnd are the batch's window, as its files
+	// record it (zero when the sink keeps no such record).
+	WindowStart, WindowEnd time.Time
+	// Attempt names the attempt whose files are in place (Batch.Attempt).
+	Attempt string
+	// Parts are the partitions the batch has files in; AllParts those its
+	// files say the batch writes (Batch.Parts). Complete is set when
+	// every one of AllParts is in place, written by one attempt: only
+	// then is the batch whole in the output. A sink whose commit is one
+	// atomic unit (a BigQuery load job) reports every batch complete.
+	Parts, AllParts []string
+	Complete        bool
+	Rows            int64
+	// Schema is the pinned table schema the rows were built with
+	// (Batch.Schema); nil when the files do not carry it.
+	Schema []byte
+}
+
+// Inventory is a capability a Sink may have: telling which batches a
+// table's output holds. It is how a state that is not the one that wrote
+// the output is noticed before it writes the same rows a second time, and
+// how `syncd state adopt` rebuilds that state from the output.
+type Inventory interface {
+	// HeldBatches lists the ids of the batches a table holds files (or
+	// rows) of, cheaply: names only, no file is opened. A table with no
+	// output has none.
+	HeldBatches(ctx context.Context, table string) ([]string, error)
+	// DescribeBatches reads what the output records of each batch of a
+	// table (its footers, its object metadata or its rows), sorted by id.
+	DescribeBatches(ctx context.Context, table string) ([]Held, error)
+}
+
+// TableColumns names a table and the columns of its rows' identity.
+type TableColumns struct {
+	Table   string
+	Key     string // names a record (KeyColumn)
+	Version string // orders its versions (VersionColumn)
+	Time    string // the column windows and partitions follow (TimeColumn)
+}
+
+// RowVersion is one row of a table, read back: which record, which
+// version, when, and whether it is a tombstone (_deleted).
+type RowVersion struct {
+	BatchID string
+	Key     string
+	Version time.Time
+	Time    time.Time
+	Deleted bool
+}
+
+// VersionReader is a capability a Sink may have: reading back the identity
+// of every row a table holds, in no particular order, so that a version
+// index can be rebuilt from the output. Only files of complete batches
+// (see Held) are read.
+type VersionReader interface {
+	ReadVersions(ctx context.Context, t TableColumns, fn func(RowVersion) error) error
 }
