@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -284,7 +285,35 @@ func Load(path string, lookupEnv func(string) (string, bool)) (*Config, error) {
 	if err := cfg.validate(path); err != nil {
 		return nil, err
 	}
+	if path != "" {
+		dir, err := filepath.Abs(filepath.Dir(path))
+		if err != nil {
+			return nil, fmt.Errorf("resolve the folder of config %s: %w", path, err)
+		}
+		cfg.resolvePaths(dir)
+	}
 	return &cfg, nil
+}
+
+// resolvePaths makes the relative local paths of a configuration loaded from
+// a file (the state file, the Parquet folder, the spool folder; defaults
+// included) relative to the file's folder, not to the working directory: two
+// runs of one config from two folders must share one state, or the second
+// writes every row a second time into the same output.
+func (c *Config) resolvePaths(dir string) {
+	abs := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	if c.State.URL == "" {
+		c.State.Path = abs(c.State.Path)
+	}
+	if !strings.Contains(c.Sink.Parquet.Path, "://") {
+		c.Sink.Parquet.Path = abs(c.Sink.Parquet.Path)
+	}
+	c.Sync.SpoolDir = abs(c.Sync.SpoolDir)
 }
 
 // Parse is Load for a configuration held in memory (tests, fuzzing).

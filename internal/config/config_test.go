@@ -166,3 +166,38 @@ func fmtAll(cfg *Config) string {
 	b, _ := yaml.Marshal(cfg)
 	return string(b) + " " + fmt.Sprintf("%v %+v %#v", cfg.Source, cfg.Source, cfg.Source)
 }
+
+// Relative paths of a config file are relative to its folder, whatever the
+// working directory: two runs of one config from two folders share one
+// state (issue: two states, one output, every row written twice).
+func TestLoadResolvesPathsAgainstTheConfigFolder(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		name, yaml                    string
+		wantState, wantOut, wantSpool string
+	}{
+		{"relative keys", "sink: {type: parquet, parquet: {path: ./out}}\nstate: {path: st/syncd.db}\nsync: {spool_dir: ../spool}\n",
+			filepath.Join(dir, "st/syncd.db"), filepath.Join(dir, "out"), filepath.Join(filepath.Dir(dir), "spool")},
+		{"defaults", "sink: {type: parquet}\n",
+			filepath.Join(dir, "state/syncd.db"), filepath.Join(dir, "out"), ""},
+		{"absolute and URLs kept", "sink: {type: parquet, parquet: {path: s3://bucket/prefix}}\nstate: {path: /var/lib/syncd/syncd.db}\n",
+			"/var/lib/syncd/syncd.db", "s3://bucket/prefix", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, "syncd.yaml")
+			if err := os.WriteFile(p, []byte("source: {api_key: k}\n"+tc.yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			// A relative config path, from another working directory.
+			t.Chdir(filepath.Dir(dir))
+			cfg, err := Load(filepath.Join(filepath.Base(dir), "syncd.yaml"), env(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.State.Path != tc.wantState || cfg.Sink.Parquet.Path != tc.wantOut || cfg.Sync.SpoolDir != tc.wantSpool {
+				t.Errorf("state %q, out %q, spool %q; want %q, %q, %q", cfg.State.Path, cfg.Sink.Parquet.Path, cfg.Sync.SpoolDir, tc.wantState, tc.wantOut, tc.wantSpool)
+			}
+		})
+	}
+}
