@@ -19,6 +19,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/forms"
 	"github.com/syncd-dev/syncd/internal/metrics"
 	"github.com/syncd-dev/syncd/internal/poller"
+	"github.com/syncd-dev/syncd/internal/schema"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/sink/bigquery"
 	"github.com/syncd-dev/syncd/internal/sink/blobsink"
@@ -137,6 +138,14 @@ func StateWhere(cfg *config.Config) string {
 	return cfg.State.Path
 }
 
+// OutputWhere is where the configured output lives, for messages.
+func OutputWhere(cfg *config.Config) string {
+	if cfg.Sink.Type == "bigquery" && cfg.Sink.BigQuery != nil {
+		return "BigQuery dataset " + cfg.Sink.BigQuery.Project + "." + cfg.Sink.BigQuery.Dataset
+	}
+	return cfg.Sink.Parquet.Path
+}
+
 // Open opens every part. The state store is opened first: a second syncd on
 // the same state fails here, before it makes a single request.
 func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options) (*App, error) {
@@ -183,6 +192,8 @@ func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options
 		Lookback:        cfg.Sync.Lookback.D(),
 		ReconcileEvery:  cfg.Sync.ReconcileEvery.D(),
 		IncludeEditLink: cfg.Sync.IncludeEditLink,
+		StateName:       StateWhere(cfg),
+		OutputName:      OutputWhere(cfg),
 		Now:             opts.Now,
 		Logger:          log.Named("poller"),
 	})
@@ -334,4 +345,23 @@ func (a *App) SyncBookings(ctx context.Context) poller.Result {
 		return poller.Result{FormID: a.Scheduling.Stream.Key(), Table: a.Scheduling.Stream.Table(), Interrupted: true}
 	}
 	return a.Poller.SyncStream(ctx, a.Scheduling.Stream, a.Scheduling.Start.Time)
+}
+
+// AdoptTargets are the streams `syncd state adopt` rebuilds: the forms of
+// jobs, and the bookings when the scheduling API is configured.
+func (a *App) AdoptTargets(jobs []poller.Job, bookings bool) []poller.AdoptTarget {
+	out := make([]poller.AdoptTarget, 0, len(jobs)+1)
+	for _, j := range jobs {
+		table := j.Table
+		if table == "" {
+			table = poller.DefaultTable(j.FormID)
+		}
+		out = append(out, poller.AdoptTarget{Stream: j.FormID, Table: table, Index: true,
+			Key: schema.ColSubmissionID, Version: schema.ColLastUpdatedAt, Time: schema.ColSubmissionTime})
+	}
+	if bookings && a.Scheduling != nil {
+		s := a.Scheduling.Stream
+		out = append(out, poller.AdoptTarget{Stream: s.Key(), Table: s.Table(), Key: s.KeyColumn(), Version: s.TimeColumn(), Time: s.TimeColumn()})
+	}
+	return out
 }

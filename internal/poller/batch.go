@@ -86,6 +86,12 @@ func (f *formRun) commitBatch(ctx context.Context, w window, b sink.Batch, inten
 		return fmt.Errorf("gather batch %s of form %s: %w", b.ID, f.job.FormID, err)
 	}
 	b.SchemaFingerprint = table.Fingerprint()
+	// The files carry the schema they were built with: a state rebuilt
+	// from the output (adopt) pins it again.
+	if b.Schema, err = schema.Marshal(table); err != nil {
+		f.dropIntent(ctx, w, b.ID)
+		return fmt.Errorf("serialise the schema of batch %s: %w", b.ID, err)
+	}
 	f.noteStats(log, stats)
 
 	n := rows.rows()

@@ -42,9 +42,12 @@ type Options struct {
 	// system's temporary folder).
 	ChunkRows int
 	SpoolDir  string
-	Now       func() time.Time
-	Logger    *zap.Logger
-	Allocator memory.Allocator
+	// StateName and OutputName say where the state and the output are, in
+	// messages (ForeignOutputError).
+	StateName, OutputName string
+	Now                   func() time.Time
+	Logger                *zap.Logger
+	Allocator             memory.Allocator
 }
 
 func (o *Options) setDefaults() {

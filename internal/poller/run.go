@@ -128,6 +128,9 @@ func (f *formRun) prepare(ctx context.Context) (state.FormState, error) {
 	if end := st.Committed.End(); end.After(f.p.opts.Now()) {
 		return st, &FutureCommitError{FormID: f.job.FormID, End: end, LastSuccess: st.LastSuccess}
 	}
+	if err := f.p.checkOwnOutput(ctx, f.job.FormID, f.table, st); err != nil {
+		return st, err
+	}
 	f.gen = st.Generation
 	redo, err := f.recoverIntents(ctx, st)
 	if err != nil {

@@ -96,6 +96,9 @@ func (r *streamRun) execute(ctx context.Context, from, to time.Time) error {
 	if end := st.Committed.End(); end.After(r.p.opts.Now()) {
 		return &FutureCommitError{FormID: key, End: end, LastSuccess: st.LastSuccess}
 	}
+	if err := r.p.checkOwnOutput(ctx, key, r.s.Table(), st); err != nil {
+		return err
+	}
 	r.gen = st.Generation
 	redo, recovered, err := r.p.recoverIntents(ctx, st, r.log, r.batchFor)
 	r.recovered = recovered

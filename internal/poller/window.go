@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -18,6 +19,12 @@ var unsafeIDChars = regexp.MustCompile(`[^A-Za-z0-9_-]`)
 // starts with the window's start, so files sort by time and the name never
 // begins with "." or "_", which readers treat as hidden.
 func BatchID(formID string, start, end time.Time) string {
+	return stamp(start) + "-" + stamp(end) + "-" + streamPart(formID)
+}
+
+// streamPart is how a batch id names its stream: safe in file names and
+// job ids.
+func streamPart(formID string) string {
 	id := unsafeIDChars.ReplaceAllString(formID, "_")
 	if id != formID || len(id) > 64 {
 		// Keep distinct ids distinct once their unsafe characters are folded.
@@ -27,7 +34,56 @@ func BatchID(formID string, start, end time.Time) string {
 		}
 		id += "_" + hex.EncodeToString(sum[:4])
 	}
-	return stamp(start) + "-" + stamp(end) + "-" + id
+	return id
+}
+
+// BatchName is what a batch id says of its batch.
+type BatchName struct {
+	Start, End time.Time
+	Generation int   // the stream's generation (-gN; 0 without)
+	Reconcile  int64 // the reconcile pass's start in Unix ms (-rN), 0 for a batch of new rows
+}
+
+// ParseBatchID reads the batch id of one of stream's batches; ok is false
+// for an id of another stream, or one that BatchID never made.
+func ParseBatchID(stream, id string) (n BatchName, ok bool) {
+	const stampLen = len("20060102T150405000Z")
+	if len(id) < 2*stampLen+2 || id[stampLen] != '-' || id[2*stampLen+1] != '-' {
+		return n, false
+	}
+	var err error
+	if n.Start, err = parseStamp(id[:stampLen]); err != nil {
+		return n, false
+	}
+	if n.End, err = parseStamp(id[stampLen+1 : 2*stampLen+1]); err != nil {
+		return n, false
+	}
+	rest, found := strings.CutPrefix(id[2*stampLen+2:], streamPart(stream))
+	if !found {
+		return n, false
+	}
+	if r, ok := strings.CutPrefix(rest, "-g"); ok {
+		digits, after, more := strings.Cut(r, "-")
+		if n.Generation, err = strconv.Atoi(digits); err != nil || n.Generation <= 0 {
+			return n, false
+		}
+		rest = ""
+		if more {
+			rest = "-" + after
+		}
+	}
+	if r, ok := strings.CutPrefix(rest, "-r"); ok {
+		if n.Reconcile, err = strconv.ParseInt(r, 10, 64); err != nil || n.Reconcile <= 0 {
+			return n, false
+		}
+		rest = ""
+	}
+	return n, rest == ""
+}
+
+// parseStamp reads what stamp writes.
+func parseStamp(s string) (time.Time, error) {
+	return time.Parse(batchTimeLayout, s[:15]+"."+s[15:])
 }
 
 func stamp(t time.Time) string {

@@ -54,6 +54,9 @@ func commitChange(formID string, c Commit) (change, error) {
 	if c.Rows < 0 {
 		return nil, fmt.Errorf("commit batch %q of form %s: negative row count %d", c.BatchID, formID, c.Rows)
 	}
+	if c.Generation < 0 {
+		return nil, fmt.Errorf("commit batch %q of form %s: negative generation %d", c.BatchID, formID, c.Generation)
+	}
 	if c.Schema != nil && !json.Valid(c.Schema) {
 		return nil, fmt.Errorf("commit batch %q of form %s: the schema is not valid JSON", c.BatchID, formID)
 	}
@@ -91,6 +94,7 @@ func commitChange(formID string, c Commit) (change, error) {
 		if !c.IndexFrom.IsZero() {
 			st.IndexedFrom = Normalize(c.IndexFrom)
 		}
+		st.Generation = max(st.Generation, c.Generation)
 		if r := c.Reconcile; r != nil {
 			st.ReconciledWindows++
 			st.VersionsWritten += int64(r.Versions)

@@ -138,6 +138,10 @@ type Commit struct {
 	IndexFrom time.Time
 	// Reconcile is set by a reconcile batch, to count it.
 	Reconcile *ReconcileCounts
+	// Generation moves FormState.Generation forward to it when it is
+	// later: a state rebuilt from the output (adopt) takes the generation
+	// of the batches it finds.
+	Generation int
 }
 
 // Store is the durable record of every form's progress. Every method that

@@ -200,10 +200,20 @@ func RunKilledAfter(ctx context.Context, bin string, w *Workdir, d time.Duration
 	return run(ctx, bin, w, d, nil, args)
 }
 
+// RunIn runs syncd to completion from the working directory dir instead of
+// the workdir's own folder.
+func RunIn(ctx context.Context, bin string, w *Workdir, dir string, args ...string) Result {
+	return runIn(ctx, bin, w, dir, 0, nil, args)
+}
+
 func run(ctx context.Context, bin string, w *Workdir, d time.Duration, env []string, args []string) Result {
+	return runIn(ctx, bin, w, w.Dir, d, env, args)
+}
+
+func runIn(ctx context.Context, bin string, w *Workdir, dir string, d time.Duration, env []string, args []string) Result {
 	cmd := exec.CommandContext(ctx, bin, append(args, "--config", w.Config)...)
 	cmd.Env = append(append(os.Environ(), "FORMS_API_KEY="+APIKey), env...)
-	cmd.Dir = w.Dir
+	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {

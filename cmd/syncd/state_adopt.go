@@ -1,0 +1,111 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/syncd-dev/syncd/internal/app"
+	"github.com/syncd-dev/syncd/internal/poller"
+	"github.com/syncd-dev/syncd/internal/sink"
+)
+
+// newStateAdoptCmd is `syncd state adopt`: the state rebuilt from the
+// output, as Litestream restores a database from its replica.
+func newStateAdoptCmd(g *globals) *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "adopt [STREAM]...",
+		Short: "Rebuild the state of forms (and the bookings) from what the output holds",
+		Long: "Rebuild each stream's state from its table's output: the windows of the batches in\n" +
+			"the output become committed, so the next pass never fetches them again; a batch that\n" +
+			"a stopped run left part-written is recorded open, so the next pass fetches its window\n" +
+			"again and rewrites its files; the pinned schema comes from the files, the version index\n" +
+			"from their rows. Use it when the state file was lost, replaced or restored from an old\n" +
+			"backup, or when a pass refuses a table that holds batches this state never recorded.\n" +
+			"Batches the state already records are left as they are: adopting twice changes nothing.\n" +
+			"STREAM is a form id or scheduling/bookings; without one, every configured stream.",
+		Example: "  syncd state adopt\n  syncd state adopt vLp2aX\n  syncd state adopt -o json",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			a, err := g.openApp(ctx, false)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			if _, ok := a.Sink.(sink.Inventory); !ok {
+				return withCode(exitUsage, errors.New("this sink cannot tell which batches a table holds, so there is nothing to adopt from"))
+			}
+			var forms []string
+			bookings := len(args) == 0
+			for _, id := range args {
+				if a.Scheduling != nil && id == a.Scheduling.Stream.Key() {
+					bookings = true
+					continue
+				}
+				forms = append(forms, id)
+			}
+			jobs, err := selectAdoptJobs(cmd, g, a, forms, len(args) == 0)
+			if err != nil {
+				return err
+			}
+			var results []poller.AdoptResult
+			failed := 0
+			for _, t := range a.AdoptTargets(jobs, bookings) {
+				r, err := a.Poller.Adopt(ctx, t)
+				if err != nil {
+					failed++
+					fmt.Fprintf(g.stderr, "syncd: %v\n", err)
+					continue
+				}
+				results = append(results, r)
+			}
+			if format == formatJSON {
+				if err := printJSON(g.stdout, results); err != nil {
+					return err
+				}
+			} else {
+				rows := make([][]string, 0, len(results))
+				for _, r := range results {
+					rows = append(rows, []string{r.Stream, r.Table, strconv.Itoa(r.Batches), strconv.Itoa(r.Known), strconv.Itoa(r.Open),
+						strconv.Itoa(r.Earlier), strconv.FormatInt(r.Rows, 10), strconv.Itoa(r.Indexed), strconv.Itoa(r.Windows)})
+				}
+				if err := tabular(g.stdout, []string{"STREAM", "TABLE", "ADOPTED", "KNOWN", "OPEN", "BEFORE RESET", "ROWS", "INDEXED", "WINDOWS"}, rows); err != nil {
+					return err
+				}
+			}
+			if failed > 0 {
+				return withCode(exitFailed, errReported)
+			}
+			return nil
+		},
+	}
+	addOutputFlag(cmd, &format)
+	return cmd
+}
+
+// selectAdoptJobs are the jobs of the form ids named (exit 2 for an id the
+// account does not have), or every configured form when all is set.
+func selectAdoptJobs(cmd *cobra.Command, g *globals, a *app.App, ids []string, all bool) ([]poller.Job, error) {
+	ctx := cmd.Context()
+	if all {
+		jobs, err := a.Jobs(ctx)
+		if err != nil {
+			return nil, withCode(exitFailed, err)
+		}
+		return jobs, nil
+	}
+	jobs := make([]poller.Job, 0, len(ids))
+	for _, id := range ids {
+		if err := g.checkForm(ctx, id); err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, a.Job(id))
+	}
+	return jobs, nil
+}
