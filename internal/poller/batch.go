@@ -83,16 +83,18 @@ func (f *formRun) commitBatch(ctx context.Context, w window, b sink.Batch, inten
 	table, stats, err := rows.finish()
 	if err != nil {
 		f.dropIntent(ctx, w, b.ID)
-		return fmt.Errorf("gather batch %s of form %s: %w", b.ID, f.job.FormID, err)
+		return fmt.Errorf("gather batch %s of %s: %w", b.ID, f.job.FormID, err)
 	}
-	b.SchemaFingerprint = table.Fingerprint()
-	// The files carry the schema they were built with: a state rebuilt
-	// from the output (adopt) pins it again.
-	if b.Schema, err = schema.Marshal(table); err != nil {
-		f.dropIntent(ctx, w, b.ID)
-		return fmt.Errorf("serialise the schema of batch %s: %w", b.ID, err)
+	if table != nil {
+		b.SchemaFingerprint = table.Fingerprint()
+		// The files carry the schema they were built with: a state rebuilt
+		// from the output (adopt) pins it again.
+		if b.Schema, err = schema.Marshal(table); err != nil {
+			f.dropIntent(ctx, w, b.ID)
+			return fmt.Errorf("serialise the schema of batch %s: %w", b.ID, err)
+		}
+		f.noteStats(log, stats)
 	}
-	f.noteStats(log, stats)
 
 	n := rows.rows()
 	commit := state.Commit{BatchID: b.ID, Window: state.Interval{Start: w.start, End: w.end}, Rows: int(n)}
@@ -127,15 +129,18 @@ func (f *formRun) commitBatch(ctx context.Context, w window, b sink.Batch, inten
 		if err != nil {
 			// The sink may or may not hold the batch: the intent stays, and the
 			// next run asks the sink before it fetches the window again.
-			return fmt.Errorf("commit batch %s of form %s: %w", b.ID, f.job.FormID, err)
+			return fmt.Errorf("commit batch %s of %s: %w", b.ID, f.job.FormID, err)
 		}
 	}
 
 	f.schemaMu.Lock()
 	defer f.schemaMu.Unlock()
-	merged := mergeTables(f.pinned, table)
-	if commit.Schema, err = schema.Marshal(merged); err != nil {
-		return fmt.Errorf("serialise the schema of form %s: %w", f.job.FormID, err)
+	merged := f.pinned
+	if table != nil {
+		merged = mergeTables(f.pinned, table)
+		if commit.Schema, err = schema.Marshal(merged); err != nil {
+			return fmt.Errorf("serialise the schema of form %s: %w", f.job.FormID, err)
+		}
 	}
 	// The batch is in the sink: finish the move even if the pass is being
 	// cancelled, so that a clean stop leaves no intent to resolve.
@@ -179,6 +184,9 @@ func (f *formRun) dropIntent(ctx context.Context, w window, batchID string) {
 // schemaForFetch reads the form's metadata once per pass, evolves the pinned
 // schema with it, and returns a snapshot for one window's builder.
 func (f *formRun) schemaForFetch(ctx context.Context) (*schema.Table, error) {
+	if f.stream != nil {
+		return nil, nil // a fixed table: its rows come as records
+	}
 	f.schemaMu.Lock()
 	defer f.schemaMu.Unlock()
 	if !f.metaFetched {

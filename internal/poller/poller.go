@@ -224,7 +224,7 @@ func (p *Poller) run(ctx context.Context, job Job, from, to time.Time, concurren
 	if h := p.Horizon(); to.After(h) {
 		to, clamped = h, h
 	}
-	res := p.pass(ctx, job, func(f *formRun) error {
+	res := p.pass(ctx, job, nil, func(f *formRun) error {
 		f.progress = progress
 		if err := f.execute(ctx, from, to, concurrency); err != nil {
 			return err
@@ -245,19 +245,23 @@ func (p *Poller) run(ctx context.Context, job Job, from, to time.Time, concurren
 	return res
 }
 
-// pass runs body over one form under the form's lock and sums it up.
-func (p *Poller) pass(ctx context.Context, job Job, body func(f *formRun) error) Result {
+// pass runs body over one stream (a form, or s) under the stream's lock
+// and sums it up.
+func (p *Poller) pass(ctx context.Context, job Job, s Stream, body func(f *formRun) error) Result {
 	started := p.opts.Now()
 	src := &countingSource{Source: p.src}
 	res := Result{FormID: job.FormID}
 	lock := p.formLock(job.FormID)
 	if !lock.TryLock() {
-		res.Err = fmt.Errorf("sync form %s: %w", job.FormID, ErrBusy)
+		res.Err = fmt.Errorf("sync %s: %w", job.FormID, ErrBusy)
 		return res
 	}
 	defer lock.Unlock()
 
-	f := &formRun{p: p, src: src, job: job, log: p.opts.Logger.With(zap.String("form_id", job.FormID))}
+	f := &formRun{p: p, src: src, job: job, stream: s, log: p.opts.Logger.With(zap.String("form_id", job.FormID))}
+	if s != nil {
+		f.log = p.opts.Logger.With(zap.String("stream", job.FormID))
+	}
 	if p.opts.Lookback > 0 {
 		f.indexFrom = floorMS(p.opts.Now().Add(-p.opts.Lookback))
 	}

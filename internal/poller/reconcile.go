@@ -46,7 +46,7 @@ func (e *ErrNoIndex) Error() string {
 // now - sync.lookback) to now - safety lag, and writes what changed: new
 // versions, tombstones and late imports.
 func (p *Poller) Reconcile(ctx context.Context, job Job, from time.Time) Result {
-	return p.pass(ctx, job, func(f *formRun) error {
+	return p.pass(ctx, job, nil, func(f *formRun) error {
 		if _, err := f.prepare(ctx); err != nil {
 			return err
 		}

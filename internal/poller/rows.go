@@ -2,6 +2,7 @@ package poller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -40,13 +41,67 @@ type batchRows struct {
 	chunkKeys []map[string]bool // per chunk, in order
 	partRows  map[string]int64  // rows per partition
 
-	table *schema.Table // after the last chunk
+	table *schema.Table // after the last chunk; nil for rows that came as records
 	stats schema.Stats  // of every chunk
+	// arrowSchema is the schema every chunk is committed with: the table's
+	// after the last chunk, or that of the records added.
+	arrowSchema *arrow.Schema
 }
 
+// newBatchRows gathers rows built from base, or, with base nil, rows that
+// come as records already built (a stream whose table schema is fixed: see
+// AddRecord).
 func newBatchRows(base *schema.Table, mem memory.Allocator, chunkRows int, spoolDir string, partOf func(time.Time) string) *batchRows {
-	return &batchRows{bld: schema.NewBuilder(base, mem), mem: mem, chunkRows: chunkRows, spoolDir: spoolDir, table: base,
+	r := &batchRows{mem: mem, chunkRows: chunkRows, spoolDir: spoolDir, table: base,
 		partOf: partOf, cur: map[string]bool{}, partRows: map[string]int64{}}
+	if base != nil {
+		r.bld = schema.NewBuilder(base, mem)
+		r.arrowSchema = base.ArrowSchema()
+	}
+	return r
+}
+
+// AddRecord adds a chunk of rows already built, whose time is in column
+// timeCol: it is kept in memory while it is the only one, else spooled,
+// exactly as the chunks the builder cuts.
+func (r *batchRows) AddRecord(rec arrow.Record, timeCol string) error {
+	if r.bld != nil {
+		return errors.New("a batch built row by row cannot take whole records")
+	}
+	if rec.NumRows() == 0 {
+		return nil
+	}
+	if r.arrowSchema != nil && !r.arrowSchema.Equal(rec.Schema()) {
+		return fmt.Errorf("a record of the batch has the schema %s, another %s: a fixed table's records share one", rec.Schema(), r.arrowSchema)
+	}
+	r.arrowSchema = rec.Schema()
+	if r.partOf != nil {
+		idx := rec.Schema().FieldIndices(timeCol)
+		if len(idx) != 1 {
+			return fmt.Errorf("the record has no single %s column", timeCol)
+		}
+		ts, ok := rec.Column(idx[0]).(*array.Timestamp)
+		if !ok {
+			return fmt.Errorf("column %s is %s, not a timestamp", timeCol, rec.Column(idx[0]).DataType())
+		}
+		unit := ts.DataType().(*arrow.TimestampType).Unit
+		for i := 0; i < ts.Len(); i++ {
+			key := r.partOf(ts.Value(i).ToTime(unit))
+			r.cur[key] = true
+			r.partRows[key]++
+		}
+	}
+	r.chunkKeys = append(r.chunkKeys, r.cur)
+	r.cur = map[string]bool{}
+	if r.first == nil && r.spool == nil {
+		rec.Retain()
+		r.first = rec
+		return nil
+	}
+	if err := r.toSpool(); err != nil {
+		return err
+	}
+	return r.spool.Add(rec)
 }
 
 // Append adds one submission, cutting a chunk when the builder is full.
@@ -118,9 +173,13 @@ func (r *batchRows) spill() error {
 // cut moves the builder's rows into a chunk. The builder keeps its evolved
 // table for the next rows.
 func (r *batchRows) cut() error {
+	if r.bld == nil {
+		return nil
+	}
 	rec, table, st := r.bld.Finish()
 	defer rec.Release()
 	r.table = table
+	r.arrowSchema = table.ArrowSchema()
 	r.merge(st)
 	if rec.NumRows() == 0 && (r.first != nil || r.spool != nil) {
 		return nil
@@ -214,7 +273,7 @@ func (r *batchRows) commit(ctx context.Context, f *formRun, b sink.Batch) (int64
 	if r.spool == nil {
 		return f.commitRecord(ctx, b, r.first)
 	}
-	schemaOf := r.table.ArrowSchema()
+	schemaOf := r.arrowSchema
 	recs := sink.Records{Schema: schemaOf, Rows: r.spool.Rows(), Each: func(fn func(arrow.Record) error) error {
 		return r.spool.Each(schemaOf, fn)
 	}}
@@ -252,10 +311,10 @@ func (r *batchRows) parts() []string {
 // batch's size, and a sparse batch of many partitions reads its one chunk
 // from memory.
 func (r *batchRows) commitParts(ctx context.Context, f *formRun, pt sink.Partitioner, b sink.Batch) (int64, error) {
-	schemaOf := r.table.ArrowSchema()
-	timeCol := schemaOf.FieldIndices(schema.ColSubmissionTime)
+	schemaOf := r.arrowSchema
+	timeCol := schemaOf.FieldIndices(b.TimeColumn)
 	if len(timeCol) != 1 {
-		return 0, fmt.Errorf("commit batch %s: the table has no %s column", b.ID, schema.ColSubmissionTime)
+		return 0, fmt.Errorf("commit batch %s: the table has no %s column", b.ID, b.TimeColumn)
 	}
 	chunk := func(i int, fn func(arrow.Record) error) error {
 		if r.spool == nil {
@@ -373,7 +432,9 @@ func concatenate(recs sink.Records, mem memory.Allocator) (arrow.Record, error) 
 
 // release frees memory and removes the spool.
 func (r *batchRows) release(f *formRun) {
-	r.bld.Release()
+	if r.bld != nil {
+		r.bld.Release()
+	}
 	if r.first != nil {
 		r.first.Release()
 		r.first = nil

@@ -55,11 +55,14 @@ type window struct {
 	attempt   string // the attempt that wrote the open batch's files
 }
 
-// formRun is one pass over one form.
+// formRun is one pass over one stream: a form, or (stream set) a stream
+// whose table has a fixed schema. Every stream runs through its prepare,
+// recovery, intents, spool and commits.
 type formRun struct {
 	p        *Poller
 	src      *countingSource
-	job      Job
+	job      Job // the stream's key is job.FormID
+	stream   Stream
 	log      *zap.Logger
 	progress func(Progress)
 
@@ -145,9 +148,12 @@ func (f *formRun) prepare(ctx context.Context) (state.FormState, error) {
 		}
 	}
 	for _, w := range redo {
-		if w.reconcile {
+		switch {
+		case f.stream != nil:
+			err = f.processStreamWindow(ctx, w)
+		case w.reconcile:
 			err = f.reconcileWindow(ctx, w, st.Versions, w.seen)
-		} else {
+		default:
 			err = f.processWindow(ctx, w)
 		}
 		if err != nil {
@@ -325,7 +331,7 @@ func (f *formRun) batchFor(w window) sink.Batch {
 			id += fmt.Sprintf("-g%d", f.gen)
 		}
 	}
-	return sink.Batch{
+	b := sink.Batch{
 		ID:            id,
 		FormID:        f.job.FormID,
 		Table:         table,
@@ -337,6 +343,11 @@ func (f *formRun) batchFor(w window) sink.Batch {
 		Parts:         w.parts,
 		Attempt:       w.attempt,
 	}
+	if f.stream != nil {
+		// A stream's rows are its versions, along their version time.
+		b.TimeColumn, b.KeyColumn, b.VersionColumn = f.stream.TimeColumn(), f.stream.KeyColumn(), f.stream.TimeColumn()
+	}
+	return b
 }
 
 // list asks for submissions of [start, end) in ascending order. The API's

@@ -71,20 +71,35 @@ func (s *Stream) Count(ctx context.Context, start, end time.Time) (int, error) {
 	return page.Pagination.TotalItems, nil
 }
 
-// Read returns the booking versions of [start, end) as one record.
-func (s *Stream) Read(ctx context.Context, start, end time.Time, lin schema.Lineage) (arrow.Record, error) {
+// Read calls emit with the booking versions of [start, end), in records
+// of at most chunkRows rows (poller.Stream).
+func (s *Stream) Read(ctx context.Context, start, end time.Time, lin schema.Lineage, chunkRows int, emit func(arrow.Record) error) error {
+	if chunkRows < 1 {
+		chunkRows = 4096
+	}
 	rb := NewRecordBuilder(s.mem)
 	defer rb.Release()
+	flush := func() error {
+		if rb.Len() == 0 {
+			return nil
+		}
+		rec := rb.NewRecord()
+		defer rec.Release()
+		return emit(rec)
+	}
 	err := s.client.Changes(ctx, start, end, func(b *Booking) error {
 		if err := rb.Append(b, Lineage{BatchID: lin.BatchID, SyncedAt: lin.SyncedAt}, false); err != nil {
 			return fmt.Errorf("booking %s: %w", b.UID, err)
 		}
+		if rb.Len() >= chunkRows {
+			return flush()
+		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return rb.NewRecord(), nil
+	return flush()
 }
 
 // Counter counts the requests a client makes, passing each on to next.

@@ -1,0 +1,157 @@
+package poller
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/syncd-dev/syncd/internal/schema"
+	"github.com/syncd-dev/syncd/internal/sink"
+	"github.com/syncd-dev/syncd/internal/state"
+)
+
+// memStream is a fixed-schema stream held in memory: uid and a version
+// time, one version per instant.
+type memStream struct {
+	times    []time.Time // sorted
+	requests int64
+	mu       sync.Mutex
+}
+
+var memStreamSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "uid", Type: arrow.BinaryTypes.String},
+	{Name: "_version_time", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+	{Name: "_batch_id", Type: arrow.BinaryTypes.String},
+}, nil)
+
+func (m *memStream) Key() string        { return "mem/versions" }
+func (m *memStream) Table() string      { return "versions" }
+func (m *memStream) TimeColumn() string { return "_version_time" }
+func (m *memStream) KeyColumn() string  { return "uid" }
+func (m *memStream) Requests() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.requests
+}
+
+func (m *memStream) Count(_ context.Context, start, end time.Time) (int, error) {
+	m.mu.Lock()
+	m.requests++
+	m.mu.Unlock()
+	n := 0
+	for _, t := range m.times {
+		if !t.Before(start) && t.Before(end) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func (m *memStream) Read(_ context.Context, start, end time.Time, lin schema.Lineage, chunkRows int, emit func(arrow.Record) error) error {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, memStreamSchema)
+	defer b.Release()
+	flush := func() error {
+		rec := b.NewRecordBatch()
+		defer rec.Release()
+		if rec.NumRows() == 0 {
+			return nil
+		}
+		return emit(rec)
+	}
+	for i, t := range m.times {
+		if t.Before(start) || !t.Before(end) {
+			continue
+		}
+		b.Field(0).(*array.StringBuilder).Append(time.Duration(i).String())
+		b.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(t.UnixMicro()))
+		b.Field(2).(*array.StringBuilder).Append(lin.BatchID)
+		if b.Field(0).Len() >= chunkRows {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return flush()
+}
+
+// chunkSink is a sink that streams (sink.StreamCommitter) and records the
+// chunks it is handed.
+type chunkSink struct {
+	mu       sync.Mutex
+	chunks   int
+	maxChunk int64
+	rows     int64
+	done     map[string]bool
+}
+
+func (s *chunkSink) Commit(context.Context, sink.Batch, arrow.Record) error {
+	panic("a spooled batch is streamed, never committed whole")
+}
+
+func (s *chunkSink) CommitRecords(_ context.Context, b sink.Batch, recs sink.Records) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := recs.Each(func(rec arrow.Record) error {
+		s.chunks++
+		s.maxChunk = max(s.maxChunk, rec.NumRows())
+		s.rows += rec.NumRows()
+		return nil
+	})
+	s.done[b.ID] = true
+	return recs.Rows * 10, err
+}
+
+func (s *chunkSink) Committed(_ context.Context, b sink.Batch) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done[b.ID], nil
+}
+func (s *chunkSink) Close() error { return nil }
+
+// A fixed-schema stream runs through the same path as a form: a window
+// larger than a chunk is spooled and streamed to the sink chunk by chunk
+// (never one record in memory), and the bytes written are counted.
+func TestStreamWindowsAreSpooledAndCounted(t *testing.T) {
+	ctx := context.Background()
+	store, err := state.OpenBolt(ctx, state.BoltOptions{Path: filepath.Join(t.TempDir(), "state.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	src := &memStream{}
+	for i := range 1000 {
+		src.times = append(src.times, now.Add(-time.Duration(1000-i)*time.Minute))
+	}
+	snk := &chunkSink{done: map[string]bool{}}
+	p := New(nil, snk, store, Options{ChunkRows: 64, MaxRowsPerBatch: 600, SpoolDir: t.TempDir(), Now: func() time.Time { return now }})
+	res := p.SyncStream(ctx, src, time.Time{})
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if res.Rows != 1000 || snk.rows != 1000 {
+		t.Fatalf("rows: result %d, sink %d; want 1000", res.Rows, snk.rows)
+	}
+	if snk.maxChunk > 64 || snk.chunks < 1000/64 {
+		t.Errorf("the sink got %d chunks of at most %d rows; want chunks of at most 64 rows", snk.chunks, snk.maxChunk)
+	}
+	if res.Batches < 2 {
+		t.Errorf("%d batches: a stream of 1000 versions with at most 600 a batch is cut in two or more", res.Batches)
+	}
+	if res.Bytes != 10000 {
+		t.Errorf("bytes written: %d, want the 10000 the sink reported", res.Bytes)
+	}
+	st, err := store.Get(ctx, src.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Intents) != 0 || len(st.Committed) != 1 || st.Batches != int64(res.Batches) {
+		t.Errorf("state after the pass: %d intents, windows %v, %d batches", len(st.Intents), st.Committed, st.Batches)
+	}
+}
