@@ -97,20 +97,8 @@ func newOnceCmd(g *globals) *cobra.Command {
 			}
 			defer a.Close()
 			started := time.Now()
-			var results []poller.Result
-			jobs, err := selectJobs(ctx, a, ids)
-			if err != nil {
-				if a.Scheduling == nil || len(formIDs) > 0 {
-					return withCode(exitFailed, err)
-				}
-				// The bookings do not depend on the Forms API: sync them
-				// anyway, and fail the pass for the forms.
-				results = append(results, poller.Result{FormID: "forms", Err: err})
-			}
-			results = append(results, a.SyncAll(ctx, jobs, a.Cfg.Sync.Concurrency)...)
-			if a.Scheduling != nil && len(formIDs) == 0 {
-				results = append(results, a.SyncBookings(ctx))
-			}
+			jobs := func(ctx context.Context) ([]poller.Job, error) { return selectJobs(ctx, a, ids) }
+			results := a.Pass(ctx, jobs, len(formIDs) == 0)
 			return g.finishPass(results, time.Since(started), summaryPath, format)
 		},
 	}
@@ -340,7 +328,7 @@ func printResults(w io.Writer, results []poller.Result, took time.Duration, sign
 		rows += r.Rows
 		switch status(r, signalled) {
 		case "failed":
-			fmt.Fprintf(w, "FAIL %s: %v\n", r.FormID, r.Err)
+			fmt.Fprintf(w, "FAIL %s: %v\n", streamName(r), r.Err)
 		case "interrupted":
 			stopped++
 			fmt.Fprintf(w, "STOP %s -> %s: interrupted after %s in %s, %s%s; the rest comes with the next pass\n",
@@ -350,7 +338,7 @@ func printResults(w io.Writer, results []poller.Result, took time.Duration, sign
 				r.FormID, r.Table, plural(r.Rows, "row"), plural(int64(r.Batches), "batch"), plural(r.Requests, "request"), r.Duration.Round(time.Millisecond), covered(r), reconciled(r))
 		}
 	}
-	line := fmt.Sprintf("%s, %d failed", plural(int64(len(results)), "form"), failed(results, signalled))
+	line := fmt.Sprintf("%s, %d failed", streamsCount(results), failed(results, signalled))
 	if signalled {
 		line += fmt.Sprintf(", %d interrupted", stopped)
 	}
@@ -358,6 +346,36 @@ func printResults(w io.Writer, results []poller.Result, took time.Duration, sign
 	if signalled {
 		fmt.Fprintln(w, "INTERRUPTED: the pass was stopped by a signal; what it committed stays committed")
 	}
+}
+
+// streamName is how a result is named in a pass's lines: the stream, or,
+// for a source that failed before any of its streams ran, what failed.
+func streamName(r poller.Result) string {
+	if r.FormID == "" {
+		return r.Source + " (listing the account's forms)"
+	}
+	return r.FormID
+}
+
+// streamsCount names what a pass synced for what it is: "3 forms",
+// "3 forms and scheduling/bookings"; a source that failed before its
+// streams ran is counted among the failures, not as a stream.
+func streamsCount(results []poller.Result) string {
+	var forms int64
+	var others []string
+	for _, r := range results {
+		switch {
+		case r.FormID == "":
+		case r.Source == poller.SourceForms || r.Source == "":
+			forms++
+		default:
+			others = append(others, r.FormID)
+		}
+	}
+	if len(others) == 0 {
+		return plural(forms, "form")
+	}
+	return plural(forms, "form") + " and " + strings.Join(others, ", ")
 }
 
 // reconciled is what a reconcile in the pass found, or "".
@@ -394,7 +412,8 @@ func covered(r poller.Result) string {
 }
 
 type summaryEntry struct {
-	FormID       string    `json:"form_id"`
+	Source       string    `json:"source"`  // forms, scheduling
+	FormID       string    `json:"form_id"` // the stream; empty for a source that failed before its streams ran
 	Table        string    `json:"table"`
 	Status       string    `json:"status"` // ok, failed, interrupted
 	Rows         int64     `json:"rows"`
@@ -413,7 +432,7 @@ type summaryEntry struct {
 func summaryEntries(results []poller.Result, signalled bool) []summaryEntry {
 	out := make([]summaryEntry, 0, len(results))
 	for _, r := range results {
-		e := summaryEntry{FormID: r.FormID, Table: r.Table, Status: status(r, signalled), Rows: r.Rows, Batches: r.Batches, Requests: r.Requests,
+		e := summaryEntry{Source: r.Source, FormID: r.FormID, Table: r.Table, Status: status(r, signalled), Rows: r.Rows, Batches: r.Batches, Requests: r.Requests,
 			Misfits: r.Misfits, Discarded: r.Discarded, Seconds: r.Duration.Seconds(), CoveredStart: r.CoveredStart, CoveredEnd: r.CoveredEnd,
 			ClampedTo: r.ClampedTo}
 		if r.Err != nil {
@@ -500,17 +519,21 @@ func runDaemon(ctx context.Context, a *app.App, g *globals) error {
 					return
 				}
 			}
-			list, err := jobs(ctx)
-			m.ObserveAccountFailure(err)
-			if err != nil {
-				log.Error("pass failed before syncing", zap.Error(err))
-				return
-			}
-			results := a.SyncAll(ctx, list, a.Cfg.Sync.Concurrency)
-			if bookings && a.Scheduling != nil {
-				results = append(results, a.SyncBookings(ctx))
-			}
+			results := a.Pass(ctx, jobs, bookings)
+			var listing error
 			for _, r := range results {
+				if r.FormID == "" {
+					listing = r.Err
+				}
+			}
+			m.ObserveAccountFailure(listing)
+			for _, r := range results {
+				if r.FormID == "" {
+					// The source itself failed (listing the forms); the
+					// other sources' streams ran all the same.
+					log.Error("listing the account's forms failed; no form synced in this pass", zap.String("source", r.Source), zap.Error(r.Err))
+					continue
+				}
 				if r.Interrupted {
 					continue // stopping; the next start takes it from there
 				}

@@ -255,13 +255,13 @@ func (a *App) SyncAll(ctx context.Context, jobs []poller.Job, concurrency int) [
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				results[i] = poller.Result{FormID: job.FormID, Err: fmt.Errorf("sync form %s: %w", job.FormID, ctx.Err())}
+				results[i] = poller.Result{Source: poller.SourceForms, FormID: job.FormID, Err: fmt.Errorf("sync form %s: %w", job.FormID, ctx.Err())}
 				return
 			}
 			defer func() { <-sem }()
 			if a.Poller.Draining() {
 				// Stopping: a form not started yet is left for the next pass.
-				results[i] = poller.Result{FormID: job.FormID, Interrupted: true}
+				results[i] = poller.Result{Source: poller.SourceForms, FormID: job.FormID, Interrupted: true}
 				return
 			}
 			results[i] = a.Poller.Sync(ctx, job)
@@ -338,11 +338,29 @@ func CheckForms(ctx context.Context, client *forms.Client, ids []string) error {
 	return nil
 }
 
+// Pass is one live pass over the forms that jobs lists and, when bookings
+// is set and the scheduling API is configured, the bookings: what `once`
+// runs, and each of `run`'s cron entries. A source failing never stops
+// another: when listing the forms fails, the result says so (Source set,
+// FormID empty) and the bookings still sync.
+func (a *App) Pass(ctx context.Context, jobs func(context.Context) ([]poller.Job, error), bookings bool) []poller.Result {
+	var results []poller.Result
+	list, err := jobs(ctx)
+	if err != nil {
+		results = append(results, poller.Result{Source: poller.SourceForms, Err: err})
+	}
+	results = append(results, a.SyncAll(ctx, list, a.Cfg.Sync.Concurrency)...)
+	if bookings && a.Scheduling != nil {
+		results = append(results, a.SyncBookings(ctx))
+	}
+	return results
+}
+
 // SyncBookings runs the live pass of the scheduling API's bookings. A
 // bookings pass that fails (a sign-in to renew) leaves the forms' alone.
 func (a *App) SyncBookings(ctx context.Context) poller.Result {
 	if a.Poller.Draining() {
-		return poller.Result{FormID: a.Scheduling.Stream.Key(), Table: a.Scheduling.Stream.Table(), Interrupted: true}
+		return poller.Result{Source: "scheduling", FormID: a.Scheduling.Stream.Key(), Table: a.Scheduling.Stream.Table(), Interrupted: true}
 	}
 	return a.Poller.SyncStream(ctx, a.Scheduling.Stream, a.Scheduling.Start.Time)
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -135,9 +136,17 @@ func (p *Poller) Drain() { p.drainOnce.Do(func() { close(p.draining) }) }
 // errDraining ends planning early when Drain was called; it is not a failure.
 var errDraining = errors.New("draining")
 
-// Result summarises one pass over one form.
+// Source names of the results: which source a stream belongs to.
+const (
+	SourceForms = "forms"
+)
+
+// Result summarises one pass over one stream: a form, or another source's
+// stream. A result with Source set and FormID empty is the failure of the
+// source itself (listing the account's forms), before any stream of it ran.
 type Result struct {
-	FormID       string        `json:"form_id"`
+	Source       string        `json:"source"`
+	FormID       string        `json:"form_id"` // the stream: a form id, or scheduling/bookings
 	Table        string        `json:"table"`
 	Rows         int64         `json:"rows"`
 	Bytes        int64         `json:"bytes"`
@@ -250,7 +259,10 @@ func (p *Poller) run(ctx context.Context, job Job, from, to time.Time, concurren
 func (p *Poller) pass(ctx context.Context, job Job, s Stream, body func(f *formRun) error) Result {
 	started := p.opts.Now()
 	src := &countingSource{Source: p.src}
-	res := Result{FormID: job.FormID}
+	res := Result{Source: SourceForms, FormID: job.FormID}
+	if s != nil {
+		res.Source, _, _ = strings.Cut(s.Key(), "/")
+	}
 	lock := p.formLock(job.FormID)
 	if !lock.TryLock() {
 		res.Err = fmt.Errorf("sync %s: %w", job.FormID, ErrBusy)

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -375,4 +376,63 @@ func TestBookingsSecretRotationAndScopes(t *testing.T) {
 			t.Errorf("the forms did not sync while the bookings failed: %s", res.Stdout)
 		}
 	})
+}
+
+// TestRunAndOnceAgreeWhenASourceFails: with the Forms API refusing the key,
+// `once` and `run` both sync the bookings and report the forms' failure as
+// the listing's, not as a form's: one pass, whichever command runs it.
+func TestRunAndOnceAgreeWhenASourceFails(t *testing.T) {
+	e := startSched(t, schedOptions{sim: schedsim.Config{Bookings: 40}})
+	if res := e.login(t); res.Code != 0 {
+		t.Fatalf("auth login: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
+	}
+	ctx := context.Background()
+	badKey := append([]string{"FORMS_API_KEY=sk_test_revoked"}, e.env...)
+	res := testkit.RunEnv(ctx, syncdBin, e.w, badKey, "once")
+	if res.Code != 1 || !strings.Contains(res.Stdout, "FAIL forms (listing the account's forms)") || !strings.Contains(res.Stdout, "ok   scheduling/bookings") ||
+		!strings.Contains(res.Stdout, "0 forms and scheduling/bookings, 1 failed") {
+		t.Fatalf("once with the forms key refused: exit %d, want 1 with the bookings synced:\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
+	}
+	e.checkBookings(t)
+	before := len(testkit.ParquetFiles(t, e.w.Out))
+
+	// run, on the same failure, syncs the bookings created since.
+	for range 5 {
+		e.sched.Create()
+	}
+	time.Sleep(5 * time.Millisecond)
+	addr := testkit.FreeAddr(t)
+	if err := os.WriteFile(e.w.Config, append(mustRead(t, e.w.Config), []byte("server:\n  addr: "+addr+"\n")...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(syncdBin, "run", "--config", e.w.Config)
+	cmd.Env = append(os.Environ(), badKey...)
+	cmd.Dir = e.w.Dir
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	synced := eventually(30*time.Second, func() bool {
+		return strings.Contains(stderr.String(), `"form synced"`) && strings.Contains(stderr.String(), "scheduling/bookings")
+	})
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Wait()
+	if !synced || !strings.Contains(stderr.String(), "listing the account's forms failed") {
+		t.Fatalf("run with the forms key refused did not sync the bookings beside the failure:\n%s", tail(stderr.String()))
+	}
+	if after := len(testkit.ParquetFiles(t, e.w.Out)); after <= before {
+		t.Errorf("run wrote no bookings file (%d before, %d after)", before, after)
+	}
+	e.checkBookings(t)
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
