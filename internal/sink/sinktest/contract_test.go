@@ -9,10 +9,15 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
+	gbq "cloud.google.com/go/bigquery"
 	"gocloud.dev/blob"
+	"google.golang.org/api/iterator"
 
+	"github.com/syncd-dev/syncd/internal/bqfake"
 	"github.com/syncd-dev/syncd/internal/sink"
+	"github.com/syncd-dev/syncd/internal/sink/bigquery"
 	"github.com/syncd-dev/syncd/internal/sink/blobsink"
 	"github.com/syncd-dev/syncd/internal/sink/parquetsink"
 	"github.com/syncd-dev/syncd/internal/sink/sinktest"
@@ -43,6 +48,79 @@ func TestSinkContract(t *testing.T) {
 			return openBucket(t, "gs://lake/run"+strconv.Itoa(n))
 		})
 	})
+	t.Run("bigquery", func(t *testing.T) {
+		fake := bqfake.New(t)
+		n := 0
+		sinktest.Run(t, func(t *testing.T) sink.Sink {
+			n++
+			dataset := "ds" + strconv.Itoa(n)
+			s, err := bigquery.New(context.Background(), bigquery.Options{
+				Project: bqProject, Dataset: dataset, ClientOptions: fake.ClientOptions(),
+				MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond, Version: "test",
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return &bqSink{Sink: s, fake: fake, dataset: dataset}
+		})
+	})
+}
+
+const bqProject = "proj"
+
+// bqSink reads a table back from the fake's rows, and the latest view
+// through the <table>_latest view the sink keeps, run by the fake.
+type bqSink struct {
+	*bigquery.Sink
+	fake    *bqfake.Server
+	dataset string
+}
+
+func (b *bqSink) ReadRows(t *testing.T, table string) []sinktest.Row {
+	t.Helper()
+	var out []sinktest.Row
+	for _, r := range b.fake.Rows(bqProject, b.dataset, table) {
+		row := sinktest.Row{}
+		row.Key, _ = r[sinktest.KeyColumn].(string)
+		if v, ok := r[sinktest.VersionColumn].(time.Time); ok {
+			row.Version = v.UnixMicro()
+		}
+		row.Deleted, _ = r["_deleted"].(bool)
+		row.BatchID, _ = r["_batch_id"].(string)
+		row.Extra, _ = r[sinktest.ExtraColumn].(string)
+		out = append(out, row)
+	}
+	return out
+}
+
+func (b *bqSink) Latest(t *testing.T, table string) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	if _, ok := b.fake.Table(bqProject, b.dataset, table+"_latest"); !ok {
+		return out
+	}
+	ctx := context.Background()
+	c, err := gbq.NewClient(ctx, bqProject, b.fake.ClientOptions()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	it, err := c.Query("SELECT submission_id, last_updated_at FROM `" + bqProject + "." + b.dataset + "." + table + "_latest`").Read(ctx)
+	if err != nil {
+		t.Fatalf("query the latest view of %s: %v", table, err)
+	}
+	for {
+		var row []gbq.Value
+		err := it.Next(&row)
+		if errors.Is(err, iterator.Done) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[row[0].(string)] = row[1].(time.Time).UnixMicro()
+	}
 }
 
 // openBucket opens the bucket sink at url, read back by downloading its
