@@ -1,7 +1,7 @@
 // Package bqfake is a test server for the part of the BigQuery REST API
 // that syncd's BigQuery sink uses: datasets get/insert, tables
 // get/insert/patch, jobs insert (load jobs, multipart and resumable upload)
-// and jobs get. It behaves as BigQuery documents where syncd depends on it:
+// and jobs get, and jobs.query of what syncd reads back (see query). It behaves as BigQuery documents where syncd depends on it:
 // job ids are unique forever (failed jobs included), uploaded Parquet files
 // are read with an independent reader (DuckDB) and checked against the
 // table's schema, and rows become visible when their job is done, all at
@@ -393,6 +393,7 @@ func (s *Server) routes() http.Handler {
 		mux.HandleFunc("DELETE "+prefix+"/projects/{project}/datasets/{dataset}/tables/{table}", s.deleteTable)
 		mux.HandleFunc("GET "+prefix+"/projects/{project}/jobs/{job}", s.getJob)
 		mux.HandleFunc("POST "+prefix+"/projects/{project}/jobs", s.insertJob)
+		mux.HandleFunc("POST "+prefix+"/projects/{project}/queries", s.query)
 	}
 	mux.HandleFunc("POST /upload/bigquery/v2/projects/{project}/jobs", s.upload)
 	mux.HandleFunc("PUT /upload/bigquery/v2/projects/{project}/jobs", s.upload)

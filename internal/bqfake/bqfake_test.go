@@ -494,7 +494,7 @@ func (r *recorder) Errorf(format string, a ...any) {
 func TestUnknownRouteIsLoud(t *testing.T) {
 	rec := &recorder{TB: t}
 	f := bqfake.New(rec)
-	resp, err := http.Post(f.URL()+"/bigquery/v2/projects/p/queries", "application/json", strings.NewReader("{}"))
+	resp, err := http.Post(f.URL()+"/bigquery/v2/projects/p/datasets/d/tables/t/insertAll", "application/json", strings.NewReader("{}"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -502,7 +502,7 @@ func TestUnknownRouteIsLoud(t *testing.T) {
 	if resp.StatusCode != http.StatusNotImplemented {
 		t.Errorf("status = %d, want 501", resp.StatusCode)
 	}
-	if len(rec.errs) != 1 || !strings.Contains(rec.errs[0], "/bigquery/v2/projects/p/queries") {
+	if len(rec.errs) != 1 || !strings.Contains(rec.errs[0], "/bigquery/v2/projects/p/datasets/d/tables/t/insertAll") {
 		t.Errorf("test errors = %q, want one naming the route", rec.errs)
 	}
 }

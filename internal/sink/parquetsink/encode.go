@@ -5,6 +5,7 @@
 package parquetsink
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -47,6 +48,12 @@ const (
 	KeyWindowEnd         = "syncd.window_end"
 	KeySchemaFingerprint = "syncd.schema_fingerprint"
 	KeyAttempt           = "syncd.attempt"
+	// KeyParts lists every partition of the batch (Batch.Parts, a JSON
+	// array), so that one file tells whether its batch is whole; KeySchema
+	// is the pinned table schema (Batch.Schema), so that a state can be
+	// rebuilt from the output.
+	KeyParts  = "syncd.parts"
+	KeySchema = "syncd.schema"
 )
 
 // TimeLayout formats the window bounds in the footer: RFC 3339, UTC,
@@ -96,7 +103,7 @@ func (o EncodeOptions) Validate() error {
 // set it, or a file could claim to be a batch it is not.
 func reserved(k string) bool {
 	switch k {
-	case KeyFormID, KeyBatchID, KeyWindowStart, KeyWindowEnd, KeySchemaFingerprint, KeyAttempt:
+	case KeyFormID, KeyBatchID, KeyWindowStart, KeyWindowEnd, KeySchemaFingerprint, KeyAttempt, KeyParts, KeySchema:
 		return true
 	}
 	return false
@@ -267,6 +274,14 @@ func footer(b sink.Batch, kv map[string]string) orderedKV {
 	m[KeySchemaFingerprint] = b.SchemaFingerprint
 	if b.Attempt != "" {
 		m[KeyAttempt] = b.Attempt
+	}
+	if len(b.Parts) > 0 {
+		// Partition keys are dates, months or "": they always marshal.
+		parts, _ := json.Marshal(b.Parts)
+		m[KeyParts] = string(parts)
+	}
+	if b.Schema != nil {
+		m[KeySchema] = string(b.Schema)
 	}
 	keys := make([]string, 0, len(m))
 	for k := range m {

@@ -59,9 +59,28 @@ type Sink struct {
 }
 
 var (
-	_ sink.Sink        = (*Sink)(nil)
-	_ sink.Partitioner = (*Sink)(nil)
+	_ sink.Sink          = (*Sink)(nil)
+	_ sink.Partitioner   = (*Sink)(nil)
+	_ sink.Inventory     = (*Sink)(nil)
+	_ sink.VersionReader = (*Sink)(nil)
 )
+
+// HeldBatches lists the ids of the batches table has files of, by their
+// names (sink.Inventory).
+func (s *Sink) HeldBatches(ctx context.Context, table string) ([]string, error) {
+	return HeldBatchIDs(ctx, diskLister{s.root}, table)
+}
+
+// DescribeBatches reads the footers of table's files (sink.Inventory).
+func (s *Sink) DescribeBatches(ctx context.Context, table string) ([]sink.Held, error) {
+	return DescribeHeld(ctx, diskLister{s.root}, s.layout, table)
+}
+
+// ReadVersions reads the identity columns of the files of table's
+// complete batches (sink.VersionReader).
+func (s *Sink) ReadVersions(ctx context.Context, t sink.TableColumns, fn func(sink.RowVersion) error) error {
+	return ReadHeldVersions(ctx, diskLister{s.root}, s.layout, t, fn)
+}
 
 // New opens the sink at opts.Root, creating the folder if needed, and
 // removes temporary files left behind by a crashed writer.

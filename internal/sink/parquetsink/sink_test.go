@@ -204,6 +204,7 @@ func TestCommitRoundTrip(t *testing.T) {
 			KeyWindowStart:       "2024-05-01T02:00:00.000000Z",
 			KeyWindowEnd:         "2024-05-01T03:00:00.000500Z",
 			KeySchemaFingerprint: "fp-b1",
+			KeyParts:             `["2024-05-01"]`,
 		}
 		rows, err := db.Query("SELECT decode(key), decode(value) FROM parquet_kv_metadata(" + glob(root, "answers") + ") WHERE decode(key) LIKE 'syncd.%'")
 		if err != nil {

@@ -1,0 +1,455 @@
+package parquetsink
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/syncd-dev/syncd/internal/sink"
+)
+
+// ReadFile is a committed file opened for random reads, as the Parquet
+// reader needs them (its footer sits at the end).
+type ReadFile interface {
+	parquet.ReaderAtSeeker
+	io.Closer
+}
+
+// Lister is the read side of where a Parquet sink keeps its files, keys
+// '/'-separated relative to the sink's root: what Inventory and
+// VersionReader need.
+type Lister interface {
+	// List calls fn with the key of every committed file under prefix, at
+	// any depth, in no particular order. Temporary files and hidden names
+	// (a leading '.' on any element) are never listed; a prefix with no
+	// files lists nothing.
+	List(ctx context.Context, prefix string, fn func(key string) error) error
+	// Open opens the committed file key.
+	Open(ctx context.Context, key string) (ReadFile, error)
+}
+
+// heldFile is one batch file of a table, by its key: its partition is the
+// part after '=' of its folder ("" in the table's own folder).
+type heldFile struct {
+	key, id, part string
+}
+
+// parseHeld recognises a batch file's key under table/: <id>.parquet or
+// <prefix>_<date|month>=<part>/<id>.parquet. Anything else is not a batch
+// file of the table.
+func parseHeld(table, key string) (heldFile, bool) {
+	rel, ok := strings.CutPrefix(key, table+"/")
+	if !ok {
+		return heldFile{}, false
+	}
+	dir, name := path.Split(rel)
+	id, ok := strings.CutSuffix(name, ".parquet")
+	if !ok || id == "" || name[0] == '.' || name[0] == '_' {
+		return heldFile{}, false
+	}
+	dir = strings.TrimSuffix(dir, "/")
+	if dir == "" {
+		return heldFile{key: key, id: id}, true
+	}
+	if strings.Contains(dir, "/") || dir[0] == '.' || dir[0] == '_' {
+		return heldFile{}, false
+	}
+	_, part, ok := strings.Cut(dir, "=")
+	if !ok || part == "" {
+		return heldFile{}, false
+	}
+	return heldFile{key: key, id: id, part: part}, true
+}
+
+// listHeld lists a table's batch files, grouped by batch id.
+func listHeld(ctx context.Context, st Lister, table string) (map[string][]heldFile, error) {
+	if err := safeName("table name", table); err != nil {
+		return nil, err
+	}
+	byID := map[string][]heldFile{}
+	err := st.List(ctx, table+"/", func(key string) error {
+		if f, ok := parseHeld(table, key); ok {
+			byID[f.id] = append(byID[f.id], f)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list the files of table %s: %w", table, err)
+	}
+	return byID, nil
+}
+
+// HeldBatchIDs lists the ids of the batches table has files of, from the
+// files' names alone (sink.Inventory).
+func HeldBatchIDs(ctx context.Context, st Lister, table string) ([]string, error) {
+	byID, err := listHeld(ctx, st, table)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(byID))
+	for id := range byID {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// fileFooter is what one batch file's footer says of its batch.
+type fileFooter struct {
+	heldFile
+	stream, attempt        string
+	windowStart, windowEnd time.Time
+	allParts               []string // nil: the file predates syncd.parts
+	schema                 []byte
+	rows                   int64
+}
+
+// readFooter reads the footer of f. ok is false for a file that is not a
+// file of its batch (unreadable, or its footer names another batch).
+func readFooter(ctx context.Context, st Lister, f heldFile) (ff fileFooter, ok bool, err error) {
+	r, err := st.Open(ctx, f.key)
+	if err != nil {
+		return ff, false, fmt.Errorf("open %s: %w", f.key, err)
+	}
+	defer r.Close()
+	pf, err := file.NewParquetReader(r)
+	if err != nil {
+		// A torn or foreign file is not the batch's; Committed treats it
+		// the same way, and a commit of the batch replaces it.
+		return ff, false, nil
+	}
+	defer pf.Close()
+	md := pf.MetaData()
+	kv := md.KeyValueMetadata()
+	get := func(k string) string {
+		if v := kv.FindValue(k); v != nil {
+			return *v
+		}
+		return ""
+	}
+	if get(KeyBatchID) != f.id {
+		return ff, false, nil
+	}
+	ff = fileFooter{heldFile: f, stream: get(KeyFormID), attempt: get(KeyAttempt), rows: md.NumRows}
+	if ff.windowStart, err = time.Parse(TimeLayout, get(KeyWindowStart)); err != nil {
+		return ff, false, nil
+	}
+	if ff.windowEnd, err = time.Parse(TimeLayout, get(KeyWindowEnd)); err != nil {
+		return ff, false, nil
+	}
+	if v := kv.FindValue(KeyParts); v != nil {
+		if err := json.Unmarshal([]byte(*v), &ff.allParts); err != nil {
+			return ff, false, nil
+		}
+		if ff.allParts == nil {
+			ff.allParts = []string{}
+		}
+	}
+	if v := kv.FindValue(KeySchema); v != nil {
+		ff.schema = []byte(*v)
+	}
+	return ff, true, nil
+}
+
+// DescribeHeld reads the footers of table's batch files and tells, per
+// batch, what its files say (sink.Inventory), sorted by id. layout names
+// the partition of a window, for files older than syncd.parts.
+func DescribeHeld(ctx context.Context, st Lister, layout Layout, table string) ([]sink.Held, error) {
+	held, _, err := describe(ctx, st, layout, table)
+	return held, err
+}
+
+// describe is DescribeHeld that also returns, per complete batch, the
+// files whose rows make it.
+func describe(ctx context.Context, st Lister, layout Layout, table string) ([]sink.Held, map[string][]fileFooter, error) {
+	byID, err := listHeld(ctx, st, table)
+	if err != nil {
+		return nil, nil, err
+	}
+	ids := make([]string, 0, len(byID))
+	for id := range byID {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	out := make([]sink.Held, 0, len(ids))
+	files := map[string][]fileFooter{}
+	for _, id := range ids {
+		var footers []fileFooter
+		parts := []string{}
+		for _, f := range byID[id] {
+			if err := ctx.Err(); err != nil {
+				return nil, nil, fmt.Errorf("describe the batches of table %s: %w", table, err)
+			}
+			ff, ok, err := readFooter(ctx, st, f)
+			if err != nil {
+				return nil, nil, fmt.Errorf("describe batch %s of table %s: %w", id, table, err)
+			}
+			parts = append(parts, f.part)
+			if ok {
+				footers = append(footers, ff)
+			}
+		}
+		slices.Sort(parts)
+		h, whole := judge(id, footers, layout)
+		h.Parts = slices.Compact(parts)
+		out = append(out, h)
+		if h.Complete {
+			files[id] = whole
+		}
+	}
+	return out, files, nil
+}
+
+// judge tells what a batch's readable files say of it: the attempt that
+// wrote it whole if there is one, else the attempt with the most files. It
+// returns the files of the reported attempt.
+func judge(id string, footers []fileFooter, layout Layout) (sink.Held, []fileFooter) {
+	h := sink.Held{ID: id}
+	if len(footers) == 0 {
+		return h, nil
+	}
+	byAttempt := map[string][]fileFooter{}
+	for _, f := range footers {
+		byAttempt[f.attempt] = append(byAttempt[f.attempt], f)
+	}
+	attempts := make([]string, 0, len(byAttempt))
+	for a := range byAttempt {
+		attempts = append(attempts, a)
+	}
+	sort.Strings(attempts)
+	best, bestWhole := "", false
+	for _, a := range attempts {
+		whole := wholeAttempt(byAttempt[a], layout) != nil
+		switch {
+		case whole && !bestWhole, whole == bestWhole && len(byAttempt[a]) > len(byAttempt[best]):
+			best, bestWhole = a, whole
+		}
+	}
+	fs := byAttempt[best]
+	first := fs[0]
+	h.Stream, h.Attempt = first.stream, best
+	h.WindowStart, h.WindowEnd = first.windowStart, first.windowEnd
+	h.Schema = first.schema
+	if all := wholeAttempt(fs, layout); all != nil {
+		h.AllParts, h.Complete = all, true
+	} else {
+		h.AllParts = first.allParts
+	}
+	var rows int64
+	var whole []fileFooter
+	for _, f := range fs {
+		if !h.Complete || slices.Contains(h.AllParts, f.part) {
+			rows += f.rows
+			whole = append(whole, f)
+		}
+	}
+	h.Rows = rows
+	return h, whole
+}
+
+// wholeAttempt returns the partitions of a batch that files fs, all of one
+// attempt, make whole; nil when they do not. A file older than syncd.parts
+// does not say which partitions its batch has: such a batch is taken as
+// whole only when it is one file whose window lies in that file's
+// partition, which is what every batch of those versions was (windows were
+// cut at partitions). A batch of them that spans partitions is reported
+// incomplete: no file of it can tell whether another is missing.
+func wholeAttempt(fs []fileFooter, layout Layout) []string {
+	have := map[string]bool{}
+	for _, f := range fs {
+		have[f.part] = true
+	}
+	all := fs[0].allParts
+	for _, f := range fs[1:] {
+		if !slices.Equal(f.allParts, all) {
+			return nil // files of one attempt that disagree: not trusted
+		}
+	}
+	if all == nil {
+		f := fs[0]
+		end := f.windowEnd.Add(-time.Microsecond)
+		if len(fs) != 1 || layout.PartitionOf(f.windowStart) != f.part || layout.PartitionOf(end) != f.part {
+			return nil
+		}
+		return []string{f.part}
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	for _, p := range all {
+		if !have[p] {
+			return nil
+		}
+	}
+	return all
+}
+
+// ReadHeldVersions reads the key, version, time and _deleted columns of
+// the files of table's complete batches (sink.VersionReader), one record
+// batch at a time.
+func ReadHeldVersions(ctx context.Context, st Lister, layout Layout, t sink.TableColumns, fn func(sink.RowVersion) error) error {
+	_, files, err := describe(ctx, st, layout, t.Table)
+	if err != nil {
+		return err
+	}
+	ids := make([]string, 0, len(files))
+	for id := range files {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		for _, f := range files[id] {
+			if err := readVersions(ctx, st, f, t, fn); err != nil {
+				return fmt.Errorf("read the versions of batch %s in %s: %w", id, f.key, err)
+			}
+		}
+	}
+	return nil
+}
+
+// readVersions reads the identity columns of one file: only those column
+// chunks are fetched.
+func readVersions(ctx context.Context, st Lister, f fileFooter, t sink.TableColumns, fn func(sink.RowVersion) error) error {
+	r, err := st.Open(ctx, f.key)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	pf, err := file.NewParquetReader(r)
+	if err != nil {
+		return err
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 << 10}, memory.DefaultAllocator)
+	if err != nil {
+		return err
+	}
+	names := []string{t.Key, t.Version, t.Time, "_deleted"}
+	var leaves []int
+	for i, n := range names {
+		if n == "" {
+			continue
+		}
+		idx := pf.MetaData().Schema.ColumnIndexByName(n)
+		switch {
+		case idx >= 0:
+			leaves = append(leaves, idx)
+		case i == 0:
+			return fmt.Errorf("the file has no key column %s", n)
+		}
+	}
+	rr, err := fr.GetRecordReader(ctx, leaves, nil)
+	if err != nil {
+		return err
+	}
+	defer rr.Release()
+	for rr.Next() {
+		rec := rr.Record()
+		col := func(name string) arrow.Array {
+			if name == "" {
+				return nil
+			}
+			if idx := rec.Schema().FieldIndices(name); len(idx) == 1 {
+				return rec.Column(idx[0])
+			}
+			return nil
+		}
+		key, ver, tm, del := col(t.Key), col(t.Version), col(t.Time), col("_deleted")
+		for i := 0; i < int(rec.NumRows()); i++ {
+			rv := sink.RowVersion{BatchID: f.id, Key: valueString(key, i), Version: timeAt(ver, i), Time: timeAt(tm, i)}
+			if b, ok := del.(*array.Boolean); ok && b.IsValid(i) {
+				rv.Deleted = b.Value(i)
+			}
+			if err := fn(rv); err != nil {
+				return err
+			}
+		}
+	}
+	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
+}
+
+func valueString(a arrow.Array, i int) string {
+	switch a := a.(type) {
+	case nil:
+		return ""
+	case *array.String:
+		return a.Value(i)
+	case *array.LargeString:
+		return a.Value(i)
+	default:
+		return a.ValueStr(i)
+	}
+}
+
+// timeAt is a timestamp column's value at i; zero when null or absent.
+func timeAt(a arrow.Array, i int) time.Time {
+	ts, ok := a.(*array.Timestamp)
+	if !ok || ts.IsNull(i) {
+		return time.Time{}
+	}
+	return ts.Value(i).ToTime(ts.DataType().(*arrow.TimestampType).Unit).UTC()
+}
+
+// diskLister is Lister over a folder.
+type diskLister struct{ root string }
+
+func (d diskLister) List(ctx context.Context, prefix string, fn func(key string) error) error {
+	dir := filepath.Join(d.root, filepath.FromSlash(strings.TrimSuffix(prefix, "/")))
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && p == dir {
+				return nil
+			}
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if p == dir {
+			return nil
+		}
+		if strings.HasPrefix(e.Name(), ".") {
+			// Temporary files, and folders a purge moved aside.
+			if e.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !e.Type().IsRegular() {
+			return nil
+		}
+		rel, err := filepath.Rel(d.root, p)
+		if err != nil {
+			return err
+		}
+		return fn(filepath.ToSlash(rel))
+	})
+	if err != nil {
+		return hint(err)
+	}
+	return nil
+}
+
+func (d diskLister) Open(_ context.Context, key string) (ReadFile, error) {
+	return os.Open(filepath.Join(d.root, filepath.FromSlash(key)))
+}

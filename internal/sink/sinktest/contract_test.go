@@ -1,0 +1,256 @@
+package sinktest_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	gbq "cloud.google.com/go/bigquery"
+	"gocloud.dev/blob"
+	"google.golang.org/api/iterator"
+
+	"github.com/syncd-dev/syncd/internal/bqfake"
+	"github.com/syncd-dev/syncd/internal/sink"
+	"github.com/syncd-dev/syncd/internal/sink/bigquery"
+	"github.com/syncd-dev/syncd/internal/sink/blobsink"
+	"github.com/syncd-dev/syncd/internal/sink/parquetsink"
+	"github.com/syncd-dev/syncd/internal/sink/sinktest"
+	"github.com/syncd-dev/syncd/internal/testkit"
+	"github.com/syncd-dev/syncd/internal/testkit/fakegcs"
+)
+
+// TestSinkContract runs the contract over every backend.
+func TestSinkContract(t *testing.T) {
+	t.Run("disk", func(t *testing.T) {
+		sinktest.Run(t, func(t *testing.T) sink.Sink {
+			root := t.TempDir()
+			s, err := parquetsink.New(parquetsink.Options{Root: root, Version: "test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return &diskSink{Sink: s, files: duckFiles{root: func(*testing.T) string { return root }}}
+		})
+	})
+	t.Run("gs", func(t *testing.T) {
+		f := fakegcs.Start(t)
+		t.Setenv("STORAGE_EMULATOR_HOST", f.Host)
+		f.CreateBucket(t, "lake")
+		n := 0
+		sinktest.Run(t, func(t *testing.T) sink.Sink {
+			n++
+			return openBucket(t, "gs://lake/run"+strconv.Itoa(n))
+		})
+	})
+	t.Run("bigquery", func(t *testing.T) {
+		fake := bqfake.New(t)
+		n := 0
+		sinktest.Run(t, func(t *testing.T) sink.Sink {
+			n++
+			dataset := "ds" + strconv.Itoa(n)
+			s, err := bigquery.New(context.Background(), bigquery.Options{
+				Project: bqProject, Dataset: dataset, ClientOptions: fake.ClientOptions(),
+				MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond, Version: "test",
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return &bqSink{Sink: s, fake: fake, dataset: dataset}
+		})
+	})
+}
+
+const bqProject = "proj"
+
+// bqSink reads a table back from the fake's rows, and the latest view
+// through the <table>_latest view the sink keeps, run by the fake.
+type bqSink struct {
+	*bigquery.Sink
+	fake    *bqfake.Server
+	dataset string
+}
+
+func (b *bqSink) ReadRows(t *testing.T, table string) []sinktest.Row {
+	t.Helper()
+	var out []sinktest.Row
+	for _, r := range b.fake.Rows(bqProject, b.dataset, table) {
+		row := sinktest.Row{}
+		row.Key, _ = r[sinktest.KeyColumn].(string)
+		if v, ok := r[sinktest.VersionColumn].(time.Time); ok {
+			row.Version = v.UnixMicro()
+		}
+		row.Deleted, _ = r["_deleted"].(bool)
+		row.BatchID, _ = r["_batch_id"].(string)
+		row.Extra, _ = r[sinktest.ExtraColumn].(string)
+		out = append(out, row)
+	}
+	return out
+}
+
+func (b *bqSink) Latest(t *testing.T, table string) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	if _, ok := b.fake.Table(bqProject, b.dataset, table+"_latest"); !ok {
+		return out
+	}
+	ctx := context.Background()
+	c, err := gbq.NewClient(ctx, bqProject, b.fake.ClientOptions()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	it, err := c.Query("SELECT submission_id, last_updated_at FROM `" + bqProject + "." + b.dataset + "." + table + "_latest`").Read(ctx)
+	if err != nil {
+		t.Fatalf("query the latest view of %s: %v", table, err)
+	}
+	for {
+		var row []gbq.Value
+		err := it.Next(&row)
+		if errors.Is(err, iterator.Done) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[row[0].(string)] = row[1].(time.Time).UnixMicro()
+	}
+}
+
+// openBucket opens the bucket sink at url, read back by downloading its
+// objects.
+func openBucket(t *testing.T, url string) sink.Sink {
+	t.Helper()
+	s, err := blobsink.New(context.Background(), blobsink.Options{URL: url, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return &bucketSink{Sink: s, files: duckFiles{root: func(t *testing.T) string { return download(t, s.Bucket()) }}}
+}
+
+type diskSink struct {
+	*parquetsink.Sink
+	files duckFiles
+}
+
+func (d *diskSink) ReadRows(t *testing.T, table string) []sinktest.Row {
+	return d.files.ReadRows(t, table)
+}
+func (d *diskSink) Latest(t *testing.T, table string) map[string]int64 {
+	return d.files.Latest(t, table)
+}
+
+type bucketSink struct {
+	*blobsink.Sink
+	files duckFiles
+}
+
+func (b *bucketSink) ReadRows(t *testing.T, table string) []sinktest.Row {
+	return b.files.ReadRows(t, table)
+}
+func (b *bucketSink) Latest(t *testing.T, table string) map[string]int64 {
+	return b.files.Latest(t, table)
+}
+
+// download copies every object of the bucket into a new folder, as a
+// warehouse user's reader would see them.
+func download(t *testing.T, b *blob.Bucket) string {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	it := b.List(nil)
+	for {
+		obj, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return dir
+		}
+		if err != nil {
+			t.Fatalf("list the bucket: %v", err)
+		}
+		raw, err := b.ReadAll(ctx, obj.Key)
+		if err != nil {
+			t.Fatalf("download %s: %v", obj.Key, err)
+		}
+		p := filepath.Join(dir, filepath.FromSlash(obj.Key))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// duckFiles reads a table's Parquet files with DuckDB, the independent
+// reader.
+type duckFiles struct {
+	root func(t *testing.T) string
+}
+
+func (d duckFiles) ReadRows(t *testing.T, table string) []sinktest.Row {
+	t.Helper()
+	root := d.root(t)
+	if len(testkit.ParquetFiles(t, filepath.Join(root, table))) == 0 {
+		return nil
+	}
+	duck := testkit.OpenDuck(t)
+	extra := "NULL"
+	if _, ok := duck.Columns(t, root, table)[sinktest.ExtraColumn]; ok {
+		extra = sinktest.ExtraColumn
+	}
+	rows, err := duck.DB.Query(`SELECT submission_id, epoch_us(last_updated_at), coalesce(_deleted, false), _batch_id, ` + extra +
+		` FROM ` + testkit.Scan(root, table))
+	if err != nil {
+		t.Fatalf("read table %s: %v", table, err)
+	}
+	defer rows.Close()
+	var out []sinktest.Row
+	for rows.Next() {
+		var r sinktest.Row
+		var x sql.NullString
+		if err := rows.Scan(&r.Key, &r.Version, &r.Deleted, &r.BatchID, &x); err != nil {
+			t.Fatal(err)
+		}
+		r.Extra = x.String
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func (d duckFiles) Latest(t *testing.T, table string) map[string]int64 {
+	t.Helper()
+	root := d.root(t)
+	out := map[string]int64{}
+	if len(testkit.ParquetFiles(t, filepath.Join(root, table))) == 0 {
+		return out
+	}
+	duck := testkit.OpenDuck(t)
+	rows, err := duck.DB.Query(`SELECT submission_id, epoch_us(last_updated_at) FROM (` +
+		sink.LatestQuery(testkit.Scan(root, table), sinktest.KeyColumn, sinktest.VersionColumn) + `)`)
+	if err != nil {
+		t.Fatalf("latest view of %s: %v", table, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k string
+		var v int64
+		if err := rows.Scan(&k, &v); err != nil {
+			t.Fatal(err)
+		}
+		out[k] = v
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
