@@ -237,6 +237,11 @@ func (p *Poller) adoptIndex(ctx context.Context, t AdoptTarget) (int, error) {
 		if r.Time.Before(from) {
 			return nil
 		}
+		if r.Version.IsZero() {
+			// A record never updated holds its time as its version, as
+			// the index of a pass records it (versionOf).
+			r.Version = r.Time
+		}
 		if cur, ok := index[r.Key]; ok && !r.Version.After(cur.v.Updated) {
 			if !r.Version.Equal(cur.v.Updated) || !r.Deleted {
 				return nil
