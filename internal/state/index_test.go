@@ -431,3 +431,53 @@ func TestObjectBackupCarriesTheIndex(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkIndexBytesPerRecord commits 100,000 records of a dense form
+// (UUID ids, 30 days, batches of 5,000) to a state file and reports what
+// the index costs on disk: the chunks' bytes and the file's growth per
+// record. b.N repeats the whole load.
+func BenchmarkIndexBytesPerRecord(b *testing.B) {
+	const records, batch = 100_000, 5_000
+	step := 30 * 24 * time.Hour / records
+	for i := 0; i < b.N; i++ {
+		path := filepath.Join(b.TempDir(), "syncd.db")
+		st, err := OpenBolt(context.Background(), BoltOptions{Path: path})
+		if err != nil {
+			b.Fatal(err)
+		}
+		info, _ := os.Stat(path)
+		empty := info.Size()
+		for j := 0; j < records; j += batch {
+			c := &IndexChange{}
+			for k := j; k < j+batch; k++ {
+				t := it0.Add(time.Duration(k) * step)
+				c.Put = append(c.Put, Entry{ID: uuidOf(k), Version: Version{Time: t, Hash: TimeVersion(t)}})
+			}
+			w := Interval{Start: it0.Add(time.Duration(j) * step), End: it0.Add(time.Duration(j+batch) * step)}
+			if err := st.RecordIntent(context.Background(), "f", Intent{BatchID: fmt.Sprint(j), Table: "t", Start: w.Start, End: w.End}); err != nil {
+				b.Fatal(err)
+			}
+			if err := st.Commit(context.Background(), "f", Commit{BatchID: fmt.Sprint(j), Window: w, Index: c}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		var chunkBytes, used int64
+		if err := st.db.View(func(tx *bolt.Tx) error {
+			// Pages in use: the file's high-water mark less its free pages.
+			used = tx.Size() - int64(st.db.Stats().FreePageN+st.db.Stats().PendingPageN)*int64(st.db.Info().PageSize)
+			return tx.Bucket(indexBucket).Bucket([]byte("f")).ForEach(func(k, v []byte) error {
+				chunkBytes += int64(len(k) + len(v))
+				return nil
+			})
+		}); err != nil {
+			b.Fatal(err)
+		}
+		if err := st.Close(); err != nil {
+			b.Fatal(err)
+		}
+		info, _ = os.Stat(path)
+		b.ReportMetric(float64(chunkBytes)/records, "chunk-bytes/record")
+		b.ReportMetric(float64(used-empty)/records, "page-bytes/record")
+		b.ReportMetric(float64(info.Size()-empty)/records, "file-bytes/record")
+	}
+}
