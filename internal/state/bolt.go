@@ -696,7 +696,10 @@ func (b *Bolt) Versions(ctx context.Context, formID string, from, to time.Time, 
 			c := bk.Cursor()
 			// The chunk holding from starts at or before it.
 			k, v := c.Seek(chunkKey(lo))
-			if k == nil || keyTime(k) > lo {
+			switch {
+			case k == nil: // every chunk starts before from: the last may hold it
+				k, v = c.Last()
+			case keyTime(k) > lo:
 				if pk, pv := c.Prev(); pk != nil {
 					k, v = pk, pv
 				} else {

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"fmt"
@@ -97,6 +98,13 @@ func (o *Object) getChunk(ctx context.Context, formID, name string) ([]entry, er
 // remove deletes index objects the state object no longer names. A failure
 // leaves an object nothing names: harmless, so it is not an error.
 func (o *Object) remove(ctx context.Context, names []string) {
+	if len(names) == 0 {
+		return
+	}
+	// Not while this process reads the index: Versions reads the chunks
+	// the state object named when it began.
+	o.reading.Lock()
+	defer o.reading.Unlock()
 	for _, n := range names {
 		_ = o.bucket.Delete(context.WithoutCancel(ctx), o.blobKey(n))
 	}
@@ -138,7 +146,7 @@ func (o *Object) applyIndex(ctx context.Context, st *FormState, ix *objIndex, ch
 		}
 		refs[k] = chunkRef{Start: k, Last: es[len(es)-1].t, N: len(es), Name: name}
 	}
-	ix.Chunks = slices.SortedFunc(maps.Values(refs), func(a, b chunkRef) int { return int(min(max(a.Start-b.Start, -1), 1)) })
+	ix.Chunks = slices.SortedFunc(maps.Values(refs), func(a, b chunkRef) int { return cmp.Compare(a.Start, b.Start) })
 	st.Indexed += plan.delta
 	return unused, nil
 }
@@ -151,6 +159,8 @@ func (o *Object) Versions(ctx context.Context, formID string, from, to time.Time
 		return fmt.Errorf("read the version index of form %s: %w", formID, err)
 	}
 	lo, hi := from.UnixMicro(), to.UnixMicro()
+	o.reading.RLock()
+	defer o.reading.RUnlock()
 	o.mu.Lock()
 	ix := o.doc.Index[formID].clone()
 	legacy := o.legacy[formID]
@@ -194,7 +204,7 @@ func (o *Object) migrate(ctx context.Context) error {
 	o.mu.Lock()
 	old, legacy := o.doc.FormatVersion, o.legacy
 	o.mu.Unlock()
-	if old >= objectFormat || o.doc.Writer == "" && len(o.doc.Forms) == 0 && o.ver == "" {
+	if old >= objectFormat {
 		return nil
 	}
 	var unused []string

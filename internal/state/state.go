@@ -150,7 +150,8 @@ type Store interface {
 	FinishRefresh(ctx context.Context, formID string) error
 	// Versions calls fn with every record of the form's version index whose
 	// time is in [from, to), in time order; fn's error stops it. It reads a
-	// consistent state: the windows committed when it began.
+	// consistent state: the batches committed when it began. fn must not
+	// write to the store (the state file's read transaction is open).
 	Versions(ctx context.Context, formID string, from, to time.Time, fn func(Entry) error) error
 	// SetReconciled records that a reconcile pass of the form ended at t.
 	SetReconciled(ctx context.Context, formID string, t time.Time) error
