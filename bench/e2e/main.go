@@ -55,16 +55,16 @@ func main() {
 	run := func(name string) bool { return *scenario == "all" || *scenario == name }
 	if run("backfill") {
 		fmt.Printf("## Backfill, rate limit off (%s form, concurrency %d)\n\n", *shape, *conc)
-		fmt.Println("| submissions | rows written | wall | CPU (user+sys) | peak RSS | submissions/s | requests |")
-		fmt.Println("|---|---|---|---|---|---|---|")
+		fmt.Println("| submissions | rows written | wall | CPU (user+sys) | peak RSS | submissions/s | requests | state file | state bytes/submission |")
+		fmt.Println("|---|---|---|---|---|---|---|---|---|")
 		for _, s := range strings.Split(*sizes, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(s))
 			if err != nil {
 				fatalf("-sizes: %v", err)
 			}
 			r := backfill(ctx, bin, n, *shape == "wide", *conc, 0, 0)
-			fmt.Printf("| %d | %d | %.1f s | %.1f s | %.0f MB | %.0f | %d |\n", n, r.rows, r.wall.Seconds(), r.cpu.Seconds(),
-				float64(r.maxRSS)/(1<<20), float64(r.rows)/r.wall.Seconds(), r.requests)
+			fmt.Printf("| %d | %d | %.1f s | %.1f s | %.0f MB | %.0f | %d | %.1f MB | %.0f |\n", n, r.rows, r.wall.Seconds(), r.cpu.Seconds(),
+				float64(r.maxRSS)/(1<<20), float64(r.rows)/r.wall.Seconds(), r.requests, float64(r.stateBytes)/(1<<20), float64(r.stateBytes)/float64(max(r.rows, 1)))
 		}
 		fmt.Println()
 	}
@@ -102,6 +102,7 @@ type result struct {
 	maxRSS            int64 // bytes
 	requests, limited int64
 	rows              int64
+	stateBytes        int64 // of the state file after the run
 }
 
 // sim serves a simulator on a loopback port until stop is called.
@@ -194,6 +195,9 @@ func backfill(ctx context.Context, bin string, n int, wide bool, concurrency int
 	r.requests = after.Requests - before.Requests
 	r.limited = after.ByStatus[http.StatusTooManyRequests] - before.ByStatus[http.StatusTooManyRequests]
 	r.rows = int64(len(s.ExpectedIDs(form)))
+	if info, err := os.Stat(filepath.Join(dir, "state", "syncd.db")); err == nil {
+		r.stateBytes = info.Size()
+	}
 	return r
 }
 

@@ -203,7 +203,7 @@ func (p *Poller) Adopt(ctx context.Context, t AdoptTarget) (AdoptResult, error) 
 		}
 		res.Schema = true
 	}
-	if t.Index && p.opts.Lookback > 0 && res.Batches > 0 {
+	if t.Index && res.Batches > 0 {
 		n, err := p.adoptIndex(ctx, t)
 		if err != nil {
 			return res, err
@@ -219,48 +219,49 @@ func (p *Poller) Adopt(ctx context.Context, t AdoptTarget) (AdoptResult, error) 
 	return res, nil
 }
 
-// adoptIndex rebuilds the version index of the lookback from the rows the
-// table holds: the latest version of each record, none for a record whose
-// latest row is a tombstone.
+// adoptIndex rebuilds the version index from the rows the table holds:
+// the latest version of each record, none for a record whose latest row is
+// a tombstone. The index covers the whole history, as a pass's does.
 func (p *Poller) adoptIndex(ctx context.Context, t AdoptTarget) (int, error) {
 	vr, ok := p.sink.(sink.VersionReader)
 	if !ok {
 		return 0, nil
 	}
-	from := floorMS(p.opts.Now().Add(-p.opts.Lookback))
 	type latest struct {
-		v       state.Version
-		deleted bool
+		time, version time.Time
+		deleted       bool
 	}
 	index := map[string]latest{}
 	err := vr.ReadVersions(ctx, sink.TableColumns{Table: t.Table, Key: t.Key, Version: t.Version, Time: t.Time}, func(r sink.RowVersion) error {
-		if r.Time.Before(from) {
-			return nil
-		}
 		if r.Version.IsZero() {
 			// A record never updated holds its time as its version, as
-			// the index of a pass records it (versionOf).
+			// the index of a pass records it (entryOf).
 			r.Version = r.Time
 		}
-		if cur, ok := index[r.Key]; ok && !r.Version.After(cur.v.Updated) {
-			if !r.Version.Equal(cur.v.Updated) || !r.Deleted {
+		if cur, ok := index[r.Key]; ok {
+			// The latest version wins; of two rows of one version, the
+			// tombstone.
+			if r.Version.Before(cur.version) || r.Version.Equal(cur.version) && !r.Deleted {
 				return nil
 			}
 		}
-		index[r.Key] = latest{v: state.Version{Time: r.Time, Updated: r.Version}, deleted: r.Deleted}
+		index[r.Key] = latest{time: r.Time, version: r.Version, deleted: r.Deleted}
 		return nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("adopt %s: read the rows of table %s: %w", t.Stream, t.Table, err)
 	}
-	vers := make(map[string]state.Version, len(index))
+	change := &state.IndexChange{}
 	for id, l := range index {
-		if !l.deleted {
-			vers[id] = l.v
+		e := state.Entry{ID: id, Version: state.Version{Time: l.time, Hash: state.TimeVersion(l.version)}}
+		if l.deleted {
+			change.Gone = append(change.Gone, e)
+		} else {
+			change.Put = append(change.Put, e)
 		}
 	}
-	if err := p.store.Commit(ctx, t.Stream, state.Commit{Versions: vers, IndexFrom: from}); err != nil {
+	if err := p.store.Commit(ctx, t.Stream, state.Commit{Index: change, IndexFrom: epoch}); err != nil {
 		return 0, fmt.Errorf("adopt %s: record the version index: %w", t.Stream, err)
 	}
-	return len(vers), nil
+	return len(change.Put), nil
 }

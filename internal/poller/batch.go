@@ -21,8 +21,8 @@ import (
 // processWindow is the exactly-once protocol for one window: record the
 // intent, fetch the whole window off to the side, commit it to the sink
 // under its batch id, then move the checkpoint and clear the intent in one
-// state transaction. The versions of the rows within the lookback go into
-// the version index in that same transaction.
+// state transaction. The versions of all its rows go into the version
+// index in that same transaction.
 func (f *formRun) processWindow(ctx context.Context, w window) error {
 	b := f.batchFor(w)
 	if err := f.p.checkHorizon(f.job.FormID, w.end); err != nil && !w.redo {
@@ -35,31 +35,31 @@ func (f *formRun) processWindow(ctx context.Context, w window) error {
 	if err := f.p.store.RecordIntent(ctx, f.job.FormID, intent); err != nil {
 		return fmt.Errorf("record intent of batch %s: %w", b.ID, err)
 	}
-	vers := map[string]state.Version{}
+	idx := &state.IndexChange{}
 	fill := func(rows *batchRows, lin schema.Lineage) error {
 		_, err := f.fetch(ctx, w, func(sub *forms.Submission) error {
 			if err := rows.Append(sub, lin); err != nil {
 				return err
 			}
-			if !f.indexFrom.IsZero() && !sub.SubmissionTime.Before(f.indexFrom) {
-				vers[strings.Clone(sub.SubmissionID)] = versionOf(sub)
-			}
+			idx.Put = append(idx.Put, entryOf(sub))
 			return nil
 		})
 		return err
 	}
 	return f.commitBatch(ctx, w, b, intent, fill, func(in *state.Intent, c *state.Commit) {
-		in.Versions, c.Versions = vers, vers
+		in.Index, c.Index = idx, idx
 	})
 }
 
-// versionOf is the version of a submission the index records.
-func versionOf(sub *forms.Submission) state.Version {
-	v := state.Version{Time: sub.SubmissionTime, Updated: sub.SubmissionTime}
+// entryOf is what the version index records of a submission: its time
+// and a hash of its version (lastUpdatedAt, or its time if never updated).
+func entryOf(sub *forms.Submission) state.Entry {
+	updated := sub.SubmissionTime
 	if sub.LastUpdatedAt != nil {
-		v.Updated = *sub.LastUpdatedAt
+		updated = *sub.LastUpdatedAt
 	}
-	return v
+	// A copy of the id: the decoder's strings may share the page's buffer.
+	return state.Entry{ID: strings.Clone(sub.SubmissionID), Version: state.Version{Time: sub.SubmissionTime, Hash: state.TimeVersion(updated)}}
 }
 
 // commitBatch builds the rows of a batch whose intent is recorded (fill
@@ -100,7 +100,7 @@ func (f *formRun) commitBatch(ctx context.Context, w window, b sink.Batch, inten
 	commit := state.Commit{BatchID: b.ID, Window: state.Interval{Start: w.start, End: w.end}, Rows: int(n)}
 	extra(&intent, &commit)
 	pt, parted := f.p.sink.(sink.Partitioner)
-	if n > 0 && (parted || len(intent.Versions) > 0 || len(intent.Gone) > 0) {
+	if n > 0 && (parted || intent.Index != nil) {
 		// What the batch writes is known now: the intent names its files
 		// and versions before the first is written, so a stop between two
 		// files is resolved file by file, and a batch found in the sink

@@ -33,9 +33,10 @@ type Options struct {
 	SafetyLag       time.Duration // the live sync stops at now - SafetyLag (default 2m)
 	IncludeEditLink bool          // request and export editLink
 	MaxRefetches    int           // re-walks of a window that changed while it was paged (default 3)
-	// Lookback is how far back the version index reaches and reconciles
-	// re-read committed windows (0: neither); ReconcileEvery how often a
-	// live pass reconciles a form (0: every pass).
+	// Lookback is how far back the scheduled reconcile re-reads committed
+	// windows (0: no scheduled reconcile; the version index covers the
+	// whole history either way); ReconcileEvery how often a live pass
+	// reconciles a form (0: every pass).
 	Lookback       time.Duration
 	ReconcileEvery time.Duration
 	// ChunkRows bounds the rows of a window held in memory: past it a

@@ -17,8 +17,9 @@ import (
 // has no "updated after" filter, and nothing signals a deletion, so the
 // only way to see an edit, a deletion or a submission imported with a past
 // submissionTime is to read the window again. A reconcile reads every page
-// of the committed windows within sync.lookback (no count request: the
-// version index in the state says how the windows are cut) and compares
+// of the committed windows from where it starts (sync.lookback for the
+// scheduled one; any date for `syncd reconcile --from`), with no count
+// request: the version index says how the windows are cut, and compares
 // each submission with the version index: a new lastUpdatedAt is an edit, an
 // id the index lacks a late import, an id the index has and the API no
 // longer lists a deletion. Only a window with changes costs a batch: its
@@ -36,10 +37,10 @@ type ErrNoIndex struct {
 
 func (e *ErrNoIndex) Error() string {
 	if e.IndexedFrom.IsZero() {
-		return fmt.Sprintf("form %s has no version index yet (sync.lookback is 0, or no pass ran since it was set): a reconcile compares with it, so there is nothing to compare with; use `syncd refresh --form %s` to rewrite the table instead", e.FormID, e.FormID)
+		return fmt.Sprintf("form %s has no version index yet (no pass has committed a batch of it since syncd kept one): run `syncd once` first, or `syncd state adopt --form %s` to build the index from the output", e.FormID, e.FormID)
 	}
-	return fmt.Sprintf("form %s keeps the versions of its rows from %s on (sync.lookback), so it cannot reconcile from %s: use --from %s or later, or `syncd refresh --form %s` to rewrite the table",
-		e.FormID, e.IndexedFrom.UTC().Format(time.RFC3339), e.From.UTC().Format(time.RFC3339), e.IndexedFrom.UTC().Format(time.RFC3339), e.FormID)
+	return fmt.Sprintf("form %s has the versions of its rows indexed from %s on (an older syncd kept them for sync.lookback only), so it cannot reconcile from %s: run `syncd state adopt --form %s` to index the earlier rows from the output, or use --from %s or later",
+		e.FormID, e.IndexedFrom.UTC().Format(time.RFC3339), e.From.UTC().Format(time.RFC3339), e.FormID, e.IndexedFrom.UTC().Format(time.RFC3339))
 }
 
 // Reconcile re-reads the committed windows of one form from from (zero:
@@ -62,13 +63,17 @@ func (f *formRun) reconcileDue(st state.FormState) bool {
 }
 
 // startIndex makes the version index start for a form that has none: at
-// now - lookback, or where the form's committed windows end when they end
-// later (what was committed before the index existed is not in it).
+// the beginning of time for a form with nothing committed (every batch
+// records all its rows), or where the form's committed windows end (what
+// was committed before the index existed is not in it).
 func (f *formRun) startIndex(ctx context.Context, st state.FormState) error {
-	if f.indexFrom.IsZero() || !st.IndexedFrom.IsZero() {
+	if !st.IndexedFrom.IsZero() || f.dry {
 		return nil
 	}
-	from := maxTime(f.indexFrom, st.Committed.End())
+	from := epoch
+	if len(st.Committed) > 0 {
+		from = st.Committed.End()
+	}
 	if err := f.p.store.Commit(ctx, f.job.FormID, state.Commit{IndexFrom: from}); err != nil {
 		return fmt.Errorf("start the version index of form %s: %w", f.job.FormID, err)
 	}
@@ -96,7 +101,11 @@ func (f *formRun) reconcile(ctx context.Context, from, to time.Time, explicit bo
 		if !lo.Before(hi) {
 			continue
 		}
-		for _, w := range cutByIndex(lo, hi, st.Versions, f.p.opts.MaxRowsPerBatch) {
+		ws, err := f.cutByIndex(ctx, lo, hi)
+		if err != nil {
+			return err
+		}
+		for _, w := range ws {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
@@ -104,71 +113,53 @@ func (f *formRun) reconcile(ctx context.Context, from, to time.Time, explicit bo
 				f.interrupted.Store(true)
 				return nil
 			}
-			if err := f.reconcileWindow(ctx, w, st.Versions, passStart); err != nil {
+			if err := f.reconcileWindow(ctx, w, passStart); err != nil {
 				return err
 			}
 			f.reconciledWindows.Add(1)
 		}
 	}
-	// The index keeps only the lookback: older ids leave it.
-	if !f.indexFrom.IsZero() {
-		if st, err = f.p.store.Get(ctx, f.job.FormID); err != nil {
-			return fmt.Errorf("read state of form %s: %w", f.job.FormID, err)
-		}
-		var gone []string
-		for id, v := range st.Versions {
-			if v.Time.Before(f.indexFrom) {
-				gone = append(gone, id)
-			}
-		}
-		if len(gone) > 0 || f.indexFrom.After(st.IndexedFrom) {
-			c := state.Commit{Gone: gone, IndexFrom: maxTime(f.indexFrom, st.IndexedFrom)}
-			if err := f.p.store.Commit(ctx, f.job.FormID, c); err != nil {
-				return fmt.Errorf("trim the version index of form %s: %w", f.job.FormID, err)
-			}
-		}
-	}
-	if err := f.p.store.SetReconciled(ctx, f.job.FormID, passStart); err != nil {
-		return err
-	}
-	return nil
+	return f.p.store.SetReconciled(ctx, f.job.FormID, passStart)
 }
 
-// cutByIndex cuts [lo, hi) into windows of at most maxRows indexed records.
-func cutByIndex(lo, hi time.Time, index map[string]state.Version, maxRows int) []window {
-	var times []time.Time
-	for _, v := range index {
-		if !v.Time.Before(lo) && v.Time.Before(hi) {
-			times = append(times, v.Time)
-		}
-	}
-	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+// cutByIndex cuts [lo, hi) into windows of at most MaxRowsPerBatch indexed
+// records, reading the index in time order.
+func (f *formRun) cutByIndex(ctx context.Context, lo, hi time.Time) ([]window, error) {
+	maxRows := f.p.opts.MaxRowsPerBatch
 	var out []window
-	start := lo
-	for i := maxRows; i < len(times); i += maxRows {
-		cut := floorMS(times[i])
-		if cut.After(start) {
-			out = append(out, window{start: start, end: cut, count: -1})
-			start = cut
+	start, n := lo, 0
+	err := f.p.store.Versions(ctx, f.job.FormID, lo, hi, func(e state.Entry) error {
+		if n > 0 && n%maxRows == 0 {
+			if cut := floorMS(e.Time); cut.After(start) {
+				out = append(out, window{start: start, end: cut, count: -1})
+				start = cut
+			}
 		}
+		n++
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return append(out, window{start: start, end: hi, count: -1})
+	return append(out, window{start: start, end: hi, count: -1}), nil
 }
 
 // reconcileWindow reads one committed window again and commits what
 // changed as a batch of its own, with a batch id of its own (the window's,
 // and the reconcile pass's start). A window of an earlier run's open
 // reconcile batch (w.id set) is read again under that id.
-func (f *formRun) reconcileWindow(ctx context.Context, w window, index map[string]state.Version, passStart time.Time) error {
+func (f *formRun) reconcileWindow(ctx context.Context, w window, passStart time.Time) error {
 	known := map[string]state.Version{}
-	for id, v := range index {
-		if !v.Time.Before(w.start) && v.Time.Before(w.end) {
-			known[id] = v
-		}
+	err := f.p.store.Versions(ctx, f.job.FormID, w.start, w.end, func(e state.Entry) error {
+		known[e.ID] = e.Version
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	var changed []forms.Submission
 	seen, err := f.fetch(ctx, w, func(sub *forms.Submission) error {
-		if v, ok := known[sub.SubmissionID]; ok && v.Updated.Equal(state.Normalize(versionOf(sub).Updated)) {
+		if v, ok := known[sub.SubmissionID]; ok && v.Hash == entryOf(sub).Hash {
 			return nil
 		}
 		changed = append(changed, *sub)
@@ -194,11 +185,15 @@ func (f *formRun) reconcileWindow(ctx context.Context, w window, index map[strin
 		w.seen = passStart
 	}
 	b := f.batchFor(w)
-	vers := make(map[string]state.Version, len(changed))
+	idx := &state.IndexChange{Put: make([]state.Entry, len(changed)), Gone: make([]state.Entry, len(gone))}
 	for i := range changed {
-		vers[changed[i].SubmissionID] = versionOf(&changed[i])
+		idx.Put[i] = entryOf(&changed[i])
 	}
-	intent := state.Intent{BatchID: b.ID, Table: b.Table, Start: w.start, End: w.end, Parts: w.parts, Attempt: w.attempt, CreatedAt: w.seen, Reconcile: true, Versions: vers, Gone: gone}
+	for i, id := range gone {
+		idx.Gone[i] = state.Entry{ID: id, Version: known[id]}
+	}
+	counts := &state.ReconcileCounts{Versions: len(changed), Tombstones: len(gone)}
+	intent := state.Intent{BatchID: b.ID, Table: b.Table, Start: w.start, End: w.end, Parts: w.parts, Attempt: w.attempt, CreatedAt: w.seen, Reconcile: true, Index: idx, Counts: counts}
 	if err := f.p.store.RecordIntent(ctx, f.job.FormID, intent); err != nil {
 		return fmt.Errorf("record intent of reconcile batch %s: %w", b.ID, err)
 	}
@@ -215,9 +210,8 @@ func (f *formRun) reconcileWindow(ctx context.Context, w window, index map[strin
 		}
 		return nil
 	}
-	counts := &state.ReconcileCounts{Versions: len(vers), Tombstones: len(gone)}
 	err = f.commitBatch(ctx, w, b, intent, fill, func(in *state.Intent, c *state.Commit) {
-		c.Versions, c.Gone, c.Reconcile = in.Versions, in.Gone, counts
+		c.Index, c.Reconcile = in.Index, counts
 	})
 	if err != nil {
 		return err

@@ -89,8 +89,8 @@ type formRun struct {
 	reconciledWindows, versions, tombstones atomic.Int64
 	// dry: planning only (Plan); nothing is recorded.
 	dry bool
-	// indexFrom: rows whose time is at or after it go into the version
-	// index (now - sync.lookback); zero: no index is kept.
+	// indexFrom: where a scheduled reconcile starts re-reading (now -
+	// sync.lookback); zero: sync.lookback is 0.
 	indexFrom time.Time
 }
 
@@ -152,7 +152,7 @@ func (f *formRun) prepare(ctx context.Context) (state.FormState, error) {
 		case f.stream != nil:
 			err = f.processStreamWindow(ctx, w)
 		case w.reconcile:
-			err = f.reconcileWindow(ctx, w, st.Versions, w.seen)
+			err = f.reconcileWindow(ctx, w, w.seen)
 		default:
 			err = f.processWindow(ctx, w)
 		}
@@ -305,9 +305,13 @@ func (p *Poller) recoverIntents(ctx context.Context, st state.FormState, log *za
 			redo = append(redo, w)
 			continue
 		}
-		c := state.Commit{BatchID: id, Window: state.Interval{Start: in.Start, End: in.End}, Rows: in.Rows, Versions: in.Versions, Gone: in.Gone}
+		// The commit applies the index change the intent recorded.
+		c := state.Commit{BatchID: id, Window: state.Interval{Start: in.Start, End: in.End}, Rows: in.Rows}
 		if in.Reconcile {
-			c.Reconcile = &state.ReconcileCounts{Versions: len(in.Versions), Tombstones: len(in.Gone)}
+			c.Reconcile = &state.ReconcileCounts{}
+			if in.Counts != nil {
+				*c.Reconcile = *in.Counts
+			}
 		}
 		err = p.store.Commit(ctx, st.FormID, c)
 		if err != nil {

@@ -235,6 +235,18 @@ func BackupObject(ctx context.Context, url string, w io.Writer) (BackupInfo, err
 	if err != nil {
 		return BackupInfo{}, fmt.Errorf("back up state %s: %w", url, err)
 	}
+	if doc.FormatVersion >= 2 && len(doc.Index) > 0 {
+		// The version index lives in objects of its own: the backup holds
+		// them too, as they were when the state object was read (a writer
+		// deletes what it replaces only after the next state object names
+		// the replacement, so a fast writer can make this fail: rerun).
+		if doc.Blobs, err = o.blobsOf(ctx, &doc); err != nil {
+			return BackupInfo{}, fmt.Errorf("back up state %s: read its version index (if a syncd is writing it, rerun): %w", url, err)
+		}
+		if raw, err = encodeDoc(&doc); err != nil {
+			return BackupInfo{}, fmt.Errorf("back up state %s: %w", url, err)
+		}
+	}
 	n, err := w.Write(raw)
 	if err != nil {
 		return BackupInfo{}, fmt.Errorf("write the backup of state %s: %w", url, err)
@@ -253,8 +265,46 @@ func RestoreObject(ctx context.Context, opts ObjectOptions, raw []byte) (BackupI
 	}
 	defer o.Close()
 	doc, err := o.decode(raw)
+	if err == nil && doc.FormatVersion >= 2 {
+		err = checkBlobs(&doc)
+	}
+	var legacy map[string]*legacyIndex
+	if err == nil && doc.FormatVersion < 2 {
+		legacy, err = o.decodeLegacy(raw)
+	}
 	if err != nil {
 		return BackupInfo{}, fmt.Errorf("restore state %s: the backup is not usable: %w", opts.URL, err)
+	}
+	// The index objects are written under new names: those of the backup
+	// may still be in the bucket, named by the state being replaced, which
+	// is kept beside it.
+	if doc.Index == nil {
+		doc.Index = map[string]objIndex{}
+	}
+	for id, ix := range doc.Index {
+		ix = ix.clone()
+		for i, c := range ix.Chunks {
+			name := newBlobName(id, "chunk", c.Start)
+			if err := o.putBlob(ctx, name, doc.Blobs[c.Name]); err != nil {
+				return BackupInfo{}, fmt.Errorf("restore state %s: %w", opts.URL, err)
+			}
+			ix.Chunks[i].Name = name
+		}
+		for b, n := range ix.Pending {
+			name := newBlobName(id, "pending", 0)
+			if err := o.putBlob(ctx, name, doc.Blobs[n]); err != nil {
+				return BackupInfo{}, fmt.Errorf("restore state %s: %w", opts.URL, err)
+			}
+			ix.Pending[b] = name
+		}
+		doc.Index[id] = ix
+	}
+	doc.Blobs = nil
+	if legacy != nil {
+		if _, err := o.migrateDoc(ctx, &doc, legacy); err != nil {
+			return BackupInfo{}, fmt.Errorf("restore state %s: move the version index of the format %d backup out: %w", opts.URL, doc.FormatVersion, err)
+		}
+		doc.FormatVersion = objectFormat
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -271,7 +321,7 @@ func RestoreObject(ctx context.Context, opts ObjectOptions, raw []byte) (BackupI
 			return BackupInfo{}, fmt.Errorf("restore state %s: keep the state it replaces: %w", opts.URL, err)
 		}
 	}
-	doc.Writer, doc.Seq = o.id, o.seq+1
+	doc.Writer, doc.Seq, doc.FormatVersion = o.id, o.seq+1, objectFormat
 	out, err := encodeDoc(&doc)
 	if err != nil {
 		return BackupInfo{}, err
@@ -280,5 +330,6 @@ func RestoreObject(ctx context.Context, opts ObjectOptions, raw []byte) (BackupI
 	if err != nil {
 		return BackupInfo{}, fmt.Errorf("restore state %s: %w", opts.URL, err)
 	}
+	o.doc, o.ver, o.seq = doc, ver, doc.Seq
 	return BackupInfo{Forms: len(doc.Forms), Version: fmt.Sprint(ver), Bytes: int64(len(out))}, nil
 }

@@ -30,14 +30,31 @@ import (
 // followed by the JSON; "meta" also holds "manifest", the CRC-32C of its
 // JSON and the JSON, which lists every form with the checksum of its record
 // and its generation. A damaged record fails its checksum; a record that
-// vanished, or an older copy of one, fails the manifest. A writer migrates a
-// version 1 file to version 2 when it opens it; readers read both.
-const formatVersion = 2
+// vanished, or an older copy of one, fails the manifest.
+//
+// Version 3 moves the version index out of the records (where formats 1
+// and 2 kept the lookback's, as "versions" in the record and in each
+// intent): bucket "index" holds a bucket per form, whose keys are the
+// starts of its chunks (8 bytes, big-endian Unix microseconds with the
+// sign bit flipped) and whose values are the chunks (see encodeChunk);
+// bucket "pending" holds a bucket per form, mapping the batch id of an
+// intent to the index change its commit applies (see encodeChange).
+//
+// A writer migrates an older file to version 3 when it opens it; readers
+// read every version.
+const formatVersion = 3
+
+// The chunks of the index in a state file hold 256 to 1024 records (about
+// 7 to 29 KB): an edit rewrites a few pages, and the chunks' keys cost well
+// under a byte per record.
+const boltChunkMax, boltChunkSmall = 1024, 256
 
 var (
 	formsBucket   = []byte("forms")
 	metaBucket    = []byte("meta")
 	secretsBucket = []byte("secrets") // created by the first PutSecret
+	indexBucket   = []byte("index")   // format 3: a bucket of chunks per form
+	pendingBucket = []byte("pending") // format 3: a bucket of intents' index changes per form
 	versionKey    = []byte("format_version")
 	manifestKey   = []byte("manifest")
 )
@@ -73,6 +90,7 @@ type Bolt struct {
 	db       *bolt.DB  // nil for a read-only open of a missing file
 	lock     *fileLock // nil when read-only
 	now      func() time.Time
+	chunks   chunkLimits
 
 	closeOnce sync.Once
 	closeErr  error
@@ -91,7 +109,7 @@ func OpenBolt(ctx context.Context, opts BoltOptions) (*Bolt, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("open state file %s: %w", opts.Path, err)
 	}
-	b := &Bolt{path: opts.Path, readOnly: opts.ReadOnly, now: opts.Now}
+	b := &Bolt{path: opts.Path, readOnly: opts.ReadOnly, now: opts.Now, chunks: chunkLimits{max: boltChunkMax, small: boltChunkSmall}}
 	if b.now == nil {
 		b.now = time.Now
 	}
@@ -216,8 +234,10 @@ func createFresh(path string, timeout time.Duration) error {
 		return err
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		if _, err := tx.CreateBucket(formsBucket); err != nil {
-			return err
+		for _, name := range [][]byte{formsBucket, indexBucket, pendingBucket} {
+			if _, err := tx.CreateBucket(name); err != nil {
+				return err
+			}
 		}
 		meta, err := tx.CreateBucket(metaBucket)
 		if err != nil {
@@ -534,7 +554,18 @@ func (b *Bolt) RecordIntent(ctx context.Context, formID string, in Intent) error
 	if err != nil {
 		return err
 	}
-	if err := b.update(ctx, formID, ch); err != nil {
+	var pend func(tx *bolt.Tx, st *FormState) error
+	if in.Index != nil {
+		raw := encodeChange(in.Index)
+		pend = func(tx *bolt.Tx, _ *FormState) error {
+			bk, err := formBucket(tx, pendingBucket, formID, true)
+			if err != nil {
+				return err
+			}
+			return bk.Put([]byte(in.BatchID), raw)
+		}
+	}
+	if err := b.updateTx(ctx, formID, ch, pend, false); err != nil {
 		return fmt.Errorf("record intent %s for form %s: %w", in.BatchID, formID, err)
 	}
 	return nil
@@ -549,15 +580,166 @@ func (b *Bolt) Commit(ctx context.Context, formID string, c Commit) error {
 	if err != nil {
 		return err
 	}
-	if err := b.update(ctx, formID, ch); err != nil {
+	idx := func(tx *bolt.Tx, st *FormState) error {
+		change := c.Index
+		if c.BatchID != "" {
+			if pend := tx.Bucket(pendingBucket).Bucket([]byte(formID)); pend != nil {
+				if raw := pend.Get([]byte(c.BatchID)); raw != nil {
+					if change == nil {
+						var err error
+						if change, err = decodeChange(raw); err != nil {
+							return &CorruptError{Path: b.path, Form: formID, Err: err}
+						}
+					}
+					if err := pend.Delete([]byte(c.BatchID)); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return b.applyIndex(tx, st, change)
+	}
+	if err := b.updateTx(ctx, formID, ch, idx, false); err != nil {
 		return fmt.Errorf("commit batch %q of form %s: %w", c.BatchID, formID, err)
+	}
+	return nil
+}
+
+// applyIndex lands change in the form's chunks, in the transaction of the
+// commit, and counts it in st.
+func (b *Bolt) applyIndex(tx *bolt.Tx, st *FormState, change *IndexChange) error {
+	if change.empty() {
+		return nil
+	}
+	bk, err := formBucket(tx, indexBucket, st.FormID, true)
+	if err != nil {
+		return err
+	}
+	var starts []int64
+	if err := bk.ForEach(func(k, _ []byte) error {
+		starts = append(starts, keyTime(k))
+		return nil
+	}); err != nil {
+		return err
+	}
+	plan, err := planIndex(starts, func(start int64) ([]entry, error) {
+		es, err := decodeChunk(bk.Get(chunkKey(start)))
+		if err != nil {
+			return nil, &CorruptError{Path: b.path, Form: st.FormID, Err: fmt.Errorf("the version index: %w", err)}
+		}
+		return es, nil
+	}, nil, change, b.chunks)
+	if err != nil {
+		return err
+	}
+	for _, k := range plan.delete {
+		if err := bk.Delete(chunkKey(k)); err != nil {
+			return err
+		}
+	}
+	for k, es := range plan.write {
+		if err := bk.Put(chunkKey(k), encodeChunk(es)); err != nil {
+			return err
+		}
+	}
+	st.Indexed += plan.delta
+	return nil
+}
+
+// formBucket is the form's bucket under the top-level bucket top (nil
+// when it has none and create is false).
+func formBucket(tx *bolt.Tx, top []byte, formID string, create bool) (*bolt.Bucket, error) {
+	parent := tx.Bucket(top)
+	if parent == nil {
+		if !create {
+			return nil, nil
+		}
+		var err error
+		if parent, err = tx.CreateBucket(top); err != nil {
+			return nil, err
+		}
+	}
+	if !create {
+		return parent.Bucket([]byte(formID)), nil
+	}
+	return parent.CreateBucketIfNotExists([]byte(formID))
+}
+
+// dropIndex forgets the form's index and pending changes.
+func dropIndex(tx *bolt.Tx, formID string) error {
+	for _, top := range [][]byte{indexBucket, pendingBucket} {
+		if parent := tx.Bucket(top); parent != nil && parent.Bucket([]byte(formID)) != nil {
+			if err := parent.DeleteBucket([]byte(formID)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Versions calls fn with every record of the form's index whose time is in
+// [from, to), in time order, in one read transaction.
+func (b *Bolt) Versions(ctx context.Context, formID string, from, to time.Time, fn func(Entry) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("read the version index of form %s: %w", formID, err)
+	}
+	if b.db == nil {
+		return nil
+	}
+	lo, hi := from.UnixMicro(), to.UnixMicro()
+	err := b.guard(func() error {
+		return b.db.View(func(tx *bolt.Tx) error {
+			bk, _ := formBucket(tx, indexBucket, formID, false)
+			if bk == nil {
+				return nil
+			}
+			c := bk.Cursor()
+			// The chunk holding from starts at or before it.
+			k, v := c.Seek(chunkKey(lo))
+			switch {
+			case k == nil: // every chunk starts before from: the last may hold it
+				k, v = c.Last()
+			case keyTime(k) > lo:
+				if pk, pv := c.Prev(); pk != nil {
+					k, v = pk, pv
+				} else {
+					k, v = c.First()
+				}
+			}
+			for ; k != nil && keyTime(k) < hi; k, v = c.Next() {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				es, err := decodeChunk(v)
+				if err != nil {
+					return &CorruptError{Path: b.path, Form: formID, Err: fmt.Errorf("the version index: %w", err)}
+				}
+				for _, e := range es {
+					if e.t >= lo && e.t < hi {
+						if err := fn(e.public()); err != nil {
+							return err
+						}
+					}
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("read the version index of form %s: %w", formID, err)
 	}
 	return nil
 }
 
 // DropIntent forgets an intent; one that is not there is already dropped.
 func (b *Bolt) DropIntent(ctx context.Context, formID, batchID string) error {
-	if err := b.update(ctx, formID, dropIntentChange(batchID)); err != nil {
+	drop := func(tx *bolt.Tx, _ *FormState) error {
+		if pend, _ := formBucket(tx, pendingBucket, formID, false); pend != nil {
+			return pend.Delete([]byte(batchID))
+		}
+		return nil
+	}
+	if err := b.updateTx(ctx, formID, dropIntentChange(batchID), drop, false); err != nil {
 		return fmt.Errorf("drop intent %s of form %s: %w", batchID, formID, err)
 	}
 	return nil
@@ -586,7 +768,7 @@ func (b *Bolt) SetError(ctx context.Context, formID string, msg string) error {
 // Reset forgets the form's windows, intents, schema and counters and moves
 // it to its next generation. The output is not touched.
 func (b *Bolt) Reset(ctx context.Context, formID string) error {
-	if err := b.updateOver(ctx, formID, resetChange, true); err != nil {
+	if err := b.updateTx(ctx, formID, resetChange, resetIndex, true); err != nil {
 		return fmt.Errorf("reset state of form %s: %w", formID, err)
 	}
 	return nil
@@ -615,7 +797,7 @@ func (b *Bolt) BeginRefresh(ctx context.Context, formID string, r Refresh) error
 // FinishRefresh resets the form and clears its refresh mark in one
 // transaction.
 func (b *Bolt) FinishRefresh(ctx context.Context, formID string) error {
-	if err := b.updateOver(ctx, formID, resetChange, true); err != nil {
+	if err := b.updateTx(ctx, formID, resetChange, resetIndex, true); err != nil {
 		return fmt.Errorf("finish refresh of form %s: %w", formID, err)
 	}
 	return nil
@@ -700,16 +882,21 @@ func (b *Bolt) Close() error {
 	return b.closeErr
 }
 
+// resetIndex forgets the index of a form being reset.
+func resetIndex(tx *bolt.Tx, st *FormState) error { return dropIndex(tx, st.FormID) }
+
 // update loads the form's state (zero if absent), lets fn change it and
 // stores it, all in one transaction.
 func (b *Bolt) update(ctx context.Context, formID string, fn change) error {
-	return b.updateOver(ctx, formID, fn, false)
+	return b.updateTx(ctx, formID, fn, nil, false)
 }
 
-// updateOver is update; with overDamage a damaged record of the form is
-// replaced (by a reset) instead of failing the write: its generation comes
-// from the manifest, so the batch ids of the form's next generation are new.
-func (b *Bolt) updateOver(ctx context.Context, formID string, fn change, overDamage bool) error {
+// updateTx is update; idx, unless nil, changes the form's index in the same
+// transaction once fn has changed the record (and may change the record
+// too). With overDamage a damaged record of the form is replaced (by a
+// reset) instead of failing the write: its generation comes from the
+// manifest, so the batch ids of the form's next generation are new.
+func (b *Bolt) updateTx(ctx context.Context, formID string, fn change, idx func(*bolt.Tx, *FormState) error, overDamage bool) error {
 	err := b.writeTx(ctx, formID, func(tx *bolt.Tx) error {
 		forms, meta := tx.Bucket(formsBucket), tx.Bucket(metaBucket)
 		man, err := openManifest(meta.Get(manifestKey))
@@ -729,6 +916,11 @@ func (b *Bolt) updateOver(ctx context.Context, formID string, fn change, overDam
 		now := Normalize(b.now())
 		if err := fn(&st, now); err != nil {
 			return err
+		}
+		if idx != nil {
+			if err := idx(tx, &st); err != nil {
+				return err
+			}
 		}
 		st.UpdatedAt = now
 		body, err := encode(&st)
@@ -752,51 +944,138 @@ func (b *Bolt) updateOver(ctx context.Context, formID string, fn change, overDam
 	return err
 }
 
-// migrate turns a version 1 file into version 2 in one transaction: every
-// record sealed with its checksum, the manifest written, the version set.
+// migrate brings an older file to formatVersion, one version per
+// transaction: a stop in between leaves a file of the version before, which
+// the next writer migrates on.
 func (b *Bolt) migrate() error {
-	if b.version >= formatVersion {
-		return nil
+	steps := []struct {
+		to int
+		do func() error
+	}{{2, b.migrateTo2}, {3, b.migrateTo3}}
+	for _, s := range steps {
+		if b.version >= s.to {
+			continue
+		}
+		if err := b.guard(s.do); err != nil {
+			return fmt.Errorf("migrate state file %s from format version %d to %d: %w", b.path, b.version, s.to, err)
+		}
+		b.version = s.to
 	}
-	err := b.guard(func() error {
-		return b.db.Update(func(tx *bolt.Tx) error {
-			forms, meta := tx.Bucket(formsBucket), tx.Bucket(metaBucket)
-			man := manifest{}
-			type rec struct{ key, val []byte }
-			var recs []rec
-			err := forms.ForEach(func(k, v []byte) error {
-				st, err := b.decode(k, v)
-				if err != nil {
-					return err
-				}
-				val, crc := sealRecord(k, v)
-				man[string(k)] = manifestEntry{CRC: crc, Gen: st.Generation}
-				recs = append(recs, rec{bytes.Clone(k), val})
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			for _, r := range recs {
-				if err := forms.Put(r.key, r.val); err != nil {
-					return err
-				}
-			}
-			raw, err := sealManifest(man)
-			if err != nil {
-				return err
-			}
-			if err := meta.Put(manifestKey, raw); err != nil {
-				return err
-			}
-			return meta.Put(versionKey, []byte(strconv.Itoa(formatVersion)))
-		})
-	})
-	if err != nil {
-		return fmt.Errorf("migrate state file %s from format version %d to %d: %w", b.path, b.version, formatVersion, err)
-	}
-	b.version = formatVersion
 	return nil
+}
+
+// migrateTo2 turns a version 1 file into version 2 in one transaction:
+// every record sealed with its checksum, the manifest written, the version
+// set.
+func (b *Bolt) migrateTo2() error {
+	return b.db.Update(func(tx *bolt.Tx) error {
+		forms, meta := tx.Bucket(formsBucket), tx.Bucket(metaBucket)
+		man := manifest{}
+		type rec struct{ key, val []byte }
+		var recs []rec
+		err := forms.ForEach(func(k, v []byte) error {
+			st, err := b.decode(k, v)
+			if err != nil {
+				return err
+			}
+			val, crc := sealRecord(k, v)
+			man[string(k)] = manifestEntry{CRC: crc, Gen: st.Generation}
+			recs = append(recs, rec{bytes.Clone(k), val})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			if err := forms.Put(r.key, r.val); err != nil {
+				return err
+			}
+		}
+		raw, err := sealManifest(man)
+		if err != nil {
+			return err
+		}
+		if err := meta.Put(manifestKey, raw); err != nil {
+			return err
+		}
+		return meta.Put(versionKey, []byte("2"))
+	})
+}
+
+// migrateTo3 moves the version index out of the records of a version 2
+// file, in one transaction: each form's "versions" into its chunks (the
+// index then covers what it covered: from the form's IndexedFrom on), each
+// intent's versions and deletions into its pending change, and the records
+// sealed again without them. A damaged record is left as it is: its form
+// reads as damaged, as it did, until `syncd state reset`.
+func (b *Bolt) migrateTo3() error {
+	return b.db.Update(func(tx *bolt.Tx) error {
+		forms, meta := tx.Bucket(formsBucket), tx.Bucket(metaBucket)
+		for _, name := range [][]byte{indexBucket, pendingBucket} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		man, err := openManifest(meta.Get(manifestKey))
+		if err != nil {
+			return &CorruptError{Path: b.path, Err: err}
+		}
+		type rec struct{ key, val []byte }
+		var recs []rec
+		err = forms.ForEach(func(k, v []byte) error {
+			st, err := b.decode(k, v)
+			if damagedRecord(err) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			body, _, _ := openRecord(k, v)
+			var old legacyIndex
+			if err := json.Unmarshal(body, &old); err != nil {
+				return &CorruptError{Path: b.path, Form: st.FormID, Err: err}
+			}
+			st.Indexed = 0
+			if err := b.applyIndex(tx, &st, &IndexChange{Put: old.entries()}); err != nil {
+				return err
+			}
+			for id := range st.Intents {
+				if c := old.pending(id); c != nil {
+					pend, err := formBucket(tx, pendingBucket, st.FormID, true)
+					if err != nil {
+						return err
+					}
+					if err := pend.Put([]byte(id), encodeChange(c)); err != nil {
+						return err
+					}
+				}
+			}
+			body, err = encode(&st)
+			if err != nil {
+				return err
+			}
+			val, crc := sealRecord(k, body)
+			man[st.FormID] = manifestEntry{CRC: crc, Gen: st.Generation}
+			recs = append(recs, rec{bytes.Clone(k), val})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			if err := forms.Put(r.key, r.val); err != nil {
+				return err
+			}
+		}
+		raw, err := sealManifest(man)
+		if err != nil {
+			return err
+		}
+		if err := meta.Put(manifestKey, raw); err != nil {
+			return err
+		}
+		return meta.Put(versionKey, []byte("3"))
+	})
 }
 
 func (b *Bolt) writeTx(ctx context.Context, formID string, fn func(tx *bolt.Tx) error) error {

@@ -534,11 +534,11 @@ func TestDamagedFile(t *testing.T) {
 			rewrite(t, path, func(tx *bolt.Tx) error { return tx.Bucket(metaBucket).Put(versionKey, []byte("one")) })
 		}, corrupt},
 		{"newer format", func(t *testing.T, path string) {
-			rewrite(t, path, func(tx *bolt.Tx) error { return tx.Bucket(metaBucket).Put(versionKey, []byte("3")) })
+			rewrite(t, path, func(tx *bolt.Tx) error { return tx.Bucket(metaBucket).Put(versionKey, []byte("4")) })
 		}, func(err error) string {
 			var ne *NewerFormatError
-			if !errors.As(err, &ne) || ne.Version != 3 || ne.Supported != formatVersion || !strings.Contains(err.Error(), "newer") {
-				return "not a *NewerFormatError for version 3"
+			if !errors.As(err, &ne) || ne.Version != 4 || ne.Supported != formatVersion || !strings.Contains(err.Error(), "newer") {
+				return "not a *NewerFormatError for version 4"
 			}
 			return ""
 		}},

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"time"
 )
 
@@ -74,23 +73,6 @@ func commitChange(formID string, c Commit) (change, error) {
 		}
 		st.Committed = st.Committed.Add(w)
 		st.Rows += int64(c.Rows)
-		if len(c.Versions) > 0 || len(c.Gone) > 0 {
-			// A new map: a FormState handed out earlier keeps its index.
-			v := maps.Clone(st.Versions)
-			if v == nil {
-				v = make(map[string]Version, len(c.Versions))
-			}
-			for _, id := range c.Gone {
-				delete(v, id)
-			}
-			for id, ver := range c.Versions {
-				v[id] = Version{Time: Normalize(ver.Time), Updated: Normalize(ver.Updated)}
-			}
-			st.Versions = v
-			if len(v) == 0 {
-				st.Versions = nil
-			}
-		}
 		if !c.IndexFrom.IsZero() {
 			st.IndexedFrom = Normalize(c.IndexFrom)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -115,7 +116,7 @@ func TestDamagedRecord(t *testing.T) {
 
 // TestMigrateVersion1 writes a state file the way version 1 did (JSON
 // values, no checksums, no manifest): readers read it as it is, and the
-// first writer migrates it to version 2 without changing a form.
+// first writer migrates it to the current version without changing a form.
 func TestMigrateVersion1(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "syncd.db")
@@ -175,7 +176,7 @@ func TestMigrateVersion1(t *testing.T) {
 	must(t, err)
 	defer db.Close()
 	must(t, db.View(func(tx *bolt.Tx) error {
-		if v := string(tx.Bucket(metaBucket).Get(versionKey)); v != "2" {
+		if v := string(tx.Bucket(metaBucket).Get(versionKey)); v != strconv.Itoa(formatVersion) {
 			t.Errorf("format_version %q after the migration", v)
 		}
 		man, err := openManifest(tx.Bucket(metaBucket).Get(manifestKey))

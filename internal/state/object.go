@@ -42,16 +42,24 @@ const DefaultLeaseTTL = 30 * time.Second
 
 // objectFormat is the layout of the state object this build writes and
 // the newest it reads (the state file has its own, formatVersion).
-const objectFormat = 1
+//
+// Format 1 kept each form's version index (of the lookback) in its record.
+// Format 2 keeps it in chunk objects beside the state object (see
+// objIndex): the state object only names them.
+const objectFormat = 2
 
 // objectDoc is the state object: every form's state, and which write of
 // which writer produced it.
 type objectDoc struct {
 	FormatVersion int                  `json:"format_version"`
 	Forms         map[string]FormState `json:"forms"`
+	Index         map[string]objIndex  `json:"index,omitempty"`   // by form
 	Secrets       map[string][]byte    `json:"secrets,omitempty"` // see Store.PutSecret
 	Writer        string               `json:"writer,omitempty"`  // lease id of the writer
 	Seq           int64                `json:"seq,omitempty"`     // that writer's write count
+	// Blobs are the index's chunk and pending objects, by name, in a
+	// backup only (see BackupObject): the state object never holds them.
+	Blobs map[string][]byte `json:"blobs,omitempty"`
 }
 
 // Object is a Store kept in one object of a GCS, S3 or Azure bucket. Every
@@ -77,6 +85,14 @@ type Object struct {
 	failed error // a lost compare-and-swap: every later write fails with it
 
 	lease *lease // nil when read-only
+
+	chunks chunkLimits
+	// reading is held (shared) by Versions while it reads chunk objects,
+	// and by remove while it deletes those a write replaced.
+	reading sync.RWMutex
+	// legacy is the version index of a format 1 object as read, by form,
+	// until a writer migrates it (read-only stores keep reading it).
+	legacy map[string]*legacyIndex
 
 	closeOnce sync.Once
 	closeErr  error
@@ -108,7 +124,7 @@ func openObject(ctx context.Context, opts ObjectOptions, withLease bool) (*Objec
 	if err != nil {
 		return nil, fmt.Errorf("open state: %w", err)
 	}
-	o := &Object{bucket: b, key: loc.Prefix, shown: opts.URL, readOnly: opts.ReadOnly, now: opts.Now, id: newID()}
+	o := &Object{bucket: b, key: loc.Prefix, shown: opts.URL, readOnly: opts.ReadOnly, now: opts.Now, id: newID(), chunks: chunkLimits{max: objectChunkMax, small: objectChunkSmall}}
 	if o.now == nil {
 		o.now = time.Now
 	}
@@ -128,6 +144,10 @@ func openObject(ctx context.Context, opts ObjectOptions, withLease bool) (*Objec
 		}
 		// The state may have moved while the previous holder's lease ran out.
 		if err := o.load(ctx); err != nil {
+			o.Close()
+			return nil, err
+		}
+		if err := o.migrate(ctx); err != nil {
 			o.Close()
 			return nil, err
 		}
@@ -168,6 +188,18 @@ func (o *Object) load(ctx context.Context) error {
 	return nil
 }
 
+// decodeLegacy reads the version index a format 1 object kept in its
+// records.
+func (o *Object) decodeLegacy(raw []byte) (map[string]*legacyIndex, error) {
+	var old struct {
+		Forms map[string]*legacyIndex `json:"forms"`
+	}
+	if err := json.Unmarshal(raw, &old); err != nil {
+		return nil, &CorruptError{Path: o.shown, Err: err}
+	}
+	return old.Forms, nil
+}
+
 // read returns the object's document and version; an absent object is
 // an empty document at version "".
 func (o *Object) read(ctx context.Context) (objectDoc, blobstore.Version, error) {
@@ -182,6 +214,14 @@ func (o *Object) read(ctx context.Context) (objectDoc, blobstore.Version, error)
 		return objectDoc{}, "", fmt.Errorf("read state %s: %w", o.shown, blobstore.Hint(err, o.shown))
 	}
 	doc, err := o.decode(raw)
+	if err == nil && doc.FormatVersion < 2 {
+		var legacy map[string]*legacyIndex
+		if legacy, err = o.decodeLegacy(raw); err == nil {
+			o.mu.Lock()
+			o.legacy = legacy
+			o.mu.Unlock()
+		}
+	}
 	return doc, ver, err
 }
 
@@ -245,7 +285,7 @@ func (o *Object) RecordIntent(ctx context.Context, formID string, in Intent) err
 	if err != nil {
 		return err
 	}
-	if err := o.update(ctx, formID, ch); err != nil {
+	if err := o.updateIndex(ctx, formID, ch, o.recordPending(in.BatchID, in.Index)); err != nil {
 		return fmt.Errorf("record intent %s for form %s: %w", in.BatchID, formID, err)
 	}
 	return nil
@@ -257,7 +297,7 @@ func (o *Object) Commit(ctx context.Context, formID string, c Commit) error {
 	if err != nil {
 		return err
 	}
-	if err := o.update(ctx, formID, ch); err != nil {
+	if err := o.updateIndex(ctx, formID, ch, o.commitIndex(c)); err != nil {
 		return fmt.Errorf("commit batch %q of form %s: %w", c.BatchID, formID, err)
 	}
 	return nil
@@ -265,7 +305,7 @@ func (o *Object) Commit(ctx context.Context, formID string, c Commit) error {
 
 // DropIntent forgets an intent; one that is not there is already dropped.
 func (o *Object) DropIntent(ctx context.Context, formID, batchID string) error {
-	if err := o.update(ctx, formID, dropIntentChange(batchID)); err != nil {
+	if err := o.updateIndex(ctx, formID, dropIntentChange(batchID), dropPending(batchID)); err != nil {
 		return fmt.Errorf("drop intent %s of form %s: %w", batchID, formID, err)
 	}
 	return nil
@@ -294,7 +334,7 @@ func (o *Object) SetError(ctx context.Context, formID string, msg string) error 
 // Reset forgets the form's windows, intents, schema and counters and moves
 // it to its next generation. The output is not touched.
 func (o *Object) Reset(ctx context.Context, formID string) error {
-	if err := o.update(ctx, formID, resetChange); err != nil {
+	if err := o.updateIndex(ctx, formID, resetChange, resetObjIndex); err != nil {
 		return fmt.Errorf("reset state of form %s: %w", formID, err)
 	}
 	return nil
@@ -323,7 +363,7 @@ func (o *Object) BeginRefresh(ctx context.Context, formID string, r Refresh) err
 // FinishRefresh resets the form and clears its refresh mark in one
 // transaction.
 func (o *Object) FinishRefresh(ctx context.Context, formID string) error {
-	if err := o.update(ctx, formID, resetChange); err != nil {
+	if err := o.updateIndex(ctx, formID, resetChange, resetObjIndex); err != nil {
 		return fmt.Errorf("finish refresh of form %s: %w", formID, err)
 	}
 	return nil
@@ -349,15 +389,15 @@ func (o *Object) GetSecret(ctx context.Context, name string) ([]byte, error) {
 
 // PutSecret stores value under name (nil deletes it) in one write.
 func (o *Object) PutSecret(ctx context.Context, name string, value []byte) error {
-	err := o.mutate(ctx, name, func(_ map[string]FormState, secrets map[string][]byte) error {
+	err := o.mutate(ctx, name, func(doc *objectDoc) error {
 		if value == nil {
-			if _, ok := secrets[name]; !ok {
+			if _, ok := doc.Secrets[name]; !ok {
 				return errUnchanged
 			}
-			delete(secrets, name)
+			delete(doc.Secrets, name)
 			return nil
 		}
-		secrets[name] = bytes.Clone(value)
+		doc.Secrets[name] = bytes.Clone(value)
 		return nil
 	})
 	if err != nil {
@@ -369,8 +409,17 @@ func (o *Object) PutSecret(ctx context.Context, name string, value []byte) error
 // update applies fn to the form's state (zero if absent) and writes the
 // object.
 func (o *Object) update(ctx context.Context, formID string, fn change) error {
-	return o.mutate(ctx, formID, func(forms map[string]FormState, _ map[string][]byte) error {
-		st, ok := forms[formID]
+	return o.updateIndex(ctx, formID, fn, nil)
+}
+
+// updateIndex is update; idx, unless nil, changes the form's index (and may
+// change its state) once fn has changed the state, before the object is
+// written: it writes the chunk objects the new state object names, and
+// returns the objects that the state object, once written, no longer names.
+func (o *Object) updateIndex(ctx context.Context, formID string, fn change, idx func(ctx context.Context, st *FormState, ix *objIndex) (unused []string, err error)) error {
+	var unused []string
+	err := o.mutate(ctx, formID, func(doc *objectDoc) error {
+		st, ok := doc.Forms[formID]
 		if ok {
 			st = cloneForm(st)
 		} else {
@@ -380,16 +429,33 @@ func (o *Object) update(ctx context.Context, formID string, fn change) error {
 		if err := fn(&st, now); err != nil {
 			return err
 		}
+		if idx != nil {
+			ix := doc.Index[formID].clone()
+			var err error
+			if unused, err = idx(ctx, &st, &ix); err != nil {
+				return err
+			}
+			if ix.isZero() {
+				delete(doc.Index, formID)
+			} else {
+				doc.Index[formID] = ix
+			}
+		}
 		st.UpdatedAt = now
-		forms[formID] = st
+		doc.Forms[formID] = st
 		return nil
 	})
+	if err == nil {
+		o.remove(ctx, unused)
+	}
+	return err
 }
 
-// mutate applies fn to a copy of the forms and, unless fn returns
+// mutate applies fn to a copy of the document and, unless fn returns
 // errUnchanged, writes the copy with compare-and-swap on the generation.
-// Only a successful write changes what this store holds.
-func (o *Object) mutate(ctx context.Context, formID string, fn func(forms map[string]FormState, secrets map[string][]byte) error) error {
+// Only a successful write changes what this store holds. fn copies the
+// form and the index it changes.
+func (o *Object) mutate(ctx context.Context, formID string, fn func(doc *objectDoc) error) error {
 	if formID == "" {
 		return errors.New("the form id is empty")
 	}
@@ -409,21 +475,22 @@ func (o *Object) mutate(ctx context.Context, formID string, fn func(forms map[st
 			return err
 		}
 	}
-	forms := make(map[string]FormState, len(o.doc.Forms)+1)
-	for k, v := range o.doc.Forms {
-		forms[k] = v // fn copies the one it changes
+	doc := objectDoc{FormatVersion: objectFormat, Forms: maps.Clone(o.doc.Forms), Index: maps.Clone(o.doc.Index), Secrets: maps.Clone(o.doc.Secrets), Writer: o.id, Seq: o.seq + 1}
+	if doc.Forms == nil {
+		doc.Forms = map[string]FormState{}
 	}
-	secrets := maps.Clone(o.doc.Secrets)
-	if secrets == nil {
-		secrets = map[string][]byte{}
+	if doc.Index == nil {
+		doc.Index = map[string]objIndex{}
 	}
-	if err := fn(forms, secrets); err != nil {
+	if doc.Secrets == nil {
+		doc.Secrets = map[string][]byte{}
+	}
+	if err := fn(&doc); err != nil {
 		if errors.Is(err, errUnchanged) {
 			return nil
 		}
 		return err
 	}
-	doc := objectDoc{FormatVersion: objectFormat, Forms: forms, Secrets: secrets, Writer: o.id, Seq: o.seq + 1}
 	raw, err := encodeDoc(&doc)
 	if err != nil {
 		return fmt.Errorf("encode state: %w", err)

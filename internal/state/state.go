@@ -32,43 +32,23 @@ type Intent struct {
 	Parts []string `json:"parts,omitempty"`
 	// Attempt names the attempt that writes those files (sink.Batch.Attempt).
 	Attempt string `json:"attempt,omitempty"`
-	// Versions and Gone are what the batch's Commit will record in the
-	// form's version index (see FormState.Versions), kept here so that a
-	// batch found in the sink after a stop is committed with them.
-	Versions map[string]Version `json:"versions,omitempty"`
-	Gone     []string           `json:"gone,omitempty"`
+	// Index is what the batch's Commit will record in the version index,
+	// kept (beside the index, not in this record) so that a batch found in
+	// the sink after a stop is committed with it: RecordIntent stores it
+	// under the batch id, and a Commit of the batch without an Index of
+	// its own applies it. Get does not read it back.
+	Index *IndexChange `json:"-"`
+	// Counts are what a reconcile batch writes, for its Commit after a stop.
+	Counts *ReconcileCounts `json:"counts,omitempty"`
 	// Reconcile marks a batch of changes found by re-reading a committed
 	// window: its window is covered already.
 	Reconcile bool `json:"reconcile,omitempty"`
 }
 
-// Version is what the state remembers of one record within the lookback:
-// the window it lies in, and which version of it the output holds.
-type Version struct {
-	Time    time.Time // submission time: its window and partition
-	Updated time.Time // the version the output holds (lastUpdatedAt)
-}
-
-// MarshalJSON writes a version as two Unix microsecond numbers: the index
-// can hold tens of thousands of them.
-func (v Version) MarshalJSON() ([]byte, error) {
-	return json.Marshal([2]int64{v.Time.UnixMicro(), v.Updated.UnixMicro()})
-}
-
-// UnmarshalJSON reads what MarshalJSON writes.
-func (v *Version) UnmarshalJSON(b []byte) error {
-	var a [2]int64
-	if err := json.Unmarshal(b, &a); err != nil {
-		return fmt.Errorf("a version is two numbers: %w", err)
-	}
-	v.Time, v.Updated = time.UnixMicro(a[0]).UTC(), time.UnixMicro(a[1]).UTC()
-	return nil
-}
-
 // ReconcileCounts is what one reconcile batch wrote.
 type ReconcileCounts struct {
-	Versions   int // changed rows and late imports
-	Tombstones int // deletions
+	Versions   int `json:"versions"`   // changed rows and late imports
+	Tombstones int `json:"tombstones"` // deletions
 }
 
 // FormState is everything the store keeps about one form.
@@ -90,16 +70,14 @@ type FormState struct {
 	// is being removed. Until FinishRefresh clears it, every pass of the
 	// form finishes the removal first.
 	Refresh *Refresh `json:"refresh,omitempty"`
-	// Versions is the version index of the lookback: every record the
-	// output holds whose time is within sync.lookback, with the version it
-	// holds. A reconcile compares what the API says now with it: a changed
-	// lastUpdatedAt is an edit, an id it lacks a late import, an id the API
-	// no longer lists a deletion. It changes only in the transactions that
-	// commit batches, so it always says what the output holds.
-	Versions map[string]Version `json:"versions,omitempty"`
-	// IndexedFrom is where the version index starts: reconciles reach no
-	// further back.
+	// IndexedFrom is where the version index starts (see Store.Versions):
+	// every batch committed since records all its rows in it, so a form
+	// first synced by format 3 has it at the Unix epoch. A form whose index
+	// was kept for sync.lookback only (formats 1 and 2) has it where that
+	// index started; its earlier rows are not in the index.
 	IndexedFrom time.Time `json:"indexed_from,omitzero"`
+	// Indexed counts the records in the version index.
+	Indexed int64 `json:"indexed,omitempty"`
 	// Reconcile counters: the last reconcile pass's end, windows re-read,
 	// version rows and tombstones written.
 	Reconciled        time.Time `json:"reconciled,omitzero"`
@@ -130,10 +108,9 @@ type Commit struct {
 	Window  Interval        // becomes covered
 	Rows    int             // rows the batch held
 	Schema  json.RawMessage // pinned schema after the batch (nil: unchanged)
-	// Versions the batch wrote, and ids the index forgets (tombstoned, or
-	// past the lookback), applied to FormState.Versions.
-	Versions map[string]Version
-	Gone     []string
+	// Index is what the batch changes in the version index, applied in the
+	// same transaction; nil applies what its intent recorded, if anything.
+	Index *IndexChange
 	// IndexFrom moves FormState.IndexedFrom (zero: unchanged).
 	IndexFrom time.Time
 	// Reconcile is set by a reconcile batch, to count it.
@@ -175,6 +152,11 @@ type Store interface {
 	// FinishRefresh is Reset once the table's output is gone, clearing the
 	// refresh mark in the same transaction.
 	FinishRefresh(ctx context.Context, formID string) error
+	// Versions calls fn with every record of the form's version index whose
+	// time is in [from, to), in time order; fn's error stops it. It reads a
+	// consistent state: the batches committed when it began. fn must not
+	// write to the store (the state file's read transaction is open).
+	Versions(ctx context.Context, formID string, from, to time.Time, fn func(Entry) error) error
 	// SetReconciled records that a reconcile pass of the form ended at t.
 	SetReconciled(ctx context.Context, formID string, t time.Time) error
 	// GetSecret returns the value stored under name (nil when there is

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -119,10 +120,93 @@ func TestReconcileEditsDeletionsAndLateImports(t *testing.T) {
 	if !strings.Contains(show.Stdout, "reconcile: last") || !strings.Contains(show.Stdout, "30 new versions, 10 tombstones written") {
 		t.Errorf("state show does not report the reconciles: %s", show.Stdout)
 	}
-	// Before the index: a clear error, exit 2.
+	// The index covers the whole history: a reconcile from the start finds
+	// the changes outside the lookback too (5 edits and 5 imports, 5
+	// deletions), with no refresh.
 	res = testkit.Run(ctx, syncdBin, w, "reconcile", "--form", form, "--from", start.Format(time.RFC3339))
-	if res.Code != 2 || !strings.Contains(res.Stderr, "cannot reconcile from") {
-		t.Errorf("reconcile before the index: exit %d, %s", res.Code, res.Stderr)
+	if res.Code != 0 || !strings.Contains(res.Stdout, "10 new versions, 5 tombstones") {
+		t.Errorf("reconcile from the start: exit %d, %s %s", res.Code, res.Stdout, tail(res.Stderr))
+	}
+	testkit.CheckLatestView(t, duck.LatestView(t, w.Out, table, start), testkit.ServiceVersions(t, sim, form, start))
+	if n := duck.DuplicateVersions(t, w.Out, table); n != 0 {
+		t.Errorf("%d versions are in the output more than once", n)
+	}
+}
+
+// TestReconcileFromElevenMonthsAgo is the acceptance of the version index
+// that covers the whole history: a year of submissions is synced, then
+// submissions of ten months ago are edited and deleted and others imported
+// with times of ten months ago; `syncd reconcile --from <eleven months
+// ago>` makes the latest view equal the service, with every version stored
+// once, and leaves the rows before it as they were.
+func TestReconcileFromElevenMonthsAgo(t *testing.T) {
+	now := time.Now().UTC()
+	start, end := now.AddDate(-1, 0, 0), now.Add(-time.Hour)
+	sim := testkit.StartSim(t, formsim.Config{Seed: 73, Forms: 1, Submissions: 3000, Start: start, End: end})
+	form := sim.FormIDs()[0]
+	table := defaultTable(form)
+	w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{Sync: "  safety_lag: 0s\n  max_rows_per_batch: 400\n  lookback: 30d\n  reconcile_every: 24h\n"})
+	ctx := context.Background()
+	if res := testkit.Run(ctx, syncdBin, w, "once"); res.Code != 0 {
+		t.Fatalf("once: exit %d %s", res.Code, tail(res.Stderr))
+	}
+	from, tenMonths := now.AddDate(0, -11, 0), now.AddDate(0, -10, 0)
+	duck := testkit.OpenDuck(t)
+	before := rowsBefore(t, duck, w.Out, table, from)
+
+	rng := rand.New(rand.NewPCG(73, 1))
+	ids := sim.ExpectedIDsBetween(form, tenMonths.AddDate(0, 0, -10), tenMonths.AddDate(0, 0, 10))
+	if len(ids) < 30 {
+		t.Fatalf("only %d submissions ten months ago", len(ids))
+	}
+	rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	time.Sleep(5 * time.Millisecond) // edits get a lastUpdatedAt after the sync's
+	for _, id := range ids[:12] {
+		if err := sim.Edit(form, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range ids[12:18] {
+		if err := sim.Delete(form, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var imported []string
+	for i := 0; i < 7; i++ {
+		got, err := sim.Insert(form, tenMonths.Add(time.Duration(rng.Int64N(int64(10*24*time.Hour)))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		imported = append(imported, got...)
+	}
+
+	res := testkit.Run(ctx, syncdBin, w, "reconcile", "--form", form, "--from", from.Format(time.RFC3339))
+	if res.Code != 0 {
+		t.Fatalf("reconcile --from %s: exit %d\n%s\n%s", from.Format(time.RFC3339), res.Code, res.Stdout, tail(res.Stderr))
+	}
+	if want := fmt.Sprintf("%d new versions, 6 tombstones", 12+len(imported)); !strings.Contains(res.Stdout, want) {
+		t.Errorf("reconcile summary: %s, want %q", res.Stdout, want)
+	}
+	got := duck.LatestView(t, w.Out, table, from)
+	testkit.CheckLatestView(t, got, testkit.ServiceVersions(t, sim, form, from))
+	for _, id := range imported {
+		if _, ok := got[id]; !ok {
+			t.Errorf("back-dated import %s is not in the latest view", id)
+		}
+	}
+	if n := duck.DuplicateVersions(t, w.Out, table); n != 0 {
+		t.Errorf("%d versions are in the output more than once", n)
+	}
+	if after := rowsBefore(t, duck, w.Out, table, from); !equalCounts(before, after) {
+		t.Errorf("rows before --from changed: %d distinct before, %d after", len(before), len(after))
+	}
+	// Nothing changed since: a second reconcile writes nothing.
+	res = testkit.Run(ctx, syncdBin, w, "reconcile", "--form", form, "--from", from.Format(time.RFC3339))
+	if res.Code != 0 || !strings.Contains(res.Stdout, "0 new versions, 0 tombstones") {
+		t.Errorf("second reconcile: exit %d, %s", res.Code, res.Stdout)
+	}
+	if n := duck.DuplicateVersions(t, w.Out, table); n != 0 {
+		t.Errorf("after the second reconcile %d versions are in the output more than once", n)
 	}
 }
 

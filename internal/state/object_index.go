@@ -1,0 +1,371 @@
+package state
+
+import (
+	"cmp"
+	"context"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"gocloud.dev/blob"
+
+	"github.com/syncd-dev/syncd/internal/blobstore"
+)
+
+// The version index of a state in a bucket lives in objects beside the
+// state object, under <state>.index/<form id, hex>/: a chunk object per
+// range of record times, and a pending object per intent that carries an
+// index change. Each is written once, under a name of its own that is never
+// reused, with If-None-Match, before the compare-and-swap of the state
+// object that names it: a stop or a lost race in between leaves an object
+// nothing names, never a state object naming one that is missing or
+// different. Objects a state object no longer names are deleted after it
+// is written.
+
+// The chunks of a bucket's index hold 4,096 to 16,384 records (about 120
+// to 470 KB): a year of a dense form is a few hundred of them, and a state
+// object names each in about 80 bytes.
+const objectChunkMax, objectChunkSmall = 16384, 4096
+
+// objIndex is what the state object keeps of one form's index.
+type objIndex struct {
+	Chunks  []chunkRef        `json:"chunks,omitempty"`  // sorted by start
+	Pending map[string]string `json:"pending,omitempty"` // batch id -> object name
+}
+
+// chunkRef names one chunk object.
+type chunkRef struct {
+	Start int64  `json:"start"` // Unix microseconds: the chunk holds [Start, the next chunk's Start)
+	Last  int64  `json:"last"`  // time of its last record
+	N     int    `json:"n"`     // records
+	Name  string `json:"name"`  // object, under <state>.index/
+}
+
+func (ix objIndex) clone() objIndex {
+	return objIndex{Chunks: slices.Clone(ix.Chunks), Pending: maps.Clone(ix.Pending)}
+}
+
+func (ix objIndex) isZero() bool { return len(ix.Chunks) == 0 && len(ix.Pending) == 0 }
+
+func (ix objIndex) count() (n int64) {
+	for _, c := range ix.Chunks {
+		n += int64(c.N)
+	}
+	return n
+}
+
+func (o *Object) blobKey(name string) string { return o.key + ".index/" + name }
+
+// newBlobName is a name never used before, for an object of form's index.
+func newBlobName(formID, kind string, start int64) string {
+	return fmt.Sprintf("%s/%s-%016x-%s", hex.EncodeToString([]byte(formID)), kind, uint64(start)^(1<<63), newID())
+}
+
+// putBlob writes an index object once: a name is never written twice.
+func (o *Object) putBlob(ctx context.Context, name string, raw []byte) error {
+	err := o.bucket.WriteAll(ctx, o.blobKey(name), raw, &blob.WriterOptions{ContentType: "application/octet-stream", BeforeWrite: blobstore.IfAbsent})
+	if err != nil {
+		return fmt.Errorf("write %s: %w", o.blobKey(name), blobstore.Hint(err, o.shown))
+	}
+	return nil
+}
+
+func (o *Object) getBlob(ctx context.Context, name string) ([]byte, error) {
+	raw, err := o.bucket.ReadAll(ctx, o.blobKey(name))
+	if blobstore.IsNotFound(err) {
+		return nil, &CorruptError{Path: o.shown, Err: fmt.Errorf("the version index object %s it names is missing", o.blobKey(name))}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", o.blobKey(name), blobstore.Hint(err, o.shown))
+	}
+	return raw, nil
+}
+
+func (o *Object) getChunk(ctx context.Context, formID, name string) ([]entry, error) {
+	raw, err := o.getBlob(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	es, err := decodeChunk(raw)
+	if err != nil {
+		return nil, &CorruptError{Path: o.shown, Form: formID, Err: fmt.Errorf("the version index object %s: %w", o.blobKey(name), err)}
+	}
+	return es, nil
+}
+
+// remove deletes index objects the state object no longer names. A failure
+// leaves an object nothing names: harmless, so it is not an error.
+func (o *Object) remove(ctx context.Context, names []string) {
+	if len(names) == 0 {
+		return
+	}
+	// Not while this process reads the index: Versions reads the chunks
+	// the state object named when it began.
+	o.reading.Lock()
+	defer o.reading.Unlock()
+	for _, n := range names {
+		_ = o.bucket.Delete(context.WithoutCancel(ctx), o.blobKey(n))
+	}
+}
+
+// applyIndex lands change in the form's chunks: the chunk objects it
+// rewrites are written anew, and ix names them instead of the old ones,
+// which it returns.
+func (o *Object) applyIndex(ctx context.Context, st *FormState, ix *objIndex, change *IndexChange) ([]string, error) {
+	if change.empty() {
+		return nil, nil
+	}
+	refs := map[int64]chunkRef{}
+	starts := make([]int64, len(ix.Chunks))
+	for i, c := range ix.Chunks {
+		refs[c.Start] = c
+		starts[i] = c.Start
+	}
+	plan, err := planIndex(starts, func(start int64) ([]entry, error) {
+		return o.getChunk(ctx, st.FormID, refs[start].Name)
+	}, func(start int64) (int, int64) {
+		return refs[start].N, refs[start].Last
+	}, change, o.chunks)
+	if err != nil {
+		return nil, err
+	}
+	var unused []string
+	for _, k := range plan.delete {
+		unused = append(unused, refs[k].Name)
+		delete(refs, k)
+	}
+	for k, es := range plan.write {
+		name := newBlobName(st.FormID, "chunk", k)
+		if err := o.putBlob(ctx, name, encodeChunk(es)); err != nil {
+			return nil, err
+		}
+		if old, ok := refs[k]; ok {
+			unused = append(unused, old.Name)
+		}
+		refs[k] = chunkRef{Start: k, Last: es[len(es)-1].t, N: len(es), Name: name}
+	}
+	ix.Chunks = slices.SortedFunc(maps.Values(refs), func(a, b chunkRef) int { return cmp.Compare(a.Start, b.Start) })
+	st.Indexed += plan.delta
+	return unused, nil
+}
+
+// Versions calls fn with every record of the form's index whose time is in
+// [from, to), in time order, from the chunks the state object named when it
+// began.
+func (o *Object) Versions(ctx context.Context, formID string, from, to time.Time, fn func(Entry) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("read the version index of form %s: %w", formID, err)
+	}
+	lo, hi := from.UnixMicro(), to.UnixMicro()
+	o.reading.RLock()
+	defer o.reading.RUnlock()
+	o.mu.Lock()
+	ix := o.doc.Index[formID].clone()
+	legacy := o.legacy[formID]
+	if o.doc.FormatVersion >= 2 {
+		legacy = nil
+	}
+	o.mu.Unlock()
+	if legacy != nil {
+		// A format 1 object read by a read-only store.
+		for _, e := range legacy.entries() {
+			if t := e.Time.UnixMicro(); t >= lo && t < hi {
+				if err := fn(e); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	for i, c := range ix.Chunks {
+		if c.Start >= hi || (i+1 < len(ix.Chunks) && ix.Chunks[i+1].Start <= lo) {
+			continue
+		}
+		es, err := o.getChunk(ctx, formID, c.Name)
+		if err != nil {
+			return fmt.Errorf("read the version index of form %s: %w", formID, err)
+		}
+		for _, e := range es {
+			if e.t >= lo && e.t < hi {
+				if err := fn(e.public()); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// migrate moves the version index of a format 1 state object out into
+// chunk and pending objects, and writes the state object at format 2.
+func (o *Object) migrate(ctx context.Context) error {
+	o.mu.Lock()
+	old, legacy := o.doc.FormatVersion, o.legacy
+	o.mu.Unlock()
+	if old >= objectFormat {
+		return nil
+	}
+	var unused []string
+	err := o.mutate(ctx, "migrate", func(doc *objectDoc) error {
+		var err error
+		unused, err = o.migrateDoc(ctx, doc, legacy)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("migrate state %s from format %d to %d: %w", o.shown, old, objectFormat, err)
+	}
+	o.remove(ctx, unused)
+	o.mu.Lock()
+	o.legacy = nil
+	o.mu.Unlock()
+	return nil
+}
+
+// migrateDoc writes the index objects of the legacy index of doc's forms
+// and names them in doc.
+func (o *Object) migrateDoc(ctx context.Context, doc *objectDoc, legacy map[string]*legacyIndex) ([]string, error) {
+	var unused []string
+	for id, old := range legacy {
+		st, ok := doc.Forms[id]
+		if !ok || old == nil {
+			continue
+		}
+		st = cloneForm(st)
+		st.Indexed = 0
+		ix := objIndex{}
+		u, err := o.applyIndex(ctx, &st, &ix, &IndexChange{Put: old.entries()})
+		if err != nil {
+			return nil, err
+		}
+		unused = append(unused, u...)
+		for batch := range st.Intents {
+			if c := old.pending(batch); c != nil {
+				name := newBlobName(id, "pending", 0)
+				if err := o.putBlob(ctx, name, encodeChange(c)); err != nil {
+					return nil, err
+				}
+				if ix.Pending == nil {
+					ix.Pending = map[string]string{}
+				}
+				ix.Pending[batch] = name
+			}
+		}
+		doc.Forms[id] = st
+		if !ix.isZero() {
+			doc.Index[id] = ix
+		}
+	}
+	return unused, nil
+}
+
+// recordPending is the index step of RecordIntent: the change is written
+// to an object of its own, named in ix under the batch id.
+func (o *Object) recordPending(batchID string, change *IndexChange) func(ctx context.Context, st *FormState, ix *objIndex) ([]string, error) {
+	if change == nil {
+		return nil
+	}
+	raw := encodeChange(change)
+	return func(ctx context.Context, st *FormState, ix *objIndex) ([]string, error) {
+		name := newBlobName(st.FormID, "pending", 0)
+		if err := o.putBlob(ctx, name, raw); err != nil {
+			return nil, err
+		}
+		var unused []string
+		if old, ok := ix.Pending[batchID]; ok {
+			unused = append(unused, old)
+		}
+		if ix.Pending == nil {
+			ix.Pending = map[string]string{}
+		}
+		ix.Pending[batchID] = name
+		return unused, nil
+	}
+}
+
+// commitIndex is the index step of Commit: c.Index, or the change its
+// intent recorded, lands in the chunks, and the pending object is let go.
+func (o *Object) commitIndex(c Commit) func(ctx context.Context, st *FormState, ix *objIndex) ([]string, error) {
+	return func(ctx context.Context, st *FormState, ix *objIndex) ([]string, error) {
+		change := c.Index
+		var unused []string
+		if name, ok := ix.Pending[c.BatchID]; ok && c.BatchID != "" {
+			if change == nil {
+				raw, err := o.getBlob(ctx, name)
+				if err != nil {
+					return nil, err
+				}
+				if change, err = decodeChange(raw); err != nil {
+					return nil, &CorruptError{Path: o.shown, Form: st.FormID, Err: err}
+				}
+			}
+			delete(ix.Pending, c.BatchID)
+			unused = append(unused, name)
+		}
+		u, err := o.applyIndex(ctx, st, ix, change)
+		return append(unused, u...), err
+	}
+}
+
+// dropPending is the index step of DropIntent.
+func dropPending(batchID string) func(ctx context.Context, st *FormState, ix *objIndex) ([]string, error) {
+	return func(_ context.Context, _ *FormState, ix *objIndex) ([]string, error) {
+		name, ok := ix.Pending[batchID]
+		if !ok {
+			return nil, nil
+		}
+		delete(ix.Pending, batchID)
+		return []string{name}, nil
+	}
+}
+
+// resetObjIndex is the index step of a reset: every object of the form's
+// index is let go.
+func resetObjIndex(_ context.Context, _ *FormState, ix *objIndex) ([]string, error) {
+	var unused []string
+	for _, c := range ix.Chunks {
+		unused = append(unused, c.Name)
+	}
+	for _, n := range ix.Pending {
+		unused = append(unused, n)
+	}
+	*ix = objIndex{}
+	return unused, nil
+}
+
+// blobsOf reads every index object doc names, for a backup.
+func (o *Object) blobsOf(ctx context.Context, doc *objectDoc) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for _, ix := range doc.Index {
+		names := slices.Collect(maps.Values(ix.Pending))
+		for _, c := range ix.Chunks {
+			names = append(names, c.Name)
+		}
+		for _, n := range names {
+			raw, err := o.getBlob(ctx, n)
+			if err != nil {
+				return nil, err
+			}
+			out[n] = raw
+		}
+	}
+	return out, nil
+}
+
+// checkBlobs makes sure a backup holds every index object it names.
+func checkBlobs(doc *objectDoc) error {
+	for id, ix := range doc.Index {
+		for _, c := range ix.Chunks {
+			if _, err := decodeChunk(doc.Blobs[c.Name]); err != nil {
+				return fmt.Errorf("the version index of form %s: chunk %s: %w", id, c.Name, err)
+			}
+		}
+		for b, n := range ix.Pending {
+			if _, err := decodeChange(doc.Blobs[n]); err != nil {
+				return fmt.Errorf("the version index of form %s: the pending change of batch %s: %w", id, b, err)
+			}
+		}
+	}
+	return nil
+}
