@@ -7,6 +7,9 @@ import (
 	"math"
 	"time"
 
+	"go.uber.org/zap"
+
+	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/forms"
 	"github.com/syncd-dev/syncd/internal/poller"
@@ -139,16 +142,18 @@ func (d *dryRunner) planForm(ctx context.Context, job poller.Job, st formView, f
 // planGap plans [a, b) with the poller's own planner, counting its
 // requests in *requests: they are the pass's too.
 func (d *dryRunner) planGap(ctx context.Context, formID string, a, b time.Time, requests *int64, emit func(dryRunWindow)) error {
-	src := &countedSource{Source: d.client}
-	opts := poller.Options{PageSize: d.cfg.Sync.PageSize, MaxRowsPerBatch: d.cfg.Sync.MaxRowsPerBatch, SafetyLag: d.cfg.Sync.SafetyLag.D(),
-		IncludeEditLink: d.cfg.Sync.IncludeEditLink, Now: func() time.Time { return d.now }}
-	windows, err := poller.Plan(ctx, src, opts, d.partStart(), formID, []state.Interval{{Start: a, End: b}})
-	*requests += src.n
-	d.asked += src.n
+	s := app.FormStream(d.cfg, d.client, poller.Job{FormID: formID}, zap.NewNop())
+	opts := poller.Options{MaxRowsPerBatch: d.cfg.Sync.MaxRowsPerBatch, SafetyLag: d.cfg.Sync.SafetyLag.D(), Now: func() time.Time { return d.now }}
+	windows, err := poller.Plan(ctx, s, opts, d.partStart(), []state.Interval{{Start: a, End: b}})
+	*requests += s.Requests()
+	d.asked += s.Requests()
 	if err != nil {
 		return err
 	}
 	for _, w := range windows {
+		if w.Empty {
+			continue // committed without a read: nothing to fetch
+		}
 		rows := w.Rows
 		if rows < 0 {
 			// The pass learns it from the window's first page; the dry run
@@ -178,22 +183,6 @@ func (d *dryRunner) pageSize() int {
 		return size
 	}
 	return 150
-}
-
-// countedSource counts the requests the planner makes.
-type countedSource struct {
-	poller.Source
-	n int64
-}
-
-func (c *countedSource) GetForm(ctx context.Context, formID string) (*forms.Form, error) {
-	c.n++
-	return c.Source.GetForm(ctx, formID)
-}
-
-func (c *countedSource) ListSubmissions(ctx context.Context, formID string, p forms.ListParams) (*forms.SubmissionPage, error) {
-	c.n++
-	return c.Source.ListSubmissions(ctx, formID, p)
 }
 
 // finish totals the plan; account is the requests the command makes

@@ -676,7 +676,7 @@ func newBackfillCmd(g *globals) *cobra.Command {
 			}
 			report := newProgressReporter(g.stderr, a.Log, formID)
 			started := time.Now()
-			r := a.Poller.Backfill(ctx, a.Job(formID), start, end, concurrency, report.update)
+			r := a.Poller.Backfill(ctx, a.FormStream(a.Job(formID)), start, end, concurrency, report.update)
 			report.finish()
 			return g.finishPass([]poller.Result{r}, time.Since(started), summaryPath, format)
 		},
@@ -723,7 +723,7 @@ func newReconcileCmd(g *globals) *cobra.Command {
 			}
 			defer a.Close()
 			started := time.Now()
-			r := a.Poller.Reconcile(ctx, a.Job(formID), start)
+			r := a.Poller.Reconcile(ctx, a.FormStream(a.Job(formID)), start)
 			var noIndex *poller.ErrNoIndex
 			if errors.As(r.Err, &noIndex) {
 				return withCode(exitUsage, r.Err)
@@ -771,14 +771,14 @@ func newRefreshCmd(g *globals) *cobra.Command {
 			defer a.Close()
 			started := time.Now()
 			job := a.Job(formID)
-			if err := a.Poller.Refresh(ctx, job); err != nil {
+			if err := a.Poller.Refresh(ctx, a.FormStream(job)); err != nil {
 				if _, stopped := g.interruption(); stopped {
 					return g.finishPass([]poller.Result{{FormID: formID, Interrupted: true}}, time.Since(started), summaryPath, format)
 				}
 				return withCode(exitFailed, err)
 			}
 			fmt.Fprintf(g.stdout, "refresh %s: the old output is removed; syncing again\n", formID)
-			r := a.Poller.Sync(ctx, job)
+			r := a.Poller.Sync(ctx, a.FormStream(job), job.Start)
 			return g.finishPass([]poller.Result{r}, time.Since(started), summaryPath, format)
 		},
 	}

@@ -19,11 +19,11 @@ import (
 	"github.com/syncd-dev/syncd/internal/forms"
 	"github.com/syncd-dev/syncd/internal/metrics"
 	"github.com/syncd-dev/syncd/internal/poller"
-	"github.com/syncd-dev/syncd/internal/schema"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/sink/bigquery"
 	"github.com/syncd-dev/syncd/internal/sink/blobsink"
 	"github.com/syncd-dev/syncd/internal/sink/parquetsink"
+	formsource "github.com/syncd-dev/syncd/internal/source/forms"
 	"github.com/syncd-dev/syncd/internal/spool"
 	"github.com/syncd-dev/syncd/internal/state"
 	"github.com/syncd-dev/syncd/internal/suggest"
@@ -183,15 +183,13 @@ func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options
 	} else if n > 0 {
 		log.Info("removed spool folders of syncd processes that no longer run", zap.Int("folders", n))
 	}
-	a.Poller = poller.New(a.Client, a.Sink, a.Store, poller.Options{
-		PageSize:        cfg.Sync.PageSize,
+	a.Poller = poller.New(a.Sink, a.Store, poller.Options{
 		MaxRowsPerBatch: cfg.Sync.MaxRowsPerBatch,
 		ChunkRows:       cfg.Sync.ChunkRows,
 		SpoolDir:        cfg.Sync.SpoolDir,
 		SafetyLag:       cfg.Sync.SafetyLag.D(),
 		Lookback:        cfg.Sync.Lookback.D(),
 		ReconcileEvery:  cfg.Sync.ReconcileEvery.D(),
-		IncludeEditLink: cfg.Sync.IncludeEditLink,
 		StateName:       StateWhere(cfg),
 		OutputName:      OutputWhere(cfg),
 		Now:             opts.Now,
@@ -264,7 +262,7 @@ func (a *App) SyncAll(ctx context.Context, jobs []poller.Job, concurrency int) [
 				results[i] = poller.Result{Source: poller.SourceForms, FormID: job.FormID, Interrupted: true}
 				return
 			}
-			results[i] = a.Poller.Sync(ctx, job)
+			results[i] = a.Poller.Sync(ctx, a.FormStream(job), job.Start)
 		}()
 	}
 	wg.Wait()
@@ -362,7 +360,20 @@ func (a *App) SyncBookings(ctx context.Context) poller.Result {
 	if a.Poller.Draining() {
 		return poller.Result{Source: "scheduling", FormID: a.Scheduling.Stream.Key(), Table: a.Scheduling.Stream.Table(), Interrupted: true}
 	}
-	return a.Poller.SyncStream(ctx, a.Scheduling.Stream, a.Scheduling.Start.Time)
+	return a.Poller.Sync(ctx, a.Scheduling.Stream, a.Scheduling.Start.Time)
+}
+
+// FormStream is the stream of a form's job.
+func (a *App) FormStream(job poller.Job) *formsource.Stream {
+	return FormStream(a.Cfg, a.Client, job, a.Log)
+}
+
+// FormStream is the stream of a form's job read through client, as the
+// configuration tunes it.
+func FormStream(cfg *config.Config, client formsource.API, job poller.Job, log *zap.Logger) *formsource.Stream {
+	return formsource.NewStream(client, job.FormID, job.Table, formsource.StreamOptions{
+		PageSize: cfg.Sync.PageSize, IncludeEditLink: cfg.Sync.IncludeEditLink, Logger: log.Named("poller"),
+	})
 }
 
 // AdoptTargets are the streams `syncd state adopt` rebuilds: the forms of
@@ -370,16 +381,10 @@ func (a *App) SyncBookings(ctx context.Context) poller.Result {
 func (a *App) AdoptTargets(jobs []poller.Job, bookings bool) []poller.AdoptTarget {
 	out := make([]poller.AdoptTarget, 0, len(jobs)+1)
 	for _, j := range jobs {
-		table := j.Table
-		if table == "" {
-			table = poller.DefaultTable(j.FormID)
-		}
-		out = append(out, poller.AdoptTarget{Stream: j.FormID, Table: table, Index: true,
-			Key: schema.ColSubmissionID, Version: schema.ColLastUpdatedAt, Time: schema.ColSubmissionTime})
+		out = append(out, poller.TargetOf(a.FormStream(j)))
 	}
 	if bookings && a.Scheduling != nil {
-		s := a.Scheduling.Stream
-		out = append(out, poller.AdoptTarget{Stream: s.Key(), Table: s.Table(), Key: s.KeyColumn(), Version: s.TimeColumn(), Time: s.TimeColumn()})
+		out = append(out, poller.TargetOf(a.Scheduling.Stream))
 	}
 	return out
 }

@@ -60,6 +60,14 @@ func (p *Poller) checkOwnOutput(ctx context.Context, stream, table string, st st
 	return &ForeignOutputError{Stream: stream, Table: table, Output: p.opts.OutputName, State: p.opts.StateName, Batches: len(foreign), Example: foreign[0]}
 }
 
+// TargetOf is the adoption of stream s: its table's columns, and its
+// version index when it keeps one (a Reconciler).
+func TargetOf(s Stream) AdoptTarget {
+	cols := s.Columns()
+	_, versioned := s.(Reconciler)
+	return AdoptTarget{Stream: s.Key(), Table: s.Table(), Key: cols.Key, Version: cols.Version, Time: cols.Time, Index: versioned}
+}
+
 // AdoptTarget is a stream whose state is rebuilt from its table's output.
 type AdoptTarget struct {
 	Stream string

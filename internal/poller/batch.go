@@ -8,83 +8,66 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"go.uber.org/zap"
 
-	"github.com/syncd-dev/syncd/internal/forms"
 	"github.com/syncd-dev/syncd/internal/schema"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/state"
 )
 
 // processWindow is the exactly-once protocol for one window: record the
-// intent, fetch the whole window off to the side, commit it to the sink
+// intent, read the whole window off to the side, commit it to the sink
 // under its batch id, then move the checkpoint and clear the intent in one
-// state transaction. The versions of all its rows go into the version
-// index in that same transaction.
-func (f *formRun) processWindow(ctx context.Context, w window) error {
+// state transaction. The versions the stream records of its rows go into
+// the version index in that same transaction.
+func (f *streamRun) processWindow(ctx context.Context, w window) error {
 	b := f.batchFor(w)
-	if err := f.p.checkHorizon(f.job.FormID, w.end); err != nil && !w.redo {
+	if err := f.p.checkHorizon(f.key, w.end); err != nil && !w.redo {
 		return err
 	}
 	// An open batch of an earlier run keeps the files its intent names
 	// until this attempt names its own: a stop in between must not leave an
 	// intent that names fewer files than are (partly) in the sink.
 	intent := state.Intent{BatchID: b.ID, Table: b.Table, Start: w.start, End: w.end, Parts: w.parts, Attempt: w.attempt, CreatedAt: f.p.opts.Now().UTC()}
-	if err := f.p.store.RecordIntent(ctx, f.job.FormID, intent); err != nil {
+	if err := f.p.store.RecordIntent(ctx, f.key, intent); err != nil {
 		return fmt.Errorf("record intent of batch %s: %w", b.ID, err)
 	}
-	idx := &state.IndexChange{}
-	fill := func(rows *batchRows, lin schema.Lineage) error {
-		_, err := f.fetch(ctx, w, func(sub *forms.Submission) error {
-			if err := rows.Append(sub, lin); err != nil {
-				return err
-			}
-			idx.Put = append(idx.Put, entryOf(sub))
-			return nil
-		})
-		return err
+	fill := func(rows *Rows) error {
+		if err := f.s.Read(ctx, Window{Start: w.start, End: w.end, Count: w.count, First: w.first}, rows); err != nil {
+			return fmt.Errorf("read %s in [%s, %s): %w", f.key, w.start.Format(time.RFC3339Nano), w.end.Format(time.RFC3339Nano), err)
+		}
+		return nil
 	}
-	return f.commitBatch(ctx, w, b, intent, fill, func(in *state.Intent, c *state.Commit) {
-		in.Index, c.Index = idx, idx
+	return f.commitBatch(ctx, w, b, intent, fill, func(in *state.Intent, c *state.Commit, rows *Rows) {
+		if _, ok := f.s.(Reconciler); ok {
+			idx := rows.index
+			in.Index, c.Index = &idx, &idx
+		}
 	})
-}
-
-// entryOf is what the version index records of a submission: its time
-// and a hash of its version (lastUpdatedAt, or its time if never updated).
-func entryOf(sub *forms.Submission) state.Entry {
-	updated := sub.SubmissionTime
-	if sub.LastUpdatedAt != nil {
-		updated = *sub.LastUpdatedAt
-	}
-	// A copy of the id: the decoder's strings may share the page's buffer.
-	return state.Entry{ID: strings.Clone(sub.SubmissionID), Version: state.Version{Time: sub.SubmissionTime, Hash: state.TimeVersion(updated)}}
 }
 
 // commitBatch builds the rows of a batch whose intent is recorded (fill
 // appends them), names its files in the intent, commits it to the sink and
 // then to the state; extra adds what the batch records in the version index
 // to both the intent and the commit.
-func (f *formRun) commitBatch(ctx context.Context, w window, b sink.Batch, intent state.Intent, fill func(*batchRows, schema.Lineage) error, extra func(*state.Intent, *state.Commit)) error {
+func (f *streamRun) commitBatch(ctx context.Context, w window, b sink.Batch, intent state.Intent, fill func(*Rows) error, extra func(*state.Intent, *state.Commit, *Rows)) error {
 	log := f.log.With(zap.String("batch_id", b.ID))
 	base, err := f.schemaForFetch(ctx)
 	if err != nil {
 		f.dropIntent(ctx, w, b.ID)
 		return err
 	}
-	rows := newBatchRows(base, f.p.opts.Allocator, f.p.opts.ChunkRows, f.p.opts.SpoolDir, f.p.partOf)
-	defer rows.release(f)
 	lin := schema.Lineage{BatchID: b.ID, SyncedAt: f.p.opts.Now().UTC()}
-	if err := fill(rows, lin); err != nil {
+	rows := newRows(base, lin, b.TimeColumn, f.p.opts.Allocator, f.p.opts.ChunkRows, f.p.opts.SpoolDir, f.p.partOf)
+	defer rows.release(f)
+	if err := fill(rows); err != nil {
 		f.dropIntent(ctx, w, b.ID)
 		return err
 	}
-	table, stats, err := rows.finish()
-	if err != nil {
-		f.dropIntent(ctx, w, b.ID)
-		return fmt.Errorf("gather batch %s of %s: %w", b.ID, f.job.FormID, err)
-	}
+	table, stats := rows.finish()
 	if table != nil {
 		b.SchemaFingerprint = table.Fingerprint()
 		// The files carry the schema they were built with: a state rebuilt
@@ -98,7 +81,7 @@ func (f *formRun) commitBatch(ctx context.Context, w window, b sink.Batch, inten
 
 	n := rows.rows()
 	commit := state.Commit{BatchID: b.ID, Window: state.Interval{Start: w.start, End: w.end}, Rows: int(n)}
-	extra(&intent, &commit)
+	extra(&intent, &commit, rows)
 	pt, parted := f.p.sink.(sink.Partitioner)
 	if n > 0 && (parted || intent.Index != nil) {
 		// What the batch writes is known now: the intent names its files
@@ -113,7 +96,7 @@ func (f *formRun) commitBatch(ctx context.Context, w window, b sink.Batch, inten
 				b.Replace, b.Stale = true, stale(w.parts, b.Parts)
 			}
 		}
-		if err := f.p.store.RecordIntent(ctx, f.job.FormID, intent); err != nil {
+		if err := f.p.store.RecordIntent(ctx, f.key, intent); err != nil {
 			f.dropIntent(ctx, w, b.ID)
 			return fmt.Errorf("record the files of batch %s: %w", b.ID, err)
 		}
@@ -129,7 +112,7 @@ func (f *formRun) commitBatch(ctx context.Context, w window, b sink.Batch, inten
 		if err != nil {
 			// The sink may or may not hold the batch: the intent stays, and the
 			// next run asks the sink before it fetches the window again.
-			return fmt.Errorf("commit batch %s of %s: %w", b.ID, f.job.FormID, err)
+			return fmt.Errorf("commit batch %s of %s: %w", b.ID, f.key, err)
 		}
 	}
 
@@ -139,13 +122,13 @@ func (f *formRun) commitBatch(ctx context.Context, w window, b sink.Batch, inten
 	if table != nil {
 		merged = mergeTables(f.pinned, table)
 		if commit.Schema, err = schema.Marshal(merged); err != nil {
-			return fmt.Errorf("serialise the schema of form %s: %w", f.job.FormID, err)
+			return fmt.Errorf("serialise the schema of form %s: %w", f.key, err)
 		}
 	}
 	// The batch is in the sink: finish the move even if the pass is being
 	// cancelled, so that a clean stop leaves no intent to resolve.
-	if err := f.p.store.Commit(context.WithoutCancel(ctx), f.job.FormID, commit); err != nil {
-		return fmt.Errorf("move the checkpoint of form %s past batch %s: %w", f.job.FormID, b.ID, err)
+	if err := f.p.store.Commit(context.WithoutCancel(ctx), f.key, commit); err != nil {
+		return fmt.Errorf("move the checkpoint of form %s past batch %s: %w", f.key, b.ID, err)
 	}
 	f.pinned = merged
 	f.rows.Add(n)
@@ -162,7 +145,7 @@ type sizedSink interface {
 }
 
 // commitRecord commits a batch held whole in one record.
-func (f *formRun) commitRecord(ctx context.Context, b sink.Batch, rec arrow.Record) (int64, error) {
+func (f *streamRun) commitRecord(ctx context.Context, b sink.Batch, rec arrow.Record) (int64, error) {
 	if s, ok := f.p.sink.(sizedSink); ok {
 		return s.CommitSized(ctx, b, rec)
 	}
@@ -172,38 +155,32 @@ func (f *formRun) commitRecord(ctx context.Context, b sink.Batch, rec arrow.Reco
 // dropIntent forgets the intent of a batch this process never sent to the
 // sink. An open batch of an earlier run keeps its intent: that run may have
 // sent it.
-func (f *formRun) dropIntent(ctx context.Context, w window, batchID string) {
+func (f *streamRun) dropIntent(ctx context.Context, w window, batchID string) {
 	if w.redo {
 		return
 	}
-	if err := f.p.store.DropIntent(context.WithoutCancel(ctx), f.job.FormID, batchID); err != nil {
+	if err := f.p.store.DropIntent(context.WithoutCancel(ctx), f.key, batchID); err != nil {
 		f.log.Warn("could not drop the intent of an abandoned batch; the next run resolves it", zap.String("batch_id", batchID), zap.Error(err))
 	}
 }
 
-// schemaForFetch reads the form's metadata once per pass, evolves the pinned
-// schema with it, and returns a snapshot for one window's builder.
-func (f *formRun) schemaForFetch(ctx context.Context) (*schema.Table, error) {
-	if f.stream != nil {
-		return nil, nil // a fixed table: its rows come as records
+// schemaForFetch evolves the pinned table with the source's metadata once
+// per pass (an Evolver's), and returns a snapshot for one window's rows;
+// nil for a fixed table.
+func (f *streamRun) schemaForFetch(ctx context.Context) (*schema.Table, error) {
+	ev, ok := f.s.(Evolver)
+	if !ok {
+		return nil, nil
 	}
 	f.schemaMu.Lock()
 	defer f.schemaMu.Unlock()
 	if !f.metaFetched {
-		form, err := f.src.GetForm(ctx, f.job.FormID)
+		t, changes, err := ev.Evolve(ctx, f.pinned)
 		if err != nil {
-			return nil, fmt.Errorf("read metadata of form %s: %w", f.job.FormID, err)
+			return nil, err
 		}
-		var changes []schema.Change
-		if f.pinned == nil {
-			f.pinned, changes, err = schema.New(form, schema.Options{IncludeEditLink: f.p.opts.IncludeEditLink})
-		} else {
-			f.pinned, changes, err = f.pinned.Evolve(form)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("map the metadata of form %s to a table: %w", f.job.FormID, err)
-		}
-		logChanges(f.log, "the form's questions changed", changes)
+		f.pinned = t
+		logChanges(f.log, "the source's fields changed", changes)
 		f.metaFetched = true
 	}
 	return f.pinned.Clone(), nil
@@ -213,7 +190,7 @@ func (f *formRun) schemaForFetch(ctx context.Context) (*schema.Table, error) {
 // values did not fit, with their count and the redacted shape of one of
 // them (schema.Describe: type and length, never the value), and one line
 // for the columns the values added, with the details at debug.
-func (f *formRun) noteStats(log *zap.Logger, st schema.Stats) {
+func (f *streamRun) noteStats(log *zap.Logger, st schema.Stats) {
 	cols := make([]string, 0, len(st.Misfits))
 	for col, n := range st.Misfits {
 		f.misfits.Add(int64(n))
@@ -226,7 +203,7 @@ func (f *formRun) noteStats(log *zap.Logger, st schema.Stats) {
 	}
 	for typ, n := range st.Discarded {
 		f.discarded.Add(int64(n))
-		if f.p.firstSighting(f.job.FormID, typ) {
+		if f.p.firstSighting(f.key, typ) {
 			log.Warn("discarding answers of an unknown question type, as the API contract asks", zap.String("type", typ), zap.Int("answers", n))
 		}
 	}
@@ -291,87 +268,6 @@ func (p *Poller) firstSighting(formID, typ string) bool {
 	}
 	p.loggedTypes[key] = true
 	return true
-}
-
-// fetch pages through the window by offset in ascending order and calls
-// visit once for every submission of exactly [start, end), dropping ids
-// already seen; it returns the ids seen. Submissions imported or deleted
-// inside the window while it is paged shift the offsets; a walk notices
-// (see walk) and the window is walked again, keeping what it saw.
-func (f *formRun) fetch(ctx context.Context, w window, visit func(*forms.Submission) error) (map[string]struct{}, error) {
-	seen := make(map[string]struct{}, max(w.count, 16))
-	first := w.first
-	for attempt := 0; ; attempt++ {
-		changed, err := f.walk(ctx, w, first, seen, visit)
-		if err != nil {
-			return seen, err
-		}
-		if !changed {
-			return seen, nil
-		}
-		if attempt >= f.p.opts.MaxRefetches {
-			f.log.Warn("window kept changing while it was paged; committing what was seen (a later reconcile finds the rest)",
-				zap.Time("window_start", w.start), zap.Time("window_end", w.end), zap.Int("seen", len(seen)))
-			return seen, nil
-		}
-		f.log.Debug("window changed while it was paged; walking it again",
-			zap.Time("window_start", w.start), zap.Time("window_end", w.end))
-		first = nil
-	}
-}
-
-// walk reads the window once, page after page. Each page after the first
-// starts one submission back, on the last one of the page before: if that
-// is not where the page starts, or the total moved, something was imported
-// or deleted behind the offset, and walk reports the window changed. The
-// overlap costs one row per page and makes a single deletion behind the
-// offset harmless (no row is skipped); a deletion and an import behind the
-// offset between the same two requests cancel out and stay unseen here
-// (the reconcile of committed windows finds such an import).
-func (f *formRun) walk(ctx context.Context, w window, first *forms.SubmissionPage, seen map[string]struct{}, visit func(*forms.Submission) error) (changed bool, err error) {
-	limit := f.p.opts.PageSize
-	total, last := -1, ""
-	for offset := 0; ; {
-		page := first
-		first = nil
-		if page == nil {
-			if page, err = f.list(ctx, w.start, w.end, limit, offset, f.p.opts.IncludeEditLink); err != nil {
-				return false, err
-			}
-		}
-		if offset > 0 && (len(page.Responses) == 0 || page.Responses[0].SubmissionID != last) {
-			changed = true
-		}
-		if total >= 0 && page.TotalResponses != total {
-			changed = true
-		}
-		total = page.TotalResponses
-		for i := range page.Responses {
-			sub := &page.Responses[i]
-			if sub.SubmissionID == "" {
-				return false, fmt.Errorf("list submissions of form %s: a submission without submissionId at offset %d", f.job.FormID, offset+i)
-			}
-			if _, dup := seen[sub.SubmissionID]; dup {
-				continue
-			}
-			// A copy: the decoder's strings may share the page's buffer, which
-			// the map would otherwise keep alive for the whole window.
-			seen[strings.Clone(sub.SubmissionID)] = struct{}{}
-			t := sub.SubmissionTime
-			if t.Before(w.start) || !t.Before(w.end) {
-				continue
-			}
-			if err := visit(sub); err != nil {
-				return false, fmt.Errorf("map submission %s of form %s: %w", sub.SubmissionID, f.job.FormID, err)
-			}
-		}
-		n := len(page.Responses)
-		if n < limit || offset+n >= page.TotalResponses {
-			return changed, nil
-		}
-		last = page.Responses[n-1].SubmissionID
-		offset += n - 1
-	}
 }
 
 // mergeTables is the pinned schema after a window built with a snapshot of

@@ -59,50 +59,47 @@ func (p *Poller) checkHorizon(formID string, end time.Time) error {
 // leaves the mark, and the form's next pass, of any command, finishes the
 // removal before it writes: the old rows are never mixed with the new. The
 // caller then runs a pass to fetch everything again.
-func (p *Poller) Refresh(ctx context.Context, job Job) error {
-	lock := p.formLock(job.FormID)
+func (p *Poller) Refresh(ctx context.Context, s Stream) error {
+	key, table := s.Key(), s.Table()
+	lock := p.formLock(key)
 	if !lock.TryLock() {
-		return fmt.Errorf("refresh form %s: %w", job.FormID, ErrBusy)
+		return fmt.Errorf("refresh %s: %w", key, ErrBusy)
 	}
 	defer lock.Unlock()
 	if _, ok := p.sink.(sink.Purger); !ok {
-		return fmt.Errorf("refresh form %s: this sink cannot remove a table's output", job.FormID)
+		return fmt.Errorf("refresh %s: this sink cannot remove a table's output", key)
 	}
-	table := job.Table
-	if table == "" {
-		table = DefaultTable(job.FormID)
-	}
-	st, err := p.store.Get(ctx, job.FormID)
+	st, err := p.store.Get(ctx, key)
 	if err != nil {
-		return fmt.Errorf("refresh form %s: read state: %w", job.FormID, err)
+		return fmt.Errorf("refresh %s: read state: %w", key, err)
 	}
 	if len(st.Intents) > 0 {
 		// Batches a stopped run left open are resolved first: Committed
 		// waits for a load job still running, so one that would land in the
 		// fresh table is settled before the table goes. One the sink does
 		// not hold is dropped: the refresh fetches its window again anyway.
-		f := &formRun{p: p, src: &countingSource{Source: p.src}, job: job, table: table, gen: st.Generation, log: p.opts.Logger.With(zap.String("form_id", job.FormID))}
+		f := &streamRun{p: p, s: s, key: key, table: table, gen: st.Generation, log: p.opts.Logger.With(zap.String(LogStream, key))}
 		redo, err := f.recoverIntents(ctx, st)
 		if err != nil {
-			return fmt.Errorf("refresh form %s: %w", job.FormID, err)
+			return fmt.Errorf("refresh %s: %w", key, err)
 		}
 		for _, w := range redo {
 			b := f.batchFor(w)
-			if err := p.store.DropIntent(ctx, job.FormID, b.ID); err != nil {
-				return fmt.Errorf("refresh form %s: %w", job.FormID, err)
+			if err := p.store.DropIntent(ctx, key, b.ID); err != nil {
+				return fmt.Errorf("refresh %s: %w", key, err)
 			}
 		}
-		if st, err = p.store.Get(ctx, job.FormID); err != nil {
-			return fmt.Errorf("refresh form %s: read state: %w", job.FormID, err)
+		if st, err = p.store.Get(ctx, key); err != nil {
+			return fmt.Errorf("refresh %s: read state: %w", key, err)
 		}
 	}
 	if st.Refresh == nil {
-		if err := p.store.BeginRefresh(ctx, job.FormID, state.Refresh{Table: table, RequestedAt: p.opts.Now()}); err != nil {
-			return fmt.Errorf("refresh form %s: %w", job.FormID, err)
+		if err := p.store.BeginRefresh(ctx, key, state.Refresh{Table: table, RequestedAt: p.opts.Now()}); err != nil {
+			return fmt.Errorf("refresh %s: %w", key, err)
 		}
 		st.Refresh = &state.Refresh{Table: table}
 	}
-	if _, err := p.finishRefresh(ctx, job.FormID, st); err != nil {
+	if _, err := p.finishRefresh(ctx, key, st); err != nil {
 		return err
 	}
 	return nil
@@ -121,7 +118,7 @@ func (p *Poller) finishRefresh(ctx context.Context, formID string, st state.Form
 	if err := p.store.FinishRefresh(ctx, formID); err != nil {
 		return st, fmt.Errorf("refresh form %s: %w", formID, err)
 	}
-	p.opts.Logger.Info("refresh: the table's output is removed; the form is synced again from its start", zap.String("form_id", formID), zap.String("table", st.Refresh.Table))
+	p.opts.Logger.Info("refresh: the table's output is removed; the form is synced again from its start", zap.String(LogStream, formID), zap.String("table", st.Refresh.Table))
 	st, err := p.store.Get(ctx, formID)
 	if err != nil {
 		return st, fmt.Errorf("read state of form %s: %w", formID, err)
@@ -134,21 +131,20 @@ type PlannedWindow struct {
 	Start, End time.Time
 	Rows       int  // as the service counted them; -1 when planning did not need the count
 	FirstRead  bool // planning already read the window's first page
+	Empty      bool // the service says it holds nothing: committed without a read
 }
 
-// Plan cuts gaps of one form into the windows a pass would fetch, the way
-// a pass plans them, reading only: it makes the requests planning makes
-// (through src) and writes nothing. partStart is the sink's
-// (sink.Partitioner), nil for a sink without partitions. It is what
-// `--dry-run` prints.
-func Plan(ctx context.Context, src Source, opts Options, partStart func(time.Time) time.Time, formID string, gaps []state.Interval) ([]PlannedWindow, error) {
+// Plan cuts gaps of one stream into the windows a pass would fetch, the
+// way a pass plans them, reading only: it makes the requests planning makes
+// and writes nothing. partStart is the sink's (sink.Partitioner), nil for a
+// sink without partitions. It is what `--dry-run` prints.
+func Plan(ctx context.Context, s Stream, opts Options, partStart func(time.Time) time.Time, gaps []state.Interval) ([]PlannedWindow, error) {
 	opts.setDefaults()
-	p := &Poller{src: src, opts: opts, partStart: partStart, draining: make(chan struct{})}
-	f := &formRun{p: p, src: &countingSource{Source: src}, job: Job{FormID: formID}, log: opts.Logger, dry: true}
+	p := &Poller{opts: opts, partStart: partStart, draining: make(chan struct{})}
 	var out []PlannedWindow
 	for _, g := range gaps {
-		err := f.plan(ctx, g, func(w window) error {
-			out = append(out, PlannedWindow{Start: w.start, End: w.end, Rows: w.count, FirstRead: w.first != nil})
+		err := p.plan(ctx, s, g, func(w Window) error {
+			out = append(out, PlannedWindow{Start: w.Start, End: w.End, Rows: w.Count, FirstRead: w.First != nil, Empty: w.Empty})
 			return nil
 		})
 		if err != nil {

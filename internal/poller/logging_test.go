@@ -38,7 +38,7 @@ func TestNoteStatsAggregates(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			core, logs := observer.New(tt.level)
-			f := &formRun{p: New(nil, nil, nil, Options{}), job: Job{FormID: "f1"}, log: zap.New(core)}
+			f := &streamRun{p: New(nil, nil, Options{}), key: "f1", log: zap.New(core)}
 			f.noteStats(f.log, tt.st)
 			got := map[string]int{}
 			for _, e := range logs.All() {

@@ -8,31 +8,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.uber.org/zap"
 
-	"github.com/syncd-dev/syncd/internal/forms"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/state"
 )
 
-// Source is the part of the Forms API the poller reads. *forms.Client is one.
-type Source interface {
-	GetForm(ctx context.Context, formID string) (*forms.Form, error)
-	ListSubmissions(ctx context.Context, formID string, p forms.ListParams) (*forms.SubmissionPage, error)
-}
-
 // Options tune the poller; zero values take the documented defaults.
 type Options struct {
-	PageSize        int           // submissions per page, at most 150 (default 150)
 	MaxRowsPerBatch int           // a window that counts more is split in time (default 50,000)
 	SafetyLag       time.Duration // the live sync stops at now - SafetyLag (default 2m)
-	IncludeEditLink bool          // request and export editLink
-	MaxRefetches    int           // re-walks of a window that changed while it was paged (default 3)
 	// Lookback is how far back the scheduled reconcile re-reads committed
 	// windows (0: no scheduled reconcile; the version index covers the
 	// whole history either way); ReconcileEvery how often a live pass
@@ -53,9 +42,6 @@ type Options struct {
 }
 
 func (o *Options) setDefaults() {
-	if o.PageSize <= 0 || o.PageSize > 150 {
-		o.PageSize = 150
-	}
 	if o.MaxRowsPerBatch <= 0 {
 		o.MaxRowsPerBatch = 50000
 	}
@@ -64,9 +50,6 @@ func (o *Options) setDefaults() {
 	}
 	if o.ChunkRows <= 0 {
 		o.ChunkRows = 4096
-	}
-	if o.MaxRefetches <= 0 {
-		o.MaxRefetches = 3
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -79,16 +62,17 @@ func (o *Options) setDefaults() {
 	}
 }
 
-// Job is one form to sync.
+// Job is one form to sync, as the configuration names it (the app makes
+// it a stream).
 type Job struct {
 	FormID string
 	Table  string    // destination table; empty: derived from the form id
 	Start  time.Time // the earliest submission time to sync; zero: the form's whole history
 }
 
-// Poller syncs forms from a Source into a Sink, recording progress in a Store.
+// Poller is the engine: it syncs streams into a Sink, recording progress
+// in a Store.
 type Poller struct {
-	src   Source
 	sink  sink.Sink
 	store state.Store
 	opts  Options
@@ -111,10 +95,9 @@ type Poller struct {
 }
 
 // New returns a Poller.
-func New(src Source, snk sink.Sink, store state.Store, opts Options) *Poller {
+func New(snk sink.Sink, store state.Store, opts Options) *Poller {
 	opts.setDefaults()
 	p := &Poller{
-		src:         src,
 		sink:        snk,
 		store:       store,
 		opts:        opts,
@@ -137,9 +120,13 @@ func (p *Poller) Drain() { p.drainOnce.Do(func() { close(p.draining) }) }
 // errDraining ends planning early when Drain was called; it is not a failure.
 var errDraining = errors.New("draining")
 
-// Source names of the results: which source a stream belongs to.
+// SourceForms is the source of the forms' streams, whose keys are form ids.
+const SourceForms = "forms"
+
+// Log keys, defined once: every line about a stream names it so.
 const (
-	SourceForms = "forms"
+	LogStream  = "stream"
+	LogBatchID = "batch_id"
 )
 
 // Result summarises one pass over one stream: a form, or another source's
@@ -178,9 +165,11 @@ type Result struct {
 // ErrBusy is returned when a pass of the same form is already running.
 var ErrBusy = errors.New("a pass of this form is already running")
 
-// Sync runs the live pass of one form: every gap in [job.Start, now-lag).
-func (p *Poller) Sync(ctx context.Context, job Job) Result {
-	return p.run(ctx, job, job.Start, p.Horizon(), 1, nil)
+// Sync runs the live pass of one stream: every gap in [start, now - lag),
+// then, for a Reconciler whose reconcile is due, the reconcile of the
+// lookback.
+func (p *Poller) Sync(ctx context.Context, s Stream, start time.Time) Result {
+	return p.run(ctx, s, start, p.Horizon(), 1, nil)
 }
 
 // Horizon is now - safety lag, to the millisecond: the latest instant any
@@ -211,11 +200,11 @@ type Progress struct {
 // Backfill loads [from, to) of one form with windows fetched concurrently. It
 // fills only the gaps of the same record the live sync uses, so no range is
 // written twice whichever runs first, and a rerun resumes where it stopped.
-func (p *Poller) Backfill(ctx context.Context, job Job, from, to time.Time, concurrency int, progress func(Progress)) Result {
+func (p *Poller) Backfill(ctx context.Context, s Stream, from, to time.Time, concurrency int, progress func(Progress)) Result {
 	if concurrency < 1 {
 		concurrency = 1
 	}
-	return p.run(ctx, job, from, to, concurrency, progress)
+	return p.run(ctx, s, from, to, concurrency, progress)
 }
 
 func (p *Poller) formLock(formID string) *sync.Mutex {
@@ -229,19 +218,19 @@ func (p *Poller) formLock(formID string) *sync.Mutex {
 	return l
 }
 
-func (p *Poller) run(ctx context.Context, job Job, from, to time.Time, concurrency int, progress func(Progress)) Result {
+func (p *Poller) run(ctx context.Context, s Stream, from, to time.Time, concurrency int, progress func(Progress)) Result {
 	var clamped time.Time
 	if h := p.Horizon(); to.After(h) {
 		to, clamped = h, h
 	}
-	res := p.pass(ctx, job, nil, func(f *formRun) error {
+	res := p.pass(ctx, s, func(f *streamRun) error {
 		f.progress = progress
 		if err := f.execute(ctx, from, to, concurrency); err != nil {
 			return err
 		}
-		st, err := p.store.Get(ctx, job.FormID)
+		st, err := p.store.Get(ctx, f.key)
 		if err != nil {
-			return fmt.Errorf("read state of form %s: %w", job.FormID, err)
+			return fmt.Errorf("read state of %s: %w", f.key, err)
 		}
 		// The live pass also reconciles the lookback when it is due; a
 		// backfill (a progress reporter) never does.
@@ -255,43 +244,39 @@ func (p *Poller) run(ctx context.Context, job Job, from, to time.Time, concurren
 	return res
 }
 
-// pass runs body over one stream (a form, or s) under the stream's lock
-// and sums it up.
-func (p *Poller) pass(ctx context.Context, job Job, s Stream, body func(f *formRun) error) Result {
+// pass runs body over one stream under the stream's lock and sums it up.
+func (p *Poller) pass(ctx context.Context, s Stream, body func(f *streamRun) error) Result {
 	started := p.opts.Now()
-	src := &countingSource{Source: p.src}
-	res := Result{Source: SourceForms, FormID: job.FormID}
-	if s != nil {
-		res.Source, _, _ = strings.Cut(s.Key(), "/")
-	}
-	lock := p.formLock(job.FormID)
+	key := s.Key()
+	res := Result{Source: Source(s), FormID: key, Table: s.Table()}
+	lock := p.formLock(key)
 	if !lock.TryLock() {
-		res.Err = fmt.Errorf("sync %s: %w", job.FormID, ErrBusy)
+		res.Err = fmt.Errorf("sync %s: %w", key, ErrBusy)
 		return res
 	}
 	defer lock.Unlock()
 
-	f := &formRun{p: p, src: src, job: job, stream: s, log: p.opts.Logger.With(zap.String("form_id", job.FormID))}
-	if s != nil {
-		f.log = p.opts.Logger.With(zap.String("stream", job.FormID))
-	}
+	requests := s.Requests()
+	f := &streamRun{p: p, s: s, key: key, log: p.opts.Logger.With(zap.String(LogStream, key))}
 	if p.opts.Lookback > 0 {
 		f.indexFrom = floorMS(p.opts.Now().Add(-p.opts.Lookback))
 	}
 	err := body(f)
 	res.Interrupted = f.interrupted.Load()
-	res.Table = f.table
+	if f.table != "" {
+		res.Table = f.table
+	}
 	res.Rows = f.rows.Load()
 	res.Bytes = f.bytes.Load()
 	res.Batches = int(f.batches.Load())
 	res.Misfits = f.misfits.Load()
 	res.Discarded = f.discarded.Load()
 	res.Recovered = f.recovered
-	res.Requests = src.count.Load()
+	res.Requests = s.Requests() - requests
 	res.Reconciled = f.reconciling
 	res.ReconciledWindows, res.Versions, res.Tombstones = f.reconciledWindows.Load(), f.versions.Load(), f.tombstones.Load()
 	res.Duration = p.opts.Now().Sub(started)
-	if st, gerr := p.store.Get(context.WithoutCancel(ctx), job.FormID); gerr == nil && len(st.Committed) > 0 {
+	if st, gerr := p.store.Get(context.WithoutCancel(ctx), key); gerr == nil && len(st.Committed) > 0 {
 		res.CoveredStart = st.Committed[0].Start
 		res.CoveredEnd = st.Committed[len(st.Committed)-1].End
 	}

@@ -3,13 +3,10 @@ package poller
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/syncd-dev/syncd/internal/forms"
-	"github.com/syncd-dev/syncd/internal/schema"
 	"github.com/syncd-dev/syncd/internal/state"
 )
 
@@ -43,11 +40,14 @@ func (e *ErrNoIndex) Error() string {
 		e.FormID, e.IndexedFrom.UTC().Format(time.RFC3339), e.From.UTC().Format(time.RFC3339), e.FormID, e.IndexedFrom.UTC().Format(time.RFC3339))
 }
 
-// Reconcile re-reads the committed windows of one form from from (zero:
-// now - sync.lookback) to now - safety lag, and writes what changed: new
-// versions, tombstones and late imports.
-func (p *Poller) Reconcile(ctx context.Context, job Job, from time.Time) Result {
-	return p.pass(ctx, job, nil, func(f *formRun) error {
+// Reconcile re-reads the committed windows of one stream (a Reconciler)
+// from from (zero: now - sync.lookback) to now - safety lag, and writes
+// what changed: new versions, tombstones and late imports.
+func (p *Poller) Reconcile(ctx context.Context, s Stream, from time.Time) Result {
+	return p.pass(ctx, s, func(f *streamRun) error {
+		if _, ok := s.(Reconciler); !ok {
+			return fmt.Errorf("reconcile %s: its records are never changed after they are written, so there is nothing to reconcile", s.Key())
+		}
 		if _, err := f.prepare(ctx); err != nil {
 			return err
 		}
@@ -57,7 +57,10 @@ func (p *Poller) Reconcile(ctx context.Context, job Job, from time.Time) Result 
 }
 
 // reconcileDue reports whether a live pass should reconcile the form too.
-func (f *formRun) reconcileDue(st state.FormState) bool {
+func (f *streamRun) reconcileDue(st state.FormState) bool {
+	if _, ok := f.s.(Reconciler); !ok {
+		return false
+	}
 	o := f.p.opts
 	return o.Lookback > 0 && !st.IndexedFrom.IsZero() && o.Now().Sub(st.Reconciled) >= o.ReconcileEvery
 }
@@ -66,33 +69,33 @@ func (f *formRun) reconcileDue(st state.FormState) bool {
 // the beginning of time for a form with nothing committed (every batch
 // records all its rows), or where the form's committed windows end (what
 // was committed before the index existed is not in it).
-func (f *formRun) startIndex(ctx context.Context, st state.FormState) error {
-	if !st.IndexedFrom.IsZero() || f.dry {
+func (f *streamRun) startIndex(ctx context.Context, st state.FormState) error {
+	if _, ok := f.s.(Reconciler); !ok || !st.IndexedFrom.IsZero() {
 		return nil
 	}
 	from := epoch
 	if len(st.Committed) > 0 {
 		from = st.Committed.End()
 	}
-	if err := f.p.store.Commit(ctx, f.job.FormID, state.Commit{IndexFrom: from}); err != nil {
-		return fmt.Errorf("start the version index of form %s: %w", f.job.FormID, err)
+	if err := f.p.store.Commit(ctx, f.key, state.Commit{IndexFrom: from}); err != nil {
+		return fmt.Errorf("start the version index of form %s: %w", f.key, err)
 	}
 	// What the pass just read is current: the first reconcile is due one
 	// interval from now.
-	return f.p.store.SetReconciled(ctx, f.job.FormID, f.p.opts.Now())
+	return f.p.store.SetReconciled(ctx, f.key, f.p.opts.Now())
 }
 
 // reconcile re-reads [from, to) of the committed windows the index covers.
-func (f *formRun) reconcile(ctx context.Context, from, to time.Time, explicit bool) error {
-	st, err := f.p.store.Get(ctx, f.job.FormID)
+func (f *streamRun) reconcile(ctx context.Context, from, to time.Time, explicit bool) error {
+	st, err := f.p.store.Get(ctx, f.key)
 	if err != nil {
-		return fmt.Errorf("read state of form %s: %w", f.job.FormID, err)
+		return fmt.Errorf("read state of form %s: %w", f.key, err)
 	}
 	if from.IsZero() {
 		from = f.indexFrom
 	}
 	if st.IndexedFrom.IsZero() || (explicit && from.Before(st.IndexedFrom)) {
-		return &ErrNoIndex{FormID: f.job.FormID, From: from, IndexedFrom: st.IndexedFrom}
+		return &ErrNoIndex{FormID: f.key, From: from, IndexedFrom: st.IndexedFrom}
 	}
 	from = maxTime(from, st.IndexedFrom)
 	passStart := f.p.opts.Now().UTC()
@@ -119,16 +122,16 @@ func (f *formRun) reconcile(ctx context.Context, from, to time.Time, explicit bo
 			f.reconciledWindows.Add(1)
 		}
 	}
-	return f.p.store.SetReconciled(ctx, f.job.FormID, passStart)
+	return f.p.store.SetReconciled(ctx, f.key, passStart)
 }
 
 // cutByIndex cuts [lo, hi) into windows of at most MaxRowsPerBatch indexed
 // records, reading the index in time order.
-func (f *formRun) cutByIndex(ctx context.Context, lo, hi time.Time) ([]window, error) {
+func (f *streamRun) cutByIndex(ctx context.Context, lo, hi time.Time) ([]window, error) {
 	maxRows := f.p.opts.MaxRowsPerBatch
 	var out []window
 	start, n := lo, 0
-	err := f.p.store.Versions(ctx, f.job.FormID, lo, hi, func(e state.Entry) error {
+	err := f.p.store.Versions(ctx, f.key, lo, hi, func(e state.Entry) error {
 		if n > 0 && n%maxRows == 0 {
 			if cut := floorMS(e.Time); cut.After(start) {
 				out = append(out, window{start: start, end: cut, count: -1})
@@ -148,69 +151,36 @@ func (f *formRun) cutByIndex(ctx context.Context, lo, hi time.Time) ([]window, e
 // changed as a batch of its own, with a batch id of its own (the window's,
 // and the reconcile pass's start). A window of an earlier run's open
 // reconcile batch (w.id set) is read again under that id.
-func (f *formRun) reconcileWindow(ctx context.Context, w window, passStart time.Time) error {
+func (f *streamRun) reconcileWindow(ctx context.Context, w window, passStart time.Time) error {
 	known := map[string]state.Version{}
-	err := f.p.store.Versions(ctx, f.job.FormID, w.start, w.end, func(e state.Entry) error {
+	err := f.p.store.Versions(ctx, f.key, w.start, w.end, func(e state.Entry) error {
 		known[e.ID] = e.Version
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	var changed []forms.Submission
-	seen, err := f.fetch(ctx, w, func(sub *forms.Submission) error {
-		if v, ok := known[sub.SubmissionID]; ok && v.Hash == entryOf(sub).Hash {
-			return nil
-		}
-		changed = append(changed, *sub)
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	var gone []string
-	for id := range known {
-		if _, ok := seen[id]; !ok {
-			gone = append(gone, id)
-		}
-	}
-	if len(changed) == 0 && len(gone) == 0 {
-		return nil
-	}
-	slices.Sort(gone)
-	if w.id == "" {
-		w.id = f.batchFor(w).ID + fmt.Sprintf("-r%d", passStart.UnixMilli())
-	}
 	if w.seen.IsZero() {
 		w.seen = passStart
 	}
-	b := f.batchFor(w)
-	idx := &state.IndexChange{Put: make([]state.Entry, len(changed)), Gone: make([]state.Entry, len(gone))}
-	for i := range changed {
-		idx.Put[i] = entryOf(&changed[i])
+	changes, err := f.s.(Reconciler).Reconcile(ctx, Window{Start: w.start, End: w.end, Count: -1}, known, w.seen)
+	if err != nil {
+		return err
 	}
-	for i, id := range gone {
-		idx.Gone[i] = state.Entry{ID: id, Version: known[id]}
-	}
-	counts := &state.ReconcileCounts{Versions: len(changed), Tombstones: len(gone)}
-	intent := state.Intent{BatchID: b.ID, Table: b.Table, Start: w.start, End: w.end, Parts: w.parts, Attempt: w.attempt, CreatedAt: w.seen, Reconcile: true, Index: idx, Counts: counts}
-	if err := f.p.store.RecordIntent(ctx, f.job.FormID, intent); err != nil {
-		return fmt.Errorf("record intent of reconcile batch %s: %w", b.ID, err)
-	}
-	fill := func(rows *batchRows, lin schema.Lineage) error {
-		for i := range changed {
-			if err := rows.Append(&changed[i], lin); err != nil {
-				return fmt.Errorf("map submission %s of form %s: %w", changed[i].SubmissionID, f.job.FormID, err)
-			}
-		}
-		for _, id := range gone {
-			if err := rows.AppendTombstone(id, known[id].Time, w.seen, lin); err != nil {
-				return err
-			}
-		}
+	if changes.Empty() {
 		return nil
 	}
-	err = f.commitBatch(ctx, w, b, intent, fill, func(in *state.Intent, c *state.Commit) {
+	if w.id == "" {
+		w.id = f.batchFor(w).ID + fmt.Sprintf("-r%d", passStart.UnixMilli())
+	}
+	b := f.batchFor(w)
+	idx := changes.Index
+	counts := &state.ReconcileCounts{Versions: len(idx.Put), Tombstones: len(idx.Gone)}
+	intent := state.Intent{BatchID: b.ID, Table: b.Table, Start: w.start, End: w.end, Parts: w.parts, Attempt: w.attempt, CreatedAt: w.seen, Reconcile: true, Index: &idx, Counts: counts}
+	if err := f.p.store.RecordIntent(ctx, f.key, intent); err != nil {
+		return fmt.Errorf("record intent of reconcile batch %s: %w", b.ID, err)
+	}
+	err = f.commitBatch(ctx, w, b, intent, changes.Write, func(in *state.Intent, c *state.Commit, _ *Rows) {
 		c.Index, c.Reconcile = in.Index, counts
 	})
 	if err != nil {
@@ -218,7 +188,7 @@ func (f *formRun) reconcileWindow(ctx context.Context, w window, passStart time.
 	}
 	f.versions.Add(int64(counts.Versions))
 	f.tombstones.Add(int64(counts.Tombstones))
-	f.log.Info("reconcile: changes found in a committed window", zap.String("batch_id", b.ID),
+	f.log.Info("reconcile: changes found in a committed window", zap.String(LogBatchID, b.ID),
 		zap.Int("versions", counts.Versions), zap.Int("tombstones", counts.Tombstones),
 		zap.Time("window_start", w.start), zap.Time("window_end", w.end))
 	return nil

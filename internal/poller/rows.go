@@ -13,23 +13,27 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.uber.org/zap"
 
-	"github.com/syncd-dev/syncd/internal/forms"
 	"github.com/syncd-dev/syncd/internal/schema"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/spool"
+	"github.com/syncd-dev/syncd/internal/state"
 )
 
-// batchRows gathers the rows of one window with bounded memory: once the
-// builder holds chunkRows rows, or about chunkBytes of answers, its rows are
-// cut into a record and spooled to local disk. A window of any size then
-// holds one chunk in memory while it is fetched and while it is committed;
-// a window that fits one chunk never touches the disk.
-type batchRows struct {
-	bld       *schema.Builder
+// Rows gathers the rows of one window with bounded memory: a source's
+// Read appends each row to a builder of its own and notes it (Row); when
+// Row says the chunk is full, or at the end, the source cuts the builder
+// into a record (Chunk). Past the first chunk, chunks are spooled to local
+// disk: a window of any size holds one chunk in memory while it is fetched
+// and while it is committed, and a window that fits one chunk never touches
+// the disk. A stream with a fixed table hands whole records (Record).
+type Rows struct {
 	mem       memory.Allocator
 	chunkRows int
 	spoolDir  string
-	size      int // estimated bytes of the rows in the builder
+	lin       schema.Lineage
+	timeCol   string
+	n         int // rows noted since the last chunk
+	size      int // estimated bytes of the rows noted since the last chunk
 
 	first arrow.Record // the only chunk so far, kept in memory
 	spool *spool.Spool // every chunk, once there are two
@@ -37,36 +41,75 @@ type batchRows struct {
 	// partOf names a row's partition (nil: one part). Each chunk's
 	// partitions are kept, so that a part replays only its chunks.
 	partOf    func(time.Time) string
-	cur       map[string]bool   // partitions of the rows in the builder
+	cur       map[string]bool   // partitions of the rows since the last chunk
 	chunkKeys []map[string]bool // per chunk, in order
 	partRows  map[string]int64  // rows per partition
 
+	base  *schema.Table // the table the window's rows start from; nil: a fixed table
 	table *schema.Table // after the last chunk; nil for rows that came as records
 	stats schema.Stats  // of every chunk
 	// arrowSchema is the schema every chunk is committed with: the table's
 	// after the last chunk, or that of the records added.
 	arrowSchema *arrow.Schema
+	// index is what the batch changes in the version index.
+	index state.IndexChange
 }
 
-// newBatchRows gathers rows built from base, or, with base nil, rows that
-// come as records already built (a stream whose table schema is fixed: see
-// AddRecord).
-func newBatchRows(base *schema.Table, mem memory.Allocator, chunkRows int, spoolDir string, partOf func(time.Time) string) *batchRows {
-	r := &batchRows{mem: mem, chunkRows: chunkRows, spoolDir: spoolDir, table: base,
+func newRows(base *schema.Table, lin schema.Lineage, timeCol string, mem memory.Allocator, chunkRows int, spoolDir string, partOf func(time.Time) string) *Rows {
+	r := &Rows{mem: mem, chunkRows: chunkRows, spoolDir: spoolDir, lin: lin, timeCol: timeCol, base: base, table: base,
 		partOf: partOf, cur: map[string]bool{}, partRows: map[string]int64{}}
 	if base != nil {
-		r.bld = schema.NewBuilder(base, mem)
 		r.arrowSchema = base.ArrowSchema()
 	}
 	return r
 }
 
-// AddRecord adds a chunk of rows already built, whose time is in column
-// timeCol: it is kept in memory while it is the only one, else spooled,
-// exactly as the chunks the builder cuts.
-func (r *batchRows) AddRecord(rec arrow.Record, timeCol string) error {
-	if r.bld != nil {
-		return errors.New("a batch built row by row cannot take whole records")
+// Lineage is what every row of the batch carries (_batch_id, _synced_at).
+func (r *Rows) Lineage() schema.Lineage { return r.lin }
+
+// Table is the table the window's rows are built on (an Evolver's pinned
+// table, evolved for this pass); nil for a fixed table.
+func (r *Rows) Table() *schema.Table { return r.base }
+
+// Allocator is the memory the rows' records are built in.
+func (r *Rows) Allocator() memory.Allocator { return r.mem }
+
+// Row notes a row the source appended to its builder: its time (for its
+// partition) and about what it takes in memory. It reports whether the
+// builder is full: the source then cuts it into a Chunk.
+func (r *Rows) Row(t time.Time, size int) bool {
+	if r.partOf != nil {
+		key := r.partOf(t)
+		r.cur[key] = true
+		r.partRows[key]++
+	}
+	r.n++
+	r.size += size
+	return r.n >= r.chunkRows || r.size >= chunkBytes
+}
+
+// Index records what a row changes in the version index (a Reconciler's
+// Read records every row's version).
+func (r *Rows) Index(e state.Entry) { r.index.Put = append(r.index.Put, e) }
+
+// Chunk takes the rows cut from the source's builder, with the table the
+// builder holds after them and what their values did.
+func (r *Rows) Chunk(rec arrow.Record, table *schema.Table, st schema.Stats) error {
+	r.n, r.size = 0, 0
+	r.table = table
+	r.arrowSchema = table.ArrowSchema()
+	r.merge(st)
+	if rec.NumRows() == 0 && (r.first != nil || r.spool != nil) {
+		return nil
+	}
+	return r.add(rec)
+}
+
+// Record takes a chunk of rows built whole, of a fixed table: the records
+// of one batch share one schema.
+func (r *Rows) Record(rec arrow.Record) error {
+	if r.base != nil {
+		return errors.New("a batch of a table that follows its source takes chunks, not whole records")
 	}
 	if rec.NumRows() == 0 {
 		return nil
@@ -76,13 +119,13 @@ func (r *batchRows) AddRecord(rec arrow.Record, timeCol string) error {
 	}
 	r.arrowSchema = rec.Schema()
 	if r.partOf != nil {
-		idx := rec.Schema().FieldIndices(timeCol)
+		idx := rec.Schema().FieldIndices(r.timeCol)
 		if len(idx) != 1 {
-			return fmt.Errorf("the record has no single %s column", timeCol)
+			return fmt.Errorf("the record has no single %s column", r.timeCol)
 		}
 		ts, ok := rec.Column(idx[0]).(*array.Timestamp)
 		if !ok {
-			return fmt.Errorf("column %s is %s, not a timestamp", timeCol, rec.Column(idx[0]).DataType())
+			return fmt.Errorf("column %s is %s, not a timestamp", r.timeCol, rec.Column(idx[0]).DataType())
 		}
 		unit := ts.DataType().(*arrow.TimestampType).Unit
 		for i := 0; i < ts.Len(); i++ {
@@ -91,6 +134,11 @@ func (r *batchRows) AddRecord(rec arrow.Record, timeCol string) error {
 			r.partRows[key]++
 		}
 	}
+	return r.add(rec)
+}
+
+// add keeps a chunk: in memory while it is the only one, else spooled.
+func (r *Rows) add(rec arrow.Record) error {
 	r.chunkKeys = append(r.chunkKeys, r.cur)
 	r.cur = map[string]bool{}
 	if r.first == nil && r.spool == nil {
@@ -102,41 +150,6 @@ func (r *batchRows) AddRecord(rec arrow.Record, timeCol string) error {
 		return err
 	}
 	return r.spool.Add(rec)
-}
-
-// Append adds one submission, cutting a chunk when the builder is full.
-func (r *batchRows) Append(sub *forms.Submission, lin schema.Lineage) error {
-	if err := r.bld.Append(sub, lin); err != nil {
-		return err
-	}
-	if r.partOf != nil {
-		key := r.partOf(sub.SubmissionTime)
-		r.cur[key] = true
-		r.partRows[key]++
-	}
-	r.size += estimatedSize(sub)
-	if r.bld.Len() >= r.chunkRows || r.size >= chunkBytes {
-		return r.spill()
-	}
-	return nil
-}
-
-// AppendTombstone adds the row that says submission id (of submission time
-// t) was deleted, as seen at seen.
-func (r *batchRows) AppendTombstone(id string, t, seen time.Time, lin schema.Lineage) error {
-	if err := r.bld.AppendTombstone(id, t, seen, lin); err != nil {
-		return err
-	}
-	if r.partOf != nil {
-		key := r.partOf(t)
-		r.cur[key] = true
-		r.partRows[key]++
-	}
-	r.size += 256
-	if r.bld.Len() >= r.chunkRows || r.size >= chunkBytes {
-		return r.spill()
-	}
-	return nil
 }
 
 // chunkBytes bounds a chunk by the size of its answers as they arrived: rows
@@ -144,62 +157,9 @@ func (r *batchRows) AppendTombstone(id string, t, seen time.Time, lin schema.Lin
 // does not bound memory.
 const chunkBytes = 2 << 20
 
-// estimatedSize is about what a submission takes in Arrow memory: its
-// answers' JSON text and a fixed part for the other columns.
-func estimatedSize(sub *forms.Submission) int {
-	n := 256 + len(sub.SubmissionID)
-	for _, q := range sub.Questions {
-		n += len(q.Value)
-	}
-	for _, c := range sub.Calculations {
-		n += len(c.Value)
-	}
-	for _, p := range sub.URLParameters {
-		n += len(p.Value)
-	}
-	return n
-}
-
-// spill cuts a chunk in the middle of a window and writes it to the spool
-// at once: more rows follow.
-func (r *batchRows) spill() error {
-	r.size = 0
-	if err := r.cut(); err != nil {
-		return err
-	}
-	return r.toSpool()
-}
-
-// cut moves the builder's rows into a chunk. The builder keeps its evolved
-// table for the next rows.
-func (r *batchRows) cut() error {
-	if r.bld == nil {
-		return nil
-	}
-	rec, table, st := r.bld.Finish()
-	defer rec.Release()
-	r.table = table
-	r.arrowSchema = table.ArrowSchema()
-	r.merge(st)
-	if rec.NumRows() == 0 && (r.first != nil || r.spool != nil) {
-		return nil
-	}
-	r.chunkKeys = append(r.chunkKeys, r.cur)
-	r.cur = map[string]bool{}
-	if r.first == nil && r.spool == nil {
-		rec.Retain()
-		r.first = rec
-		return nil
-	}
-	if err := r.toSpool(); err != nil {
-		return err
-	}
-	return r.spool.Add(rec)
-}
-
 // toSpool creates the spool if needed and moves the chunk held in memory
 // into it.
-func (r *batchRows) toSpool() error {
+func (r *Rows) toSpool() error {
 	if r.spool == nil {
 		sp, err := spool.New(r.spoolDir, r.mem)
 		if err != nil {
@@ -216,7 +176,7 @@ func (r *batchRows) toSpool() error {
 	return err
 }
 
-func (r *batchRows) merge(st schema.Stats) {
+func (r *Rows) merge(st schema.Stats) {
 	r.stats.Rows += st.Rows
 	r.stats.Dropped += st.Dropped
 	r.stats.Changes = append(r.stats.Changes, st.Changes...)
@@ -247,16 +207,14 @@ func (r *batchRows) merge(st schema.Stats) {
 	}
 }
 
-// finish cuts the last chunk and returns the window's table and stats.
-func (r *batchRows) finish() (*schema.Table, schema.Stats, error) {
-	if err := r.cut(); err != nil {
-		return nil, schema.Stats{}, err
-	}
-	return r.table, r.stats, nil
+// finish returns the window's table and stats, once the source's Read
+// has cut its last chunk.
+func (r *Rows) finish() (*schema.Table, schema.Stats) {
+	return r.table, r.stats
 }
 
 // rows is the number of rows gathered.
-func (r *batchRows) rows() int64 {
+func (r *Rows) rows() int64 {
 	switch {
 	case r.spool != nil:
 		return r.spool.Rows()
@@ -269,7 +227,7 @@ func (r *batchRows) rows() int64 {
 // commit hands the rows to the sink: one record when they fit one chunk,
 // else replayed from the spool to a sink that streams, or concatenated for
 // one that does not. It returns the bytes the sink reports.
-func (r *batchRows) commit(ctx context.Context, f *formRun, b sink.Batch) (int64, error) {
+func (r *Rows) commit(ctx context.Context, f *streamRun, b sink.Batch) (int64, error) {
 	if r.spool == nil {
 		return f.commitRecord(ctx, b, r.first)
 	}
@@ -295,7 +253,7 @@ func (r *batchRows) commit(ctx context.Context, f *formRun, b sink.Batch) (int64
 }
 
 // parts are the partitions the rows fall in, sorted.
-func (r *batchRows) parts() []string {
+func (r *Rows) parts() []string {
 	all := map[string]bool{}
 	for _, keys := range r.chunkKeys {
 		for k := range keys {
@@ -310,7 +268,7 @@ func (r *batchRows) parts() []string {
 // the runs of its rows (zero-copy), so memory holds one chunk whatever the
 // batch's size, and a sparse batch of many partitions reads its one chunk
 // from memory.
-func (r *batchRows) commitParts(ctx context.Context, f *formRun, pt sink.Partitioner, b sink.Batch) (int64, error) {
+func (r *Rows) commitParts(ctx context.Context, f *streamRun, pt sink.Partitioner, b sink.Batch) (int64, error) {
 	schemaOf := r.arrowSchema
 	timeCol := schemaOf.FieldIndices(b.TimeColumn)
 	if len(timeCol) != 1 {
@@ -431,10 +389,7 @@ func concatenate(recs sink.Records, mem memory.Allocator) (arrow.Record, error) 
 }
 
 // release frees memory and removes the spool.
-func (r *batchRows) release(f *formRun) {
-	if r.bld != nil {
-		r.bld.Release()
-	}
+func (r *Rows) release(f *streamRun) {
 	if r.first != nil {
 		r.first.Release()
 		r.first = nil

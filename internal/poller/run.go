@@ -11,36 +11,18 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/syncd-dev/syncd/internal/forms"
 	"github.com/syncd-dev/syncd/internal/schema"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/state"
 )
-
-// countingSource counts the requests one pass makes, for its summary.
-type countingSource struct {
-	Source
-	count atomic.Int64
-}
-
-func (c *countingSource) GetForm(ctx context.Context, formID string) (*forms.Form, error) {
-	c.count.Add(1)
-	return c.Source.GetForm(ctx, formID)
-}
-
-func (c *countingSource) ListSubmissions(ctx context.Context, formID string, p forms.ListParams) (*forms.SubmissionPage, error) {
-	c.count.Add(1)
-	return c.Source.ListSubmissions(ctx, formID, p)
-}
 
 // window is a planned half-open range bounded by its row count, with the
 // count the service gave for it when it was planned (-1 when unknown).
 type window struct {
 	start, end time.Time
 	count      int
-	// first is the window's first page when planning already fetched it
-	// (a gap that fits one window): the walk starts from it.
-	first *forms.SubmissionPage
+	// first is what planning already read of the window (Window.First).
+	first any
 	// An open batch of an earlier run: its table (when it differs from the
 	// form's), its id and partitions as its intent recorded them, and a
 	// failure keeps its intent, since that run's commit may still land.
@@ -55,14 +37,12 @@ type window struct {
 	attempt   string // the attempt that wrote the open batch's files
 }
 
-// formRun is one pass over one stream: a form, or (stream set) a stream
-// whose table has a fixed schema. Every stream runs through its prepare,
-// recovery, intents, spool and commits.
-type formRun struct {
+// streamRun is one pass over one stream: every stream runs through its
+// prepare, recovery, intents, spool, commits and guards.
+type streamRun struct {
 	p        *Poller
-	src      *countingSource
-	job      Job // the stream's key is job.FormID
-	stream   Stream
+	s        Stream
+	key      string // the stream's key: its state record, its batch ids
 	log      *zap.Logger
 	progress func(Progress)
 
@@ -87,8 +67,6 @@ type formRun struct {
 	// What reconciles did in this pass.
 	reconciling                             bool
 	reconciledWindows, versions, tombstones atomic.Int64
-	// dry: planning only (Plan); nothing is recorded.
-	dry bool
 	// indexFrom: where a scheduled reconcile starts re-reading (now -
 	// sync.lookback); zero: sync.lookback is 0.
 	indexFrom time.Time
@@ -97,12 +75,12 @@ type formRun struct {
 // recordError keeps the pass's error in the form's state, for `state
 // show`; a form the state does not hold yet (a typo, a form that never
 // committed anything) is not added for it.
-func (f *formRun) recordError(ctx context.Context, err error) {
-	st, gerr := f.p.store.Get(ctx, f.job.FormID)
+func (f *streamRun) recordError(ctx context.Context, err error) {
+	st, gerr := f.p.store.Get(ctx, f.key)
 	if gerr != nil || (len(st.Committed) == 0 && len(st.Intents) == 0 && st.Batches == 0) {
 		return
 	}
-	if serr := f.p.store.SetError(ctx, f.job.FormID, err.Error()); serr != nil {
+	if serr := f.p.store.SetError(ctx, f.key, err.Error()); serr != nil {
 		f.log.Warn("could not record the error in the state store", zap.Error(serr))
 	}
 }
@@ -111,27 +89,24 @@ func (f *formRun) recordError(ctx context.Context, err error) {
 // half done, refuses a state committed past now, resolves the batches an
 // earlier run left open (fetching again those the sink lacks) and loads the
 // pinned schema. It returns the state after all that.
-func (f *formRun) prepare(ctx context.Context) (state.FormState, error) {
+func (f *streamRun) prepare(ctx context.Context) (state.FormState, error) {
 	store := f.p.store
-	st, err := store.Get(ctx, f.job.FormID)
+	st, err := store.Get(ctx, f.key)
 	if err != nil {
-		return st, fmt.Errorf("read state of form %s: %w", f.job.FormID, err)
+		return st, fmt.Errorf("read state of form %s: %w", f.key, err)
 	}
-	f.table = f.job.Table
-	if f.table == "" {
-		f.table = DefaultTable(f.job.FormID)
-	}
+	f.table = f.s.Table()
 	if st.Refresh != nil {
 		// A refresh stopped part-way: finish removing the old output before
 		// anything new is written, or old and new rows would mix.
-		if st, err = f.p.finishRefresh(ctx, f.job.FormID, st); err != nil {
+		if st, err = f.p.finishRefresh(ctx, f.key, st); err != nil {
 			return st, err
 		}
 	}
 	if end := st.Committed.End(); end.After(f.p.opts.Now()) {
-		return st, &FutureCommitError{FormID: f.job.FormID, End: end, LastSuccess: st.LastSuccess}
+		return st, &FutureCommitError{FormID: f.key, End: end, LastSuccess: st.LastSuccess}
 	}
-	if err := f.p.checkOwnOutput(ctx, f.job.FormID, f.table, st); err != nil {
+	if err := f.p.checkOwnOutput(ctx, f.key, f.table, st); err != nil {
 		return st, err
 	}
 	f.gen = st.Generation
@@ -139,30 +114,27 @@ func (f *formRun) prepare(ctx context.Context) (state.FormState, error) {
 	if err != nil {
 		return st, err
 	}
-	if st, err = store.Get(ctx, f.job.FormID); err != nil {
-		return st, fmt.Errorf("read state of form %s: %w", f.job.FormID, err)
+	if st, err = store.Get(ctx, f.key); err != nil {
+		return st, fmt.Errorf("read state of form %s: %w", f.key, err)
 	}
 	if len(st.Schema) > 0 {
 		if f.pinned, err = schema.Unmarshal(st.Schema); err != nil {
-			return st, fmt.Errorf("read the pinned schema of form %s from the state store: %w", f.job.FormID, err)
+			return st, fmt.Errorf("read the pinned schema of form %s from the state store: %w", f.key, err)
 		}
 	}
 	for _, w := range redo {
-		switch {
-		case f.stream != nil:
-			err = f.processStreamWindow(ctx, w)
-		case w.reconcile:
+		if w.reconcile {
 			err = f.reconcileWindow(ctx, w, w.seen)
-		default:
+		} else {
 			err = f.processWindow(ctx, w)
 		}
 		if err != nil {
-			return st, fmt.Errorf("finish the open batch of form %s left by an earlier run: %w", f.job.FormID, err)
+			return st, fmt.Errorf("finish the open batch of form %s left by an earlier run: %w", f.key, err)
 		}
 	}
 	if len(redo) > 0 {
-		if st, err = store.Get(ctx, f.job.FormID); err != nil {
-			return st, fmt.Errorf("read state of form %s: %w", f.job.FormID, err)
+		if st, err = store.Get(ctx, f.key); err != nil {
+			return st, fmt.Errorf("read state of form %s: %w", f.key, err)
 		}
 	}
 	return st, nil
@@ -171,7 +143,7 @@ func (f *formRun) prepare(ctx context.Context) (state.FormState, error) {
 // epoch stands for "the beginning of the form's history": no afterDate is sent.
 var epoch = time.Unix(0, 0).UTC()
 
-func (f *formRun) execute(ctx context.Context, from, to time.Time, concurrency int) error {
+func (f *streamRun) execute(ctx context.Context, from, to time.Time, concurrency int) error {
 	st, err := f.prepare(ctx)
 	if err != nil {
 		return err
@@ -193,14 +165,14 @@ func (f *formRun) execute(ctx context.Context, from, to time.Time, concurrency i
 		f.report(Progress{CoveredBefore: true})
 		return nil
 	}
-	if f.progress != nil {
+	if c, ok := f.s.(Counter); ok && f.progress != nil {
 		// One request tells how much the run has to do, for the ETA.
 		for _, g := range gaps {
-			page, err := f.list(ctx, g.Start, g.End, 1, 0, false)
+			n, err := c.Count(ctx, g.Start, g.End)
 			if err != nil {
-				return err
+				return fmt.Errorf("count %s in [%s, %s): %w", f.key, g.Start.Format(time.RFC3339), g.End.Format(time.RFC3339), err)
 			}
-			f.expected += int64(page.TotalResponses)
+			f.expected += int64(n)
 		}
 		f.report(Progress{})
 	}
@@ -227,14 +199,17 @@ func (f *formRun) execute(ctx context.Context, from, to time.Time, concurrency i
 			}
 		}()
 	}
-	emit := func(w window) error {
+	emit := func(pw Window) error {
 		select {
 		case <-f.p.draining:
 			return errDraining
 		default:
 		}
+		if pw.Empty {
+			return f.commitEmpty(ctx, pw.Start, pw.End)
+		}
 		select {
-		case windows <- w:
+		case windows <- window{start: pw.Start, end: pw.End, count: pw.Count, first: pw.First}:
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
@@ -243,7 +218,7 @@ func (f *formRun) execute(ctx context.Context, from, to time.Time, concurrency i
 		}
 	}
 	for _, g := range gaps {
-		if err := f.plan(ctx, g, emit); err != nil {
+		if err := f.p.plan(ctx, f.s, g, emit); err != nil {
 			if errors.Is(err, errDraining) {
 				f.interrupted.Store(true)
 			} else {
@@ -262,7 +237,7 @@ func DefaultTable(formID string) string {
 	return "form_" + schema.SanitizeName(formID)
 }
 
-func (f *formRun) report(p Progress) {
+func (f *streamRun) report(p Progress) {
 	if f.progress == nil {
 		return
 	}
@@ -278,7 +253,7 @@ func (f *formRun) report(p Progress) {
 // and re-planned, because a commit the stopped run had already sent may
 // still land (a BigQuery load job inserted just before a kill), and only the
 // same batch id lets the sink tell the two apart.
-func (f *formRun) recoverIntents(ctx context.Context, st state.FormState) ([]window, error) {
+func (f *streamRun) recoverIntents(ctx context.Context, st state.FormState) ([]window, error) {
 	redo, recovered, err := f.p.recoverIntents(ctx, st, f.log, f.batchFor)
 	f.recovered += recovered
 	return redo, err
@@ -323,128 +298,79 @@ func (p *Poller) recoverIntents(ctx context.Context, st state.FormState, log *za
 	return redo, recovered, nil
 }
 
-func (f *formRun) batchFor(w window) sink.Batch {
+func (f *streamRun) batchFor(w window) sink.Batch {
 	table := f.table
 	if w.table != "" {
 		table = w.table
 	}
 	id := w.id
 	if id == "" {
-		id = BatchID(f.job.FormID, w.start, w.end)
+		id = BatchID(f.key, w.start, w.end)
 		if f.gen > 0 {
 			id += fmt.Sprintf("-g%d", f.gen)
 		}
 	}
+	cols := f.s.Columns()
 	b := sink.Batch{
 		ID:            id,
-		FormID:        f.job.FormID,
+		FormID:        f.key,
 		Table:         table,
 		WindowStart:   w.start,
 		WindowEnd:     w.end,
-		TimeColumn:    schema.ColSubmissionTime,
-		KeyColumn:     schema.ColSubmissionID,
-		VersionColumn: schema.ColLastUpdatedAt,
+		TimeColumn:    cols.Time,
+		KeyColumn:     cols.Key,
+		VersionColumn: cols.Version,
 		Parts:         w.parts,
 		Attempt:       w.attempt,
-	}
-	if f.stream != nil {
-		// A stream's rows are its versions, along their version time.
-		b.TimeColumn, b.KeyColumn, b.VersionColumn = f.stream.TimeColumn(), f.stream.KeyColumn(), f.stream.TimeColumn()
 	}
 	return b
 }
 
-// list asks for submissions of [start, end) in ascending order. The API's
-// inclusivity of afterDate and beforeDate is unknown, so the query reaches
-// one millisecond before start and stops at end; callers filter to exactly
-// [start, end).
-func (f *formRun) list(ctx context.Context, start, end time.Time, limit, offset int, editLink bool) (*forms.SubmissionPage, error) {
-	p := forms.ListParams{Limit: limit, Offset: offset, Sort: forms.SortAsc, IncludeEditLink: editLink}
-	if start.After(epoch) {
-		after := start.Add(-time.Millisecond)
-		p.AfterDate = &after
-	}
-	before := end
-	p.BeforeDate = &before
-	page, err := f.src.ListSubmissions(ctx, f.job.FormID, p)
-	if err != nil {
-		return nil, fmt.Errorf("list submissions of form %s in [%s, %s): %w", f.job.FormID, forms.FormatTime(start), forms.FormatTime(end), err)
-	}
-	return page, nil
-}
-
 // commitEmpty records a range the service says holds no submission.
-func (f *formRun) commitEmpty(ctx context.Context, start, end time.Time) error {
-	if !start.Before(end) || f.dry {
+func (f *streamRun) commitEmpty(ctx context.Context, start, end time.Time) error {
+	if !start.Before(end) {
 		return nil
 	}
-	if err := f.p.checkHorizon(f.job.FormID, end); err != nil {
+	if err := f.p.checkHorizon(f.key, end); err != nil {
 		return err
 	}
-	if err := f.p.store.Commit(ctx, f.job.FormID, state.Commit{Window: state.Interval{Start: start, End: end}}); err != nil {
-		return fmt.Errorf("record empty range of form %s: %w", f.job.FormID, err)
+	if err := f.p.store.Commit(ctx, f.key, state.Commit{Window: state.Interval{Start: start, End: end}}); err != nil {
+		return fmt.Errorf("record empty range of form %s: %w", f.key, err)
 	}
 	return nil
 }
 
-// plan cuts the gap [a, b) into windows of at most MaxRowsPerBatch rows.
-// Its first request is the first page of the gap, whose total tells how
-// much the gap holds: an empty gap costs that one request, and a gap that
-// fits one window (every incremental pass, every sparse form) is fetched
-// from that page on, so planning costs nothing more. A larger gap is cut by
-// counts (one limit=1 request each), at the start of a partition of the
-// sink where one falls inside the window, so that a pass writes one file
-// per partition unless one partition alone holds more than a batch.
-func (f *formRun) plan(ctx context.Context, gap state.Interval, emit func(window) error) error {
-	a, b := gap.Start, gap.End
-	maxRows := f.p.opts.MaxRowsPerBatch
-	for a.Before(b) {
-		page, err := f.list(ctx, a, b, f.p.opts.PageSize, 0, f.p.opts.IncludeEditLink)
+// plan cuts the gap into the windows of the stream: its own Planner's, or
+// by its counts. A stream that can neither plan nor count is read as one
+// window per gap.
+func (p *Poller) plan(ctx context.Context, s Stream, gap state.Interval, emit func(Window) error) error {
+	cut := Cutter{MaxRows: p.opts.MaxRowsPerBatch, Split: p.split}
+	if pl, ok := s.(Planner); ok {
+		return pl.Plan(ctx, gap, cut, emit)
+	}
+	c, ok := s.(Counter)
+	if !ok {
+		return emit(Window{Start: gap.Start, End: gap.End, Count: -1})
+	}
+	for a, b := gap.Start, gap.End; a.Before(b); {
+		n, err := c.Count(ctx, a, b)
 		if err != nil {
-			return err
+			return fmt.Errorf("count %s in [%s, %s): %w", s.Key(), a.Format(time.RFC3339), b.Format(time.RFC3339), err)
 		}
-		if page.TotalResponses == 0 || len(page.Responses) == 0 {
-			return f.commitEmpty(ctx, a, b)
+		end := b
+		if n > cut.MaxRows {
+			if end, _, err = cut.Split(a, a, b, n, func(t time.Time) (int, error) { return c.Count(ctx, a, t) }); err != nil {
+				return fmt.Errorf("count %s: %w", s.Key(), err)
+			}
 		}
-		if page.TotalResponses <= maxRows {
-			return emit(window{start: a, end: b, count: page.TotalResponses, first: page})
-		}
-		end, count, err := f.split(ctx, a, b, page)
-		if err != nil {
-			return err
-		}
-		if err := emit(window{start: a, end: end, count: count}); err != nil {
+		// An empty count is read, not trusted: a count may miss records
+		// (bookings never updated count by another field).
+		if err := emit(Window{Start: a, End: end, Count: n}); err != nil {
 			return err
 		}
 		a = end
 	}
 	return nil
-}
-
-// split picks the end of the first window of [a, b), which counts total >
-// MaxRowsPerBatch submissions: an instant whose window counts between half
-// and all of a batch, found by interpolating on counts (submissions are
-// seldom spread evenly: a form may be sparse for years and dense for a
-// week), then moved back to the start of its partition when that is still
-// inside the window. A single millisecond holding more than a batch is
-// taken whole.
-func (f *formRun) split(ctx context.Context, a, b time.Time, first *forms.SubmissionPage) (time.Time, int, error) {
-	lo := a
-	// Nothing lies before the gap's first submission: a form sparse for
-	// years starts the search where its data does.
-	for _, sub := range first.Responses {
-		if t := floorMS(sub.SubmissionTime); !t.Before(a) && t.Before(b) {
-			lo = t
-			break
-		}
-	}
-	return f.p.split(a, lo, b, first.TotalResponses, func(t time.Time) (int, error) {
-		page, err := f.list(ctx, a, t, 1, 0, false)
-		if err != nil {
-			return 0, err
-		}
-		return page.TotalResponses, nil
-	})
 }
 
 // split picks the end of the first window of [a, b), which counts total >

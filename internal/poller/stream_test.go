@@ -9,9 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/syncd-dev/syncd/internal/schema"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/state"
 )
@@ -30,10 +28,11 @@ var memStreamSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "_batch_id", Type: arrow.BinaryTypes.String},
 }, nil)
 
-func (m *memStream) Key() string        { return "mem/versions" }
-func (m *memStream) Table() string      { return "versions" }
-func (m *memStream) TimeColumn() string { return "_version_time" }
-func (m *memStream) KeyColumn() string  { return "uid" }
+func (m *memStream) Key() string   { return "mem/versions" }
+func (m *memStream) Table() string { return "versions" }
+func (m *memStream) Columns() Columns {
+	return Columns{Time: "_version_time", Key: "uid", Version: "_version_time"}
+}
 func (m *memStream) Requests() int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -53,8 +52,10 @@ func (m *memStream) Count(_ context.Context, start, end time.Time) (int, error) 
 	return n, nil
 }
 
-func (m *memStream) Read(_ context.Context, start, end time.Time, lin schema.Lineage, chunkRows int, emit func(arrow.Record) error) error {
-	b := array.NewRecordBuilder(memory.DefaultAllocator, memStreamSchema)
+func (m *memStream) Read(_ context.Context, w Window, rows *Rows) error {
+	start, end, lin, chunkRows := w.Start, w.End, rows.Lineage(), 64
+	emit := rows.Record
+	b := array.NewRecordBuilder(rows.Allocator(), memStreamSchema)
 	defer b.Release()
 	flush := func() error {
 		rec := b.NewRecordBatch()
@@ -130,8 +131,8 @@ func TestStreamWindowsAreSpooledAndCounted(t *testing.T) {
 		src.times = append(src.times, now.Add(-time.Duration(1000-i)*time.Minute))
 	}
 	snk := &chunkSink{done: map[string]bool{}}
-	p := New(nil, snk, store, Options{ChunkRows: 64, MaxRowsPerBatch: 600, SpoolDir: t.TempDir(), Now: func() time.Time { return now }})
-	res := p.SyncStream(ctx, src, time.Time{})
+	p := New(snk, store, Options{ChunkRows: 64, MaxRowsPerBatch: 600, SpoolDir: t.TempDir(), Now: func() time.Time { return now }})
+	res := p.Sync(ctx, src, time.Time{})
 	if res.Err != nil {
 		t.Fatal(res.Err)
 	}

@@ -6,11 +6,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/syncd-dev/syncd/internal/httpapi"
-	"github.com/syncd-dev/syncd/internal/schema"
+	"github.com/syncd-dev/syncd/internal/poller"
 )
 
 // StreamKey names the bookings stream in the state store and its batch
@@ -47,11 +46,11 @@ func (s *Stream) Key() string { return StreamKey }
 // Table is the bookings table.
 func (s *Stream) Table() string { return s.table }
 
-// TimeColumn is the version time: windows and partitions follow it.
-func (s *Stream) TimeColumn() string { return ColVersionTime }
-
-// KeyColumn names a booking: its rows are its versions.
-func (s *Stream) KeyColumn() string { return "uid" }
+// Columns: windows and partitions follow the version time; a booking's
+// rows (named by its uid) are its versions, in version time.
+func (s *Stream) Columns() poller.Columns {
+	return poller.Columns{Time: ColVersionTime, Key: "uid", Version: ColVersionTime}
+}
 
 // Requests is how many requests the client made.
 func (s *Stream) Requests() int64 { return s.requests.n.Load() }
@@ -71,23 +70,21 @@ func (s *Stream) Count(ctx context.Context, start, end time.Time) (int, error) {
 	return page.Pagination.TotalItems, nil
 }
 
-// Read calls emit with the booking versions of [start, end), in records
-// of at most chunkRows rows (poller.Stream).
-func (s *Stream) Read(ctx context.Context, start, end time.Time, lin schema.Lineage, chunkRows int, emit func(arrow.Record) error) error {
-	if chunkRows < 1 {
-		chunkRows = 4096
-	}
-	rb := NewRecordBuilder(s.mem)
+// Read puts the booking versions of w into rows, in records of at most
+// chunkRows rows, which the engine spools.
+func (s *Stream) Read(ctx context.Context, w poller.Window, rows *poller.Rows) error {
+	rb := NewRecordBuilder(rows.Allocator())
 	defer rb.Release()
+	lin := rows.Lineage()
 	flush := func() error {
 		if rb.Len() == 0 {
 			return nil
 		}
 		rec := rb.NewRecord()
 		defer rec.Release()
-		return emit(rec)
+		return rows.Record(rec)
 	}
-	err := s.client.Changes(ctx, start, end, func(b *Booking) error {
+	err := s.client.Changes(ctx, w.Start, w.End, func(b *Booking) error {
 		if err := rb.Append(b, Lineage{BatchID: lin.BatchID, SyncedAt: lin.SyncedAt}, false); err != nil {
 			return fmt.Errorf("booking %s: %w", b.UID, err)
 		}
@@ -101,6 +98,10 @@ func (s *Stream) Read(ctx context.Context, start, end time.Time, lin schema.Line
 	}
 	return flush()
 }
+
+// chunkRows bounds the bookings of one record: a booking takes about a
+// kilobyte in Arrow.
+const chunkRows = 2048
 
 // Counter counts the requests a client makes, passing each on to next.
 type Counter struct {

@@ -1,4 +1,4 @@
-package poller
+package forms
 
 import (
 	"context"
@@ -13,7 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/syncd-dev/syncd/internal/forms"
+	api "github.com/syncd-dev/syncd/internal/forms"
+	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/state"
 )
@@ -22,32 +23,32 @@ import (
 // their instants.
 type memSource struct {
 	mu   sync.Mutex
-	subs []forms.Submission // sorted by time
+	subs []api.Submission // sorted by time
 }
 
 func (m *memSource) add(times ...time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, t := range times {
-		m.subs = append(m.subs, forms.Submission{SubmissionID: fmt.Sprintf("s%05d", len(m.subs)), SubmissionTime: t.UTC()})
+		m.subs = append(m.subs, api.Submission{SubmissionID: fmt.Sprintf("s%05d", len(m.subs)), SubmissionTime: t.UTC()})
 	}
 	sort.SliceStable(m.subs, func(i, j int) bool { return m.subs[i].SubmissionTime.Before(m.subs[j].SubmissionTime) })
 }
 
-func (m *memSource) GetForm(_ context.Context, formID string) (*forms.Form, error) {
-	return &forms.Form{ID: formID, Name: "Span", Questions: []forms.Field{{ID: "q1", Name: "Name", Type: "ShortAnswer"}}}, nil
+func (m *memSource) GetForm(_ context.Context, formID string) (*api.Form, error) {
+	return &api.Form{ID: formID, Name: "Span", Questions: []api.Field{{ID: "q1", Name: "Name", Type: "ShortAnswer"}}}, nil
 }
 
-func (m *memSource) ListSubmissions(_ context.Context, _ string, p forms.ListParams) (*forms.SubmissionPage, error) {
+func (m *memSource) ListSubmissions(_ context.Context, _ string, p api.ListParams) (*api.SubmissionPage, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var in []forms.Submission
+	var in []api.Submission
 	for _, s := range m.subs {
 		if (p.AfterDate == nil || s.SubmissionTime.After(*p.AfterDate)) && (p.BeforeDate == nil || s.SubmissionTime.Before(*p.BeforeDate)) {
 			in = append(in, s)
 		}
 	}
-	page := &forms.SubmissionPage{TotalResponses: len(in)}
+	page := &api.SubmissionPage{TotalResponses: len(in)}
 	if p.Offset < len(in) {
 		page.Responses = in[p.Offset:min(len(in), p.Offset+max(p.Limit, 1))]
 	}
@@ -128,12 +129,12 @@ type countingMem struct {
 	requests atomic.Int64 // windows are fetched concurrently
 }
 
-func (c *countingMem) GetForm(ctx context.Context, id string) (*forms.Form, error) {
+func (c *countingMem) GetForm(ctx context.Context, id string) (*api.Form, error) {
 	c.requests.Add(1)
 	return c.memSource.GetForm(ctx, id)
 }
 
-func (c *countingMem) ListSubmissions(ctx context.Context, id string, p forms.ListParams) (*forms.SubmissionPage, error) {
+func (c *countingMem) ListSubmissions(ctx context.Context, id string, p api.ListParams) (*api.SubmissionPage, error) {
 	c.requests.Add(1)
 	return c.memSource.ListSubmissions(ctx, id, p)
 }
@@ -185,9 +186,9 @@ func TestWindowsAreBoundedByRows(t *testing.T) {
 				snk = ps
 			}
 			now := day0.AddDate(0, 0, 6).Add(-2 * time.Hour)
-			p := New(src, snk, store, Options{MaxRowsPerBatch: tc.maxRows, SafetyLag: time.Nanosecond, Now: func() time.Time { return now }})
-			job := Job{FormID: "fSpan"}
-			var res Result
+			p := newTestPoller(src, snk, store, poller.Options{MaxRowsPerBatch: tc.maxRows, SafetyLag: time.Nanosecond, Now: func() time.Time { return now }})
+			job := poller.Job{FormID: "fSpan"}
+			var res poller.Result
 			if tc.backfill > 0 {
 				res = p.Backfill(ctx, job, day0, now, tc.backfill, nil)
 			} else {
@@ -278,8 +279,8 @@ func TestRequestsNearTheMinimum(t *testing.T) {
 				snk = &partSink{memSink: mem, files: map[string]int{}}
 			}
 			clock := now
-			p := New(src, snk, store, Options{MaxRowsPerBatch: 10000, Now: func() time.Time { return clock }})
-			job := Job{FormID: "fReq"}
+			p := newTestPoller(src, snk, store, poller.Options{MaxRowsPerBatch: 10000, Now: func() time.Time { return clock }})
+			job := poller.Job{FormID: "fReq"}
 			if res := p.Sync(ctx, job); res.Err != nil {
 				t.Fatal(res.Err)
 			}

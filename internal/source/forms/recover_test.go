@@ -1,4 +1,4 @@
-package poller
+package forms
 
 import (
 	"context"
@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/syncd-dev/syncd/internal/forms"
+	api "github.com/syncd-dev/syncd/internal/forms"
+	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/state"
 )
 
@@ -17,7 +18,7 @@ type failingSource struct {
 	fail bool
 }
 
-func (f *failingSource) ListSubmissions(ctx context.Context, id string, p forms.ListParams) (*forms.SubmissionPage, error) {
+func (f *failingSource) ListSubmissions(ctx context.Context, id string, p api.ListParams) (*api.SubmissionPage, error) {
 	if f.fail {
 		return nil, errors.New("service down")
 	}
@@ -42,15 +43,15 @@ func TestOpenBatchIsRetriedUnderItsOwnID(t *testing.T) {
 
 	// The stopped run had planned [day0, day0+3h) while "now" was day0+3h.
 	const form = "fRecover"
-	open := state.Intent{BatchID: BatchID(form, day0, day0.Add(3*time.Hour)), Table: "form_frecover",
+	open := state.Intent{BatchID: poller.BatchID(form, day0, day0.Add(3*time.Hour)), Table: "form_frecover",
 		Start: day0, End: day0.Add(3 * time.Hour), CreatedAt: day0}
 	if err := store.RecordIntent(ctx, form, open); err != nil {
 		t.Fatal(err)
 	}
 	mem := &memSink{rows: map[string]int{}}
 	now := day0.AddDate(0, 0, 2)
-	p := New(src, mem, store, Options{SafetyLag: time.Nanosecond, Now: func() time.Time { return now }})
-	job := Job{FormID: form, Start: day0}
+	p := newTestPoller(src, mem, store, poller.Options{SafetyLag: time.Nanosecond, Now: func() time.Time { return now }})
+	job := poller.Job{FormID: form, Start: day0}
 
 	// While the service fails, the intent survives the failed pass.
 	src.fail = true

@@ -1,4 +1,4 @@
-package poller
+package forms
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/state"
 )
@@ -74,8 +75,8 @@ func TestIndexCoversTheWholeHistory(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			p := New(src, &memSink{rows: map[string]int{}}, store, Options{SafetyLag: time.Nanosecond, Lookback: 30 * 24 * time.Hour, ReconcileEvery: 24 * time.Hour, MaxRowsPerBatch: 7, Now: func() time.Time { return now }})
-			job := Job{FormID: form, Start: day0}
+			p := newTestPoller(src, &memSink{rows: map[string]int{}}, store, poller.Options{SafetyLag: time.Nanosecond, Lookback: 30 * 24 * time.Hour, ReconcileEvery: 24 * time.Hour, MaxRowsPerBatch: 7, Now: func() time.Time { return now }})
+			job := poller.Job{FormID: form, Start: day0}
 			if res := p.Sync(ctx, job); res.Err != nil {
 				t.Fatal(res.Err)
 			}
@@ -87,7 +88,7 @@ func TestIndexCoversTheWholeHistory(t *testing.T) {
 				t.Fatalf("the index holds %d records (Indexed %d), want all %d", len(got), st.Indexed, len(src.subs))
 			}
 			res := p.Reconcile(ctx, job, c.from)
-			var noIndex *ErrNoIndex
+			var noIndex *poller.ErrNoIndex
 			switch {
 			case c.wantErr == "" && res.Err != nil:
 				t.Fatalf("reconcile from %s: %v", c.from, res.Err)
@@ -124,8 +125,8 @@ func TestRecoveredBatchCommitsItsIndexChange(t *testing.T) {
 		t.Fatalf("the intent changed the index: %v", got)
 	}
 	snk := &heldSink{memSink: &memSink{rows: map[string]int{}}, held: map[string]bool{"stopped-r1": true}}
-	p := New(&memSource{}, snk, store, Options{SafetyLag: time.Nanosecond, Now: func() time.Time { return day0.Add(4 * time.Hour) }})
-	if res := p.Sync(ctx, Job{FormID: form, Start: day0}); res.Err != nil || res.Recovered != 1 {
+	p := newTestPoller(&memSource{}, snk, store, poller.Options{SafetyLag: time.Nanosecond, Now: func() time.Time { return day0.Add(4 * time.Hour) }})
+	if res := p.Sync(ctx, poller.Job{FormID: form, Start: day0}); res.Err != nil || res.Recovered != 1 {
 		t.Fatalf("pass: recovered %d, %v", res.Recovered, res.Err)
 	}
 	got := indexed(t, store, form)

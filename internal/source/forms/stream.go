@@ -1,0 +1,386 @@
+// Package forms is the Forms API as a source of the engine: each form a
+// stream (Stream) whose table follows its questions, whose records are
+// versioned by lastUpdatedAt and reconciled, planned by the first page of
+// each gap and counts. The API client is internal/forms.
+package forms
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	api "github.com/syncd-dev/syncd/internal/forms"
+	"github.com/syncd-dev/syncd/internal/poller"
+	"github.com/syncd-dev/syncd/internal/schema"
+	"github.com/syncd-dev/syncd/internal/state"
+)
+
+// API is the part of the Forms API a stream reads. *Client is one.
+type API interface {
+	GetForm(ctx context.Context, formID string) (*api.Form, error)
+	ListSubmissions(ctx context.Context, formID string, p api.ListParams) (*api.SubmissionPage, error)
+}
+
+// StreamOptions tune a form's stream; zero values take the defaults.
+type StreamOptions struct {
+	PageSize        int  // submissions per page, at most 150 (default 150)
+	IncludeEditLink bool // request and export editLink
+	MaxRefetches    int  // re-walks of a window that changed while it was paged (default 3)
+	Logger          *zap.Logger
+}
+
+// Stream is one form's submissions as a stream of the engine (a
+// poller.Stream that plans, evolves its table and reconciles): windows of
+// submission time, paged by offset in ascending order, each row keyed by
+// its submission id and versioned by its lastUpdatedAt.
+type Stream struct {
+	api      API
+	form     string
+	table    string
+	opts     StreamOptions
+	log      *zap.Logger
+	requests atomic.Int64
+}
+
+var (
+	_ poller.Stream     = (*Stream)(nil)
+	_ poller.Planner    = (*Stream)(nil)
+	_ poller.Counter    = (*Stream)(nil)
+	_ poller.Evolver    = (*Stream)(nil)
+	_ poller.Reconciler = (*Stream)(nil)
+)
+
+// NewStream is the stream of form formID, written to table (empty: the
+// default table of the form).
+func NewStream(client API, formID, table string, opts StreamOptions) *Stream {
+	if opts.PageSize <= 0 || opts.PageSize > api.MaxListLimit {
+		opts.PageSize = api.MaxListLimit
+	}
+	if opts.MaxRefetches <= 0 {
+		opts.MaxRefetches = 3
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if table == "" {
+		table = poller.DefaultTable(formID)
+	}
+	return &Stream{api: client, form: formID, table: table, opts: opts, log: opts.Logger.With(zap.String("stream", formID))}
+}
+
+// Key is the form's id: its state record and batch ids are named after it.
+func (s *Stream) Key() string { return s.form }
+
+// Table is the table the form is written to.
+func (s *Stream) Table() string { return s.table }
+
+// Columns: windows and partitions follow the submission time; a
+// submission's rows are its versions, ordered by lastUpdatedAt.
+func (s *Stream) Columns() poller.Columns {
+	return poller.Columns{Time: schema.ColSubmissionTime, Key: schema.ColSubmissionID, Version: schema.ColLastUpdatedAt}
+}
+
+// Requests is how many requests the stream has made.
+func (s *Stream) Requests() int64 { return s.requests.Load() }
+
+func (s *Stream) getForm(ctx context.Context) (*api.Form, error) {
+	s.requests.Add(1)
+	return s.api.GetForm(ctx, s.form)
+}
+
+// Evolve maps the form's questions to its table: a new table on the first
+// pass, the pinned one evolved after.
+func (s *Stream) Evolve(ctx context.Context, pinned *schema.Table) (*schema.Table, []schema.Change, error) {
+	form, err := s.getForm(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read metadata of form %s: %w", s.form, err)
+	}
+	var t *schema.Table
+	var changes []schema.Change
+	if pinned == nil {
+		t, changes, err = schema.New(form, schema.Options{IncludeEditLink: s.opts.IncludeEditLink})
+	} else {
+		t, changes, err = pinned.Evolve(form)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("map the metadata of form %s to a table: %w", s.form, err)
+	}
+	return t, changes, nil
+}
+
+// list asks for submissions of [start, end) in ascending order. The API's
+// inclusivity of afterDate and beforeDate is unknown, so the query reaches
+// one millisecond before start and stops at end; callers filter to exactly
+// [start, end).
+func (s *Stream) list(ctx context.Context, start, end time.Time, limit, offset int, editLink bool) (*api.SubmissionPage, error) {
+	p := api.ListParams{Limit: limit, Offset: offset, Sort: api.SortAsc, IncludeEditLink: editLink}
+	if start.After(epoch) {
+		after := start.Add(-time.Millisecond)
+		p.AfterDate = &after
+	}
+	before := end
+	p.BeforeDate = &before
+	s.requests.Add(1)
+	page, err := s.api.ListSubmissions(ctx, s.form, p)
+	if err != nil {
+		return nil, fmt.Errorf("list submissions of form %s in [%s, %s): %w", s.form, api.FormatTime(start), api.FormatTime(end), err)
+	}
+	return page, nil
+}
+
+// epoch stands for "the beginning of the form's history": no afterDate is sent.
+var epoch = time.Unix(0, 0).UTC()
+
+// Count is the total of one limit=1 page of [start, end).
+func (s *Stream) Count(ctx context.Context, start, end time.Time) (int, error) {
+	page, err := s.list(ctx, start, end, 1, 0, false)
+	if err != nil {
+		return 0, err
+	}
+	return page.TotalResponses, nil
+}
+
+// Plan cuts the gap into windows of at most cut.MaxRows rows. Its first
+// request is the first page of the gap, whose total tells how much the gap
+// holds: an empty gap costs that one request, and a gap that fits one
+// window (every incremental pass, every sparse form) is read from that page
+// on, so planning costs nothing more. A larger gap is cut by counts (one
+// limit=1 request each), at the start of a partition of the sink where one
+// falls inside the window, so that a pass writes one file per partition
+// unless one partition alone holds more than a batch.
+func (s *Stream) Plan(ctx context.Context, gap state.Interval, cut poller.Cutter, emit func(poller.Window) error) error {
+	a, b := gap.Start, gap.End
+	for a.Before(b) {
+		page, err := s.list(ctx, a, b, s.opts.PageSize, 0, s.opts.IncludeEditLink)
+		if err != nil {
+			return err
+		}
+		if page.TotalResponses == 0 || len(page.Responses) == 0 {
+			return emit(poller.Window{Start: a, End: b, Empty: true})
+		}
+		if page.TotalResponses <= cut.MaxRows {
+			return emit(poller.Window{Start: a, End: b, Count: page.TotalResponses, First: page})
+		}
+		// Nothing lies before the gap's first submission: a form sparse for
+		// years starts the search where its data does.
+		lo := a
+		for _, sub := range page.Responses {
+			if t := sub.SubmissionTime.UTC().Truncate(time.Millisecond); !t.Before(a) && t.Before(b) {
+				lo = t
+				break
+			}
+		}
+		end, count, err := cut.Split(a, lo, b, page.TotalResponses, func(t time.Time) (int, error) { return s.Count(ctx, a, t) })
+		if err != nil {
+			return err
+		}
+		if err := emit(poller.Window{Start: a, End: end, Count: count}); err != nil {
+			return err
+		}
+		a = end
+	}
+	return nil
+}
+
+// Read puts every submission of w into rows, with its version in the
+// version index.
+func (s *Stream) Read(ctx context.Context, w poller.Window, rows *poller.Rows) error {
+	bld := schema.NewBuilder(rows.Table(), rows.Allocator())
+	defer bld.Release()
+	lin := rows.Lineage()
+	_, err := s.fetch(ctx, w, func(sub *api.Submission) error {
+		if err := bld.Append(sub, lin); err != nil {
+			return err
+		}
+		rows.Index(entryOf(sub))
+		if rows.Row(sub.SubmissionTime, estimatedSize(sub)) {
+			return cutChunk(bld, rows)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return cutChunk(bld, rows)
+}
+
+// cutChunk hands the builder's rows to rows as one chunk; the builder keeps
+// its evolved table for the next rows.
+func cutChunk(bld *schema.Builder, rows *poller.Rows) error {
+	rec, table, st := bld.Finish()
+	defer rec.Release()
+	return rows.Chunk(rec, table, st)
+}
+
+// entryOf is what the version index records of a submission: its time
+// and a hash of its version (lastUpdatedAt, or its time if never updated).
+func entryOf(sub *api.Submission) state.Entry {
+	updated := sub.SubmissionTime
+	if sub.LastUpdatedAt != nil {
+		updated = *sub.LastUpdatedAt
+	}
+	// A copy of the id: the decoder's strings may share the page's buffer.
+	return state.Entry{ID: strings.Clone(sub.SubmissionID), Version: state.Version{Time: sub.SubmissionTime, Hash: state.TimeVersion(updated)}}
+}
+
+// estimatedSize is about what a submission takes in Arrow memory: its
+// answers' JSON text and a fixed part for the other columns.
+func estimatedSize(sub *api.Submission) int {
+	n := 256 + len(sub.SubmissionID)
+	for _, q := range sub.Questions {
+		n += len(q.Value)
+	}
+	for _, c := range sub.Calculations {
+		n += len(c.Value)
+	}
+	for _, p := range sub.URLParameters {
+		n += len(p.Value)
+	}
+	return n
+}
+
+// Reconcile reads the committed window w again and returns what changed
+// since known: a submission whose version differs (an edit) or that known
+// lacks (a late import) is a new version; one known lists and the API no
+// longer does was deleted, and gets a tombstone seen at seen.
+func (s *Stream) Reconcile(ctx context.Context, w poller.Window, known map[string]state.Version, seen time.Time) (poller.Changes, error) {
+	var changed []api.Submission
+	got, err := s.fetch(ctx, w, func(sub *api.Submission) error {
+		if v, ok := known[sub.SubmissionID]; ok && v.Hash == entryOf(sub).Hash {
+			return nil
+		}
+		changed = append(changed, *sub)
+		return nil
+	})
+	if err != nil {
+		return poller.Changes{}, err
+	}
+	var gone []string
+	for id := range known {
+		if _, ok := got[id]; !ok {
+			gone = append(gone, id)
+		}
+	}
+	slices.Sort(gone)
+	c := poller.Changes{Index: state.IndexChange{Put: make([]state.Entry, len(changed)), Gone: make([]state.Entry, len(gone))}}
+	for i := range changed {
+		c.Index.Put[i] = entryOf(&changed[i])
+	}
+	for i, id := range gone {
+		c.Index.Gone[i] = state.Entry{ID: id, Version: known[id]}
+	}
+	c.Write = func(rows *poller.Rows) error {
+		bld := schema.NewBuilder(rows.Table(), rows.Allocator())
+		defer bld.Release()
+		lin := rows.Lineage()
+		for i := range changed {
+			if err := bld.Append(&changed[i], lin); err != nil {
+				return fmt.Errorf("map submission %s of form %s: %w", changed[i].SubmissionID, s.form, err)
+			}
+			if rows.Row(changed[i].SubmissionTime, estimatedSize(&changed[i])) {
+				if err := cutChunk(bld, rows); err != nil {
+					return err
+				}
+			}
+		}
+		for _, id := range gone {
+			t := known[id].Time
+			if err := bld.AppendTombstone(id, t, seen, lin); err != nil {
+				return err
+			}
+			if rows.Row(t, 256) {
+				if err := cutChunk(bld, rows); err != nil {
+					return err
+				}
+			}
+		}
+		return cutChunk(bld, rows)
+	}
+	return c, nil
+}
+
+// fetch pages through the window by offset in ascending order and calls
+// visit once for every submission of exactly [start, end), dropping ids
+// already seen; it returns the ids seen. Submissions imported or deleted
+// inside the window while it is paged shift the offsets; a walk notices
+// (see walk) and the window is walked again, keeping what it saw.
+func (s *Stream) fetch(ctx context.Context, w poller.Window, visit func(*api.Submission) error) (map[string]struct{}, error) {
+	seen := make(map[string]struct{}, max(w.Count, 16))
+	first, _ := w.First.(*api.SubmissionPage)
+	for attempt := 0; ; attempt++ {
+		changed, err := s.walk(ctx, w, first, seen, visit)
+		if err != nil {
+			return seen, err
+		}
+		if !changed {
+			return seen, nil
+		}
+		if attempt >= s.opts.MaxRefetches {
+			s.log.Warn("window kept changing while it was paged; committing what was seen (a later reconcile finds the rest)",
+				zap.Time("window_start", w.Start), zap.Time("window_end", w.End), zap.Int("seen", len(seen)))
+			return seen, nil
+		}
+		s.log.Debug("window changed while it was paged; walking it again",
+			zap.Time("window_start", w.Start), zap.Time("window_end", w.End))
+		first = nil
+	}
+}
+
+// walk reads the window once, page after page. Each page after the first
+// starts one submission back, on the last one of the page before: if that
+// is not where the page starts, or the total moved, something was imported
+// or deleted behind the offset, and walk reports the window changed. The
+// overlap costs one row per page and makes a single deletion behind the
+// offset harmless (no row is skipped); a deletion and an import behind the
+// offset between the same two requests cancel out and stay unseen here
+// (the reconcile of committed windows finds such an import).
+func (s *Stream) walk(ctx context.Context, w poller.Window, first *api.SubmissionPage, seen map[string]struct{}, visit func(*api.Submission) error) (changed bool, err error) {
+	limit := s.opts.PageSize
+	total, last := -1, ""
+	for offset := 0; ; {
+		page := first
+		first = nil
+		if page == nil {
+			if page, err = s.list(ctx, w.Start, w.End, limit, offset, s.opts.IncludeEditLink); err != nil {
+				return false, err
+			}
+		}
+		if offset > 0 && (len(page.Responses) == 0 || page.Responses[0].SubmissionID != last) {
+			changed = true
+		}
+		if total >= 0 && page.TotalResponses != total {
+			changed = true
+		}
+		total = page.TotalResponses
+		for i := range page.Responses {
+			sub := &page.Responses[i]
+			if sub.SubmissionID == "" {
+				return false, fmt.Errorf("list submissions of form %s: a submission without submissionId at offset %d", s.form, offset+i)
+			}
+			if _, dup := seen[sub.SubmissionID]; dup {
+				continue
+			}
+			// A copy: the decoder's strings may share the page's buffer, which
+			// the map would otherwise keep alive for the whole window.
+			seen[strings.Clone(sub.SubmissionID)] = struct{}{}
+			t := sub.SubmissionTime
+			if t.Before(w.Start) || !t.Before(w.End) {
+				continue
+			}
+			if err := visit(sub); err != nil {
+				return false, fmt.Errorf("map submission %s of form %s: %w", sub.SubmissionID, s.form, err)
+			}
+		}
+		n := len(page.Responses)
+		if n < limit || offset+n >= page.TotalResponses {
+			return changed, nil
+		}
+		last = page.Responses[n-1].SubmissionID
+		offset += n - 1
+	}
+}
