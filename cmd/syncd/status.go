@@ -8,114 +8,28 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sort"
 	"time"
 
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
-	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/state"
+	"github.com/syncd-dev/syncd/internal/status"
 )
 
-// stateView is what `syncd state show -o json` prints and what a running
-// daemon serves at GET /status: every form's state. Its field names are
-// part of syncd's interface (README, "Machine-readable output").
-type stateView struct {
-	State  string     `json:"state"`  // where the state lives: a file or a gs:// URL
-	Source string     `json:"source"` // "store" (read directly) or "daemon" (from a running syncd's /status)
-	Forms  []formView `json:"forms"`
-}
+// The view of the state that `state show -o json` prints and a daemon
+// serves at /status is internal/status's: these are its names here.
+type (
+	stateView     = status.View
+	formView      = status.Form
+	windowView    = status.Window
+	openBatchView = status.OpenBatch
+	reconcileView = status.Reconcile
+	refreshView   = status.Refresh
+)
 
-type formView struct {
-	FormID      string          `json:"form_id"`
-	Rows        int64           `json:"rows"`
-	Batches     int64           `json:"batches"`
-	LastSuccess *time.Time      `json:"last_success"` // null: never
-	UpdatedAt   *time.Time      `json:"updated_at"`
-	Generation  int             `json:"generation"`
-	Committed   []windowView    `json:"committed"`
-	OpenBatches []openBatchView `json:"open_batches"`
-	Refresh     *refreshView    `json:"refresh"` // null unless a refresh is under way
-	LastError   string          `json:"last_error"`
-	// Damaged is set when the form's record in the state is damaged, or
-	// its committed windows reach past now (see poller.FutureCommitError):
-	// the sentence says how to repair it.
-	Damaged string `json:"damaged"`
-	// Reconcile is what the reconciles of the lookback did.
-	Reconcile reconcileView `json:"reconcile"`
-	// PinnedSchema is the schema the output holds; only /status?schema=1
-	// carries it (for `syncd schema` beside a running daemon).
-	PinnedSchema json.RawMessage `json:"pinned_schema,omitempty"`
-}
-
-type windowView struct {
-	Start time.Time `json:"start"` // 1970-01-01T00:00:00Z: the beginning of the form's history
-	End   time.Time `json:"end"`
-}
-
-type openBatchView struct {
-	BatchID   string    `json:"batch_id"`
-	Table     string    `json:"table"`
-	Start     time.Time `json:"start"`
-	End       time.Time `json:"end"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
-type reconcileView struct {
-	Last        *time.Time `json:"last"`         // end of the last reconcile pass; null: never
-	IndexedFrom *time.Time `json:"indexed_from"` // the version index reaches back to here; null: none
-	Indexed     int64      `json:"indexed"`      // rows in the version index (counted by each commit: reading it costs nothing)
-	Windows     int64      `json:"windows"`      // committed windows read again
-	Versions    int64      `json:"versions"`     // new versions and late imports written
-	Tombstones  int64      `json:"tombstones"`   // deletions written
-}
-
-type refreshView struct {
-	Table       string    `json:"table"`
-	RequestedAt time.Time `json:"requested_at"`
-}
-
-func timePtr(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
-
-// viewOf is the view of the forms' states at instant now.
+// viewOf is status.Of.
 func viewOf(where string, list []state.FormState, now time.Time, withSchema bool) stateView {
-	v := stateView{State: where, Source: "store", Forms: make([]formView, 0, len(list))}
-	for _, st := range list {
-		f := formView{
-			FormID: st.FormID, Rows: st.Rows, Batches: st.Batches, LastSuccess: timePtr(st.LastSuccess),
-			UpdatedAt: timePtr(st.UpdatedAt), Generation: st.Generation, LastError: st.LastError,
-			Committed: make([]windowView, 0, len(st.Committed)), OpenBatches: make([]openBatchView, 0, len(st.Intents)),
-		}
-		for _, iv := range st.Committed {
-			f.Committed = append(f.Committed, windowView{Start: iv.Start.UTC(), End: iv.End.UTC()})
-		}
-		for id, in := range st.Intents {
-			f.OpenBatches = append(f.OpenBatches, openBatchView{BatchID: id, Table: in.Table, Start: in.Start.UTC(), End: in.End.UTC(), CreatedAt: in.CreatedAt.UTC()})
-		}
-		sort.Slice(f.OpenBatches, func(i, j int) bool { return f.OpenBatches[i].BatchID < f.OpenBatches[j].BatchID })
-		if st.Refresh != nil {
-			f.Refresh = &refreshView{Table: st.Refresh.Table, RequestedAt: st.Refresh.RequestedAt.UTC()}
-		}
-		f.Reconcile = reconcileView{Last: timePtr(st.Reconciled), IndexedFrom: timePtr(st.IndexedFrom), Indexed: st.Indexed,
-			Windows: st.ReconciledWindows, Versions: st.VersionsWritten, Tombstones: st.Tombstones}
-		if end := st.Committed.End(); end.After(now) {
-			f.Damaged = (&poller.FutureCommitError{FormID: st.FormID, End: end, LastSuccess: st.LastSuccess}).Error()
-		}
-		if st.Damaged != "" {
-			f.Damaged = st.Damaged
-		}
-		if withSchema && len(st.Schema) > 0 {
-			f.PinnedSchema = st.Schema
-		}
-		v.Forms = append(v.Forms, f)
-	}
-	return v
+	return status.Of(where, list, now, withSchema)
 }
 
 // printStateTable writes the view for a person.
@@ -162,35 +76,9 @@ func printStateTable(w io.Writer, v stateView) {
 	}
 }
 
-// statusHandler serves GET /status: the state view of the daemon's own
-// store, read in a read transaction beside its writes. ?form=ID narrows it
-// to one form, ?schema=1 adds the pinned schemas.
+// statusHandler serves GET /status (status.Handler).
 func statusHandler(cfg *config.Config, store state.Store) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet {
-			http.Error(w, "use GET", http.StatusMethodNotAllowed)
-			return
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
-		defer cancel()
-		list, err := store.List(ctx)
-		if err != nil {
-			http.Error(w, "read the state: "+err.Error(), http.StatusInternalServerError)
-			return
-		}
-		if id := r.URL.Query().Get("form"); id != "" {
-			kept := list[:0]
-			for _, st := range list {
-				if st.FormID == id {
-					kept = append(kept, st)
-				}
-			}
-			list = kept
-		}
-		v := viewOf(app.StateWhere(cfg), list, time.Now(), r.URL.Query().Get("schema") == "1")
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(v)
-	}
+	return status.Handler(app.StateWhere(cfg), store)
 }
 
 // daemonURL is where a client on this host reaches the daemon's listener

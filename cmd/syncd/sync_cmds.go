@@ -7,9 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"net"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -17,15 +14,14 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/robfig/cron/v3"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
+	"github.com/syncd-dev/syncd/internal/daemon"
 	"github.com/syncd-dev/syncd/internal/forms"
-	"github.com/syncd-dev/syncd/internal/metrics"
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/suggest"
 )
@@ -295,10 +291,10 @@ func (g *globals) finishPass(results []poller.Result, took time.Duration, summar
 	return nil
 }
 
-// status is a form's outcome in a pass: ok, failed or interrupted. A form
+// outcome is a stream's outcome in a pass: ok, failed or interrupted. A form
 // whose pass the end of the shutdown grace cancelled counts as interrupted,
 // not failed, when a signal stopped the pass.
-func status(r poller.Result, signalled bool) string {
+func outcome(r poller.Result, signalled bool) string {
 	switch {
 	case r.Interrupted, signalled && r.Err != nil && errors.Is(r.Err, context.Canceled):
 		return "interrupted"
@@ -312,7 +308,7 @@ func status(r poller.Result, signalled bool) string {
 func failed(results []poller.Result, signalled bool) int {
 	n := 0
 	for _, r := range results {
-		if status(r, signalled) == "failed" {
+		if outcome(r, signalled) == "failed" {
 			n++
 		}
 	}
@@ -326,7 +322,7 @@ func printResults(w io.Writer, results []poller.Result, took time.Duration, sign
 	stopped := 0
 	for _, r := range results {
 		rows += r.Rows
-		switch status(r, signalled) {
+		switch outcome(r, signalled) {
 		case "failed":
 			fmt.Fprintf(w, "FAIL %s: %v\n", streamName(r), r.Err)
 		case "interrupted":
@@ -432,7 +428,7 @@ type summaryEntry struct {
 func summaryEntries(results []poller.Result, signalled bool) []summaryEntry {
 	out := make([]summaryEntry, 0, len(results))
 	for _, r := range results {
-		e := summaryEntry{Source: r.Source, FormID: r.FormID, Table: r.Table, Status: status(r, signalled), Rows: r.Rows, Batches: r.Batches, Requests: r.Requests,
+		e := summaryEntry{Source: r.Source, FormID: r.FormID, Table: r.Table, Status: outcome(r, signalled), Rows: r.Rows, Batches: r.Batches, Requests: r.Requests,
 			Misfits: r.Misfits, Discarded: r.Discarded, Seconds: r.Duration.Seconds(), CoveredStart: r.CoveredStart, CoveredEnd: r.CoveredEnd,
 			ClampedTo: r.ClampedTo}
 		if r.Err != nil {
@@ -476,133 +472,17 @@ func newRunCmd(g *globals) *cobra.Command {
 	}
 }
 
-// runDaemon runs a pass at start and then on each form's schedule. The
-// poller refuses a second pass of a form that is still running, so a pass
-// that overruns its slot is skipped and counted, not stacked.
+// runDaemon runs the daemon (internal/daemon) until a signal stops it,
+// mapping its configuration errors to exit 2.
 func runDaemon(ctx context.Context, a *app.App, g *globals) error {
-	log := a.Log
-	m := a.Metrics
-	mux := http.NewServeMux()
-	mux.Handle("/status", statusHandler(a.Cfg, a.Store))
-	mux.Handle("/", m.Handler(func() error { return nil }, a.Cfg.Server.UnreadyAfter.D()))
-	srv := &http.Server{
-		Addr:              a.Cfg.Server.Addr,
-		Handler:           mux,
-		ReadHeaderTimeout: 5 * time.Second,
+	err := daemon.Run(ctx, a, daemon.Options{Stopping: g.stopping, Version: version})
+	var cfgErr *daemon.ConfigError
+	switch {
+	case errors.As(err, &cfgErr):
+		return withCode(exitUsage, err)
+	case err != nil:
+		return withCode(exitFailed, err)
 	}
-	ln, err := net.Listen("tcp", a.Cfg.Server.Addr)
-	if err != nil {
-		return withCode(exitUsage, fmt.Errorf("server.addr %s: %w: choose a free address", a.Cfg.Server.Addr, err))
-	}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server stopped", zap.Error(err))
-		}
-	}()
-	log.Info("serving /metrics, /healthz, /readyz, /status", zap.String("addr", ln.Addr().String()))
-
-	c := cron.New(cron.WithLocation(time.UTC))
-	var passes sync.WaitGroup
-	pass := func(jobs func(context.Context) ([]poller.Job, error), bookings bool, jitter time.Duration) func() {
-		return func() {
-			select {
-			case <-g.stopping:
-				return
-			default:
-			}
-			passes.Add(1)
-			defer passes.Done()
-			if jitter > 0 {
-				select {
-				case <-time.After(rand.N(jitter)):
-				case <-g.stopping:
-					return
-				}
-			}
-			results := a.Pass(ctx, jobs, bookings)
-			var listing error
-			for _, r := range results {
-				if r.FormID == "" {
-					listing = r.Err
-				}
-			}
-			m.ObserveAccountFailure(listing)
-			for _, r := range results {
-				if r.FormID == "" {
-					// The source itself failed (listing the forms); the
-					// other sources' streams ran all the same.
-					log.Error("listing the account's forms failed; no form synced in this pass", zap.String("source", r.Source), zap.Error(r.Err))
-					continue
-				}
-				if r.Interrupted {
-					continue // stopping; the next start takes it from there
-				}
-				if errors.Is(r.Err, poller.ErrBusy) {
-					m.ObserveSkipped(r.FormID)
-					log.Warn("pass skipped: the previous pass of this form is still running", zap.String("form_id", r.FormID))
-					continue
-				}
-				m.ObservePass(metrics.Pass{Form: r.FormID, Rows: r.Rows, Bytes: r.Bytes, Batches: r.Batches, Misfits: r.Misfits,
-					Discarded: r.Discarded, ReconciledWindows: r.ReconciledWindows, Versions: r.Versions, Tombstones: r.Tombstones,
-					Duration: r.Duration, CoveredEnd: r.CoveredEnd, Err: r.Err})
-				if r.Err != nil {
-					log.Error("form sync failed", zap.String("form_id", r.FormID), zap.Error(r.Err))
-					continue
-				}
-				log.Info("form synced", zap.String("form_id", r.FormID), zap.Int64("rows", r.Rows),
-					zap.Int("batches", r.Batches), zap.Int64("requests", r.Requests), zap.Duration("duration", r.Duration))
-			}
-		}
-	}
-	var entries []func()
-	if len(a.Cfg.Forms) == 0 {
-		f := pass(a.Jobs, true, a.Cfg.Sync.Jitter.D())
-		if _, err := c.AddFunc(a.Cfg.Sync.Schedule, f); err != nil {
-			return withCode(exitUsage, fmt.Errorf("sync.schedule: %w", err))
-		}
-		entries = append(entries, f)
-	} else {
-		all, err := a.Jobs(ctx)
-		if err != nil {
-			return withCode(exitUsage, err)
-		}
-		for i, fc := range a.Cfg.Forms {
-			job := all[i]
-			spec := fc.Schedule
-			if spec == "" {
-				spec = a.Cfg.Sync.Schedule
-			}
-			f := pass(func(context.Context) ([]poller.Job, error) { return []poller.Job{job}, nil }, false, a.Cfg.Sync.Jitter.D())
-			if _, err := c.AddFunc(spec, f); err != nil {
-				return withCode(exitUsage, fmt.Errorf("schedule of form %s: %w", fc.ID, err))
-			}
-			entries = append(entries, f)
-		}
-		if a.Scheduling != nil {
-			// The bookings on the default schedule, beside the forms'.
-			f := pass(func(context.Context) ([]poller.Job, error) { return nil, nil }, true, a.Cfg.Sync.Jitter.D())
-			if _, err := c.AddFunc(a.Cfg.Sync.Schedule, f); err != nil {
-				return withCode(exitUsage, fmt.Errorf("sync.schedule: %w", err))
-			}
-			entries = append(entries, f)
-		}
-	}
-	log.Info("syncd running", zap.String("schedule", a.Cfg.Sync.Schedule), zap.Int("entries", len(entries)), zap.String("version", version))
-	for _, f := range entries {
-		go f() // a first pass at start, without jitter's wait for the next slot
-	}
-	c.Start()
-	select {
-	case <-g.stopping:
-	case <-ctx.Done():
-	}
-	log.Info("stopping: no new passes; batches in flight may commit", zap.Duration("grace", a.Cfg.Sync.ShutdownGrace.D()))
-	<-c.Stop().Done()
-	passes.Wait()
-	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(shutdown)
-	log.Info("stopped cleanly")
 	fmt.Fprintln(g.stdout, "syncd stopped")
 	return nil
 }

@@ -1,0 +1,148 @@
+// Package status is the view of the state that `syncd state show -o json`
+// prints and a running daemon serves at GET /status: one contract, read by
+// the commands that ask a daemon instead of opening its state. Its field
+// names are part of syncd's interface (README, "Machine-readable output").
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/syncd-dev/syncd/internal/poller"
+	"github.com/syncd-dev/syncd/internal/state"
+)
+
+// View is what `syncd state show -o json` prints and what a running
+// daemon serves at GET /status: every form's state. Its field names are
+// part of syncd's interface (README, "Machine-readable output").
+type View struct {
+	State  string `json:"state"`  // where the state lives: a file or a gs:// URL
+	Source string `json:"source"` // "store" (read directly) or "daemon" (from a running syncd's /status)
+	Forms  []Form `json:"forms"`
+}
+
+type Form struct {
+	FormID      string      `json:"form_id"`
+	Rows        int64       `json:"rows"`
+	Batches     int64       `json:"batches"`
+	LastSuccess *time.Time  `json:"last_success"` // null: never
+	UpdatedAt   *time.Time  `json:"updated_at"`
+	Generation  int         `json:"generation"`
+	Committed   []Window    `json:"committed"`
+	OpenBatches []OpenBatch `json:"open_batches"`
+	Refresh     *Refresh    `json:"refresh"` // null unless a refresh is under way
+	LastError   string      `json:"last_error"`
+	// Damaged is set when the form's record in the state is damaged, or
+	// its committed windows reach past now (see poller.FutureCommitError):
+	// the sentence says how to repair it.
+	Damaged string `json:"damaged"`
+	// Reconcile is what the reconciles of the lookback did.
+	Reconcile Reconcile `json:"reconcile"`
+	// PinnedSchema is the schema the output holds; only /status?schema=1
+	// carries it (for `syncd schema` beside a running daemon).
+	PinnedSchema json.RawMessage `json:"pinned_schema,omitempty"`
+}
+
+type Window struct {
+	Start time.Time `json:"start"` // 1970-01-01T00:00:00Z: the beginning of the form's history
+	End   time.Time `json:"end"`
+}
+
+type OpenBatch struct {
+	BatchID   string    `json:"batch_id"`
+	Table     string    `json:"table"`
+	Start     time.Time `json:"start"`
+	End       time.Time `json:"end"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+type Reconcile struct {
+	Last        *time.Time `json:"last"`         // end of the last reconcile pass; null: never
+	IndexedFrom *time.Time `json:"indexed_from"` // the version index reaches back to here; null: none
+	Indexed     int64      `json:"indexed"`      // rows in the version index (counted by each commit: reading it costs nothing)
+	Windows     int64      `json:"windows"`      // committed windows read again
+	Versions    int64      `json:"versions"`     // new versions and late imports written
+	Tombstones  int64      `json:"tombstones"`   // deletions written
+}
+
+type Refresh struct {
+	Table       string    `json:"table"`
+	RequestedAt time.Time `json:"requested_at"`
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// Of is the view of the forms' states at instant now.
+func Of(where string, list []state.FormState, now time.Time, withSchema bool) View {
+	v := View{State: where, Source: "store", Forms: make([]Form, 0, len(list))}
+	for _, st := range list {
+		f := Form{
+			FormID: st.FormID, Rows: st.Rows, Batches: st.Batches, LastSuccess: timePtr(st.LastSuccess),
+			UpdatedAt: timePtr(st.UpdatedAt), Generation: st.Generation, LastError: st.LastError,
+			Committed: make([]Window, 0, len(st.Committed)), OpenBatches: make([]OpenBatch, 0, len(st.Intents)),
+		}
+		for _, iv := range st.Committed {
+			f.Committed = append(f.Committed, Window{Start: iv.Start.UTC(), End: iv.End.UTC()})
+		}
+		for id, in := range st.Intents {
+			f.OpenBatches = append(f.OpenBatches, OpenBatch{BatchID: id, Table: in.Table, Start: in.Start.UTC(), End: in.End.UTC(), CreatedAt: in.CreatedAt.UTC()})
+		}
+		sort.Slice(f.OpenBatches, func(i, j int) bool { return f.OpenBatches[i].BatchID < f.OpenBatches[j].BatchID })
+		if st.Refresh != nil {
+			f.Refresh = &Refresh{Table: st.Refresh.Table, RequestedAt: st.Refresh.RequestedAt.UTC()}
+		}
+		f.Reconcile = Reconcile{Last: timePtr(st.Reconciled), IndexedFrom: timePtr(st.IndexedFrom), Indexed: st.Indexed,
+			Windows: st.ReconciledWindows, Versions: st.VersionsWritten, Tombstones: st.Tombstones}
+		if end := st.Committed.End(); end.After(now) {
+			f.Damaged = (&poller.FutureCommitError{FormID: st.FormID, End: end, LastSuccess: st.LastSuccess}).Error()
+		}
+		if st.Damaged != "" {
+			f.Damaged = st.Damaged
+		}
+		if withSchema && len(st.Schema) > 0 {
+			f.PinnedSchema = st.Schema
+		}
+		v.Forms = append(v.Forms, f)
+	}
+	return v
+}
+
+// Handler serves GET /status: the state view of the daemon's own
+// store, read in a read transaction beside its writes. ?form=ID narrows it
+// to one form, ?schema=1 adds the pinned schemas.
+func Handler(where string, store state.Store) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			http.Error(w, "use GET", http.StatusMethodNotAllowed)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+		defer cancel()
+		list, err := store.List(ctx)
+		if err != nil {
+			http.Error(w, "read the state: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		if id := r.URL.Query().Get("form"); id != "" {
+			kept := list[:0]
+			for _, st := range list {
+				if st.FormID == id {
+					kept = append(kept, st)
+				}
+			}
+			list = kept
+		}
+		v := Of(where, list, time.Now(), r.URL.Query().Get("schema") == "1")
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(v)
+	}
+}
