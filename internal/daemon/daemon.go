@@ -103,11 +103,11 @@ func Run(ctx context.Context, a *app.App, opts Options) error {
 					continue // stopping; the next start takes it from there
 				}
 				if errors.Is(r.Err, poller.ErrBusy) {
-					m.ObserveSkipped(r.FormID)
+					m.ObserveSkipped(r.Source, r.FormID)
 					log.Warn("pass skipped: the previous pass of this form is still running", zap.String("form_id", r.FormID))
 					continue
 				}
-				m.ObservePass(metrics.Pass{Form: r.FormID, Rows: r.Rows, Bytes: r.Bytes, Batches: r.Batches, Misfits: r.Misfits,
+				m.ObservePass(metrics.Pass{Source: r.Source, Stream: r.FormID, Rows: r.Rows, Bytes: r.Bytes, Batches: r.Batches, Misfits: r.Misfits,
 					Discarded: r.Discarded, ReconciledWindows: r.ReconciledWindows, Versions: r.Versions, Tombstones: r.Tombstones,
 					Duration: r.Duration, CoveredEnd: r.CoveredEnd, Err: r.Err})
 				if r.Err != nil {

@@ -42,6 +42,7 @@ type Metrics struct {
 }
 
 type formHealth struct {
+	source       string
 	lastSuccess  time.Time
 	failingSince time.Time // zero while the last pass succeeded
 	lastError    string
@@ -57,22 +58,22 @@ func New(now func() time.Time) *Metrics {
 	m.requests = f.counterVec("syncd_requests_total", "Forms API requests by endpoint and HTTP status (0: no answer).", "endpoint", "status")
 	m.retries = f.counterVec("syncd_request_retries_total", "Forms API requests that were retries of an earlier attempt.", "endpoint")
 	m.rateLimited = f.counter("syncd_rate_limited_total", "Forms API answers of 429 Too Many Requests.")
-	m.rows = f.counterVec("syncd_rows_written_total", "Submissions committed to the sink.", "form")
-	m.bytes = f.counterVec("syncd_bytes_written_total", "Bytes committed to the sink.", "form")
-	m.batches = f.counterVec("syncd_batches_committed_total", "Batches committed to the sink.", "form")
-	m.misfits = f.counterVec("syncd_values_kept_as_json_total", "Answers that did not fit their column and were kept as JSON text in <column>__v_json.", "form")
-	m.reconciled = f.counterVec("syncd_reconcile_windows_total", "Committed windows read again by reconciles of the lookback.", "form")
-	m.versions = f.counterVec("syncd_reconcile_versions_total", "New versions (edits) and late imports that reconciles wrote.", "form")
-	m.tombstones = f.counterVec("syncd_reconcile_tombstones_total", "Tombstone rows (deletions) that reconciles wrote.", "form")
-	m.discarded = f.counterVec("syncd_unknown_type_answers_discarded_total", "Answers of question types unknown to syncd, discarded as the API contract asks.", "form")
+	m.rows = f.counterVec("syncd_rows_written_total", "Submissions committed to the sink.", "source", "stream")
+	m.bytes = f.counterVec("syncd_bytes_written_total", "Bytes committed to the sink.", "source", "stream")
+	m.batches = f.counterVec("syncd_batches_committed_total", "Batches committed to the sink.", "source", "stream")
+	m.misfits = f.counterVec("syncd_values_kept_as_json_total", "Answers that did not fit their column and were kept as JSON text in <column>__v_json.", "source", "stream")
+	m.reconciled = f.counterVec("syncd_reconcile_windows_total", "Committed windows read again by reconciles of the lookback.", "source", "stream")
+	m.versions = f.counterVec("syncd_reconcile_versions_total", "New versions (edits) and late imports that reconciles wrote.", "source", "stream")
+	m.tombstones = f.counterVec("syncd_reconcile_tombstones_total", "Tombstone rows (deletions) that reconciles wrote.", "source", "stream")
+	m.discarded = f.counterVec("syncd_unknown_type_answers_discarded_total", "Answers of question types unknown to syncd, discarded as the API contract asks.", "source", "stream")
 	m.passDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "syncd_pass_duration_seconds", Help: "Duration of a pass over one form.",
 		Buckets: prometheus.ExponentialBuckets(0.05, 2, 16),
-	}, []string{"form"})
-	m.lastSuccess = f.gaugeVec("syncd_last_success_timestamp_seconds", "Unix time of the last successful pass of each form.", "form")
-	m.checkpointLag = f.gaugeVec("syncd_checkpoint_lag_seconds", "How far behind now the form's committed windows end, after its last pass.", "form")
-	m.skipped = f.counterVec("syncd_passes_skipped_total", "Scheduled passes skipped because the previous pass of the form was still running.", "form")
-	m.failures = f.counterVec("syncd_pass_failures_total", "Passes that ended in an error.", "form")
+	}, []string{"source", "stream"})
+	m.lastSuccess = f.gaugeVec("syncd_last_success_timestamp_seconds", "Unix time of the last successful pass of each form.", "source", "stream")
+	m.checkpointLag = f.gaugeVec("syncd_checkpoint_lag_seconds", "How far behind now the form's committed windows end, after its last pass.", "source", "stream")
+	m.skipped = f.counterVec("syncd_passes_skipped_total", "Scheduled passes skipped because the previous pass of the form was still running.", "source", "stream")
+	m.failures = f.counterVec("syncd_pass_failures_total", "Passes that ended in an error.", "source", "stream")
 	m.Registry.MustRegister(m.passDuration, &sinceCollector{m: m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -104,7 +105,7 @@ func (p promauto) gaugeVec(name, help string, labels ...string) *prometheus.Gaug
 // so the gauge keeps rising while a form is stuck.
 type sinceCollector struct{ m *Metrics }
 
-var sinceDesc = prometheus.NewDesc("syncd_seconds_since_last_success", "Seconds since the last successful pass of each form.", []string{"form"}, nil)
+var sinceDesc = prometheus.NewDesc("syncd_seconds_since_last_success", "Seconds since the last successful pass of each form.", []string{"source", "stream"}, nil)
 
 func (c *sinceCollector) Describe(ch chan<- *prometheus.Desc) { ch <- sinceDesc }
 
@@ -116,7 +117,7 @@ func (c *sinceCollector) Collect(ch chan<- prometheus.Metric) {
 		if h.lastSuccess.IsZero() || form == "" {
 			continue
 		}
-		ch <- prometheus.MustNewConstMetric(sinceDesc, prometheus.GaugeValue, now.Sub(h.lastSuccess).Seconds(), form)
+		ch <- prometheus.MustNewConstMetric(sinceDesc, prometheus.GaugeValue, now.Sub(h.lastSuccess).Seconds(), h.source, form)
 	}
 }
 
@@ -132,9 +133,10 @@ func (m *Metrics) ObserveRequest(endpoint string, status int, attempt int, _ tim
 	}
 }
 
-// Pass is what one pass over one form reports.
+// Pass is what one pass over one stream reports.
 type Pass struct {
-	Form      string
+	Source    string // forms, scheduling
+	Stream    string // the stream: a form id, scheduling/bookings
 	Rows      int64
 	Bytes     int64
 	Batches   int
@@ -149,24 +151,25 @@ type Pass struct {
 
 // ObservePass records the outcome of a pass.
 func (m *Metrics) ObservePass(p Pass) {
-	m.rows.WithLabelValues(p.Form).Add(float64(p.Rows))
-	m.bytes.WithLabelValues(p.Form).Add(float64(p.Bytes))
-	m.batches.WithLabelValues(p.Form).Add(float64(p.Batches))
-	m.misfits.WithLabelValues(p.Form).Add(float64(p.Misfits))
-	m.discarded.WithLabelValues(p.Form).Add(float64(p.Discarded))
-	m.reconciled.WithLabelValues(p.Form).Add(float64(p.ReconciledWindows))
-	m.versions.WithLabelValues(p.Form).Add(float64(p.Versions))
-	m.tombstones.WithLabelValues(p.Form).Add(float64(p.Tombstones))
-	m.passDuration.WithLabelValues(p.Form).Observe(p.Duration.Seconds())
+	m.rows.WithLabelValues(p.Source, p.Stream).Add(float64(p.Rows))
+	m.bytes.WithLabelValues(p.Source, p.Stream).Add(float64(p.Bytes))
+	m.batches.WithLabelValues(p.Source, p.Stream).Add(float64(p.Batches))
+	m.misfits.WithLabelValues(p.Source, p.Stream).Add(float64(p.Misfits))
+	m.discarded.WithLabelValues(p.Source, p.Stream).Add(float64(p.Discarded))
+	m.reconciled.WithLabelValues(p.Source, p.Stream).Add(float64(p.ReconciledWindows))
+	m.versions.WithLabelValues(p.Source, p.Stream).Add(float64(p.Versions))
+	m.tombstones.WithLabelValues(p.Source, p.Stream).Add(float64(p.Tombstones))
+	m.passDuration.WithLabelValues(p.Source, p.Stream).Observe(p.Duration.Seconds())
 	now := m.now()
 	if !p.CoveredEnd.IsZero() {
-		m.checkpointLag.WithLabelValues(p.Form).Set(now.Sub(p.CoveredEnd).Seconds())
+		m.checkpointLag.WithLabelValues(p.Source, p.Stream).Set(now.Sub(p.CoveredEnd).Seconds())
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	h := m.health(p.Form)
+	h := m.health(p.Stream)
+	h.source = p.Source
 	if p.Err != nil {
-		m.failures.WithLabelValues(p.Form).Inc()
+		m.failures.WithLabelValues(p.Source, p.Stream).Inc()
 		if h.failingSince.IsZero() {
 			h.failingSince = now
 		}
@@ -174,7 +177,7 @@ func (m *Metrics) ObservePass(p Pass) {
 		return
 	}
 	h.lastSuccess, h.failingSince, h.lastError = now, time.Time{}, ""
-	m.lastSuccess.WithLabelValues(p.Form).Set(float64(now.UnixNano()) / 1e9)
+	m.lastSuccess.WithLabelValues(p.Source, p.Stream).Set(float64(now.UnixNano()) / 1e9)
 }
 
 // ObserveAccountFailure records a pass that failed before any form was
@@ -194,7 +197,9 @@ func (m *Metrics) ObserveAccountFailure(err error) {
 }
 
 // ObserveSkipped counts a scheduled pass skipped because one was running.
-func (m *Metrics) ObserveSkipped(form string) { m.skipped.WithLabelValues(form).Inc() }
+func (m *Metrics) ObserveSkipped(source, stream string) {
+	m.skipped.WithLabelValues(source, stream).Inc()
+}
 
 func (m *Metrics) health(form string) *formHealth {
 	h, ok := m.forms[form]
@@ -239,7 +244,7 @@ func (m *Metrics) Handler(ready func() error, grace time.Duration) http.Handler 
 			}
 		}
 		if form, lastErr := m.Unready(grace); form != "" {
-			http.Error(w, "not ready: form "+form+" is failing: "+lastErr, http.StatusServiceUnavailable)
+			http.Error(w, "not ready: "+form+" is failing: "+lastErr, http.StatusServiceUnavailable)
 			return
 		}
 		w.Write([]byte("ok\n"))

@@ -95,11 +95,11 @@ func TestDaemonMetricsAndReadiness(t *testing.T) {
 	}
 	defer cmd.Process.Kill()
 	form := sim.FormIDs()[0]
-	rows := `syncd_rows_written_total{form="` + form + `"}`
+	rows := `syncd_rows_written_total{source="forms",stream="` + form + `"}`
 	if !eventually(20*time.Second, func() bool { return scrape(t, addr, rows) > 0 }) {
 		t.Fatalf("rows counter never moved\n%s", tail(stderr.String()))
 	}
-	if v := scrape(t, addr, `syncd_last_success_timestamp_seconds{form="`+form+`"}`); v < float64(start.Unix()) {
+	if v := scrape(t, addr, `syncd_last_success_timestamp_seconds{source="forms",stream="`+form+`"}`); v < float64(start.Unix()) {
 		t.Errorf("last success gauge = %v", v)
 	}
 	if v := scrape(t, addr, `syncd_requests_total{endpoint=`); v <= 0 {
