@@ -22,6 +22,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/daemon"
 	"github.com/syncd-dev/syncd/internal/forms"
+	"github.com/syncd-dev/syncd/internal/logkey"
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/suggest"
 )
@@ -715,7 +716,7 @@ func (p *progressReporter) update(pr poller.Progress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if pr.CoveredBefore {
-		p.log.Info("backfill: the range is already synced; nothing to fetch", zap.String("form_id", p.formID))
+		p.log.Info("backfill: the range is already synced; nothing to fetch", zap.String(logkey.Stream, p.formID))
 		return
 	}
 	if p.bar != nil {
@@ -731,7 +732,7 @@ func (p *progressReporter) update(pr poller.Progress) {
 	p.last = time.Now()
 	elapsed := time.Since(p.started).Seconds()
 	rate := float64(pr.Rows) / max(elapsed, 0.001)
-	fields := []zap.Field{zap.String("form_id", p.formID), zap.Int64("rows", pr.Rows), zap.Int64("expected_rows", pr.ExpectedRows),
+	fields := []zap.Field{zap.String(logkey.Stream, p.formID), zap.Int64("rows", pr.Rows), zap.Int64("expected_rows", pr.ExpectedRows),
 		zap.Int("batches", pr.Windows), zap.Float64("rows_per_second", rate)}
 	if rate > 0 && pr.ExpectedRows > pr.Rows {
 		fields = append(fields, zap.Duration("eta", time.Duration(float64(pr.ExpectedRows-pr.Rows)/rate*float64(time.Second)).Round(time.Second)))

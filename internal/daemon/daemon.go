@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/app"
+	"github.com/syncd-dev/syncd/internal/logkey"
 	"github.com/syncd-dev/syncd/internal/metrics"
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/status"
@@ -104,17 +105,17 @@ func Run(ctx context.Context, a *app.App, opts Options) error {
 				}
 				if errors.Is(r.Err, poller.ErrBusy) {
 					m.ObserveSkipped(r.Source, r.FormID)
-					log.Warn("pass skipped: the previous pass of this form is still running", zap.String("form_id", r.FormID))
+					log.Warn("pass skipped: the previous pass of this form is still running", zap.String(logkey.Stream, r.FormID))
 					continue
 				}
 				m.ObservePass(metrics.Pass{Source: r.Source, Stream: r.FormID, Rows: r.Rows, Bytes: r.Bytes, Batches: r.Batches, Misfits: r.Misfits,
 					Discarded: r.Discarded, ReconciledWindows: r.ReconciledWindows, Versions: r.Versions, Tombstones: r.Tombstones,
 					Duration: r.Duration, CoveredEnd: r.CoveredEnd, Err: r.Err})
 				if r.Err != nil {
-					log.Error("form sync failed", zap.String("form_id", r.FormID), zap.Error(r.Err))
+					log.Error("form sync failed", zap.String(logkey.Stream, r.FormID), zap.Error(r.Err))
 					continue
 				}
-				log.Info("form synced", zap.String("form_id", r.FormID), zap.Int64("rows", r.Rows),
+				log.Info("form synced", zap.String(logkey.Stream, r.FormID), zap.Int64("rows", r.Rows),
 					zap.Int("batches", r.Batches), zap.Int64("requests", r.Requests), zap.Duration("duration", r.Duration))
 			}
 		}

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/syncd-dev/syncd/internal/logkey"
 	"github.com/syncd-dev/syncd/internal/schema"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/state"
@@ -222,7 +223,7 @@ func (p *Poller) Adopt(ctx context.Context, t AdoptTarget) (AdoptResult, error) 
 		return res, fmt.Errorf("adopt %s: read state: %w", t.Stream, err)
 	}
 	res.Generation, res.Windows = st.Generation, len(st.Committed)
-	p.opts.Logger.Info("adopted the output of a stream", zap.String("stream", t.Stream), zap.String("table", t.Table),
+	p.opts.Logger.Info("adopted the output of a stream", zap.String(logkey.Stream, t.Stream), zap.String(logkey.Table, t.Table),
 		zap.Int("batches", res.Batches), zap.Int("open", res.Open), zap.Int64("rows", res.Rows))
 	return res, nil
 }

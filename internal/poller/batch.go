@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"go.uber.org/zap"
 
+	"github.com/syncd-dev/syncd/internal/logkey"
 	"github.com/syncd-dev/syncd/internal/schema"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/state"
@@ -54,7 +55,7 @@ func (f *streamRun) processWindow(ctx context.Context, w window) error {
 // then to the state; extra adds what the batch records in the version index
 // to both the intent and the commit.
 func (f *streamRun) commitBatch(ctx context.Context, w window, b sink.Batch, intent state.Intent, fill func(*Rows) error, extra func(*state.Intent, *state.Commit, *Rows)) error {
-	log := f.log.With(zap.String("batch_id", b.ID))
+	log := f.log.With(zap.String(logkey.BatchID, b.ID))
 	base, err := f.schemaForFetch(ctx)
 	if err != nil {
 		f.dropIntent(ctx, w, b.ID)
@@ -160,7 +161,7 @@ func (f *streamRun) dropIntent(ctx context.Context, w window, batchID string) {
 		return
 	}
 	if err := f.p.store.DropIntent(context.WithoutCancel(ctx), f.key, batchID); err != nil {
-		f.log.Warn("could not drop the intent of an abandoned batch; the next run resolves it", zap.String("batch_id", batchID), zap.Error(err))
+		f.log.Warn("could not drop the intent of an abandoned batch; the next run resolves it", zap.String(logkey.BatchID, batchID), zap.Error(err))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/syncd-dev/syncd/internal/logkey"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/state"
 )
@@ -78,7 +79,7 @@ func (p *Poller) Refresh(ctx context.Context, s Stream) error {
 		// waits for a load job still running, so one that would land in the
 		// fresh table is settled before the table goes. One the sink does
 		// not hold is dropped: the refresh fetches its window again anyway.
-		f := &streamRun{p: p, s: s, key: key, table: table, gen: st.Generation, log: p.opts.Logger.With(zap.String(LogStream, key))}
+		f := &streamRun{p: p, s: s, key: key, table: table, gen: st.Generation, log: p.opts.Logger.With(zap.String(logkey.Stream, key))}
 		redo, err := f.recoverIntents(ctx, st)
 		if err != nil {
 			return fmt.Errorf("refresh %s: %w", key, err)
@@ -118,7 +119,7 @@ func (p *Poller) finishRefresh(ctx context.Context, formID string, st state.Form
 	if err := p.store.FinishRefresh(ctx, formID); err != nil {
 		return st, fmt.Errorf("refresh form %s: %w", formID, err)
 	}
-	p.opts.Logger.Info("refresh: the table's output is removed; the form is synced again from its start", zap.String(LogStream, formID), zap.String("table", st.Refresh.Table))
+	p.opts.Logger.Info("refresh: the table's output is removed; the form is synced again from its start", zap.String(logkey.Stream, formID), zap.String(logkey.Table, st.Refresh.Table))
 	st, err := p.store.Get(ctx, formID)
 	if err != nil {
 		return st, fmt.Errorf("read state of form %s: %w", formID, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.uber.org/zap"
 
+	"github.com/syncd-dev/syncd/internal/logkey"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/state"
 )
@@ -122,12 +123,6 @@ var errDraining = errors.New("draining")
 
 // SourceForms is the source of the forms' streams, whose keys are form ids.
 const SourceForms = "forms"
-
-// Log keys, defined once: every line about a stream names it so.
-const (
-	LogStream  = "stream"
-	LogBatchID = "batch_id"
-)
 
 // Result summarises one pass over one stream: a form, or another source's
 // stream. A result with Source set and FormID empty is the failure of the
@@ -257,7 +252,7 @@ func (p *Poller) pass(ctx context.Context, s Stream, body func(f *streamRun) err
 	defer lock.Unlock()
 
 	requests := s.Requests()
-	f := &streamRun{p: p, s: s, key: key, log: p.opts.Logger.With(zap.String(LogStream, key))}
+	f := &streamRun{p: p, s: s, key: key, log: p.opts.Logger.With(zap.String(logkey.Stream, key))}
 	if p.opts.Lookback > 0 {
 		f.indexFrom = floorMS(p.opts.Now().Add(-p.opts.Lookback))
 	}

@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/syncd-dev/syncd/internal/logkey"
 	"github.com/syncd-dev/syncd/internal/state"
 )
 
@@ -188,7 +189,7 @@ func (f *streamRun) reconcileWindow(ctx context.Context, w window, passStart tim
 	}
 	f.versions.Add(int64(counts.Versions))
 	f.tombstones.Add(int64(counts.Tombstones))
-	f.log.Info("reconcile: changes found in a committed window", zap.String(LogBatchID, b.ID),
+	f.log.Info("reconcile: changes found in a committed window", zap.String(logkey.BatchID, b.ID),
 		zap.Int("versions", counts.Versions), zap.Int("tombstones", counts.Tombstones),
 		zap.Time("window_start", w.start), zap.Time("window_end", w.end))
 	return nil

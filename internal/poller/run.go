@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/syncd-dev/syncd/internal/logkey"
 	"github.com/syncd-dev/syncd/internal/schema"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/state"
@@ -276,7 +277,7 @@ func (p *Poller) recoverIntents(ctx context.Context, st state.FormState, log *za
 			return nil, recovered, fmt.Errorf("resolve open batch %s of %s: ask the sink: %w", id, st.FormID, err)
 		}
 		if !done {
-			log.Info("an open batch never reached the sink; fetching its window again under the same batch id", zap.String("batch_id", id))
+			log.Info("an open batch never reached the sink; fetching its window again under the same batch id", zap.String(logkey.BatchID, id))
 			redo = append(redo, w)
 			continue
 		}
@@ -292,7 +293,7 @@ func (p *Poller) recoverIntents(ctx context.Context, st state.FormState, log *za
 		if err != nil {
 			return nil, recovered, fmt.Errorf("resolve open batch %s of %s: %w", id, st.FormID, err)
 		}
-		log.Info("recovered a batch committed before a stop", zap.String("batch_id", id))
+		log.Info("recovered a batch committed before a stop", zap.String(logkey.BatchID, id))
 		recovered++
 	}
 	return redo, recovered, nil

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	api "github.com/syncd-dev/syncd/internal/forms"
+	"github.com/syncd-dev/syncd/internal/logkey"
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/schema"
 	"github.com/syncd-dev/syncd/internal/state"
@@ -70,7 +71,7 @@ func NewStream(client API, formID, table string, opts StreamOptions) *Stream {
 	if table == "" {
 		table = poller.DefaultTable(formID)
 	}
-	return &Stream{api: client, form: formID, table: table, opts: opts, log: opts.Logger.With(zap.String("stream", formID))}
+	return &Stream{api: client, form: formID, table: table, opts: opts, log: opts.Logger.With(zap.String(logkey.Stream, formID))}
 }
 
 // Key is the form's id: its state record and batch ids are named after it.
