@@ -60,6 +60,10 @@ func TestSinkContract(t *testing.T) {
 			srv.CreateBucket(t, bucket)
 			return openBucket(t, srv.URL(bucket, "out"))
 		})
+		t.Run("KilledUpload", func(t *testing.T) {
+			srv.CreateBucket(t, "killed")
+			testKilledUpload(t, srv.URL("killed", "out"))
+		})
 	})
 	t.Run("azblob", func(t *testing.T) {
 		srv := azurite.Start(t)
@@ -70,6 +74,10 @@ func TestSinkContract(t *testing.T) {
 			container := "lake" + strconv.Itoa(n)
 			srv.CreateContainer(t, container)
 			return openBucket(t, srv.URL(container, "out"))
+		})
+		t.Run("KilledUpload", func(t *testing.T) {
+			srv.CreateContainer(t, "killed")
+			testKilledUpload(t, srv.URL("killed", "out"))
 		})
 	})
 	t.Run("bigquery", func(t *testing.T) {
