@@ -185,7 +185,7 @@ func TestRaceOfTwoWritersOfOneBatch(t *testing.T) {
 	defer mine.Release()
 	theirs := record("theirs-1")
 	defer theirs.Release()
-	second.beforeUpload = func(string) {
+	second.store.beforeUpload = func(string) {
 		if err := first.Commit(ctx, b, theirs); err != nil {
 			t.Errorf("first writer: %v", err)
 		}

@@ -6,10 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -408,48 +405,4 @@ func timeAt(a arrow.Array, i int) time.Time {
 		return time.Time{}
 	}
 	return ts.Value(i).ToTime(ts.DataType().(*arrow.TimestampType).Unit).UTC()
-}
-
-// diskLister is Lister over a folder.
-type diskLister struct{ root string }
-
-func (d diskLister) List(ctx context.Context, prefix string, fn func(key string) error) error {
-	dir := filepath.Join(d.root, filepath.FromSlash(strings.TrimSuffix(prefix, "/")))
-	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) && p == dir {
-				return nil
-			}
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if p == dir {
-			return nil
-		}
-		if strings.HasPrefix(e.Name(), ".") {
-			// Temporary files, and folders a purge moved aside.
-			if e.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if !e.Type().IsRegular() {
-			return nil
-		}
-		rel, err := filepath.Rel(d.root, p)
-		if err != nil {
-			return err
-		}
-		return fn(filepath.ToSlash(rel))
-	})
-	if err != nil {
-		return hint(err)
-	}
-	return nil
-}
-
-func (d diskLister) Open(_ context.Context, key string) (ReadFile, error) {
-	return os.Open(filepath.Join(d.root, filepath.FromSlash(key)))
 }

@@ -121,7 +121,7 @@ func TestStopBetweenFilesOfABatch(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	renamed := 0
-	s.afterRename = func(_, _ string) {
+	s.disk.afterRename = func(_, _ string) {
 		if renamed++; renamed == 2 {
 			cancel() // the process dies after two of the four files
 		}
@@ -136,7 +136,7 @@ func TestStopBetweenFilesOfABatch(t *testing.T) {
 		t.Fatalf("a batch with 2 of its 4 files reads as committed (%v, %v)", ok, err)
 	}
 	before, _ := os.Stat(filepath.Join(root, "t", "submission_date=2024-05-01", "multi.parquet"))
-	s.afterRename = nil
+	s.disk.afterRename = nil
 	if _, err := s.CommitParts(context.Background(), b, parts); err != nil {
 		t.Fatal(err)
 	}

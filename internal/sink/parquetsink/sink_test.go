@@ -79,8 +79,8 @@ func TestCommitRoundTrip(t *testing.T) {
 		t.Fatal("not Committed after Commit")
 	}
 	want := filepath.Join(root, "answers", "submission_date=2024-05-01", "b1.parquet")
-	if s.Path(b, "2024-05-01") != want {
-		t.Errorf("Path = %s; want %s", s.Path(b, "2024-05-01"), want)
+	if s.disk.path(s.Key(b, "2024-05-01")) != want {
+		t.Errorf("Path = %s; want %s", s.disk.path(s.Key(b, "2024-05-01")), want)
 	}
 	if got := dirNames(t, filepath.Dir(want)); !reflect.DeepEqual(got, []string{"b1.parquet"}) {
 		t.Errorf("partition folder holds %q; want only b1.parquet", got)
@@ -249,7 +249,7 @@ func TestCommitIdempotent(t *testing.T) {
 	s := newSink(t, root)
 	b := testBatch("b1", testDay())
 	commit(t, s, b, testRows())
-	before, err := os.ReadFile(s.Path(b, "2024-05-01"))
+	before, err := os.ReadFile(s.disk.path(s.Key(b, "2024-05-01")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,10 +258,10 @@ func TestCommitIdempotent(t *testing.T) {
 	// And from a fresh sink, as after a restart.
 	commit(t, newSink(t, root), b, testRows())
 
-	if got := dirNames(t, filepath.Dir(s.Path(b, "2024-05-01"))); !reflect.DeepEqual(got, []string{"b1.parquet"}) {
+	if got := dirNames(t, filepath.Dir(s.disk.path(s.Key(b, "2024-05-01")))); !reflect.DeepEqual(got, []string{"b1.parquet"}) {
 		t.Errorf("partition folder holds %q; want only b1.parquet", got)
 	}
-	after, err := os.ReadFile(s.Path(b, "2024-05-01"))
+	after, err := os.ReadFile(s.disk.path(s.Key(b, "2024-05-01")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +288,7 @@ func TestCommitConcurrentSameBatch(t *testing.T) {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	if got := dirNames(t, filepath.Dir(s.Path(b, "2024-05-01"))); !reflect.DeepEqual(got, []string{"b1.parquet"}) {
+	if got := dirNames(t, filepath.Dir(s.disk.path(s.Key(b, "2024-05-01")))); !reflect.DeepEqual(got, []string{"b1.parquet"}) {
 		t.Errorf("partition folder holds %q; want only b1.parquet", got)
 	}
 }
@@ -325,8 +325,8 @@ func TestCommitReplacesBadFile(t *testing.T) {
 			root := t.TempDir()
 			s := newSink(t, root)
 			b := testBatch("b1", testDay())
-			os.MkdirAll(filepath.Dir(s.Path(b, "2024-05-01")), 0o755)
-			tc.write(t, s.Path(b, "2024-05-01"))
+			os.MkdirAll(filepath.Dir(s.disk.path(s.Key(b, "2024-05-01"))), 0o755)
+			tc.write(t, s.disk.path(s.Key(b, "2024-05-01")))
 			if committed(t, s, b) {
 				t.Fatal("Committed is true for a bad file")
 			}
@@ -404,7 +404,7 @@ func TestCommitCancelled(t *testing.T) {
 	}{
 		{"before the commit", func(s *Sink, cancel context.CancelFunc) { cancel() }},
 		{"between write and rename", func(s *Sink, cancel context.CancelFunc) {
-			s.beforeRename = func(tmp, final string) {
+			s.disk.beforeRename = func(tmp, final string) {
 				if _, err := os.Stat(tmp); err != nil {
 					panic("the temporary file is not there: " + err.Error())
 				}
@@ -548,7 +548,7 @@ func TestStaleTempsCleaned(t *testing.T) {
 	root := t.TempDir()
 	s := newSink(t, root)
 	b1 := testBatch("b1", testDay())
-	dir := filepath.Dir(s.Path(b1, "2024-05-01"))
+	dir := filepath.Dir(s.disk.path(s.Key(b1, "2024-05-01")))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -597,9 +597,9 @@ func TestCrashHelper(t *testing.T) {
 	}
 	switch at {
 	case "before-rename":
-		s.beforeRename = die
+		s.disk.beforeRename = die
 	case "after-rename":
-		s.afterRename = die
+		s.disk.afterRename = die
 	default:
 		t.Fatalf("unknown crash point %q", at)
 	}

@@ -22,7 +22,9 @@ import (
 	"github.com/syncd-dev/syncd/internal/sink/parquetsink"
 	"github.com/syncd-dev/syncd/internal/sink/sinktest"
 	"github.com/syncd-dev/syncd/internal/testkit"
+	"github.com/syncd-dev/syncd/internal/testkit/azurite"
 	"github.com/syncd-dev/syncd/internal/testkit/fakegcs"
+	"github.com/syncd-dev/syncd/internal/testkit/s3srv"
 )
 
 // TestSinkContract runs the contract over every backend.
@@ -48,39 +50,69 @@ func TestSinkContract(t *testing.T) {
 			return openBucket(t, "gs://lake/run"+strconv.Itoa(n))
 		})
 	})
+	t.Run("s3", func(t *testing.T) {
+		srv := s3srv.Start(t)
+		srv.Setenv(t)
+		n := 0
+		sinktest.Run(t, func(t *testing.T) sink.Sink {
+			n++
+			bucket := "lake" + strconv.Itoa(n)
+			srv.CreateBucket(t, bucket)
+			return openBucket(t, srv.URL(bucket, "out"))
+		})
+		t.Run("KilledUpload", func(t *testing.T) {
+			srv.CreateBucket(t, "killed")
+			testKilledUpload(t, srv.URL("killed", "out"))
+		})
+	})
+	t.Run("azblob", func(t *testing.T) {
+		srv := azurite.Start(t)
+		srv.Setenv(t)
+		n := 0
+		sinktest.Run(t, func(t *testing.T) sink.Sink {
+			n++
+			container := "lake" + strconv.Itoa(n)
+			srv.CreateContainer(t, container)
+			return openBucket(t, srv.URL(container, "out"))
+		})
+		t.Run("KilledUpload", func(t *testing.T) {
+			srv.CreateContainer(t, "killed")
+			testKilledUpload(t, srv.URL("killed", "out"))
+		})
+	})
 	t.Run("bigquery", func(t *testing.T) {
 		fake := bqfake.New(t)
 		n := 0
 		sinktest.Run(t, func(t *testing.T) sink.Sink {
+			// A project per sink: job ids, which name batches, are
+			// unique per project forever.
 			n++
-			dataset := "ds" + strconv.Itoa(n)
+			project, dataset := "proj"+strconv.Itoa(n), "forms"
 			s, err := bigquery.New(context.Background(), bigquery.Options{
-				Project: bqProject, Dataset: dataset, ClientOptions: fake.ClientOptions(),
+				Project: project, Dataset: dataset, ClientOptions: fake.ClientOptions(),
 				MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond, Version: "test",
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { s.Close() })
-			return &bqSink{Sink: s, fake: fake, dataset: dataset}
+			return &bqSink{Sink: s, fake: fake, project: project, dataset: dataset}
 		})
 	})
 }
-
-const bqProject = "proj"
 
 // bqSink reads a table back from the fake's rows, and the latest view
 // through the <table>_latest view the sink keeps, run by the fake.
 type bqSink struct {
 	*bigquery.Sink
-	fake    *bqfake.Server
-	dataset string
+	fake             *bqfake.Server
+	project, dataset string
 }
 
 func (b *bqSink) ReadRows(t *testing.T, table string) []sinktest.Row {
 	t.Helper()
 	var out []sinktest.Row
-	for _, r := range b.fake.Rows(bqProject, b.dataset, table) {
+	for _, r := range b.fake.Rows(b.project, b.dataset, table) {
 		row := sinktest.Row{}
 		row.Key, _ = r[sinktest.KeyColumn].(string)
 		if v, ok := r[sinktest.VersionColumn].(time.Time); ok {
@@ -97,16 +129,16 @@ func (b *bqSink) ReadRows(t *testing.T, table string) []sinktest.Row {
 func (b *bqSink) Latest(t *testing.T, table string) map[string]int64 {
 	t.Helper()
 	out := map[string]int64{}
-	if _, ok := b.fake.Table(bqProject, b.dataset, table+"_latest"); !ok {
+	if _, ok := b.fake.Table(b.project, b.dataset, table+"_latest"); !ok {
 		return out
 	}
 	ctx := context.Background()
-	c, err := gbq.NewClient(ctx, bqProject, b.fake.ClientOptions()...)
+	c, err := gbq.NewClient(ctx, b.project, b.fake.ClientOptions()...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	it, err := c.Query("SELECT submission_id, last_updated_at FROM `" + bqProject + "." + b.dataset + "." + table + "_latest`").Read(ctx)
+	it, err := c.Query("SELECT submission_id, last_updated_at FROM `" + b.project + "." + b.dataset + "." + table + "_latest`").Read(ctx)
 	if err != nil {
 		t.Fatalf("query the latest view of %s: %v", table, err)
 	}

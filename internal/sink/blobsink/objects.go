@@ -10,41 +10,12 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/syncd-dev/syncd/internal/blobstore"
-	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/sink/parquetsink"
 )
 
-var (
-	_ sink.Inventory     = (*Sink)(nil)
-	_ sink.VersionReader = (*Sink)(nil)
-)
-
-// HeldBatches lists the ids of the batches table has objects of, by their
-// keys (sink.Inventory).
-func (s *Sink) HeldBatches(ctx context.Context, table string) ([]string, error) {
-	return parquetsink.HeldBatchIDs(ctx, bucketLister{s.bucket, s.where}, table)
-}
-
-// DescribeBatches reads the footers of table's objects (sink.Inventory).
-func (s *Sink) DescribeBatches(ctx context.Context, table string) ([]sink.Held, error) {
-	return parquetsink.DescribeHeld(ctx, bucketLister{s.bucket, s.where}, s.layout, table)
-}
-
-// ReadVersions reads the identity columns of the objects of table's
-// complete batches, by range reads of those columns only
-// (sink.VersionReader).
-func (s *Sink) ReadVersions(ctx context.Context, t sink.TableColumns, fn func(sink.RowVersion) error) error {
-	return parquetsink.ReadHeldVersions(ctx, bucketLister{s.bucket, s.where}, s.layout, t, fn)
-}
-
-// bucketLister is parquetsink.Lister over a bucket.
-type bucketLister struct {
-	b     *blob.Bucket
-	where string
-}
-
-func (l bucketLister) List(ctx context.Context, prefix string, fn func(key string) error) error {
-	it := l.b.List(&blob.ListOptions{Prefix: prefix})
+// List lists the objects under prefix, skipping hidden names.
+func (l *bucketStore) List(ctx context.Context, prefix string, fn func(key string) error) error {
+	it := l.bucket.List(&blob.ListOptions{Prefix: prefix})
 	for {
 		obj, err := it.Next(ctx)
 		if errors.Is(err, io.EOF) {
@@ -73,12 +44,13 @@ func hidden(key string) bool {
 	return false
 }
 
-func (l bucketLister) Open(ctx context.Context, key string) (parquetsink.ReadFile, error) {
-	a, err := l.b.Attributes(ctx, key)
+// Open opens key for range reads.
+func (l *bucketStore) Open(ctx context.Context, key string) (parquetsink.ReadFile, error) {
+	a, err := l.bucket.Attributes(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("look at %s in %s: %w", key, l.where, blobstore.Hint(err, l.where))
 	}
-	return &objectFile{ctx: ctx, b: l.b, key: key, size: a.Size, where: l.where}, nil
+	return &objectFile{ctx: ctx, b: l.bucket, key: key, size: a.Size, where: l.where}, nil
 }
 
 // objectFile reads an object by ranges: the Parquet reader fetches the

@@ -1,0 +1,226 @@
+package blobsink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"go.uber.org/zap"
+	"gocloud.dev/blob"
+
+	"github.com/syncd-dev/syncd/internal/blobstore"
+	"github.com/syncd-dev/syncd/internal/sink/parquetsink"
+)
+
+// bucketStore is parquetsink.Storage in a bucket: an upload is visible
+// whole once it completes, a new object is created only if absent, and
+// uploads stop once stop is closed (see Sink.StopWhen).
+type bucketStore struct {
+	bucket *blob.Bucket
+	where  string // the URL, for messages
+	log    *zap.Logger
+
+	// stop, when closed, abandons every upload in flight and refuses new
+	// ones. Set before the first commit.
+	stop <-chan struct{}
+
+	// beforeUpload, when set, is called before an upload starts (tests).
+	beforeUpload func(key string)
+}
+
+var _ parquetsink.Storage = (*bucketStore)(nil)
+
+func (b *bucketStore) String() string { return b.where }
+
+func (b *bucketStore) stopped() bool {
+	select {
+	case <-b.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+func (b *bucketStore) hint(err error) error { return blobstore.Hint(err, b.where) }
+
+// Stat reads the object's metadata. An object without it (file://
+// buckets keep none) is named by its footer.
+func (b *bucketStore) Stat(ctx context.Context, key string) (parquetsink.FileStat, error) {
+	a, err := b.bucket.Attributes(ctx, key)
+	if blobstore.IsNotFound(err) {
+		return parquetsink.FileStat{}, nil
+	}
+	if err != nil {
+		return parquetsink.FileStat{}, fmt.Errorf("look for %s in %s: %w", key, b.where, b.hint(err))
+	}
+	st := parquetsink.FileStat{Present: true, BatchID: a.Metadata[MetaBatchID], Attempt: a.Metadata[MetaAttempt]}
+	if st.BatchID != "" {
+		return st, nil
+	}
+	f := &objectFile{ctx: ctx, b: b.bucket, key: key, size: a.Size, where: b.where}
+	r, err := file.NewParquetReader(f)
+	if err != nil {
+		return st, nil // unreadable: present, naming no batch
+	}
+	defer r.Close()
+	kv := r.MetaData().KeyValueMetadata()
+	if v := kv.FindValue(parquetsink.KeyBatchID); v != nil {
+		st.BatchID = *v
+	}
+	if v := kv.FindValue(parquetsink.KeyAttempt); v != nil {
+		st.Attempt = *v
+	}
+	return st, nil
+}
+
+// Put streams what write produces into one upload. Cancelling the upload's
+// context (ctx ending, the stop channel closing, write failing) abandons
+// it: the object never appears.
+func (b *bucketStore) Put(ctx context.Context, key string, o parquetsink.PutOptions, write func(io.Writer) (int64, error)) (int64, error) {
+	if b.beforeUpload != nil {
+		b.beforeUpload(key)
+	}
+	if b.stopped() {
+		return 0, ErrStopped
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if b.stop != nil {
+		go func() {
+			select {
+			case <-b.stop:
+				cancel()
+			case <-wctx.Done():
+			}
+		}()
+	}
+	var before func(as func(any) bool) error
+	if o.IfAbsent {
+		// DoesNotExist on GCS, If-None-Match: * on S3 and Azure; a store
+		// without such a condition fails the upload instead (file://
+		// excepted: one host, and the state's lock keeps one writer).
+		before = blobstore.IfAbsent
+	}
+	w, err := b.bucket.NewWriter(wctx, key, &blob.WriterOptions{
+		ContentType: ContentType,
+		Metadata:    map[string]string{MetaBatchID: o.BatchID, MetaAttempt: o.Attempt},
+		BeforeWrite: before,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("start the upload of %s: %w", key, b.hint(err))
+	}
+	cw := &countingWriter{w: w}
+	abandon := func(err error) (int64, error) {
+		cancel()
+		_ = closeWriter(w)
+		if b.stopped() {
+			err = ErrStopped
+		}
+		return 0, fmt.Errorf("upload %s: %w (nothing written)", key, err)
+	}
+	if _, err := write(cw); err != nil {
+		return abandon(err)
+	}
+	if err := ctx.Err(); err != nil {
+		return abandon(err)
+	}
+	if b.stopped() {
+		return abandon(ErrStopped)
+	}
+	if err := closeWriter(w); err != nil {
+		if b.stopped() && wctx.Err() != nil {
+			return 0, ErrStopped
+		}
+		if blobstore.IsPrecondition(err) {
+			return 0, fmt.Errorf("upload %s: %w", key, parquetsink.ErrExists)
+		}
+		return 0, fmt.Errorf("upload %s: %w", key, b.hint(err))
+	}
+	return cw.n, nil
+}
+
+// Keep does nothing: an upload is durable once it is visible.
+func (b *bucketStore) Keep(context.Context, string) error { return nil }
+
+// Delete deletes key; an absent one is no error.
+func (b *bucketStore) Delete(ctx context.Context, key string) error {
+	if err := b.bucket.Delete(ctx, key); err != nil && !blobstore.IsNotFound(err) {
+		return fmt.Errorf("delete %s in %s: %w", key, b.where, b.hint(err))
+	}
+	return nil
+}
+
+// Entries lists table's prefix one level deep.
+func (b *bucketStore) Entries(ctx context.Context, table string, n int) ([]string, error) {
+	it := b.bucket.List(&blob.ListOptions{Prefix: table + "/", Delimiter: "/"})
+	var names []string
+	for len(names) < n {
+		obj, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list table %s in %s: %w", table, b.where, b.hint(err))
+		}
+		names = append(names, strings.TrimSuffix(strings.TrimPrefix(obj.Key, table+"/"), "/"))
+	}
+	return names, nil
+}
+
+// Purge deletes every object of table. A bucket cannot hide a table at
+// once, so readers may see part of it while it goes; a purge a crash
+// interrupted is finished by the next one, deleting being idempotent.
+func (b *bucketStore) Purge(ctx context.Context, table string) error {
+	it := b.bucket.List(&blob.ListOptions{Prefix: table + "/"})
+	deleted := 0
+	for {
+		obj, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("list %s: %w", b.where, b.hint(err))
+		}
+		if err := b.Delete(ctx, obj.Key); err != nil {
+			return err
+		}
+		deleted++
+	}
+	b.log.Info("purged a table's objects", zap.String("table", table), zap.Int("objects", deleted))
+	return nil
+}
+
+// Close closes the bucket.
+func (b *bucketStore) Close() error {
+	if err := b.bucket.Close(); err != nil {
+		return fmt.Errorf("close bucket %s: %w", b.where, err)
+	}
+	return nil
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// closeWriter closes an upload. gocloud.dev v0.47's Azure writer panics
+// (nil pointer) when it closes an upload fed by Write that failed, a
+// refused create-only condition or a cancelled one among them: that is an
+// upload that did not happen, so the panic becomes its error.
+func closeWriter(w *blob.Writer) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the storage client failed while it closed the upload: %v", r)
+		}
+	}()
+	return w.Close()
+}

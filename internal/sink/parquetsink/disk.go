@@ -1,0 +1,402 @@
+package parquetsink
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"go.uber.org/zap"
+)
+
+// tmpMarker sits in every temporary file name, after a leading "." that
+// makes DuckDB, Spark and Hive skip the file.
+const tmpMarker = ".parquet.tmp-"
+
+// purgePrefix starts the hidden name a table's folder is moved to while
+// Purge removes it, so readers see the whole table or none of it.
+const purgePrefix = ".purge-"
+
+// diskStore is Storage in a local folder. A file is written under a
+// hidden temporary name, synced, and renamed into place, and the folders
+// are synced, so readers see it whole or not at all and it survives a
+// power cut. Put's IfAbsent is kept by there being one writer (the
+// state's lock across processes, the sink's per-batch lock within one).
+type diskStore struct {
+	root string
+	log  *zap.Logger
+
+	// Test hooks, called around the rename of a Put.
+	beforeRename func(tmp, final string)
+	afterRename  func(tmp, final string)
+}
+
+var _ Storage = (*diskStore)(nil)
+
+// openDisk opens the folder root, creating it if needed, and removes
+// temporary files left behind by a crashed writer.
+func openDisk(root string, log *zap.Logger) (*diskStore, error) {
+	if root == "" {
+		return nil, errors.New("parquet sink: no folder given: set sink.parquet.path")
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("parquet sink: resolve %s: %w", root, err)
+	}
+	switch fi, err := os.Stat(abs); {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(abs, 0o755); err != nil {
+			return nil, fmt.Errorf("parquet sink: create folder %s: %w", abs, hint(err))
+		}
+	case err != nil:
+		return nil, fmt.Errorf("parquet sink: open folder %s: %w", abs, hint(err))
+	case !fi.IsDir():
+		return nil, fmt.Errorf("parquet sink: %s is not a folder: point sink.parquet.path at a folder", abs)
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	d := &diskStore{root: abs, log: log}
+	d.cleanStale()
+	return d, nil
+}
+
+func (d *diskStore) String() string { return d.root }
+
+func (d *diskStore) Close() error { return nil }
+
+// path is the file of key.
+func (d *diskStore) path(key string) string { return filepath.Join(d.root, filepath.FromSlash(key)) }
+
+// cleanStale removes every temporary file under the root. They are
+// invisible to readers, so this only frees space; failures are logged.
+func (d *diskStore) cleanStale() {
+	removed := 0
+	err := filepath.WalkDir(d.root, func(path string, e fs.DirEntry, err error) error {
+		if err != nil {
+			d.log.Warn("cannot read a folder while cleaning temporary files", zap.String("path", path), zap.Error(err))
+			if e != nil && e.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if e.Type().IsRegular() && isTemp(e.Name()) {
+			if err := os.Remove(path); err != nil {
+				d.log.Warn("cannot remove a stale temporary file", zap.String("path", path), zap.Error(err))
+			} else {
+				removed++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		d.log.Warn("cleaning stale temporary files stopped early", zap.String("root", d.root), zap.Error(err))
+	}
+	if removed > 0 {
+		d.log.Info("removed stale temporary files of interrupted commits", zap.String("root", d.root), zap.Int("files", removed))
+	}
+}
+
+func isTemp(name string) bool {
+	return strings.HasPrefix(name, ".") && strings.Contains(name, tmpMarker)
+}
+
+func tempPrefix(id string) string { return "." + id + tmpMarker }
+
+// Stat reads the footer of key's file: the batch and attempt it names.
+func (d *diskStore) Stat(_ context.Context, key string) (FileStat, error) {
+	f, err := os.Open(d.path(key))
+	// ENOTDIR: a file stands where a folder of the path should be, so the
+	// batch is not there; Put reports the obstacle when it makes folders.
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return FileStat{}, nil
+	}
+	if err != nil {
+		return FileStat{}, hint(err) // names the path
+	}
+	defer f.Close()
+	r, err := file.NewParquetReader(f)
+	if err != nil {
+		return FileStat{Present: true}, nil
+	}
+	defer r.Close()
+	st := FileStat{Present: true}
+	kv := r.MetaData().KeyValueMetadata()
+	if v := kv.FindValue(KeyBatchID); v != nil {
+		st.BatchID = *v
+	}
+	if v := kv.FindValue(KeyAttempt); v != nil {
+		st.Attempt = *v
+	}
+	return st, nil
+}
+
+// Put writes a temporary file beside key, syncs it, renames it into place
+// and syncs the folders.
+func (d *diskStore) Put(ctx context.Context, key string, o PutOptions, write func(io.Writer) (int64, error)) (int64, error) {
+	final := d.path(key)
+	dir := filepath.Dir(final)
+	if err := d.mkdirs(dir); err != nil {
+		return 0, err
+	}
+	d.removeTemps(dir, o.BatchID)
+	tmp, n, err := d.writeTemp(ctx, dir, final, o.BatchID, write)
+	if err != nil {
+		return 0, err
+	}
+	if d.beforeRename != nil {
+		d.beforeRename(tmp, final)
+	}
+	if err := ctx.Err(); err != nil {
+		removeQuietly(tmp)
+		return 0, fmt.Errorf("%w (nothing written to %s)", err, final)
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		removeQuietly(tmp)
+		return 0, fmt.Errorf("rename %s to %s: %w", tmp, final, hint(err))
+	}
+	if d.afterRename != nil {
+		d.afterRename(tmp, final)
+	}
+	// The file is visible now; syncing the folders makes the rename (and
+	// the folders, new or made by an attempt that crashed) survive a power
+	// cut. If that fails the caller retries, finds the file, and Keep
+	// syncs again.
+	if err := d.syncDirs(dir); err != nil {
+		return n, err
+	}
+	return n, nil
+}
+
+// Keep syncs the folders of a file found in place: an attempt may have
+// stopped after its rename, before syncing them.
+func (d *diskStore) Keep(_ context.Context, key string) error {
+	return d.syncDirs(filepath.Dir(d.path(key)))
+}
+
+// writeTemp encodes into a new hidden file in dir, syncs and closes it,
+// and returns its path. On error nothing is left behind.
+func (d *diskStore) writeTemp(ctx context.Context, dir, final, id string, write func(io.Writer) (int64, error)) (path string, n int64, err error) {
+	f, err := os.CreateTemp(dir, tempPrefix(id)+"*")
+	if err != nil {
+		return "", 0, fmt.Errorf("create a temporary file in %s: %w", dir, hint(err))
+	}
+	path = f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			removeQuietly(path)
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	if n, err = write(bw); err != nil {
+		return "", 0, fmt.Errorf("write %s: %w", final, hint(err))
+	}
+	if err := bw.Flush(); err != nil {
+		return "", 0, fmt.Errorf("write %s: %w", final, hint(err))
+	}
+	// A cancelled commit skips the fsync, the slowest step.
+	if err := ctx.Err(); err != nil {
+		return "", 0, fmt.Errorf("%w (nothing written to %s)", err, final)
+	}
+	if err := f.Sync(); err != nil {
+		return "", 0, fmt.Errorf("write %s: sync %s: %w", final, path, hint(err))
+	}
+	if err := f.Close(); err != nil {
+		return "", 0, fmt.Errorf("write %s: close %s: %w", final, path, hint(err))
+	}
+	return path, n, nil
+}
+
+// Delete removes key's file and syncs its folders, so the removal lasts.
+func (d *diskStore) Delete(_ context.Context, key string) error {
+	p := d.path(key)
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+		return fmt.Errorf("remove %s: %w", p, hint(err))
+	}
+	if err := d.syncDirs(filepath.Dir(p)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// Entries names what table's folder holds.
+func (d *diskStore) Entries(_ context.Context, table string, n int) ([]string, error) {
+	dir := d.path(table)
+	entries, err := os.ReadDir(dir)
+	// ENOTDIR: a file is in the way; making the folder reports it.
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read table folder %s: %w", dir, hint(err))
+	}
+	names := make([]string, 0, min(n, len(entries)))
+	for _, e := range entries[:min(n, len(entries))] {
+		names = append(names, e.Name())
+	}
+	return names, nil
+}
+
+// Purge renames table's folder to a hidden name (readers then see no
+// table at all, never a part of one), then removes it. A removal a crash
+// interrupted is finished by the next Purge of the table.
+func (d *diskStore) Purge(_ context.Context, table string) error {
+	dir := d.path(table)
+	hidden := filepath.Join(d.root, purgePrefix+table)
+	if err := os.RemoveAll(hidden); err != nil {
+		return fmt.Errorf("remove %s: %w", hidden, hint(err))
+	}
+	switch err := os.Rename(dir, hidden); {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("move %s aside: %w", dir, hint(err))
+	}
+	if err := syncDir(d.root); err != nil {
+		return fmt.Errorf("sync folder %s: %w", d.root, err)
+	}
+	if err := os.RemoveAll(hidden); err != nil {
+		return fmt.Errorf("remove %s: %w", hidden, hint(err))
+	}
+	return nil
+}
+
+// List walks the folder under prefix, skipping hidden names: temporary
+// files, and folders a purge moved aside.
+func (d *diskStore) List(ctx context.Context, prefix string, fn func(key string) error) error {
+	dir := d.path(strings.TrimSuffix(prefix, "/"))
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && p == dir {
+				return nil
+			}
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if p == dir {
+			return nil
+		}
+		if strings.HasPrefix(e.Name(), ".") {
+			if e.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !e.Type().IsRegular() {
+			return nil
+		}
+		rel, err := filepath.Rel(d.root, p)
+		if err != nil {
+			return err
+		}
+		return fn(filepath.ToSlash(rel))
+	})
+	if err != nil {
+		return hint(err)
+	}
+	return nil
+}
+
+// Open opens key's file.
+func (d *diskStore) Open(_ context.Context, key string) (ReadFile, error) {
+	return os.Open(d.path(key))
+}
+
+// mkdirs makes the folders from the root down to dir.
+func (d *diskStore) mkdirs(dir string) error {
+	rel, err := filepath.Rel(d.root, dir)
+	if err != nil {
+		return err
+	}
+	cur := d.root
+	for _, e := range strings.Split(rel, string(filepath.Separator)) {
+		if e == "." || e == "" {
+			continue
+		}
+		cur = filepath.Join(cur, e)
+		err := os.Mkdir(cur, 0o755)
+		switch {
+		case err == nil:
+		case errors.Is(err, fs.ErrExist):
+			if fi, serr := os.Stat(cur); serr != nil || !fi.IsDir() {
+				return fmt.Errorf("create folder %s: something else is in the way: remove it or point sink.parquet.path elsewhere", cur)
+			}
+		default:
+			return fmt.Errorf("create folder %s: %w", cur, hint(err))
+		}
+	}
+	return nil
+}
+
+// syncDirs flushes the entries leading to a file in dir: dir's own, and
+// each parent's up to the root.
+func (d *diskStore) syncDirs(dir string) error {
+	for cur := dir; ; cur = filepath.Dir(cur) {
+		if err := syncDir(cur); err != nil {
+			return fmt.Errorf("sync folder %s: %w", cur, hint(err))
+		}
+		if cur == d.root || !strings.HasPrefix(cur, d.root) {
+			return nil
+		}
+	}
+}
+
+// removeTemps deletes leftovers of earlier attempts at batch id in dir.
+func (d *diskStore) removeTemps(dir, id string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		d.log.Warn("cannot list a partition folder to clean temporary files", zap.String("path", dir), zap.Error(err))
+		return
+	}
+	prefix := tempPrefix(id)
+	for _, e := range entries {
+		if e.Type().IsRegular() && strings.HasPrefix(e.Name(), prefix) {
+			p := filepath.Join(dir, e.Name())
+			if err := os.Remove(p); err != nil {
+				d.log.Warn("cannot remove a stale temporary file", zap.String("path", p), zap.Error(err))
+			} else {
+				d.log.Info("removed the temporary file of an interrupted commit", zap.String("path", p), zap.String("batch_id", id))
+			}
+		}
+	}
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	if err := d.Sync(); err != nil {
+		d.Close()
+		return err
+	}
+	return d.Close()
+}
+
+func removeQuietly(path string) { _ = os.Remove(path) }
+
+// hint adds to a file system error what a user can do about it.
+func hint(err error) error {
+	var fix string
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		fix = "free space or point sink.parquet.path elsewhere"
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
+		fix = "give syncd write access to the folder or point sink.parquet.path elsewhere"
+	case errors.Is(err, syscall.ENOTDIR):
+		fix = "a file is in the way of a folder: remove it or point sink.parquet.path elsewhere"
+	default:
+		return err
+	}
+	return fmt.Errorf("%w: %s", err, fix)
+}
