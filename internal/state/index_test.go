@@ -287,6 +287,9 @@ func TestMigrateFormat2Fixture(t *testing.T) {
 	if r.version != 2 {
 		t.Fatalf("the fixture reads as version %d", r.version)
 	}
+	if a, err := r.Get(ctx, "form-a"); err != nil || a.Indexed != 41 {
+		t.Errorf("a reader of the format 2 file counts %d indexed records (%v), want 41", a.Indexed, err)
+	}
 	must(t, r.Close())
 	w := openW(t, path, nil)
 	if w.version != 3 {
