@@ -1048,7 +1048,11 @@ func (b *Bolt) migrateTo3() error {
 			if err := b.applyIndex(tx, &st, &IndexChange{Put: old.entries()}); err != nil {
 				return err
 			}
-			for id := range st.Intents {
+			for id, in := range st.Intents {
+				if in.Reconcile && in.Counts == nil {
+					in.Counts = old.counts(id)
+					st.Intents[id] = in
+				}
 				if c := old.pending(id); c != nil {
 					pend, err := formBucket(tx, pendingBucket, st.FormID, true)
 					if err != nil {

@@ -368,6 +368,9 @@ func checkMigrated(t *testing.T, st Store, legacy map[string]*legacyIndex) {
 	if !maps.Equal(got, want) || a.Indexed != 41 {
 		t.Fatalf("form-a's index after the migration: %d records (Indexed %d), want the fixture's 41", len(got), a.Indexed)
 	}
+	if c := a.Intents["b1-r1"].Counts; c == nil || *c != (ReconcileCounts{Versions: 2, Tombstones: 1}) {
+		t.Errorf("the open reconcile batch's counts after the migration: %+v", c)
+	}
 	// The open reconcile batch commits with what its intent carried.
 	must(t, st.Commit(ctx, "form-a", Commit{BatchID: "b1-r1", Window: a.Committed[0], Reconcile: &ReconcileCounts{Versions: 2, Tombstones: 1}}))
 	pend := legacy["form-a"].Intents["b1-r1"]
