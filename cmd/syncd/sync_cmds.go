@@ -582,8 +582,9 @@ func newReconcileCmd(g *globals) *cobra.Command {
 		Long: "Reads the committed windows of one form from --from (default: now - sync.lookback) to now\n" +
 			"again and compares each submission with the versions the output holds: an edit is written\n" +
 			"as a new version row, a deletion as a tombstone row (_deleted = true), a submission imported\n" +
-			"with a past time as a normal row. Existing files are never rewritten. --from reaches as far\n" +
-			"back as the state keeps versions (sync.lookback when it started keeping them).",
+			"with a past time as a normal row. Existing files are never rewritten. --from reaches back to\n" +
+			"the form's start: every batch records its rows' versions (a state written before format 3\n" +
+			"kept them for sync.lookback only; `syncd state adopt` indexes the rows before that).",
 		Example: "  syncd reconcile --form vLp2aX\n  syncd reconcile --form vLp2aX --from 2026-11-01",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -613,7 +614,7 @@ func newReconcileCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&formID, "form", "", "form id (required)")
-	cmd.Flags().StringVar(&from, "from", "", "reconcile from this date: 2024-01-31 or RFC 3339 (default: now - sync.lookback)")
+	cmd.Flags().StringVar(&from, "from", "", "reconcile from this date: 2024-01-31 or RFC 3339 (default: now - sync.lookback; the whole history when it is 0)")
 	cmd.Flags().StringVar(&summaryPath, "summary", "", "also write a JSON summary to this file")
 	addOutputFlag(cmd, &format)
 	_ = cmd.MarkFlagRequired("form")

@@ -487,6 +487,15 @@ func (b *Bolt) decode(key, val []byte) (FormState, error) {
 	if st.FormID != string(key) {
 		return st, &CorruptError{Path: b.path, Form: form, Err: fmt.Errorf("record under key %q names form %q", key, st.FormID)}
 	}
+	if b.version < 3 {
+		// A file not migrated yet (read-only) keeps its index in the record.
+		var old struct {
+			Versions map[string]json.RawMessage `json:"versions"`
+		}
+		if json.Unmarshal(body, &old) == nil {
+			st.Indexed = int64(len(old.Versions))
+		}
+	}
 	if err := st.Committed.check(); err != nil {
 		return st, &CorruptError{Path: b.path, Form: form, Err: fmt.Errorf("committed windows of form %q: %w", key, err)}
 	}
@@ -1039,7 +1048,11 @@ func (b *Bolt) migrateTo3() error {
 			if err := b.applyIndex(tx, &st, &IndexChange{Put: old.entries()}); err != nil {
 				return err
 			}
-			for id := range st.Intents {
+			for id, in := range st.Intents {
+				if in.Reconcile && in.Counts == nil {
+					in.Counts = old.counts(id)
+					st.Intents[id] = in
+				}
 				if c := old.pending(id); c != nil {
 					pend, err := formBucket(tx, pendingBucket, st.FormID, true)
 					if err != nil {

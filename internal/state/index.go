@@ -513,3 +513,10 @@ func (l *legacyIndex) pending(batchID string) *IndexChange {
 	}
 	return c
 }
+
+// counts are what an open reconcile batch of a format 2 record writes,
+// which format 3 keeps in the intent (Intent.Counts).
+func (l *legacyIndex) counts(batchID string) *ReconcileCounts {
+	in := l.Intents[batchID]
+	return &ReconcileCounts{Versions: len(in.Versions), Tombstones: len(in.Gone)}
+}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/syncd-dev/syncd/internal/testkit/lakes"
 )
 
 var it0 = time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
@@ -21,7 +23,7 @@ var it0 = time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
 // at is an instant i seconds after it0.
 func at(i int) time.Time { return it0.Add(time.Duration(i) * time.Second) }
 
-func uuidOf(i int) string { return fmt.Sprintf("%08x-0000-4000-8000-%012x", i*7919, i) }
+func uuidOf(i int) string { return fmt.Sprintf("%08x-0000-4000-8000-%012x", uint32(i*7919), i) }
 
 func ent(id string, t int, ver int) Entry {
 	return Entry{ID: id, Version: Version{Time: at(t), Hash: TimeVersion(at(1000 + ver))}}
@@ -285,6 +287,9 @@ func TestMigrateFormat2Fixture(t *testing.T) {
 	if r.version != 2 {
 		t.Fatalf("the fixture reads as version %d", r.version)
 	}
+	if a, err := r.Get(ctx, "form-a"); err != nil || a.Indexed != 41 {
+		t.Errorf("a reader of the format 2 file counts %d indexed records (%v), want 41", a.Indexed, err)
+	}
 	must(t, r.Close())
 	w := openW(t, path, nil)
 	if w.version != 3 {
@@ -362,6 +367,9 @@ func checkMigrated(t *testing.T, st Store, legacy map[string]*legacyIndex) {
 	}
 	if !maps.Equal(got, want) || a.Indexed != 41 {
 		t.Fatalf("form-a's index after the migration: %d records (Indexed %d), want the fixture's 41", len(got), a.Indexed)
+	}
+	if c := a.Intents["b1-r1"].Counts; c == nil || *c != (ReconcileCounts{Versions: 2, Tombstones: 1}) {
+		t.Errorf("the open reconcile batch's counts after the migration: %+v", c)
 	}
 	// The open reconcile batch commits with what its intent carried.
 	must(t, st.Commit(ctx, "form-a", Commit{BatchID: "b1-r1", Window: a.Committed[0], Reconcile: &ReconcileCounts{Versions: 2, Tombstones: 1}}))
@@ -479,5 +487,74 @@ func BenchmarkIndexBytesPerRecord(b *testing.B) {
 		b.ReportMetric(float64(chunkBytes)/records, "chunk-bytes/record")
 		b.ReportMetric(float64(used-empty)/records, "page-bytes/record")
 		b.ReportMetric(float64(info.Size()-empty)/records, "file-bytes/record")
+	}
+}
+
+// BenchmarkObjectIndexSize commits 1,000,000 records of a dense form
+// (batches of 10,000, as a backfill does) to a state in a bucket
+// (fake-gcs-server) and reports the size of the state object and of the
+// index objects, and the bytes one commit uploads at the end.
+func BenchmarkObjectIndexSize(b *testing.B) {
+	const records, batch = 1_000_000, 10_000
+	step := 30 * 24 * time.Hour / records
+	for i := 0; i < b.N; i++ {
+		url := lakes.Start(b, "gs").URL(fmt.Sprintf("bench%d/syncd-state", i))
+		ctx := context.Background()
+		o, err := openObject(ctx, ObjectOptions{URL: url}, true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var lastUpload int64
+		for j := 0; j < records; j += batch {
+			c := &IndexChange{}
+			for k := j; k < j+batch; k++ {
+				t := it0.Add(time.Duration(k) * step)
+				c.Put = append(c.Put, Entry{ID: uuidOf(k), Version: Version{Time: t, Hash: TimeVersion(t)}})
+			}
+			w := Interval{Start: it0.Add(time.Duration(j) * step), End: it0.Add(time.Duration(j+batch) * step)}
+			if err := o.RecordIntent(ctx, "f", Intent{BatchID: fmt.Sprint(j), Table: "t", Start: w.Start, End: w.End}); err != nil {
+				b.Fatal(err)
+			}
+			before := o.doc.Index["f"].clone()
+			if err := o.Commit(ctx, "f", Commit{BatchID: fmt.Sprint(j), Window: w, Index: c}); err != nil {
+				b.Fatal(err)
+			}
+			// Uploaded by the commit: the chunks it names anew and the
+			// state object.
+			old := map[string]bool{}
+			for _, r := range before.Chunks {
+				old[r.Name] = true
+			}
+			raw, _ := encodeDoc(&o.doc)
+			lastUpload = int64(len(raw))
+			for _, r := range o.doc.Index["f"].Chunks {
+				if !old[r.Name] {
+					attrs, err := o.bucket.Attributes(ctx, o.blobKey(r.Name))
+					if err != nil {
+						b.Fatal(err)
+					}
+					lastUpload += attrs.Size
+				}
+			}
+		}
+		var chunkBytes int64
+		for _, r := range o.doc.Index["f"].Chunks {
+			attrs, err := o.bucket.Attributes(ctx, o.blobKey(r.Name))
+			if err != nil {
+				b.Fatal(err)
+			}
+			chunkBytes += attrs.Size
+		}
+		raw, err := encodeDoc(&o.doc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(len(raw)), "state-object-bytes")
+		b.ReportMetric(float64(len(o.doc.Index["f"].Chunks)), "chunk-objects")
+		b.ReportMetric(float64(chunkBytes)/records, "chunk-bytes/record")
+		b.ReportMetric(float64(lastUpload), "last-commit-upload-bytes")
+		if err := o.Close(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -178,12 +178,12 @@ func (o *Object) URL() string { return o.shown }
 
 // load reads the object and its generation.
 func (o *Object) load(ctx context.Context) error {
-	doc, ver, err := o.read(ctx)
+	doc, ver, legacy, err := o.read(ctx)
 	if err != nil {
 		return err
 	}
 	o.mu.Lock()
-	o.doc, o.ver = doc, ver
+	o.doc, o.ver, o.legacy = doc, ver, legacy
 	o.mu.Unlock()
 	return nil
 }
@@ -200,29 +200,26 @@ func (o *Object) decodeLegacy(raw []byte) (map[string]*legacyIndex, error) {
 	return old.Forms, nil
 }
 
-// read returns the object's document and version; an absent object is
-// an empty document at version "".
-func (o *Object) read(ctx context.Context) (objectDoc, blobstore.Version, error) {
+// read returns the object's document and version, and the version index a
+// format 1 object holds in its records; an absent object is an empty
+// document at version "". It takes no lock: write calls it holding o.mu.
+func (o *Object) read(ctx context.Context) (objectDoc, blobstore.Version, map[string]*legacyIndex, error) {
 	raw, ver, err := blobstore.Read(ctx, o.bucket, o.key)
 	if blobstore.IsNotFound(err) {
-		return objectDoc{FormatVersion: objectFormat, Forms: map[string]FormState{}}, "", nil
+		return objectDoc{FormatVersion: objectFormat, Forms: map[string]FormState{}}, "", nil, nil
 	}
 	if errors.Is(err, blobstore.ErrNoConditions) {
-		return objectDoc{}, "", fmt.Errorf("read state %s: %w: keep the state in gs://, s3:// or azblob://, or in state.path", o.shown, err)
+		return objectDoc{}, "", nil, fmt.Errorf("read state %s: %w: keep the state in gs://, s3:// or azblob://, or in state.path", o.shown, err)
 	}
 	if err != nil {
-		return objectDoc{}, "", fmt.Errorf("read state %s: %w", o.shown, blobstore.Hint(err, o.shown))
+		return objectDoc{}, "", nil, fmt.Errorf("read state %s: %w", o.shown, blobstore.Hint(err, o.shown))
 	}
 	doc, err := o.decode(raw)
+	var legacy map[string]*legacyIndex
 	if err == nil && doc.FormatVersion < 2 {
-		var legacy map[string]*legacyIndex
-		if legacy, err = o.decodeLegacy(raw); err == nil {
-			o.mu.Lock()
-			o.legacy = legacy
-			o.mu.Unlock()
-		}
+		legacy, err = o.decodeLegacy(raw)
 	}
-	return doc, ver, err
+	return doc, ver, legacy, err
 }
 
 func (o *Object) decode(raw []byte) (objectDoc, error) {
@@ -523,7 +520,7 @@ func (o *Object) write(ctx context.Context, raw []byte) (blobstore.Version, erro
 	case blobstore.IsPrecondition(err):
 		// A write whose answer was lost and that the client retried fails
 		// its own precondition: the object then holds this very write.
-		if doc, cur, rerr := o.read(ctx); rerr == nil && doc.Writer == o.id && doc.Seq == o.seq+1 {
+		if doc, cur, _, rerr := o.read(ctx); rerr == nil && doc.Writer == o.id && doc.Seq == o.seq+1 {
 			return cur, nil
 		}
 		o.failed = &ConflictError{URL: o.shown}

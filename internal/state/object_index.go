@@ -240,7 +240,11 @@ func (o *Object) migrateDoc(ctx context.Context, doc *objectDoc, legacy map[stri
 			return nil, err
 		}
 		unused = append(unused, u...)
-		for batch := range st.Intents {
+		for batch, in := range st.Intents {
+			if in.Reconcile && in.Counts == nil {
+				in.Counts = old.counts(batch)
+				st.Intents[batch] = in
+			}
 			if c := old.pending(batch); c != nil {
 				name := newBlobName(id, "pending", 0)
 				if err := o.putBlob(ctx, name, encodeChange(c)); err != nil {
