@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -10,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -54,7 +54,15 @@ type cpuResult struct {
 // is shared, and interference only ever adds), and prints a table. With
 // profDir set, one more syncd run per form is profiled into
 // profDir/<form>.pprof through syncd's --pprof.
-func cpuCompare(ctx context.Context, bin string, subs, wideSubs, runs int, only, profDir string) {
+//
+// lookback, when set, is written as sync.lookback (the default, 30 days,
+// keeps a version index of every row in the state: "0s" measures syncd
+// without it).
+func cpuCompare(ctx context.Context, bin string, subs, wideSubs, runs int, only, profDir, lookback string) {
+	extra := ""
+	if lookback != "" {
+		extra = "  lookback: " + lookback + "\n"
+	}
 	start, end := history()
 	all := []cpuForm{
 		{name: "narrow", index: 1, subs: subs},
@@ -71,6 +79,9 @@ func cpuCompare(ctx context.Context, bin string, subs, wideSubs, runs int, only,
 		fatalf("cpu: own executable: %v", err)
 	}
 	fmt.Printf("## CPU-seconds end to end: syncd backfill vs DuckDB (best of %d)\n\n", runs)
+	if lookback != "" {
+		fmt.Printf("syncd with sync.lookback: %s\n\n", lookback)
+	}
 	fmt.Println("| form | questions | submissions | JSON | DuckDB CPU | syncd CPU (user + sys) | syncd wall | syncd peak RSS | DuckDB CPU / syncd CPU |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	for _, f := range all {
@@ -88,7 +99,7 @@ func cpuCompare(ctx context.Context, bin string, subs, wideSubs, runs int, only,
 		jsonBytes := savePages(s, filepath.Join(dir, "pages"), id, want)
 		var best cpuResult
 		for i := 0; i < runs; i++ {
-			r := cpuOnce(ctx, self, bin, s, dir, id, start, end, "")
+			r := cpuOnce(ctx, self, bin, s, dir, id, start, end, extra, "")
 			if r.duckRows != want || r.syncdRows != want {
 				fatalf("cpu %s: DuckDB wrote %d rows, syncd %d, the simulator holds %d", f.name, r.duckRows, r.syncdRows, want)
 			}
@@ -105,10 +116,7 @@ func cpuCompare(ctx context.Context, bin string, subs, wideSubs, runs int, only,
 			best.syncdUser.Seconds(), best.syncdSys.Seconds(), best.syncdWall.Seconds(), float64(best.maxRSS)/(1<<20),
 			best.duckCPU.Seconds()/syncdCPU.Seconds())
 		if profDir != "" {
-			// Profile most of a run as long as the measured one: a profile
-			// still being taken when syncd exits is lost.
-			secs := max(1, int(best.syncdWall.Seconds()*0.8))
-			cpuOnce(ctx, self, bin, s, dir, id, start, end, filepath.Join(profDir, f.name+".pprof")+"@"+strconv.Itoa(secs))
+			cpuOnce(ctx, self, bin, s, dir, id, start, end, extra, filepath.Join(profDir, f.name+".pprof"))
 		}
 		_ = os.RemoveAll(dir)
 	}
@@ -147,9 +155,9 @@ func savePages(s *sim, dir, formID string, n int64) int64 {
 }
 
 // cpuOnce runs DuckDB's conversion, then syncd's backfill, each in its own
-// child. prof ("FILE@SECONDS"), when set, profiles syncd instead (DuckDB is
-// then skipped).
-func cpuOnce(ctx context.Context, self, bin string, s *sim, dir, formID string, start, end time.Time, prof string) cpuResult {
+// child. prof, when set, is a file for a CPU profile of syncd (DuckDB is
+// then skipped, and nothing measured).
+func cpuOnce(ctx context.Context, self, bin string, s *sim, dir, formID string, start, end time.Time, extraSync, prof string) cpuResult {
 	var r cpuResult
 	if prof == "" {
 		r.duckCPU, r.duckRows = duckChild(ctx, self, filepath.Join(dir, "pages", "*.json"), filepath.Join(dir, "duck.parquet"))
@@ -160,18 +168,11 @@ func cpuOnce(ctx context.Context, self, bin string, s *sim, dir, formID string, 
 		fatalf("%v", err)
 	}
 	defer os.RemoveAll(run)
-	cfg := writeConfig(run, s.base, 10_000, "")
+	cfg := writeConfig(run, s.base, 10_000, extraSync)
 	args := []string{"backfill", "--form", formID, "--from", start.Format(time.RFC3339), "--to", end.Format(time.RFC3339),
 		"--concurrency", "2", "--config", cfg}
-	var profFile string
-	var secs int
+	profFile := prof
 	if prof != "" {
-		var err error
-		i := strings.LastIndexByte(prof, '@')
-		profFile = prof[:i]
-		if secs, err = strconv.Atoi(prof[i+1:]); err != nil {
-			fatalf("cpu: profile seconds: %v", err)
-		}
 		args = append(args, "--pprof", freeAddr())
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
@@ -182,12 +183,13 @@ func cpuOnce(ctx context.Context, self, bin string, s *sim, dir, formID string, 
 	if err := cmd.Start(); err != nil {
 		fatalf("cpu: start syncd: %v", err)
 	}
-	profDone := make(chan error, 1)
+	profDone, exited := make(chan error, 1), make(chan struct{})
 	if prof != "" {
-		go func() { profDone <- fetchProfile(ctx, args[len(args)-1], secs, profFile) }()
+		go func() { profDone <- fetchProfile(ctx, args[len(args)-1], exited, profFile) }()
 	}
 	err := cmd.Wait()
 	r.syncdWall = time.Since(t0)
+	close(exited)
 	if err != nil {
 		fatalf("cpu: syncd backfill: %v\n%s", err, tail(stderr.String()))
 	}
@@ -195,7 +197,7 @@ func cpuOnce(ctx context.Context, self, bin string, s *sim, dir, formID string, 
 		if err := <-profDone; err != nil {
 			fmt.Fprintf(os.Stderr, "bench/e2e: cpu profile %s: %v\n", profFile, err)
 		} else {
-			fmt.Fprintf(os.Stderr, "bench/e2e: cpu profile of %d s: %s\n", secs, profFile)
+			fmt.Fprintf(os.Stderr, "bench/e2e: cpu profile: %s\n", profFile)
 		}
 		return r
 	}
@@ -217,34 +219,70 @@ func freeAddr() string {
 	return ln.Addr().String()
 }
 
-// fetchProfile waits for syncd's pprof listener, then takes a CPU profile
-// of secs seconds into file.
-func fetchProfile(ctx context.Context, addr string, secs int, file string) error {
-	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, secs)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+// fetchProfile waits for syncd's pprof listener, then takes CPU profiles of
+// a second each until syncd exits (done), and merges them into file with
+// go tool pprof. One long profile would be lost whole if syncd exited
+// before its end; slices lose at most the last second.
+func fetchProfile(ctx context.Context, addr string, done <-chan struct{}, file string) error {
+	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=1", addr)
+	var slices []string
+	up := false
+	for i := 0; ; i++ {
+		select {
+		case <-done:
+			return mergeProfiles(slices, file)
+		default:
+		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			return err
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
-			if time.Now().After(deadline) {
-				return fmt.Errorf("pprof listener: %w", err)
+			if up {
+				return mergeProfiles(slices, file) // syncd exited during a slice
 			}
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(2 * time.Millisecond)
 			continue
 		}
-		defer resp.Body.Close()
+		up = true
 		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
 		if err != nil || resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("profile: %d %v", resp.StatusCode, err)
+			return mergeProfiles(slices, file)
 		}
-		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		slice := fmt.Sprintf("%s.%03d", file, i)
+		if err := os.WriteFile(slice, body, 0o644); err != nil {
 			return err
 		}
-		return os.WriteFile(file, body, 0o644)
+		slices = append(slices, slice)
 	}
+}
+
+// mergeProfiles writes the slices as one profile into file.
+func mergeProfiles(slices []string, file string) error {
+	if len(slices) == 0 {
+		return errors.New("no profile taken: syncd exited first")
+	}
+	out, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("go", append([]string{"tool", "pprof", "-proto"}, slices...)...)
+	cmd.Stdout = out
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("merge %d profiles: %w: %s", len(slices), err, stderr.String())
+	}
+	for _, s := range slices {
+		_ = os.Remove(s)
+	}
+	return nil
 }
 
 // countParquetRows counts the rows syncd wrote (with DuckDB, not measured).

@@ -50,6 +50,7 @@ func main() {
 		cpuRuns  = flag.Int("cpu-runs", 1, "cpu: runs per form, the least CPU kept")
 		cpuForms = flag.String("cpu-forms", "", "cpu: forms to compare, comma-separated (narrow, realistic, wide); empty: all")
 		cpuProf  = flag.String("cpu-profile", "", "cpu: a directory for one CPU profile of syncd per form (an extra run each)")
+		cpuLook  = flag.String("cpu-lookback", "", "cpu: sync.lookback for syncd (empty: the default, 30 days; 0s: no version index)")
 	)
 	flag.Parse()
 	compression, partition = *codec, *layout
@@ -78,7 +79,7 @@ func main() {
 		fmt.Println()
 	}
 	if run("cpu") {
-		cpuCompare(ctx, bin, *cpuSubs, *cpuWide, max(*cpuRuns, 1), *cpuForms, *cpuProf)
+		cpuCompare(ctx, bin, *cpuSubs, *cpuWide, max(*cpuRuns, 1), *cpuForms, *cpuProf, *cpuLook)
 	}
 	if run("ratelimited") {
 		fmt.Println("## Backfill under the service's limit (5 requests/s, 200 ms per answer)")
