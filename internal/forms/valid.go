@@ -9,68 +9,88 @@ import "unicode/utf8"
 // was about a seventh of a backfill's CPU. FuzzValidUTF8JSON holds it to the
 // reference.
 func validUTF8JSON(b []byte) bool {
+	valid, _ := scanJSON(b, true)
+	return valid
+}
+
+// ValidJSON is json.Valid(b) (invalid UTF-8 inside strings allowed, as
+// there), and compact reports whether a valid b is also already compact:
+// json.Compact would return it unchanged (no white space outside strings).
+// The schema's value mapper checks every composite answer with it.
+func ValidJSON(b []byte) (valid, compact bool) { return scanJSON(b, false) }
+
+// scanJSON checks b in one pass without recursion; checkUTF8 also requires
+// the strings to be valid UTF-8 (nothing outside strings can be other than
+// ASCII in valid JSON).
+func scanJSON(b []byte, checkUTF8 bool) (valid, compact bool) {
 	// encoding/json refuses nesting deeper than this (its maxNestingDepth).
 	const maxDepth = 10000
 	var stackBuf [64]byte
 	stack := stackBuf[:0] // '{' or '[' per open container
+	spaced := false       // white space seen outside strings
 	i := skipWS(b, 0)
+	spaced = i != 0
 	for {
 		// A value starts at b[i].
 		if i >= len(b) {
-			return false
+			return false, false
 		}
 		switch c := b[i]; {
 		case c == '{' || c == '[':
 			if len(stack) >= maxDepth {
-				return false
+				return false, false
 			}
 			stack = append(stack, c)
-			i = skipWS(b, i+1)
+			if i++; i < len(b) && isWS(b[i]) {
+				i, spaced = skipWS(b, i), true
+			}
 			if i < len(b) && b[i] == c+2 { // '}' is '{'+2, ']' is '['+2
 				stack = stack[:len(stack)-1]
 				i++
 				break
 			}
 			if c == '{' {
-				if i = objectKey(b, i); i < 0 {
-					return false
+				if i = objectKey(b, i, checkUTF8, &spaced); i < 0 {
+					return false, false
 				}
 			}
 			continue
 		case c == '"':
-			if i = stringEnd(b, i); i < 0 {
-				return false
+			if i = stringEnd(b, i, checkUTF8); i < 0 {
+				return false, false
 			}
 		case c == '-' || c >= '0' && c <= '9':
 			if i = numberEnd(b, i); i < 0 {
-				return false
+				return false, false
 			}
 		case c == 't':
 			if !hasLiteral(b, i, "true") {
-				return false
+				return false, false
 			}
 			i += 4
 		case c == 'f':
 			if !hasLiteral(b, i, "false") {
-				return false
+				return false, false
 			}
 			i += 5
 		case c == 'n':
 			if !hasLiteral(b, i, "null") {
-				return false
+				return false, false
 			}
 			i += 4
 		default:
-			return false
+			return false, false
 		}
 		// After a value: close containers, or go on to the next element.
 		for {
-			i = skipWS(b, i)
+			if i < len(b) && isWS(b[i]) {
+				i, spaced = skipWS(b, i), true
+			}
 			if len(stack) == 0 {
-				return i == len(b)
+				return i == len(b), i == len(b) && !spaced
 			}
 			if i >= len(b) {
-				return false
+				return false, false
 			}
 			top := stack[len(stack)-1]
 			if b[i] == top+2 {
@@ -79,12 +99,14 @@ func validUTF8JSON(b []byte) bool {
 				continue
 			}
 			if b[i] != ',' {
-				return false
+				return false, false
 			}
-			i = skipWS(b, i+1)
+			if i++; i < len(b) && isWS(b[i]) {
+				i, spaced = skipWS(b, i), true
+			}
 			if top == '{' {
-				if i = objectKey(b, i); i < 0 {
-					return false
+				if i = objectKey(b, i, checkUTF8, &spaced); i < 0 {
+					return false, false
 				}
 			}
 			break
@@ -94,28 +116,30 @@ func validUTF8JSON(b []byte) bool {
 
 // objectKey checks the key and colon at b[i:] and returns the index of the
 // member's value (after white space), or -1.
-func objectKey(b []byte, i int) int {
+func objectKey(b []byte, i int, checkUTF8 bool, spaced *bool) int {
 	if i >= len(b) || b[i] != '"' {
 		return -1
 	}
-	if i = stringEnd(b, i); i < 0 {
+	if i = stringEnd(b, i, checkUTF8); i < 0 {
 		return -1
 	}
-	i = skipWS(b, i)
+	if i < len(b) && isWS(b[i]) {
+		i, *spaced = skipWS(b, i), true
+	}
 	if i >= len(b) || b[i] != ':' {
 		return -1
 	}
-	return skipWS(b, i+1)
+	if i++; i < len(b) && isWS(b[i]) {
+		i, *spaced = skipWS(b, i), true
+	}
+	return i
 }
 
+func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
 func skipWS(b []byte, i int) int {
-	for i < len(b) {
-		switch b[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
+	for i < len(b) && isWS(b[i]) {
+		i++
 	}
 	return i
 }
@@ -129,8 +153,9 @@ func hasLiteral(b []byte, i int, lit string) bool {
 func plain(c byte) bool { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\' }
 
 // stringEnd returns the index just past the valid string literal (valid
-// escapes, no control characters, valid UTF-8) starting at b[i], or -1.
-func stringEnd(b []byte, i int) int {
+// escapes, no control characters, valid UTF-8 if checkUTF8) starting at
+// b[i], or -1.
+func stringEnd(b []byte, i int, checkUTF8 bool) int {
 	i++
 	for i < len(b) {
 		c := b[i]
@@ -158,6 +183,8 @@ func stringEnd(b []byte, i int) int {
 			}
 		case c < 0x20:
 			return -1
+		case !checkUTF8:
+			i++
 		default: // a multi-byte sequence
 			r, size := utf8.DecodeRune(b[i:])
 			if r == utf8.RuneError && size == 1 {

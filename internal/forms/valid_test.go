@@ -1,6 +1,7 @@
 package forms
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -20,7 +21,7 @@ func validSeeds() []string {
 		`"é"`, "\"\xff\"", "\"\xed\xa0\x80\"", "\"\xef\xbf\xbd\"", "\xef\xbb\xbf{}",
 		`{}`, `{ }`, `[]`, `[ ]`, `[1,]`, `[,1]`, `[1 2]`, `[1,2]`, `{"a":1}`, `{"a":1,}`, `{"a"}`, `{"a":}`,
 		`{"a" : [ 1 , { } ] }`, `{1:2}`, `{"a":1 "b":2}`, `[}`, `{]`, `[[[]]]`, `[[[]]`, `[]]`, `{}{}`, `{} `, "\t\n\r {}\n",
-		`{"responses":[],"totalResponses":0}`, "{\"a\":\"\xc3\"}",
+		`{"responses":[],"totalResponses":0}`, "{\"a\":\"\xc3\"}", `{"a": 1}`, `[1, 2]`, ` 1`, `1 `, `"a b"`, "[\n]", `{"a":[1,{"b":"c d"}]}`,
 		strings.Repeat("[", 10000) + strings.Repeat("]", 10000),
 		strings.Repeat("[", 10001) + strings.Repeat("]", 10001),
 		strings.Repeat(`{"a":`, 10000) + "1" + strings.Repeat("}", 10000),
@@ -29,11 +30,32 @@ func validSeeds() []string {
 	return append(seeds, pageSeeds()...)
 }
 
+// checkValid compares both validators with encoding/json on b.
+func checkValid(t *testing.T, b []byte) {
+	t.Helper()
+	if got, want := validUTF8JSON(b), reference(b); got != want {
+		t.Errorf("validUTF8JSON(%.80q) = %v, want %v", b, got, want)
+	}
+	valid, compact := ValidJSON(b)
+	if want := json.Valid(b); valid != want {
+		t.Errorf("ValidJSON(%.80q) = %v, want %v", b, valid, want)
+	}
+	if valid {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, b); err != nil {
+			t.Fatalf("json.Compact(%.80q): %v", b, err)
+		}
+		if want := bytes.Equal(buf.Bytes(), b); compact != want {
+			t.Errorf("ValidJSON(%.80q) says compact %v, json.Compact says %v", b, compact, want)
+		}
+	} else if compact {
+		t.Errorf("ValidJSON(%.80q): compact but not valid", b)
+	}
+}
+
 func TestValidUTF8JSON(t *testing.T) {
 	for _, s := range validSeeds() {
-		if got, want := validUTF8JSON([]byte(s)), reference([]byte(s)); got != want {
-			t.Errorf("validUTF8JSON(%.60q) = %v, want %v", s, got, want)
-		}
+		checkValid(t, []byte(s))
 	}
 }
 
@@ -41,11 +63,7 @@ func FuzzValidUTF8JSON(f *testing.F) {
 	for _, s := range validSeeds() {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if got, want := validUTF8JSON(b), reference(b); got != want {
-			t.Errorf("validUTF8JSON(%q) = %v, want %v", b, got, want)
-		}
-	})
+	f.Fuzz(func(t *testing.T, b []byte) { checkValid(t, b) })
 }
 
 func BenchmarkValidUTF8JSON(b *testing.B) {
