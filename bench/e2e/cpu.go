@@ -74,6 +74,11 @@ func cpuCompare(ctx context.Context, bin string, subs, wideSubs, runs int, only,
 	shapes := []formsim.FormShape{{Submissions: wideSubs}, {Submissions: subs}, {Submissions: subs, Questions: 20}}
 	s := startSim(formsim.Config{Seed: 25, Forms: len(shapes), Shapes: shapes, Submissions: subs, Start: start, End: end})
 	defer s.stop()
+	if profDir != "" {
+		if err := os.MkdirAll(profDir, 0o755); err != nil {
+			fatalf("cpu: %v", err)
+		}
+	}
 	self, err := os.Executable()
 	if err != nil {
 		fatalf("cpu: own executable: %v", err)

@@ -18,8 +18,8 @@ import (
 // then goes to the general decoders. body must have passed validUTF8JSON.
 //
 // Strings that repeat from submission to submission (ids, names and types
-// of answers) are shared within a page; raw values (answers, timestamps)
-// alias body, which the page's submissions therefore keep alive.
+// of answers) are shared within a page; the raw values of a submission
+// share one copy of its text.
 func scanPage(body []byte, w *wirePage) bool {
 	s := pageScanner{b: body, intern: make(map[string]string, 64)}
 	return s.page(w)
@@ -166,11 +166,12 @@ func (s *pageScanner) skip() {
 }
 
 // raw consumes a value and returns its bytes (null included, as
-// json.RawMessage keeps it).
+// json.RawMessage keeps it), a slice of the page whose capacity runs to
+// the page's end (submission rebases it by that).
 func (s *pageScanner) raw() []byte {
 	start := s.i
 	s.skip()
-	return s.b[start:s.i:s.i]
+	return s.b[start:s.i]
 }
 
 // str consumes a string into *dst (null leaves it), shared through the
@@ -279,7 +280,8 @@ func (s *pageScanner) submission(w *wireSubmission) bool {
 	if s.null() {
 		return true
 	}
-	return s.object(submissionKeys(), func(k int) bool {
+	start := s.i
+	if !s.object(submissionKeys(), func(k int) bool {
 		switch k {
 		case 0:
 			return s.str(&w.SubmissionID, false)
@@ -361,7 +363,30 @@ func (s *pageScanner) submission(w *wireSubmission) bool {
 			return s.str(&w.EditLink, false)
 		}
 		return true
-	})
+	}) {
+		return false
+	}
+	// The values the submission keeps (answers, scheduling, payments) move
+	// to a copy of its own text: aliasing the page would keep the whole
+	// page alive for as long as any one submission of it is kept (the
+	// reconcile keeps the changed ones of a window).
+	own := bytes.Clone(s.b[start:s.i])
+	rebase := func(v *json.RawMessage) {
+		if *v != nil {
+			off := cap(s.b) - cap(*v) - start
+			*v = own[off : off+len(*v) : off+len(*v)]
+		}
+	}
+	for i := range w.Questions {
+		rebase(&w.Questions[i].Value)
+	}
+	for i := range w.Scheduling {
+		rebase(&w.Scheduling[i].Value)
+	}
+	for i := range w.Payments {
+		rebase(&w.Payments[i].Value)
+	}
+	return true
 }
 
 // list decodes an array of objects: null leaves the slice nil, [] makes
