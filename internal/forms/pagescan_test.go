@@ -68,3 +68,31 @@ func FuzzScanPage(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) { checkScan(t, body) })
 }
+
+// TestScannedValuesOwnTheirBytes: a kept submission must not keep (or see
+// changes to) the page it came from.
+func TestScannedValuesOwnTheirBytes(t *testing.T) {
+	body := []byte(`{"responses":[{"submissionId":"a","submissionTime":"2024-01-01T10:00:00Z","questions":[{"id":"q","value":{"k":"v"}}],"scheduling":[{"id":"s","value":"x"}],"payments":[{"id":"p","value":1}]}],"totalResponses":1}`)
+	var responses []wireSubmission
+	w := wirePage{Responses: &responses}
+	if !scanPage(body, &w) {
+		t.Fatal("scanPage declined the page")
+	}
+	page, err := w.page(responses)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range body {
+		body[i] = ' '
+	}
+	s := page.Responses[0]
+	for _, c := range []struct{ got, want string }{
+		{string(s.Questions[0].Value), `{"k":"v"}`},
+		{string(s.Scheduling[0].Value), `"x"`},
+		{string(s.Payments[0].Value), `1`},
+	} {
+		if c.got != c.want {
+			t.Errorf("value %q after the page was overwritten, want %q", c.got, c.want)
+		}
+	}
+}
