@@ -84,11 +84,13 @@ func (s *pageScanner) object(keys []string, field func(k int) bool) bool {
 				k = j
 				break
 			}
-			if bytes.EqualFold(key, []byte(name)) {
-				return false // encoding/json folds case: leave it to it
-			}
 		}
 		if k < 0 {
+			for _, name := range keys {
+				if bytes.EqualFold(key, []byte(name)) {
+					return false // encoding/json folds case: leave it to it
+				}
+			}
 			s.skip()
 			continue
 		}
