@@ -31,9 +31,13 @@ const apiKey = "sk_bench_E2E_KEY"
 var compression, partition = "zstd", "day"
 
 func main() {
+	if len(os.Args) == 4 && os.Args[1] == duckChildArg {
+		duckChildMain(os.Args[2], os.Args[3])
+		return
+	}
 	var (
 		syncdBin = flag.String("syncd", "bin/syncd", "the syncd binary to measure")
-		scenario = flag.String("scenario", "all", "backfill, ratelimited, incremental, account, reconcile or all")
+		scenario = flag.String("scenario", "all", "backfill, ratelimited, incremental, account, reconcile, cpu or all")
 		sizes    = flag.String("sizes", "100000,1000000", "backfill sizes, submissions")
 		shape    = flag.String("form", "narrow", "backfill form: narrow (6-10 questions) or wide (every documented type)")
 		conc     = flag.Int("concurrency", 2, "backfill windows fetched at once")
@@ -41,6 +45,12 @@ func main() {
 		incForms = flag.Int("incremental-forms", 500, "forms in the incremental pass")
 		codec    = flag.String("compression", "zstd", "sink.parquet.compression")
 		layout   = flag.String("partition", "day", "sink.parquet.partition")
+		cpuSubs  = flag.Int("cpu-submissions", 200_000, "cpu: submissions of the narrow and the 20-question form")
+		cpuWide  = flag.Int("cpu-wide-submissions", 30_000, "cpu: submissions of the wide form")
+		cpuRuns  = flag.Int("cpu-runs", 1, "cpu: runs per form, the least CPU kept")
+		cpuForms = flag.String("cpu-forms", "", "cpu: forms to compare, comma-separated (narrow, realistic, wide); empty: all")
+		cpuProf  = flag.String("cpu-profile", "", "cpu: a directory for one CPU profile of syncd per form (an extra run each)")
+		cpuLook  = flag.String("cpu-lookback", "", "cpu: sync.lookback for syncd (empty: the default, 30 days; 0s: no version index)")
 	)
 	flag.Parse()
 	compression, partition = *codec, *layout
@@ -67,6 +77,9 @@ func main() {
 				float64(r.maxRSS)/(1<<20), float64(r.rows)/r.wall.Seconds(), r.requests, float64(r.stateBytes)/(1<<20), float64(r.stateBytes)/float64(max(r.rows, 1)))
 		}
 		fmt.Println()
+	}
+	if run("cpu") {
+		cpuCompare(ctx, bin, *cpuSubs, *cpuWide, max(*cpuRuns, 1), *cpuForms, *cpuProf, *cpuLook)
 	}
 	if run("ratelimited") {
 		fmt.Println("## Backfill under the service's limit (5 requests/s, 200 ms per answer)")

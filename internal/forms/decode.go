@@ -34,9 +34,11 @@ func parseTimestamp(raw json.RawMessage) (t time.Time, present bool, err error) 
 	if raw[0] != '"' {
 		return time.Time{}, false, fmt.Errorf("want a timestamp string, got %.40s", raw)
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return time.Time{}, false, err
+	s, ok := plainString(raw)
+	if !ok {
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return time.Time{}, false, err
+		}
 	}
 	if s == "" {
 		return time.Time{}, false, nil
@@ -61,6 +63,25 @@ func parseTimestamp(raw json.RawMessage) (t time.Time, present bool, err error) 
 		}
 	}
 	return time.Time{}, false, fmt.Errorf("unrecognised timestamp %.64q (want RFC 3339)", s)
+}
+
+// plainString returns the text of a string literal without escapes, as
+// json.Unmarshal would, without its reflection (timestamps are three per
+// submission); false leaves anything else to it.
+func plainString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	body := raw[1 : len(raw)-1]
+	for _, c := range body {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return "", false
+		}
+	}
+	if !utf8.Valid(body) {
+		return "", false
+	}
+	return string(body), true
 }
 
 // inRange refuses years that RFC 3339 cannot render: such a time would fail
@@ -199,15 +220,23 @@ func convertSubmissions(field string, ws []wireSubmission, strict bool) ([]Submi
 // object, say) must not read as an empty window. responses may be null.
 // Every listed submission must carry submissionId and submissionTime.
 //
-// Pages are the hot path of a sync, so they are decoded with goccy/go-json,
-// much faster than encoding/json here (bench/RESULTS.md). encoding/json
-// stays the reference: only valid UTF-8 JSON takes the fast path (the fast
-// decoder lets some invalid text through and keeps invalid UTF-8 that
-// encoding/json replaces with U+FFFD), a body the fast decoder
-// refuses is decoded again with encoding/json so that the error is its
-// precise one, and a fuzz target checks that both agree on every input.
+// Pages are the hot path of a sync, so they are decoded by scanPage, straight
+// from the bytes, and when it declines (a shape the service does not send),
+// with goccy/go-json, much faster than encoding/json here (bench/RESULTS.md).
+// encoding/json stays the reference: only valid UTF-8 JSON takes the fast
+// paths (goccy lets some invalid text through and keeps invalid UTF-8 that
+// encoding/json replaces with U+FFFD), a body the fast decoders refuse is
+// decoded again with encoding/json so that the error is its precise one,
+// and a fuzz target checks that they agree on every input.
 func DecodeSubmissionPage(body []byte) (*SubmissionPage, error) {
-	if utf8.Valid(body) && json.Valid(body) {
+	if validUTF8JSON(body) { // utf8.Valid && json.Valid, in one pass
+		var responses []wireSubmission
+		w := wirePage{Responses: &responses}
+		if scanPage(body, &w) {
+			if page, err := w.page(responses); err == nil {
+				return page, nil
+			}
+		}
 		if page, err := decodeSubmissionPage(body, fastjson.Unmarshal); err == nil {
 			return page, nil
 		}
@@ -215,11 +244,20 @@ func DecodeSubmissionPage(body []byte) (*SubmissionPage, error) {
 	return decodeSubmissionPage(body, json.Unmarshal)
 }
 
+// wirePage is a page as decoded. Presence of responses without a second
+// pass over it: a missing key leaves the pointer and its nil slice
+// untouched, null sets the pointer to nil, and an array (even []) makes the
+// slice non-nil.
+type wirePage struct {
+	Responses      *[]wireSubmission `json:"responses"`
+	TotalResponses *int              `json:"totalResponses"`
+	PageCount      int               `json:"pageCount"`
+}
+
 func decodeSubmissionPage(body []byte, unmarshal func([]byte, any) error) (*SubmissionPage, error) {
-	// Presence of responses without a second pass over it: a missing key
-	// leaves the pointer and its nil slice untouched, null sets the pointer
-	// to nil, and an array (even []) makes the slice non-nil.
 	var responses []wireSubmission
+	// An unnamed struct, as the errors have always named it
+	// ("Go struct field .responses").
 	w := struct {
 		Responses      *[]wireSubmission `json:"responses"`
 		TotalResponses *int              `json:"totalResponses"`
@@ -228,6 +266,12 @@ func decodeSubmissionPage(body []byte, unmarshal func([]byte, any) error) (*Subm
 	if err := unmarshal(body, &w); err != nil {
 		return nil, err
 	}
+	return (*wirePage)(&w).page(responses)
+}
+
+// page checks a decoded page and converts its submissions; responses is
+// the slice w.Responses was pointed at.
+func (w *wirePage) page(responses []wireSubmission) (*SubmissionPage, error) {
 	if w.Responses != nil && responses == nil {
 		return nil, errors.New("responses is missing")
 	}

@@ -91,6 +91,17 @@ var narrowPool = []qdef{
 	{"CurrencyInput", "Amount (£)"},
 }
 
+// realisticExtras follow the shuffled narrowPool in a form shaped with
+// FormShape.Questions: common types of form 0's list.
+var realisticExtras = []qdef{
+	{"OpinionScale", "How likely are you to recommend us? (0-10)"},
+	{"Checkboxes", "Which products do you use?"},
+	{"URLInput", "Website / portfolio URL"},
+	{"TimePicker", "Preferred time"},
+	{"Matrix", "Rate our services"},
+	{"Ranking", "Rank these features"},
+}
+
 var formNames = []string{
 	"Customer Feedback 2024", "Event Registration", "Job Application", "Support Request",
 	"Newsletter Sign-up", "Product Survey (Q3)", "Réservation — Restaurant", "Volunteer Onboarding",

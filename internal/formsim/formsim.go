@@ -63,6 +63,11 @@ type Config struct {
 type FormShape struct {
 	Submissions int
 	Start       time.Time
+	// Questions, when set on a form other than form 0, asks that many
+	// questions of everyday types (the narrow pool first, then common types
+	// of form 0's list; at most 24): a "realistic" form for
+	// benchmarks, between the narrow forms and the wide one.
+	Questions int
 }
 
 // MaxSubmissions bounds Config.Submissions (row ordinals are 32-bit).

@@ -343,7 +343,14 @@ func buildForm(cfg *Config, ids idCodec, rnd *rand.Rand, i int, taken map[string
 		defs = slices.Clone(narrowBase)
 		pool := slices.Clone(narrowPool)
 		rnd.Shuffle(len(pool), func(a, b int) { pool[a], pool[b] = pool[b], pool[a] })
-		defs = append(defs, pool[:rnd.IntN(5)]...)
+		extra := rnd.IntN(5)
+		if i < len(cfg.Shapes) && cfg.Shapes[i].Questions > 0 {
+			// Taken after the same draws, so that shaping one form moves no
+			// other form's questions or values.
+			pool = append(pool, realisticExtras...)
+			extra = min(max(cfg.Shapes[i].Questions-len(defs), 0), len(pool))
+		}
+		defs = append(defs, pool[:extra]...)
 		if i%2 == 1 {
 			v.calcs = []field{newField(forms.Field{ID: fieldID(used), Name: "Score", Type: "number"})}
 		}

@@ -378,7 +378,7 @@ func (c *Client) send(ctx context.Context, r *Request) (res Response, authErr er
 	if !success {
 		limit = min(limit, ErrorBodyCap)
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	b, err := readBody(resp.Body, resp.ContentLength, limit+1)
 	switch {
 	case err != nil:
 		res.ReadErr = err
@@ -490,5 +490,32 @@ func SleepContext(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	case <-t.C:
 		return nil
+	}
+}
+
+// readBody reads at most limit bytes of r. A body whose length is announced
+// (size, -1 if not) is read into one buffer of that size: io.ReadAll grows
+// its buffer by doubling from 512 bytes, copying a page of submissions
+// (hundreds of kilobytes) a dozen times.
+func readBody(r io.Reader, size, limit int64) ([]byte, error) {
+	if size < 0 || size >= limit {
+		return io.ReadAll(io.LimitReader(r, limit))
+	}
+	// One byte more than announced, so that a longer body is seen (and read
+	// on, up to limit) rather than cut.
+	b := make([]byte, 0, size+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			rest, err := io.ReadAll(io.LimitReader(r, limit-int64(len(b))))
+			return append(b, rest...), err
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"go.uber.org/zap"
@@ -366,5 +367,34 @@ func TestNewValidates(t *testing.T) {
 	got := fmt.Sprint(float64(c.Limiter().Limit()), c.Limiter().Burst(), c.MaxAttempts(), c.Timeout(), c.MaxBodyBytes())
 	if want := fmt.Sprint(float64(5), 1, 6, time.Minute, int64(64<<20)); got != want {
 		t.Errorf("defaults = %s, want %s", got, want)
+	}
+}
+
+func TestReadBody(t *testing.T) {
+	body := strings.Repeat("x", 1000)
+	tests := []struct {
+		name        string
+		size, limit int64
+		want        int
+	}{
+		{"announced", 1000, 2000, 1000},
+		{"announced short", 10, 2000, 1000},
+		{"announced zero", 0, 2000, 1000},
+		{"unknown", -1, 2000, 1000},
+		{"announced over the limit", 1000, 500, 500},
+		{"announced short, over the limit", 10, 500, 500},
+		{"unknown, over the limit", -1, 500, 500},
+		{"announced long", 5000, 20000, 1000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := readBody(iotest.OneByteReader(strings.NewReader(body)), tt.size, tt.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(b) != tt.want || string(b) != body[:tt.want] {
+				t.Errorf("read %d bytes, want %d", len(b), tt.want)
+			}
+		})
 	}
 }

@@ -63,6 +63,30 @@ type Builder struct {
 	strs  [][]byte
 	text  []byte // unescaped strings of the value being appended
 	buf   bytes.Buffer
+
+	// routes remembers, per group of values (questions, calculations, URL
+	// parameters, scheduling, payments) and position in it, where the last
+	// submission's value went: submissions of a form list their answers in
+	// the same order, so the next one mostly repeats them and skips route's
+	// map lookups. Emptied whenever the table gains a column (the only way
+	// a route can change).
+	routes [groups][]routed
+}
+
+// The groups of values a submission carries, for Builder.routes.
+const (
+	groupQuestions = iota
+	groupCalculations
+	groupURLParameters
+	groupScheduling
+	groupPayments
+	groups
+)
+
+// routed is where a value of one source id and type went.
+type routed struct {
+	id, typ string
+	col     int
 }
 
 // column is the Arrow builder of one table column.
@@ -128,6 +152,11 @@ func NewBuilder(t *Table, mem memory.Allocator) *Builder {
 // sync creates Arrow builders for columns the table gained, back-filling
 // nulls for the rows already appended.
 func (b *Builder) sync() {
+	if len(b.cols) < len(b.ed.t.Columns) {
+		for g := range b.routes {
+			b.routes[g] = b.routes[g][:0]
+		}
+	}
 	for i := len(b.cols); i < len(b.ed.t.Columns); i++ {
 		ct := b.ed.t.Columns[i].Type
 		bld := array.NewBuilder(b.mem, arrowType(ct))
@@ -186,31 +215,31 @@ func (b *Builder) Append(sub *forms.Submission, lin Lineage) error {
 
 	for i := range sub.Questions {
 		a := &sub.Questions[i]
-		if col := b.route(KindQuestion, a.ID, a.Name, a.Type); col >= 0 {
+		if col := b.routeAt(groupQuestions, i, KindQuestion, a.ID, a.Name, a.Type); col >= 0 {
 			b.putJSON(col, a.Value)
 		}
 	}
 	for i := range sub.Calculations {
 		c := &sub.Calculations[i]
-		if col := b.route(KindCalculation, c.ID, c.Name, c.Type); col >= 0 {
+		if col := b.routeAt(groupCalculations, i, KindCalculation, c.ID, c.Name, c.Type); col >= 0 {
 			b.putText(col, c.Value)
 		}
 	}
 	for i := range sub.URLParameters {
 		p := &sub.URLParameters[i]
-		if col := b.route(KindURLParameter, p.ID, p.Name, ""); col >= 0 {
+		if col := b.routeAt(groupURLParameters, i, KindURLParameter, p.ID, p.Name, ""); col >= 0 {
 			b.putText(col, p.Value)
 		}
 	}
 	for i := range sub.Scheduling {
 		s := &sub.Scheduling[i]
-		if col := b.route(KindScheduling, s.ID, s.Name, ""); col >= 0 {
+		if col := b.routeAt(groupScheduling, i, KindScheduling, s.ID, s.Name, ""); col >= 0 {
 			b.putJSON(col, s.Value)
 		}
 	}
 	for i := range sub.Payments {
 		p := &sub.Payments[i]
-		if col := b.route(KindPayment, p.ID, p.Name, ""); col >= 0 {
+		if col := b.routeAt(groupPayments, i, KindPayment, p.ID, p.Name, ""); col >= 0 {
 			b.putJSON(col, p.Value)
 		}
 	}
@@ -264,6 +293,26 @@ func (b *Builder) putBool(i int, v bool) {
 	}
 	b.cols[i].bld.(*array.BooleanBuilder).Append(v)
 	b.mark(i)
+}
+
+// routeAt is route for the value at position pos of group g, through
+// b.routes. Only columns are remembered: a value that is not exported or
+// discarded goes through route every time, which counts discards.
+func (b *Builder) routeAt(g, pos int, kind SourceKind, id, name, typ string) int {
+	rs := b.routes[g]
+	if pos < len(rs) {
+		if r := rs[pos]; r.col >= 0 && r.id == id && r.typ == typ {
+			return r.col
+		}
+	}
+	col := b.route(kind, id, name, typ) // may add columns, emptying b.routes
+	rs = b.routes[g]
+	for len(rs) <= pos {
+		rs = append(rs, routed{col: -1})
+	}
+	rs[pos] = routed{id: id, typ: typ, col: col}
+	b.routes[g] = rs
+	return col
 }
 
 // route returns the column a value of source (kind, id) goes to, given the
@@ -442,15 +491,15 @@ func (b *Builder) putJSON(i int, raw json.RawMessage) {
 	b.mark(i)
 }
 
-// putJSONText sets JSON column i to the compact form of v; compacting also
-// validates, so v is scanned once.
+// putJSONText sets JSON column i to the compact form of v. Values usually
+// arrive compact: one scan validates v and tells, and only a spaced value
+// is copied by json.Compact.
 func (b *Builder) putJSONText(i int, v []byte) {
-	b.buf.Reset()
-	if err := json.Compact(&b.buf, v); err != nil {
+	text, ok := b.compact(v)
+	if !ok {
 		b.keep(i, v) // not JSON at all: kept as sent
 		return
 	}
-	text := b.buf.Bytes()
 	if isEmpty(text) {
 		return
 	}
@@ -462,12 +511,30 @@ func (b *Builder) putJSONText(i int, v []byte) {
 }
 
 func (b *Builder) compactKeep(i int, v []byte) {
-	b.buf.Reset()
-	if err := json.Compact(&b.buf, v); err != nil {
+	text, ok := b.compact(v)
+	if !ok {
 		b.keep(i, v) // unreachable: v is valid
 		return
 	}
-	b.keep(i, b.buf.Bytes())
+	b.keep(i, text)
+}
+
+// compact returns the compact form of v (v itself when it is compact
+// already, else a buffer valid until the next value), or false if v is not
+// JSON.
+func (b *Builder) compact(v []byte) ([]byte, bool) {
+	valid, compact := forms.ValidJSON(v)
+	switch {
+	case !valid:
+		return nil, false
+	case compact:
+		return v, true
+	}
+	b.buf.Reset()
+	if err := json.Compact(&b.buf, v); err != nil {
+		return nil, false // unreachable: v is valid
+	}
+	return b.buf.Bytes(), true
 }
 
 // keep stores text in the __v_json companion of column i and counts it.

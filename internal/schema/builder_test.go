@@ -507,3 +507,74 @@ func TestSubmissionTimesAreUTCMicros(t *testing.T) {
 		t.Errorf("submission_time %v", got)
 	}
 }
+
+// TestRoutesRemembered appends submissions that list their answers in the
+// same order (the routes the builder remembers by position) and then break
+// it: swapped positions, a new type at a known position, an unknown type
+// repeated, and a password (never exported), each routed as if alone.
+func TestRoutesRemembered(t *testing.T) {
+	tab := mustNew(t, form(q("a", "A", "ShortAnswer"), q("b", "B", "NumberInput"), q("p", "P", "Password")))
+	tests := []struct {
+		name string
+		subs []*forms.Submission
+		want map[string][]any
+		disc int // answers of the unknown type discarded
+	}{
+		{
+			name: "same order",
+			subs: []*forms.Submission{
+				sub("s1", ans("a", "ShortAnswer", `"x"`), ans("b", "NumberInput", `1`)),
+				sub("s2", ans("a", "ShortAnswer", `"y"`), ans("b", "NumberInput", `2`)),
+			},
+			want: map[string][]any{"a": {"x", "y"}, "b": {1.0, 2.0}},
+		},
+		{
+			name: "swapped",
+			subs: []*forms.Submission{
+				sub("s1", ans("a", "ShortAnswer", `"x"`), ans("b", "NumberInput", `1`)),
+				sub("s2", ans("b", "NumberInput", `2`), ans("a", "ShortAnswer", `"y"`)),
+				sub("s3", ans("a", "ShortAnswer", `"z"`), ans("b", "NumberInput", `3`)),
+			},
+			want: map[string][]any{"a": {"x", "y", "z"}, "b": {1.0, 2.0, 3.0}},
+		},
+		{
+			name: "new type at a known position, then the old one",
+			subs: []*forms.Submission{
+				sub("s1", ans("a", "ShortAnswer", `"x"`), ans("b", "NumberInput", `1`)),
+				sub("s2", ans("a", "ShortAnswer", `"y"`), ans("b", "StarRating", `4`)),
+				sub("s3", ans("a", "ShortAnswer", `"z"`), ans("b", "NumberInput", `3`)),
+				sub("s4", ans("a", "ShortAnswer", `"w"`), ans("b", "StarRating", `5`)),
+			},
+			want: map[string][]any{"a": {"x", "y", "z", "w"}, "b": {1.0, nil, 3.0, nil}, "b__v_int64": {nil, int64(4), nil, int64(5)}},
+		},
+		{
+			name: "unknown type and password at a remembered position",
+			subs: []*forms.Submission{
+				sub("s1", ans("a", "ShortAnswer", `"x"`), ans("p", "Password", `"secret"`)),
+				sub("s2", ans("a", "Hologram", `"h"`), ans("p", "Password", `"secret"`)),
+				sub("s3", ans("a", "Hologram", `"h"`), ans("p", "Password", `"secret"`)),
+				sub("s4", ans("a", "ShortAnswer", `"y"`), ans("p", "Password", `"secret"`)),
+			},
+			want: map[string][]any{"a": {"x", nil, nil, "y"}},
+			disc: 2,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec, _, st := build(t, tab, tt.subs...)
+			for name, w := range tt.want {
+				if got := values(t, rec, name); !reflect.DeepEqual(got, w) {
+					t.Errorf("%s: got %v, want %v", name, got, w)
+				}
+			}
+			if got := st.Discarded["Hologram"]; got != tt.disc {
+				t.Errorf("discarded %d, want %d", got, tt.disc)
+			}
+			for _, f := range rec.Schema().Fields() {
+				if strings.HasPrefix(f.Name, "p") {
+					t.Errorf("password exported as %s", f.Name)
+				}
+			}
+		})
+	}
+}

@@ -2,12 +2,13 @@ package schema
 
 import (
 	"bytes"
-	"encoding/json"
 	"math"
 	"strconv"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/syncd-dev/syncd/internal/forms"
 )
 
 // The helpers below walk JSON that json.Valid has accepted, so they only
@@ -222,7 +223,8 @@ func validJSON(v []byte) bool {
 	case c == 'n':
 		return string(v) == "null"
 	}
-	return json.Valid(v)
+	valid, _ := forms.ValidJSON(v)
+	return valid
 }
 
 // validString reports whether v is exactly one JSON string literal.

@@ -1,0 +1,508 @@
+package forms
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// scanPage decodes a submissions page of the shape the service sends into
+// w, straight from the bytes: the decoder of every page a sync reads, where
+// a reflection-driven decoder spent a tenth of a backfill's CPU and
+// allocated a string per answer's id, name and type. It only takes what it
+// is sure to decode exactly as encoding/json would, and reports false for
+// anything else (a repeated key, a key spelt in another case, an escape in
+// a key, a value of an unexpected type, a number that is not an int), which
+// then goes to the general decoders. body must have passed validUTF8JSON.
+//
+// Strings that repeat from submission to submission (ids, names and types
+// of answers) are shared within a page; the raw values of a submission
+// share one copy of its text.
+func scanPage(body []byte, w *wirePage) bool {
+	s := pageScanner{b: body, intern: make(map[string]string, 64)}
+	return s.page(w)
+}
+
+type pageScanner struct {
+	b      []byte
+	i      int
+	intern map[string]string
+	text   []byte // unescaped string scratch
+	sizes  [5]int // elements of each list in the last submission: the next one's capacity
+}
+
+// The field names of each object, in the order object reports them; seen
+// bits (at most 32 keys) catch repeats.
+func pageKeys() []string { return []string{"responses", "totalResponses", "pageCount"} }
+
+func submissionKeys() []string {
+	return []string{"submissionId", "submissionTime", "lastUpdatedAt", "startedAt", "questions",
+		"calculations", "urlParameters", "scheduling", "payments", "quiz", "login", "documents", "editLink"}
+}
+
+func (s *pageScanner) ws() {
+	for s.i < len(s.b) && isWS(s.b[s.i]) {
+		s.i++
+	}
+}
+
+// object calls field with the index in keys of each member's key, the
+// scanner at the member's value, which field must consume; a member whose
+// key is not in keys is skipped. It reports false on a repeated or
+// case-folded key, an escaped key, or when field does.
+func (s *pageScanner) object(keys []string, field func(k int) bool) bool {
+	if s.b[s.i] != '{' {
+		return false
+	}
+	s.i++
+	var seen uint32
+	for {
+		s.ws()
+		if s.b[s.i] == '}' {
+			s.i++
+			return true
+		}
+		if s.b[s.i] == ',' {
+			s.i++
+			s.ws()
+		}
+		start := s.i + 1
+		end := stringEnd(s.b, s.i, false)
+		key := s.b[start : end-1]
+		s.i = end
+		s.ws()
+		s.i++ // the colon
+		s.ws()
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return false
+		}
+		k := -1
+		for j, name := range keys {
+			if string(key) == name {
+				k = j
+				break
+			}
+		}
+		if k < 0 {
+			for _, name := range keys {
+				if bytes.EqualFold(key, []byte(name)) {
+					return false // encoding/json folds case: leave it to it
+				}
+			}
+			s.skip()
+			continue
+		}
+		if seen&(1<<k) != 0 {
+			return false
+		}
+		seen |= 1 << k
+		if !field(k) {
+			return false
+		}
+	}
+}
+
+// array calls elem with the scanner at each element; null leaves the
+// caller's slice nil (null is false from array).
+func (s *pageScanner) array(elem func() bool) bool {
+	if s.b[s.i] != '[' {
+		return false
+	}
+	s.i++
+	for {
+		s.ws()
+		switch s.b[s.i] {
+		case ']':
+			s.i++
+			return true
+		case ',':
+			s.i++
+			s.ws()
+		}
+		if !elem() {
+			return false
+		}
+	}
+}
+
+// null consumes a null.
+func (s *pageScanner) null() bool {
+	if s.b[s.i] == 'n' {
+		s.i += 4
+		return true
+	}
+	return false
+}
+
+// skip consumes any value.
+func (s *pageScanner) skip() {
+	b := s.b
+	switch b[s.i] {
+	case '"':
+		s.i = stringEnd(b, s.i, false)
+	case '{', '[':
+		depth := 0
+		for {
+			switch b[s.i] {
+			case '"':
+				s.i = stringEnd(b, s.i, false)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					s.i++
+					return
+				}
+			}
+			s.i++
+		}
+	default:
+		for s.i < len(b) && !isWS(b[s.i]) && b[s.i] != ',' && b[s.i] != ']' && b[s.i] != '}' {
+			s.i++
+		}
+	}
+}
+
+// raw consumes a value and returns its bytes (null included, as
+// json.RawMessage keeps it), a slice of the page whose capacity runs to
+// the page's end (submission rebases it by that).
+func (s *pageScanner) raw() []byte {
+	start := s.i
+	s.skip()
+	return s.b[start:s.i]
+}
+
+// str consumes a string into *dst (null leaves it), shared through the
+// page's intern table when shared is set; anything else is false.
+func (s *pageScanner) str(dst *string, shared bool) bool {
+	if s.null() {
+		return true
+	}
+	if s.b[s.i] != '"' {
+		return false
+	}
+	end := stringEnd(s.b, s.i, false)
+	body := s.b[s.i+1 : end-1]
+	s.i = end
+	if bytes.IndexByte(body, '\\') >= 0 {
+		s.text = appendUnescaped(s.text[:0], body)
+		body = s.text
+	}
+	if !shared {
+		*dst = string(body)
+		return true
+	}
+	if v, ok := s.intern[string(body)]; ok {
+		*dst = v
+		return true
+	}
+	v := string(body)
+	if len(s.intern) < 4096 { // a page of free text must not grow it without bound
+		s.intern[v] = v
+	}
+	*dst = v
+	return true
+}
+
+// integer consumes a number that encoding/json would store in an int.
+func (s *pageScanner) integer(dst *int) bool {
+	start := s.i
+	s.skip()
+	n, err := strconv.ParseInt(string(s.b[start:s.i]), 10, 0)
+	if err != nil {
+		return false
+	}
+	*dst = int(n)
+	return true
+}
+
+func (s *pageScanner) float(dst **float64) bool {
+	if s.null() {
+		*dst = nil
+		return true
+	}
+	c := s.b[s.i]
+	if c != '-' && (c < '0' || c > '9') {
+		return false
+	}
+	start := s.i
+	s.skip()
+	f, err := strconv.ParseFloat(string(s.b[start:s.i]), 64)
+	if err != nil || math.IsInf(f, 0) {
+		return false
+	}
+	*dst = &f
+	return true
+}
+
+func (s *pageScanner) page(w *wirePage) bool {
+	s.ws()
+	if !s.object(pageKeys(), func(k int) bool {
+		switch k {
+		case 0:
+			if s.null() {
+				w.Responses = nil
+				return true
+			}
+			subs := make([]wireSubmission, 0, 150)
+			ok := s.array(func() bool {
+				subs = append(subs, wireSubmission{})
+				return s.submission(&subs[len(subs)-1])
+			})
+			*w.Responses = subs
+			return ok
+		case 1:
+			if s.null() {
+				return true // as encoding/json: the pointer stays as it was
+			}
+			n := 0
+			if !s.integer(&n) {
+				return false
+			}
+			w.TotalResponses = &n
+			return true
+		default:
+			if s.null() {
+				return true
+			}
+			return s.integer(&w.PageCount)
+		}
+	}) {
+		return false
+	}
+	s.ws()
+	return s.i == len(s.b)
+}
+
+func (s *pageScanner) submission(w *wireSubmission) bool {
+	if s.null() {
+		return true
+	}
+	start := s.i
+	if !s.object(submissionKeys(), func(k int) bool {
+		switch k {
+		case 0:
+			return s.str(&w.SubmissionID, false)
+		case 1:
+			w.SubmissionTime = s.raw()
+		case 2:
+			w.LastUpdatedAt = s.raw()
+		case 3:
+			w.StartedAt = s.raw()
+		case 4:
+			return s.list(0, func(n int) { w.Questions = make([]Answer, 0, n) }, func() bool {
+				w.Questions = append(w.Questions, Answer{})
+				a := &w.Questions[len(w.Questions)-1]
+				return s.entry(&a.ID, &a.Name, &a.Type, &a.Value)
+			})
+		case 5:
+			return s.list(1, func(n int) { w.Calculations = make([]wireCalculation, 0, n) }, func() bool {
+				w.Calculations = append(w.Calculations, wireCalculation{})
+				c := &w.Calculations[len(w.Calculations)-1]
+				return s.entry(&c.ID, &c.Name, &c.Type, &c.Value)
+			})
+		case 6:
+			return s.list(2, func(n int) { w.URLParameters = make([]wireURLParameter, 0, n) }, func() bool {
+				w.URLParameters = append(w.URLParameters, wireURLParameter{})
+				p := &w.URLParameters[len(w.URLParameters)-1]
+				return s.entry(&p.ID, &p.Name, nil, &p.Value)
+			})
+		case 7:
+			return s.list(3, func(n int) { w.Scheduling = make([]SchedulingEntry, 0, n) }, func() bool {
+				w.Scheduling = append(w.Scheduling, SchedulingEntry{})
+				e := &w.Scheduling[len(w.Scheduling)-1]
+				return s.entry(&e.ID, &e.Name, nil, &e.Value)
+			})
+		case 8:
+			return s.list(4, func(n int) { w.Payments = make([]PaymentEntry, 0, n) }, func() bool {
+				w.Payments = append(w.Payments, PaymentEntry{})
+				e := &w.Payments[len(w.Payments)-1]
+				return s.entry(&e.ID, &e.Name, nil, &e.Value)
+			})
+		case 9:
+			if s.null() {
+				w.Quiz = nil
+				return true
+			}
+			q := new(QuizResult)
+			w.Quiz = q
+			return s.object([]string{"score", "maxScore"}, func(k int) bool {
+				if k == 0 {
+					return s.float(&q.Score)
+				}
+				return s.float(&q.MaxScore)
+			})
+		case 10:
+			if s.null() {
+				w.Login = nil
+				return true
+			}
+			l := new(Login)
+			w.Login = l
+			return s.object([]string{"email"}, func(int) bool { return s.str(&l.Email, false) })
+		case 11:
+			return s.list(-1, func(n int) { w.Documents = make([]Document, 0, n) }, func() bool {
+				w.Documents = append(w.Documents, Document{})
+				d := &w.Documents[len(w.Documents)-1]
+				if s.null() {
+					return true
+				}
+				return s.object([]string{"id", "name", "url"}, func(k int) bool {
+					switch k {
+					case 0:
+						return s.str(&d.ID, false)
+					case 1:
+						return s.str(&d.Name, false)
+					}
+					return s.str(&d.URL, false)
+				})
+			})
+		case 12:
+			return s.str(&w.EditLink, false)
+		}
+		return true
+	}) {
+		return false
+	}
+	// The values the submission keeps (answers, scheduling, payments) move
+	// to a copy of its own text: aliasing the page would keep the whole
+	// page alive for as long as any one submission of it is kept (the
+	// reconcile keeps the changed ones of a window).
+	own := bytes.Clone(s.b[start:s.i])
+	rebase := func(v *json.RawMessage) {
+		if *v != nil {
+			off := cap(s.b) - cap(*v) - start
+			*v = own[off : off+len(*v) : off+len(*v)]
+		}
+	}
+	for i := range w.Questions {
+		rebase(&w.Questions[i].Value)
+	}
+	for i := range w.Scheduling {
+		rebase(&w.Scheduling[i].Value)
+	}
+	for i := range w.Payments {
+		rebase(&w.Payments[i].Value)
+	}
+	return true
+}
+
+// list decodes an array of objects: null leaves the slice nil, [] makes
+// it empty (not nil), as encoding/json does. make is given a capacity
+// before the first element: what list kind (an index of s.sizes, -1 for
+// none) held in the previous submission.
+func (s *pageScanner) list(kind int, make func(n int), elem func() bool) bool {
+	if s.null() {
+		return true
+	}
+	if s.b[s.i] != '[' {
+		return false
+	}
+	n := 4
+	if kind >= 0 {
+		n = max(n, s.sizes[kind])
+	}
+	make(n)
+	count := 0
+	ok := s.array(func() bool {
+		count++
+		return elem()
+	})
+	if kind >= 0 {
+		s.sizes[kind] = count
+	}
+	return ok
+}
+
+// entry decodes {id, name, type, value}; typ nil means the entry has no
+// type field (the key is then an unknown one, skipped). null leaves the
+// zero entry, as encoding/json does.
+func (s *pageScanner) entry(id, name, typ *string, value *json.RawMessage) bool {
+	if s.null() {
+		return true
+	}
+	keys := []string{"id", "name", "type", "value"}
+	if typ == nil {
+		keys = []string{"id", "name", "value"} // the key "type" is then an unknown one
+	}
+	return s.object(keys, func(k int) bool {
+		if typ == nil && k == 2 {
+			k = 3 // value is third in the short list
+		}
+		switch k {
+		case 0:
+			return s.str(id, true)
+		case 1:
+			return s.str(name, true)
+		case 2:
+			return s.str(typ, true)
+		}
+		*value = s.raw()
+		return true
+	})
+}
+
+// appendUnescaped decodes the escapes of a valid string literal's body the
+// way encoding/json does: a lone surrogate becomes U+FFFD.
+func appendUnescaped(dst, body []byte) []byte {
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if c != '\\' || i+1 >= len(body) {
+			dst = append(dst, c)
+			continue
+		}
+		i++
+		switch body[i] {
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r := hex4(body, i+1)
+			i += 4
+			if r >= 0xD800 && r < 0xE000 {
+				r2 := rune(-1)
+				if i+2 < len(body) && body[i+1] == '\\' && body[i+2] == 'u' {
+					r2 = hex4(body, i+3)
+				}
+				if r < 0xDC00 && r2 >= 0xDC00 && r2 < 0xE000 {
+					i += 6
+					r = (r-0xD800)<<10 | (r2 - 0xDC00) + 0x10000
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			dst = utf8.AppendRune(dst, r)
+		default: // " \ /
+			dst = append(dst, body[i])
+		}
+	}
+	return dst
+}
+
+// hex4 reads the four hex digits at b[i:] (validated).
+func hex4(b []byte, i int) rune {
+	var r rune
+	for _, c := range b[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		default:
+			c -= 'A' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}
