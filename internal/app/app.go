@@ -17,6 +17,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/blobstore"
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/forms"
+	"github.com/syncd-dev/syncd/internal/logkey"
 	"github.com/syncd-dev/syncd/internal/metrics"
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/sink"
@@ -345,6 +346,7 @@ func (a *App) Pass(ctx context.Context, jobs func(context.Context) ([]poller.Job
 	var results []poller.Result
 	list, err := jobs(ctx)
 	if err != nil {
+		a.Log.Error("listing the account's forms failed; no form is synced in this pass, the other sources are", zap.String(logkey.Source, poller.SourceForms), zap.Error(err))
 		results = append(results, poller.Result{Source: poller.SourceForms, Err: err})
 	}
 	results = append(results, a.SyncAll(ctx, list, a.Cfg.Sync.Concurrency)...)

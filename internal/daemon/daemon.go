@@ -95,10 +95,7 @@ func Run(ctx context.Context, a *app.App, opts Options) error {
 			m.ObserveAccountFailure(listing)
 			for _, r := range results {
 				if r.FormID == "" {
-					// The source itself failed (listing the forms); the
-					// other sources' streams ran all the same.
-					log.Error("listing the account's forms failed; no form synced in this pass", zap.String("source", r.Source), zap.Error(r.Err))
-					continue
+					continue // the source itself failed (listing the forms): app.Pass logged it
 				}
 				if r.Interrupted {
 					continue // stopping; the next start takes it from there

@@ -419,7 +419,7 @@ func TestRunAndOnceAgreeWhenASourceFails(t *testing.T) {
 	})
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	_ = cmd.Wait()
-	if !synced || !strings.Contains(stderr.String(), "listing the account's forms failed") {
+	if !synced || !strings.Contains(stderr.String(), "listing the account's forms failed") || !strings.Contains(stderr.String(), "rejected the API key") {
 		t.Fatalf("run with the forms key refused did not sync the bookings beside the failure:\n%s", tail(stderr.String()))
 	}
 	if after := len(testkit.ParquetFiles(t, e.w.Out)); after <= before {
