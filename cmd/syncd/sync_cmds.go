@@ -476,7 +476,11 @@ func newRunCmd(g *globals) *cobra.Command {
 // runDaemon runs the daemon (internal/daemon) until a signal stops it,
 // mapping its configuration errors to exit 2.
 func runDaemon(ctx context.Context, a *app.App, g *globals) error {
-	err := daemon.Run(ctx, a, daemon.Options{Stopping: g.stopping, Version: version})
+	opts, err := a.DaemonOptions(ctx, g.stopping, version)
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	err = daemon.Run(ctx, opts)
 	var cfgErr *daemon.ConfigError
 	switch {
 	case errors.As(err, &cfgErr):

@@ -16,6 +16,7 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/blobstore"
 	"github.com/syncd-dev/syncd/internal/config"
+	"github.com/syncd-dev/syncd/internal/daemon"
 	"github.com/syncd-dev/syncd/internal/forms"
 	"github.com/syncd-dev/syncd/internal/logkey"
 	"github.com/syncd-dev/syncd/internal/metrics"
@@ -27,6 +28,7 @@ import (
 	formsource "github.com/syncd-dev/syncd/internal/source/forms"
 	"github.com/syncd-dev/syncd/internal/spool"
 	"github.com/syncd-dev/syncd/internal/state"
+	"github.com/syncd-dev/syncd/internal/status"
 	"github.com/syncd-dev/syncd/internal/suggest"
 )
 
@@ -389,4 +391,50 @@ func (a *App) AdoptTargets(jobs []poller.Job, bookings bool) []poller.AdoptTarge
 		out = append(out, poller.TargetOf(a.Scheduling.Stream))
 	}
 	return out
+}
+
+// DaemonEntries are the cron entries of `syncd run`: with no forms listed,
+// one pass of every form of the account and the bookings on
+// sync.schedule; with forms listed, one entry per form on its own schedule
+// (or sync.schedule), and the bookings on sync.schedule.
+func (a *App) DaemonEntries(ctx context.Context) ([]daemon.Entry, error) {
+	if len(a.Cfg.Forms) == 0 {
+		return []daemon.Entry{{Name: "sync.schedule", Schedule: a.Cfg.Sync.Schedule,
+			Pass: func(ctx context.Context) []poller.Result { return a.Pass(ctx, a.Jobs, true) }}}, nil
+	}
+	all, err := a.Jobs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	entries := make([]daemon.Entry, 0, len(all)+1)
+	for i, fc := range a.Cfg.Forms {
+		job := all[i]
+		spec := fc.Schedule
+		if spec == "" {
+			spec = a.Cfg.Sync.Schedule
+		}
+		one := func(context.Context) ([]poller.Job, error) { return []poller.Job{job}, nil }
+		entries = append(entries, daemon.Entry{Name: "schedule of form " + fc.ID, Schedule: spec,
+			Pass: func(ctx context.Context) []poller.Result { return a.Pass(ctx, one, false) }})
+	}
+	if a.Scheduling != nil {
+		none := func(context.Context) ([]poller.Job, error) { return nil, nil }
+		entries = append(entries, daemon.Entry{Name: "sync.schedule", Schedule: a.Cfg.Sync.Schedule,
+			Pass: func(ctx context.Context) []poller.Result { return a.Pass(ctx, none, true) }})
+	}
+	return entries, nil
+}
+
+// DaemonOptions are what `syncd run` runs: the entries, the server and
+// what it serves.
+func (a *App) DaemonOptions(ctx context.Context, stopping <-chan struct{}, version string) (daemon.Options, error) {
+	entries, err := a.DaemonEntries(ctx)
+	if err != nil {
+		return daemon.Options{}, err
+	}
+	return daemon.Options{
+		Stopping: stopping, Version: version, Addr: a.Cfg.Server.Addr,
+		UnreadyAfter: a.Cfg.Server.UnreadyAfter.D(), Jitter: a.Cfg.Sync.Jitter.D(), Grace: a.Cfg.Sync.ShutdownGrace.D(),
+		Entries: entries, Status: status.Handler(StateWhere(a.Cfg), a.Store), Metrics: a.Metrics, Log: a.Log,
+	}, nil
 }

@@ -16,19 +16,34 @@ import (
 	"github.com/robfig/cron/v3"
 	"go.uber.org/zap"
 
-	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/logkey"
 	"github.com/syncd-dev/syncd/internal/metrics"
 	"github.com/syncd-dev/syncd/internal/poller"
-	"github.com/syncd-dev/syncd/internal/status"
 )
 
-// Options are what the command line gives the daemon.
+// Entry is one cron entry: a schedule and the pass it runs (of every
+// stream of a source, or of one form on a schedule of its own).
+type Entry struct {
+	Name     string // names the schedule in errors: "sync.schedule", "schedule of form X"
+	Schedule string // a cron spec, UTC
+	Pass     func(ctx context.Context) []poller.Result
+}
+
+// Options are what the daemon runs: its entries, and where it reports.
 type Options struct {
 	// Stopping closes when a signal asks the daemon to stop: no new pass
 	// starts, and the batches in flight may commit.
 	Stopping <-chan struct{}
 	Version  string
+	Addr     string // where /metrics, /healthz, /readyz and /status are served
+	// UnreadyAfter is how long a stream may fail before /readyz fails;
+	// Jitter delays each scheduled pass by up to it; Grace is how long the
+	// batches in flight have at a stop (logged).
+	UnreadyAfter, Jitter, Grace time.Duration
+	Entries                     []Entry
+	Status                      http.Handler // GET /status
+	Metrics                     *metrics.Metrics
+	Log                         *zap.Logger
 }
 
 // ConfigError is a configuration the daemon cannot run with (an address in
@@ -40,25 +55,24 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 
 func configError(err error) error { return &ConfigError{Err: err} }
 
-// Run runs a pass at start and then on each stream's schedule, serving
+// Run runs each entry's pass at start and then on its schedule, serving
 // /metrics, /healthz, /readyz and /status, until opts.Stopping closes or
-// ctx ends. The
-// poller refuses a second pass of a form that is still running, so a pass
-// that overruns its slot is skipped and counted, not stacked.
-func Run(ctx context.Context, a *app.App, opts Options) error {
-	log := a.Log
-	m := a.Metrics
+// ctx ends. The engine refuses a second pass of a stream that is still
+// running, so a pass that overruns its slot is skipped and counted, not
+// stacked.
+func Run(ctx context.Context, opts Options) error {
+	log, m := opts.Log, opts.Metrics
 	mux := http.NewServeMux()
-	mux.Handle("/status", status.Handler(app.StateWhere(a.Cfg), a.Store))
-	mux.Handle("/", m.Handler(func() error { return nil }, a.Cfg.Server.UnreadyAfter.D()))
+	mux.Handle("/status", opts.Status)
+	mux.Handle("/", m.Handler(func() error { return nil }, opts.UnreadyAfter))
 	srv := &http.Server{
-		Addr:              a.Cfg.Server.Addr,
+		Addr:              opts.Addr,
 		Handler:           mux,
 		ReadHeaderTimeout: 5 * time.Second,
 	}
-	ln, err := net.Listen("tcp", a.Cfg.Server.Addr)
+	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
-		return configError(fmt.Errorf("server.addr %s: %w: choose a free address", a.Cfg.Server.Addr, err))
+		return configError(fmt.Errorf("server.addr %s: %w: choose a free address", opts.Addr, err))
 	}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -69,7 +83,7 @@ func Run(ctx context.Context, a *app.App, opts Options) error {
 
 	c := cron.New(cron.WithLocation(time.UTC))
 	var passes sync.WaitGroup
-	pass := func(jobs func(context.Context) ([]poller.Job, error), bookings bool, jitter time.Duration) func() {
+	pass := func(e Entry) func() {
 		return func() {
 			select {
 			case <-opts.Stopping:
@@ -78,80 +92,26 @@ func Run(ctx context.Context, a *app.App, opts Options) error {
 			}
 			passes.Add(1)
 			defer passes.Done()
-			if jitter > 0 {
+			if opts.Jitter > 0 {
 				select {
-				case <-time.After(rand.N(jitter)):
+				case <-time.After(rand.N(opts.Jitter)):
 				case <-opts.Stopping:
 					return
 				}
 			}
-			results := a.Pass(ctx, jobs, bookings)
-			var listing error
-			for _, r := range results {
-				if r.FormID == "" {
-					listing = r.Err
-				}
-			}
-			m.ObserveAccountFailure(listing)
-			for _, r := range results {
-				if r.FormID == "" {
-					continue // the source itself failed (listing the forms): app.Pass logged it
-				}
-				if r.Interrupted {
-					continue // stopping; the next start takes it from there
-				}
-				if errors.Is(r.Err, poller.ErrBusy) {
-					m.ObserveSkipped(r.Source, r.FormID)
-					log.Warn("pass skipped: the previous pass of this form is still running", zap.String(logkey.Stream, r.FormID))
-					continue
-				}
-				m.ObservePass(metrics.Pass{Source: r.Source, Stream: r.FormID, Rows: r.Rows, Bytes: r.Bytes, Batches: r.Batches, Misfits: r.Misfits,
-					Discarded: r.Discarded, ReconciledWindows: r.ReconciledWindows, Versions: r.Versions, Tombstones: r.Tombstones,
-					Duration: r.Duration, CoveredEnd: r.CoveredEnd, Err: r.Err})
-				if r.Err != nil {
-					log.Error("form sync failed", zap.String(logkey.Stream, r.FormID), zap.Error(r.Err))
-					continue
-				}
-				log.Info("form synced", zap.String(logkey.Stream, r.FormID), zap.Int64("rows", r.Rows),
-					zap.Int("batches", r.Batches), zap.Int64("requests", r.Requests), zap.Duration("duration", r.Duration))
-			}
+			observe(log, m, e.Pass(ctx))
 		}
 	}
-	var entries []func()
-	if len(a.Cfg.Forms) == 0 {
-		f := pass(a.Jobs, true, a.Cfg.Sync.Jitter.D())
-		if _, err := c.AddFunc(a.Cfg.Sync.Schedule, f); err != nil {
-			return configError(fmt.Errorf("sync.schedule: %w", err))
+	firsts := make([]func(), 0, len(opts.Entries))
+	for _, e := range opts.Entries {
+		f := pass(e)
+		if _, err := c.AddFunc(e.Schedule, f); err != nil {
+			return configError(fmt.Errorf("%s: %w", e.Name, err))
 		}
-		entries = append(entries, f)
-	} else {
-		all, err := a.Jobs(ctx)
-		if err != nil {
-			return configError(err)
-		}
-		for i, fc := range a.Cfg.Forms {
-			job := all[i]
-			spec := fc.Schedule
-			if spec == "" {
-				spec = a.Cfg.Sync.Schedule
-			}
-			f := pass(func(context.Context) ([]poller.Job, error) { return []poller.Job{job}, nil }, false, a.Cfg.Sync.Jitter.D())
-			if _, err := c.AddFunc(spec, f); err != nil {
-				return configError(fmt.Errorf("schedule of form %s: %w", fc.ID, err))
-			}
-			entries = append(entries, f)
-		}
-		if a.Scheduling != nil {
-			// The bookings on the default schedule, beside the forms'.
-			f := pass(func(context.Context) ([]poller.Job, error) { return nil, nil }, true, a.Cfg.Sync.Jitter.D())
-			if _, err := c.AddFunc(a.Cfg.Sync.Schedule, f); err != nil {
-				return configError(fmt.Errorf("sync.schedule: %w", err))
-			}
-			entries = append(entries, f)
-		}
+		firsts = append(firsts, f)
 	}
-	log.Info("syncd running", zap.String("schedule", a.Cfg.Sync.Schedule), zap.Int("entries", len(entries)), zap.String("version", opts.Version))
-	for _, f := range entries {
+	log.Info("syncd running", zap.Int("entries", len(firsts)), zap.String("version", opts.Version))
+	for _, f := range firsts {
 		go f() // a first pass at start, without jitter's wait for the next slot
 	}
 	c.Start()
@@ -159,7 +119,7 @@ func Run(ctx context.Context, a *app.App, opts Options) error {
 	case <-opts.Stopping:
 	case <-ctx.Done():
 	}
-	log.Info("stopping: no new passes; batches in flight may commit", zap.Duration("grace", a.Cfg.Sync.ShutdownGrace.D()))
+	log.Info("stopping: no new passes; batches in flight may commit", zap.Duration("grace", opts.Grace))
 	<-c.Stop().Done()
 	passes.Wait()
 	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -167,4 +127,37 @@ func Run(ctx context.Context, a *app.App, opts Options) error {
 	_ = srv.Shutdown(shutdown)
 	log.Info("stopped cleanly")
 	return nil
+}
+
+// observe reports a pass's results in the metrics and the log.
+func observe(log *zap.Logger, m *metrics.Metrics, results []poller.Result) {
+	var listing error
+	for _, r := range results {
+		if r.FormID == "" {
+			listing = r.Err
+		}
+	}
+	m.ObserveAccountFailure(listing)
+	for _, r := range results {
+		if r.FormID == "" {
+			continue // the source itself failed (listing the forms): logged where it failed
+		}
+		if r.Interrupted {
+			continue // stopping; the next start takes it from there
+		}
+		if errors.Is(r.Err, poller.ErrBusy) {
+			m.ObserveSkipped(r.Source, r.FormID)
+			log.Warn("pass skipped: the previous pass of this stream is still running", zap.String(logkey.Stream, r.FormID))
+			continue
+		}
+		m.ObservePass(metrics.Pass{Source: r.Source, Stream: r.FormID, Rows: r.Rows, Bytes: r.Bytes, Batches: r.Batches, Misfits: r.Misfits,
+			Discarded: r.Discarded, ReconciledWindows: r.ReconciledWindows, Versions: r.Versions, Tombstones: r.Tombstones,
+			Duration: r.Duration, CoveredEnd: r.CoveredEnd, Err: r.Err})
+		if r.Err != nil {
+			log.Error("form sync failed", zap.String(logkey.Stream, r.FormID), zap.Error(r.Err))
+			continue
+		}
+		log.Info("form synced", zap.String(logkey.Stream, r.FormID), zap.Int64("rows", r.Rows),
+			zap.Int("batches", r.Batches), zap.Int64("requests", r.Requests), zap.Duration("duration", r.Duration))
+	}
 }

@@ -9,9 +9,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/logkey"
-	"github.com/syncd-dev/syncd/internal/schema"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/state"
+	"github.com/syncd-dev/syncd/internal/table"
 )
 
 // ForeignOutputError means a stream's table already holds batches that the
@@ -66,7 +66,11 @@ func (p *Poller) checkOwnOutput(ctx context.Context, stream, table string, st st
 func TargetOf(s Stream) AdoptTarget {
 	cols := s.Columns()
 	_, versioned := s.(Reconciler)
-	return AdoptTarget{Stream: s.Key(), Table: s.Table(), Key: cols.Key, Version: cols.Version, Time: cols.Time, Index: versioned}
+	t := AdoptTarget{Stream: s.Key(), Table: s.Table(), Key: cols.Key, Version: cols.Version, Time: cols.Time, Index: versioned}
+	if ev, ok := s.(Evolver); ok {
+		t.Unpin = ev.Unpin
+	}
+	return t
 }
 
 // AdoptTarget is a stream whose state is rebuilt from its table's output.
@@ -77,6 +81,9 @@ type AdoptTarget struct {
 	// a version index (forms): it is rebuilt from the rows too.
 	Key, Version, Time string
 	Index              bool
+	// Unpin reads the schema a batch's files carry (an Evolver's); nil
+	// for a fixed table.
+	Unpin func([]byte) (table.Schema, error)
 }
 
 // AdoptResult is what Adopt took over.
@@ -147,7 +154,7 @@ func (p *Poller) Adopt(ctx context.Context, t AdoptTarget) (AdoptResult, error) 
 		}
 		return a.name.Start.Compare(b.name.Start)
 	})
-	var pinned *schema.Table
+	var pinned table.Schema
 	for _, b := range batches {
 		if b.name.Generation < gen {
 			res.Earlier++
@@ -173,8 +180,8 @@ func (p *Poller) Adopt(ctx context.Context, t AdoptTarget) (AdoptResult, error) 
 			res.Open++
 			continue
 		}
-		if len(b.Schema) > 0 {
-			tbl, err := schema.Unmarshal(b.Schema)
+		if len(b.Schema) > 0 && t.Unpin != nil {
+			tbl, err := t.Unpin(b.Schema)
 			if err != nil {
 				return res, fmt.Errorf("adopt %s: the schema in the footer of batch %s: %w", t.Stream, b.ID, err)
 			}
@@ -197,13 +204,13 @@ func (p *Poller) Adopt(ctx context.Context, t AdoptTarget) (AdoptResult, error) 
 	}
 	if pinned != nil {
 		if len(st.Schema) > 0 {
-			cur, err := schema.Unmarshal(st.Schema)
+			cur, err := t.Unpin(st.Schema)
 			if err != nil {
 				return res, fmt.Errorf("adopt %s: read the pinned schema: %w", t.Stream, err)
 			}
 			pinned = cur.Merge(pinned)
 		}
-		raw, err := schema.Marshal(pinned)
+		raw, err := pinned.Marshal()
 		if err != nil {
 			return res, fmt.Errorf("adopt %s: %w", t.Stream, err)
 		}

@@ -14,9 +14,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/logkey"
-	"github.com/syncd-dev/syncd/internal/schema"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/state"
+	"github.com/syncd-dev/syncd/internal/table"
 )
 
 // processWindow is the exactly-once protocol for one window: record the
@@ -61,19 +61,19 @@ func (f *streamRun) commitBatch(ctx context.Context, w window, b sink.Batch, int
 		f.dropIntent(ctx, w, b.ID)
 		return err
 	}
-	lin := schema.Lineage{BatchID: b.ID, SyncedAt: f.p.opts.Now().UTC()}
+	lin := table.Lineage{BatchID: b.ID, SyncedAt: f.p.opts.Now().UTC()}
 	rows := newRows(base, lin, b.TimeColumn, f.p.opts.Allocator, f.p.opts.ChunkRows, f.p.opts.SpoolDir, f.p.partOf)
 	defer rows.release(f)
 	if err := fill(rows); err != nil {
 		f.dropIntent(ctx, w, b.ID)
 		return err
 	}
-	table, stats := rows.finish()
-	if table != nil {
-		b.SchemaFingerprint = table.Fingerprint()
+	built, stats := rows.finish()
+	if built != nil {
+		b.SchemaFingerprint = built.Fingerprint()
 		// The files carry the schema they were built with: a state rebuilt
 		// from the output (adopt) pins it again.
-		if b.Schema, err = schema.Marshal(table); err != nil {
+		if b.Schema, err = built.Marshal(); err != nil {
 			f.dropIntent(ctx, w, b.ID)
 			return fmt.Errorf("serialise the schema of batch %s: %w", b.ID, err)
 		}
@@ -120,9 +120,9 @@ func (f *streamRun) commitBatch(ctx context.Context, w window, b sink.Batch, int
 	f.schemaMu.Lock()
 	defer f.schemaMu.Unlock()
 	merged := f.pinned
-	if table != nil {
-		merged = mergeTables(f.pinned, table)
-		if commit.Schema, err = schema.Marshal(merged); err != nil {
+	if built != nil {
+		merged = mergeTables(f.pinned, built)
+		if commit.Schema, err = merged.Marshal(); err != nil {
 			return fmt.Errorf("serialise the schema of form %s: %w", f.key, err)
 		}
 	}
@@ -168,7 +168,7 @@ func (f *streamRun) dropIntent(ctx context.Context, w window, batchID string) {
 // schemaForFetch evolves the pinned table with the source's metadata once
 // per pass (an Evolver's), and returns a snapshot for one window's rows;
 // nil for a fixed table.
-func (f *streamRun) schemaForFetch(ctx context.Context) (*schema.Table, error) {
+func (f *streamRun) schemaForFetch(ctx context.Context) (table.Schema, error) {
 	ev, ok := f.s.(Evolver)
 	if !ok {
 		return nil, nil
@@ -184,14 +184,14 @@ func (f *streamRun) schemaForFetch(ctx context.Context) (*schema.Table, error) {
 		logChanges(f.log, "the source's fields changed", changes)
 		f.metaFetched = true
 	}
-	return f.pinned.Clone(), nil
+	return f.pinned, nil // a value: the source builds on its own copy
 }
 
 // noteStats logs what a batch's values did: one line per column whose
 // values did not fit, with their count and the redacted shape of one of
-// them (schema.Describe: type and length, never the value), and one line
+// them (type and length, never the value), and one line
 // for the columns the values added, with the details at debug.
-func (f *streamRun) noteStats(log *zap.Logger, st schema.Stats) {
+func (f *streamRun) noteStats(log *zap.Logger, st table.Stats) {
 	cols := make([]string, 0, len(st.Misfits))
 	for col, n := range st.Misfits {
 		f.misfits.Add(int64(n))
@@ -213,7 +213,7 @@ func (f *streamRun) noteStats(log *zap.Logger, st schema.Stats) {
 
 // logChanges logs schema changes as one info line that counts them by
 // kind ("47 columns added, 2 type changes"), each change at debug.
-func logChanges(log *zap.Logger, why string, changes []schema.Change) {
+func logChanges(log *zap.Logger, why string, changes []table.Change) {
 	if len(changes) == 0 {
 		return
 	}
@@ -225,16 +225,16 @@ func logChanges(log *zap.Logger, why string, changes []schema.Change) {
 
 // SummarizeChanges counts changes by kind: "47 columns added, 2 type
 // changes", in a fixed order.
-func SummarizeChanges(changes []schema.Change) string {
+func SummarizeChanges(changes []table.Change) string {
 	counts := map[string]int{}
 	for _, c := range changes {
 		counts[c.Kind]++
 	}
 	words := []struct{ kind, one, many string }{
-		{schema.ChangeAdded, "column added", "columns added"},
-		{schema.ChangeRenamed, "question renamed (its column kept)", "questions renamed (their columns kept)"},
-		{schema.ChangeVariant, "type change (a variant column)", "type changes (variant columns)"},
-		{schema.ChangeTypeUpdated, "column type updated", "column types updated"},
+		{table.ChangeAdded, "column added", "columns added"},
+		{table.ChangeRenamed, "question renamed (its column kept)", "questions renamed (their columns kept)"},
+		{table.ChangeVariant, "type change (a variant column)", "type changes (variant columns)"},
+		{table.ChangeTypeUpdated, "column type updated", "column types updated"},
 	}
 	var parts []string
 	for _, w := range words {
@@ -274,7 +274,7 @@ func (p *Poller) firstSighting(formID, typ string) bool {
 // mergeTables is the pinned schema after a window built with a snapshot of
 // pinned has committed: windows of one pass run concurrently and each may
 // have added columns, so the pin keeps the union.
-func mergeTables(pinned, built *schema.Table) *schema.Table {
+func mergeTables(pinned, built table.Schema) table.Schema {
 	if pinned == nil {
 		return built
 	}

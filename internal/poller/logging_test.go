@@ -8,31 +8,31 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/syncd-dev/syncd/internal/schema"
+	"github.com/syncd-dev/syncd/internal/table"
 )
 
 // TestNoteStatsAggregates: a batch with hundreds of misfit values and
 // dozens of new columns logs one line per column and one summary line,
 // with the details at debug (schema.Describe keeps values out of them).
 func TestNoteStatsAggregates(t *testing.T) {
-	changes := make([]schema.Change, 0, 49)
+	changes := make([]table.Change, 0, 49)
 	for i := 0; i < 47; i++ {
-		changes = append(changes, schema.Change{Kind: schema.ChangeAdded, Column: "q" + string(rune('a'+i%26)), Detail: "new question"})
+		changes = append(changes, table.Change{Kind: table.ChangeAdded, Column: "q" + string(rune('a'+i%26)), Detail: "new question"})
 	}
-	changes = append(changes, schema.Change{Kind: schema.ChangeVariant, Column: "age__v_string"}, schema.Change{Kind: schema.ChangeVariant, Column: "score__v_string"})
+	changes = append(changes, table.Change{Kind: table.ChangeVariant, Column: "age__v_string"}, table.Change{Kind: table.ChangeVariant, Column: "score__v_string"})
 	tests := []struct {
 		name      string
 		level     zapcore.Level
-		st        schema.Stats
+		st        table.Stats
 		wantLines map[string]int // message prefix -> lines
 	}{
-		{"misfits at info", zapcore.InfoLevel, schema.Stats{
+		{"misfits at info", zapcore.InfoLevel, table.Stats{
 			Misfits:        map[string]int{"email": 500, "age": 35},
 			MisfitExamples: map[string]string{"email": "string(20 chars)", "age": "string(3 chars)"},
 		}, map[string]int{"values did not fit": 2}},
-		{"47 columns added at info", zapcore.InfoLevel, schema.Stats{Changes: changes},
+		{"47 columns added at info", zapcore.InfoLevel, table.Stats{Changes: changes},
 			map[string]int{"schema changed: 47 columns added, 2 type changes (variant columns)": 1, "schema change\x00": 0}},
-		{"details at debug", zapcore.DebugLevel, schema.Stats{Changes: changes},
+		{"details at debug", zapcore.DebugLevel, table.Stats{Changes: changes},
 			map[string]int{"schema changed: ": 1, "schema change\x00": 49}},
 	}
 	for _, tt := range tests {
@@ -72,14 +72,14 @@ func TestSummarizeChanges(t *testing.T) {
 		kinds []string
 		want  string
 	}{
-		{[]string{schema.ChangeAdded}, "1 column added"},
-		{[]string{schema.ChangeVariant, schema.ChangeAdded, schema.ChangeAdded}, "2 columns added, 1 type change (a variant column)"},
-		{[]string{schema.ChangeRenamed, schema.ChangeTypeUpdated, "other"}, "1 question renamed (its column kept), 1 column type updated, 1 other"},
+		{[]string{table.ChangeAdded}, "1 column added"},
+		{[]string{table.ChangeVariant, table.ChangeAdded, table.ChangeAdded}, "2 columns added, 1 type change (a variant column)"},
+		{[]string{table.ChangeRenamed, table.ChangeTypeUpdated, "other"}, "1 question renamed (its column kept), 1 column type updated, 1 other"},
 	}
 	for _, tt := range tests {
-		var cs []schema.Change
+		var cs []table.Change
 		for _, k := range tt.kinds {
-			cs = append(cs, schema.Change{Kind: k})
+			cs = append(cs, table.Change{Kind: k})
 		}
 		if got := SummarizeChanges(cs); got != tt.want {
 			t.Errorf("SummarizeChanges(%v) = %q, want %q", tt.kinds, got, tt.want)

@@ -13,10 +13,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.uber.org/zap"
 
-	"github.com/syncd-dev/syncd/internal/schema"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/spool"
 	"github.com/syncd-dev/syncd/internal/state"
+	"github.com/syncd-dev/syncd/internal/table"
 )
 
 // Rows gathers the rows of one window with bounded memory: a source's
@@ -30,7 +30,7 @@ type Rows struct {
 	mem       memory.Allocator
 	chunkRows int
 	spoolDir  string
-	lin       schema.Lineage
+	lin       table.Lineage
 	timeCol   string
 	n         int // rows noted since the last chunk
 	size      int // estimated bytes of the rows noted since the last chunk
@@ -45,9 +45,9 @@ type Rows struct {
 	chunkKeys []map[string]bool // per chunk, in order
 	partRows  map[string]int64  // rows per partition
 
-	base  *schema.Table // the table the window's rows start from; nil: a fixed table
-	table *schema.Table // after the last chunk; nil for rows that came as records
-	stats schema.Stats  // of every chunk
+	base  table.Schema // the table the window's rows start from; nil: a fixed table
+	table table.Schema // after the last chunk; nil for rows that came as records
+	stats table.Stats  // of every chunk
 	// arrowSchema is the schema every chunk is committed with: the table's
 	// after the last chunk, or that of the records added.
 	arrowSchema *arrow.Schema
@@ -55,7 +55,7 @@ type Rows struct {
 	index state.IndexChange
 }
 
-func newRows(base *schema.Table, lin schema.Lineage, timeCol string, mem memory.Allocator, chunkRows int, spoolDir string, partOf func(time.Time) string) *Rows {
+func newRows(base table.Schema, lin table.Lineage, timeCol string, mem memory.Allocator, chunkRows int, spoolDir string, partOf func(time.Time) string) *Rows {
 	r := &Rows{mem: mem, chunkRows: chunkRows, spoolDir: spoolDir, lin: lin, timeCol: timeCol, base: base, table: base,
 		partOf: partOf, cur: map[string]bool{}, partRows: map[string]int64{}}
 	if base != nil {
@@ -65,11 +65,11 @@ func newRows(base *schema.Table, lin schema.Lineage, timeCol string, mem memory.
 }
 
 // Lineage is what every row of the batch carries (_batch_id, _synced_at).
-func (r *Rows) Lineage() schema.Lineage { return r.lin }
+func (r *Rows) Lineage() table.Lineage { return r.lin }
 
 // Table is the table the window's rows are built on (an Evolver's pinned
 // table, evolved for this pass); nil for a fixed table.
-func (r *Rows) Table() *schema.Table { return r.base }
+func (r *Rows) Table() table.Schema { return r.base }
 
 // Allocator is the memory the rows' records are built in.
 func (r *Rows) Allocator() memory.Allocator { return r.mem }
@@ -94,10 +94,10 @@ func (r *Rows) Index(e state.Entry) { r.index.Put = append(r.index.Put, e) }
 
 // Chunk takes the rows cut from the source's builder, with the table the
 // builder holds after them and what their values did.
-func (r *Rows) Chunk(rec arrow.Record, table *schema.Table, st schema.Stats) error {
+func (r *Rows) Chunk(rec arrow.Record, t table.Schema, st table.Stats) error {
 	r.n, r.size = 0, 0
-	r.table = table
-	r.arrowSchema = table.ArrowSchema()
+	r.table = t
+	r.arrowSchema = t.ArrowSchema()
 	r.merge(st)
 	if rec.NumRows() == 0 && (r.first != nil || r.spool != nil) {
 		return nil
@@ -176,7 +176,7 @@ func (r *Rows) toSpool() error {
 	return err
 }
 
-func (r *Rows) merge(st schema.Stats) {
+func (r *Rows) merge(st table.Stats) {
 	r.stats.Rows += st.Rows
 	r.stats.Dropped += st.Dropped
 	r.stats.Changes = append(r.stats.Changes, st.Changes...)
@@ -209,7 +209,7 @@ func (r *Rows) merge(st schema.Stats) {
 
 // finish returns the window's table and stats, once the source's Read
 // has cut its last chunk.
-func (r *Rows) finish() (*schema.Table, schema.Stats) {
+func (r *Rows) finish() (table.Schema, table.Stats) {
 	return r.table, r.stats
 }
 

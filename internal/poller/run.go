@@ -12,9 +12,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/logkey"
-	"github.com/syncd-dev/syncd/internal/schema"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/state"
+	"github.com/syncd-dev/syncd/internal/table"
 )
 
 // window is a planned half-open range bounded by its row count, with the
@@ -60,7 +60,7 @@ type streamRun struct {
 	// schemaMu guards the pinned schema, which every window of the pass
 	// extends, and orders the state commits that pin it.
 	schemaMu    sync.Mutex
-	pinned      *schema.Table
+	pinned      table.Schema
 	metaFetched bool
 
 	// interrupted: Drain stopped planning before the range was done.
@@ -118,9 +118,9 @@ func (f *streamRun) prepare(ctx context.Context) (state.FormState, error) {
 	if st, err = store.Get(ctx, f.key); err != nil {
 		return st, fmt.Errorf("read state of form %s: %w", f.key, err)
 	}
-	if len(st.Schema) > 0 {
-		if f.pinned, err = schema.Unmarshal(st.Schema); err != nil {
-			return st, fmt.Errorf("read the pinned schema of form %s from the state store: %w", f.key, err)
+	if ev, ok := f.s.(Evolver); ok && len(st.Schema) > 0 {
+		if f.pinned, err = ev.Unpin(st.Schema); err != nil {
+			return st, fmt.Errorf("read the pinned schema of %s from the state store: %w", f.key, err)
 		}
 	}
 	for _, w := range redo {
@@ -235,7 +235,7 @@ func (f *streamRun) execute(ctx context.Context, from, to time.Time, concurrency
 
 // DefaultTable is the table a form is written to when the config names none.
 func DefaultTable(formID string) string {
-	return "form_" + schema.SanitizeName(formID)
+	return "form_" + table.SanitizeName(formID)
 }
 
 func (f *streamRun) report(p Progress) {

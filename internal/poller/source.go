@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/syncd-dev/syncd/internal/schema"
 	"github.com/syncd-dev/syncd/internal/state"
+	"github.com/syncd-dev/syncd/internal/table"
 )
 
 // A source is a package that offers streams (internal/source/scheduling,
@@ -70,7 +70,10 @@ type Counter interface {
 type Evolver interface {
 	// Evolve maps the source's metadata to the table, from the pinned one
 	// (nil: the first pass), and says what changed.
-	Evolve(ctx context.Context, pinned *schema.Table) (*schema.Table, []schema.Change, error)
+	Evolve(ctx context.Context, pinned table.Schema) (table.Schema, []table.Change, error)
+	// Unpin reads a schema its Marshal wrote (the state's pinned schema, a
+	// batch file's footer).
+	Unpin(raw []byte) (table.Schema, error)
 }
 
 // Reconciler is a Stream whose records change after they are written

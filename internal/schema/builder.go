@@ -15,34 +15,15 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/syncd-dev/syncd/internal/forms"
+	"github.com/syncd-dev/syncd/internal/table"
 )
 
-// Lineage is what every row of a batch records about the batch.
-type Lineage struct {
-	BatchID  string
-	SyncedAt time.Time
-}
-
-// Stats describe what a Builder did since it started or last finished.
-type Stats struct {
-	Rows int
-	// Misfits counts, per typed column, the values kept in its __v_json
-	// companion because they did not fit (or repeated an answer already
-	// given in the same submission).
-	Misfits map[string]int
-	// MisfitExamples holds, per column of Misfits, the redacted shape of
-	// the first value kept (Describe): its type and length, never the
-	// value, which may be personal.
-	MisfitExamples map[string]string
-	// Discarded counts, per unknown question type, the answers discarded.
-	Discarded map[string]int
-	// Changes are the columns the Builder added on its own: answers of a
-	// type, or of a source, that the metadata it started from did not have.
-	Changes []Change
-	// Dropped counts answers repeated within one submission once both the
-	// column and its __v_json companion already held a value for it.
-	Dropped int
-}
+// Lineage, Stats and Change are the engine's (internal/table): a Builder
+// reports in its terms.
+type (
+	Lineage = table.Lineage
+	Stats   = table.Stats
+)
 
 // Builder appends submissions of one form to Arrow builders, evolving its own
 // copy of the table when answers need columns it lacks. It is not safe for

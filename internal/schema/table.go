@@ -22,6 +22,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/syncd-dev/syncd/internal/forms"
+	"github.com/syncd-dev/syncd/internal/table"
 )
 
 // Column is one column of a table.
@@ -62,19 +63,15 @@ type Table struct {
 	Sources []Source `json:"sources"`
 }
 
-// Change is one schema change, for the log.
-type Change struct {
-	Kind   string // ChangeAdded, ChangeRenamed, ChangeVariant or ChangeTypeUpdated
-	Column string
-	Detail string
-}
+// Change is one schema change, for the log (internal/table's).
+type Change = table.Change
 
 // The kinds of Change.
 const (
-	ChangeAdded       = "added"
-	ChangeRenamed     = "renamed"
-	ChangeVariant     = "variant"
-	ChangeTypeUpdated = "type_updated"
+	ChangeAdded       = table.ChangeAdded
+	ChangeRenamed     = table.ChangeRenamed
+	ChangeVariant     = table.ChangeVariant
+	ChangeTypeUpdated = table.ChangeTypeUpdated
 )
 
 // Names of the fixed and lineage columns.

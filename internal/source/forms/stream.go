@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"go.uber.org/zap"
 
 	api "github.com/syncd-dev/syncd/internal/forms"
@@ -19,6 +20,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/schema"
 	"github.com/syncd-dev/syncd/internal/state"
+	"github.com/syncd-dev/syncd/internal/table"
 )
 
 // API is the part of the Forms API a stream reads. *Client is one.
@@ -96,22 +98,64 @@ func (s *Stream) getForm(ctx context.Context) (*api.Form, error) {
 
 // Evolve maps the form's questions to its table: a new table on the first
 // pass, the pinned one evolved after.
-func (s *Stream) Evolve(ctx context.Context, pinned *schema.Table) (*schema.Table, []schema.Change, error) {
+func (s *Stream) Evolve(ctx context.Context, pinned table.Schema) (table.Schema, []table.Change, error) {
 	form, err := s.getForm(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read metadata of form %s: %w", s.form, err)
 	}
 	var t *schema.Table
 	var changes []schema.Change
-	if pinned == nil {
-		t, changes, err = schema.New(form, schema.Options{IncludeEditLink: s.opts.IncludeEditLink})
+	if p, ok := pinned.(Pinned); ok {
+		t, changes, err = p.T.Evolve(form)
 	} else {
-		t, changes, err = pinned.Evolve(form)
+		t, changes, err = schema.New(form, schema.Options{IncludeEditLink: s.opts.IncludeEditLink})
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("map the metadata of form %s to a table: %w", s.form, err)
 	}
-	return t, changes, nil
+	return Pinned{T: t}, changes, nil
+}
+
+// Unpin reads a form's schema that Pinned.Marshal wrote.
+func (s *Stream) Unpin(raw []byte) (table.Schema, error) {
+	t, err := schema.Unmarshal(raw)
+	if err != nil {
+		return nil, err
+	}
+	return Pinned{T: t}, nil
+}
+
+// Pinned is a form's table (its columns pinned by question id) as the
+// engine handles it (table.Schema).
+type Pinned struct{ T *schema.Table }
+
+// ArrowSchema is the table's Arrow schema.
+func (p Pinned) ArrowSchema() *arrow.Schema { return p.T.ArrowSchema() }
+
+// Fingerprint names the table's physical schema.
+func (p Pinned) Fingerprint() string { return p.T.Fingerprint() }
+
+// Marshal is schema.Marshal.
+func (p Pinned) Marshal() ([]byte, error) { return schema.Marshal(p.T) }
+
+// Merge keeps the columns of both tables (schema.Table.Merge); a schema of
+// another source's has nothing to add.
+func (p Pinned) Merge(other table.Schema) table.Schema {
+	o, ok := other.(Pinned)
+	if !ok {
+		return p
+	}
+	return Pinned{T: p.T.Merge(o.T)}
+}
+
+// builderFor starts a window's builder on its own copy of the pass's table.
+func builderFor(rows *poller.Rows) *schema.Builder {
+	p, _ := rows.Table().(Pinned)
+	var t *schema.Table
+	if p.T != nil {
+		t = p.T.Clone()
+	}
+	return schema.NewBuilder(t, rows.Allocator())
 }
 
 // list asks for submissions of [start, end) in ascending order. The API's
@@ -191,7 +235,7 @@ func (s *Stream) Plan(ctx context.Context, gap state.Interval, cut poller.Cutter
 // Read puts every submission of w into rows, with its version in the
 // version index.
 func (s *Stream) Read(ctx context.Context, w poller.Window, rows *poller.Rows) error {
-	bld := schema.NewBuilder(rows.Table(), rows.Allocator())
+	bld := builderFor(rows)
 	defer bld.Release()
 	lin := rows.Lineage()
 	_, err := s.fetch(ctx, w, func(sub *api.Submission) error {
@@ -213,9 +257,9 @@ func (s *Stream) Read(ctx context.Context, w poller.Window, rows *poller.Rows) e
 // cutChunk hands the builder's rows to rows as one chunk; the builder keeps
 // its evolved table for the next rows.
 func cutChunk(bld *schema.Builder, rows *poller.Rows) error {
-	rec, table, st := bld.Finish()
+	rec, t, st := bld.Finish()
 	defer rec.Release()
-	return rows.Chunk(rec, table, st)
+	return rows.Chunk(rec, Pinned{T: t}, st)
 }
 
 // entryOf is what the version index records of a submission: its time
@@ -276,7 +320,7 @@ func (s *Stream) Reconcile(ctx context.Context, w poller.Window, known map[strin
 		c.Index.Gone[i] = state.Entry{ID: id, Version: known[id]}
 	}
 	c.Write = func(rows *poller.Rows) error {
-		bld := schema.NewBuilder(rows.Table(), rows.Allocator())
+		bld := builderFor(rows)
 		defer bld.Release()
 		lin := rows.Lineage()
 		for i := range changed {
