@@ -321,8 +321,12 @@ func (f *streamRun) batchFor(w window) sink.Batch {
 		TimeColumn:    cols.Time,
 		KeyColumn:     cols.Key,
 		VersionColumn: cols.Version,
+		Required:      cols.Required,
 		Parts:         w.parts,
 		Attempt:       w.attempt,
+	}
+	if d, ok := f.s.(Describer); ok {
+		b.Description = d.Description()
 	}
 	return b
 }

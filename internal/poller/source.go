@@ -20,6 +20,15 @@ type Columns struct {
 	Time    string // windows and partitions follow it
 	Key     string // names a record: its rows are its versions
 	Version string // orders a record's versions
+	// Required are the columns every record has (BigQuery makes them
+	// REQUIRED).
+	Required []string
+}
+
+// Describer is a Stream that says what its table holds, in a few words
+// ("Submissions of form F"): a warehouse's table description.
+type Describer interface {
+	Description() string
 }
 
 // Window is a half-open range [Start, End) of a stream's time column.

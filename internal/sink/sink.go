@@ -27,6 +27,11 @@ type Batch struct {
 	// for the latest view (see LatestQuery); empty: the table keeps no
 	// versions.
 	KeyColumn, VersionColumn string
+	// Required are the columns every record of the stream has (a warehouse
+	// may enforce them: BigQuery's REQUIRED), and Description says what the
+	// table holds; both come from the stream, so a sink knows no source.
+	Required    []string
+	Description string
 	// Attempt names the attempt that wrote a batch's files (its intent
 	// records it with the files): a file of the batch written by another,
 	// stopped attempt is not part of this one. A stop part-way through an

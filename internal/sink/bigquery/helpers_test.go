@@ -50,6 +50,8 @@ func batch(id string) sink.Batch {
 		WindowStart:       day.Add(10 * time.Hour),
 		WindowEnd:         day.Add(11 * time.Hour),
 		SchemaFingerprint: "fp",
+		TimeColumn:        "submission_time",
+		Required:          []string{"form_id", "submission_id", "submission_time"},
 	}
 }
 

@@ -10,20 +10,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
-// partitionColumn is the column tables are partitioned on, by day: the
-// submission's own time, so that partitions follow the data and not the
-// wall clock.
-const partitionColumn = "submission_time"
-
-// requiredColumn reports the columns created REQUIRED: every submission
-// has them.
-func requiredColumn(name string) bool {
-	switch name {
-	case "form_id", "submission_id", partitionColumn:
-		return true
-	}
-	return false
-}
 
 // maxDescription is BigQuery's limit on a column description, in
 // characters.
@@ -50,16 +36,17 @@ func description(md arrow.Metadata) string {
 // float64 -> FLOAT, int64 -> INTEGER, bool -> BOOLEAN, date32 -> DATE,
 // timestamp -> TIMESTAMP, struct -> RECORD, list<x> -> REPEATED x.
 //
-// The key columns (form_id, submission_id, submission_time) are REQUIRED
-// when the batch has them non-nullable; everything else, lineage and nested
+// The columns every record has (the batch's Required: for a form
+// form_id, submission_id and submission_time) are REQUIRED when the batch
+// has them non-nullable; everything else, lineage and nested
 // fields included, is NULLABLE. A REQUIRED column can never be dropped from
 // later batches nor loaded from a file that lacks it, so the table commits
 // to as little as the data needs; nested REQUIRED fields are also where
 // Parquet and BigQuery disagree most, so conform writes them as nullable.
-func tableSchema(s *arrow.Schema) (bigquery.Schema, error) {
+func tableSchema(s *arrow.Schema, required []string) (bigquery.Schema, error) {
 	out := make(bigquery.Schema, 0, s.NumFields())
 	for _, f := range s.Fields() {
-		fs, err := fieldSchema(f, f.Name, true)
+		fs, err := fieldSchema(f, f.Name, slices.Contains(required, f.Name))
 		if err != nil {
 			return nil, err
 		}
@@ -68,7 +55,7 @@ func tableSchema(s *arrow.Schema) (bigquery.Schema, error) {
 	return out, nil
 }
 
-func fieldSchema(f arrow.Field, path string, top bool) (*bigquery.FieldSchema, error) {
+func fieldSchema(f arrow.Field, path string, required bool) (*bigquery.FieldSchema, error) {
 	fs := &bigquery.FieldSchema{Name: f.Name, Description: description(f.Metadata)}
 	dt := f.Type
 	if l, ok := dt.(*arrow.ListType); ok {
@@ -78,7 +65,7 @@ func fieldSchema(f arrow.Field, path string, top bool) (*bigquery.FieldSchema, e
 			return nil, fmt.Errorf("column %s is a list of lists, which BigQuery cannot store", path)
 		}
 	} else {
-		fs.Required = top && !f.Nullable && requiredColumn(f.Name)
+		fs.Required = required && !f.Nullable
 	}
 	switch t := dt.(type) {
 	case *arrow.StringType, *arrow.LargeStringType:
@@ -310,11 +297,9 @@ func retype(d arrow.ArrayData, dt arrow.DataType) arrow.ArrayData {
 }
 
 // partitioning is the day partitioning of a table on its time column
-// (the batch's, or submission_time), or nil when the schema lacks it.
+// (the batch's: a record's own time, so that partitions follow the data and
+// not the wall clock), or nil when the schema lacks it.
 func partitioning(s bigquery.Schema, timeColumn string) *bigquery.TimePartitioning {
-	if timeColumn == "" {
-		timeColumn = partitionColumn
-	}
 	f := findField(s, timeColumn)
 	if f == nil || f.Repeated {
 		return nil

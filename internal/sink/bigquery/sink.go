@@ -592,7 +592,7 @@ const maxPatchTries = 3
 // table, or adds the new columns (NULLABLE) and relaxes REQUIRED columns the
 // batch has as nullable. It returns the table's schema.
 func (s *Sink) ensureTable(ctx context.Context, table string, b sink.Batch, as *arrow.Schema) (bigquery.Schema, error) {
-	want, err := tableSchema(as)
+	want, err := tableSchema(as, b.Required)
 	if err != nil {
 		return nil, fmt.Errorf("bigquery sink: batch %s for %s: %w", b.ID, s.fullName(table), err)
 	}
@@ -650,6 +650,15 @@ func (s *Sink) ensureTable(ctx context.Context, table string, b sink.Batch, as *
 	}
 }
 
+// tableDescription is what a new table says it holds: the stream's words,
+// or its name.
+func tableDescription(b sink.Batch) string {
+	if b.Description != "" {
+		return b.Description + ", synced by syncd."
+	}
+	return b.FormID + ", synced by syncd."
+}
+
 func (s *Sink) createTable(ctx context.Context, t *bigquery.Table, b sink.Batch, schema bigquery.Schema) (*bigquery.TableMetadata, error) {
 	if err := checkClustering(s.fullName(t.TableID), schema, s.opts.Clustering); err != nil {
 		return nil, err
@@ -657,7 +666,7 @@ func (s *Sink) createTable(ctx context.Context, t *bigquery.Table, b sink.Batch,
 	tm := &bigquery.TableMetadata{
 		Schema:           schema,
 		TimePartitioning: partitioning(schema, b.TimeColumn),
-		Description:      fmt.Sprintf("Submissions of form %s, synced by syncd.", b.FormID),
+		Description:      tableDescription(b),
 	}
 	if tm.TimePartitioning == nil {
 		s.log.Warn("table has no time column to partition by: it is not partitioned", zap.String("table", t.TableID), zap.String("column", b.TimeColumn))

@@ -170,7 +170,7 @@ func TestTableSchemaRefusesWhatBigQueryCannotHold(t *testing.T) {
 		{arrow.Field{Name: "r", Type: arrow.StructOf(arrow.Field{Name: "m", Type: arrow.MapOf(arrow.BinaryTypes.String, arrow.BinaryTypes.String)})}, "column r.m"},
 	}
 	for _, tc := range cases {
-		_, err := tableSchema(arrow.NewSchema([]arrow.Field{tc.field}, nil))
+		_, err := tableSchema(arrow.NewSchema([]arrow.Field{tc.field}, nil), nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want %q", tc.field.Name, err, tc.want)
 		}
@@ -195,7 +195,7 @@ func TestConformKeepsDataAndTakesTableModes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rec.Release()
-	want, err := tableSchema(schema)
+	want, err := tableSchema(schema, []string{"form_id", "submission_id", "submission_time"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,8 +85,12 @@ func (s *Stream) Table() string { return s.table }
 // Columns: windows and partitions follow the submission time; a
 // submission's rows are its versions, ordered by lastUpdatedAt.
 func (s *Stream) Columns() poller.Columns {
-	return poller.Columns{Time: schema.ColSubmissionTime, Key: schema.ColSubmissionID, Version: schema.ColLastUpdatedAt}
+	return poller.Columns{Time: schema.ColSubmissionTime, Key: schema.ColSubmissionID, Version: schema.ColLastUpdatedAt,
+		Required: []string{schema.ColFormID, schema.ColSubmissionID, schema.ColSubmissionTime}}
 }
+
+// Description is what the form's table holds.
+func (s *Stream) Description() string { return "Submissions of form " + s.form }
 
 // Requests is how many requests the stream has made.
 func (s *Stream) Requests() int64 { return s.requests.Load() }

@@ -49,7 +49,12 @@ func (s *Stream) Table() string { return s.table }
 // Columns: windows and partitions follow the version time; a booking's
 // rows (named by its uid) are its versions, in version time.
 func (s *Stream) Columns() poller.Columns {
-	return poller.Columns{Time: ColVersionTime, Key: "uid", Version: ColVersionTime}
+	return poller.Columns{Time: ColVersionTime, Key: "uid", Version: ColVersionTime, Required: []string{"uid", ColVersionTime}}
+}
+
+// Description is what the bookings table holds.
+func (s *Stream) Description() string {
+	return "Bookings of the scheduling API, one row per version (created, rescheduled, cancelled) by its version time"
 }
 
 // Requests is how many requests the client made.
