@@ -10,7 +10,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
-
 // maxDescription is BigQuery's limit on a column description, in
 // characters.
 const maxDescription = 1024
