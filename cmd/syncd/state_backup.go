@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 	"gocloud.dev/blob"
 
+	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/blobstore"
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/state"
@@ -118,9 +119,10 @@ func newStateRestoreCmd(g *globals) *cobra.Command {
 		Long: "Replace the configured state with the backup FILE (a path or a bucket URL) that\n" +
 			"`syncd state backup` wrote. The backup is checked whole first (every checksum, a format\n" +
 			"this syncd reads); the restore is refused while a syncd holds the state. The state\n" +
-			"it replaces is kept beside it (<state>.replaced-<UTC time>). Forms then resume from\n" +
-			"the backup: what was committed after it was taken is fetched again, so remove the\n" +
-			"output written since (its _synced_at is later) or deduplicate on submission_id.",
+			"it replaces is kept beside it (<state>.replaced-<UTC time>). Then the restored state\n" +
+			"adopts what the output holds (`syncd state adopt`): batches committed after the backup\n" +
+			"was taken count as committed, so nothing is written a second time. Sign-ins the\n" +
+			"replaced state holds are kept: a backup's refresh token was rotated since, and is spent.",
 		Example: "  syncd state restore /backups/syncd.db",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -129,6 +131,10 @@ func newStateRestoreCmd(g *globals) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
+			keep, err := app.KeepSecrets(ctx, cfg)
+			if err != nil {
+				return withCode(exitState, err)
+			}
 			raw, err := readSource(ctx, args[0])
 			if err != nil {
 				return withCode(exitUsage, fmt.Errorf("read the backup %s: %w", args[0], err))
@@ -139,7 +145,7 @@ func newStateRestoreCmd(g *globals) *cobra.Command {
 					return withCode(restoreCode(err), err)
 				}
 				fmt.Fprintf(g.stdout, "restored state %s from %s (%s); it is now at version %s\n", cfg.State.URL, args[0], plural(int64(info.Forms), "form"), info.Version)
-				return nil
+				return g.afterRestore(ctx, keep)
 			}
 			local := args[0]
 			if blobstore.IsURL(local) {
@@ -162,9 +168,55 @@ func newStateRestoreCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(g.stdout, "; the file it replaced is %s", aside)
 			}
 			fmt.Fprintln(g.stdout)
-			return nil
+			return g.afterRestore(ctx, keep)
 		},
 	}
+}
+
+// afterRestore puts back the sign-ins the replaced state held, then adopts
+// what the output holds of every stream, so that the batches committed
+// after the backup was taken are never written again. A failure leaves the
+// restored state as it is and says what to run.
+func (g *globals) afterRestore(ctx context.Context, keep func(context.Context, state.Store) (int, error)) error {
+	a, err := g.openApp(ctx, false)
+	if err != nil {
+		return fmt.Errorf("the state is restored, but it could not be opened to adopt the output (%w): run `syncd state adopt` before the next pass, or the rows committed since the backup are written again", err)
+	}
+	defer a.Close()
+	if n, err := keep(ctx, a.Store); err != nil {
+		return withCode(exitFailed, fmt.Errorf("the state is restored, but %w: run `syncd auth login` before the next pass", err))
+	} else if n > 0 {
+		fmt.Fprintf(g.stdout, "kept the newer %s of the replaced state\n", plural(int64(n), "sign-in"))
+	}
+	jobs, err := a.Jobs(ctx)
+	if err != nil {
+		return withCode(exitFailed, fmt.Errorf("the state is restored, but the forms to adopt could not be listed (%w): run `syncd state adopt` before the next pass, or the rows committed since the backup are written again", err))
+	}
+	// The forms the restored state holds, beside the configured ones.
+	list, err := a.Store.List(ctx)
+	if err != nil {
+		return withCode(exitFailed, err)
+	}
+	have := map[string]bool{}
+	for _, j := range jobs {
+		have[j.FormID] = true
+	}
+	for _, st := range list {
+		if !have[st.FormID] && !strings.Contains(st.FormID, "/") {
+			jobs = append(jobs, a.Job(st.FormID))
+		}
+	}
+	var batches, open int
+	for _, t := range a.AdoptTargets(jobs, true) {
+		r, err := a.Poller.Adopt(ctx, t)
+		if err != nil {
+			return withCode(exitFailed, fmt.Errorf("the state is restored, but %w: run `syncd state adopt` before the next pass", err))
+		}
+		batches += r.Batches
+		open += r.Open
+	}
+	fmt.Fprintf(g.stdout, "adopted %s committed since the backup (%d part-written, fetched again by the next pass)\n", plural(int64(batches), "batch"), open)
+	return nil
 }
 
 // restoreCode is 3 when the state is held or unreadable, 1 otherwise.

@@ -19,6 +19,42 @@ import (
 // store.
 const tokenSecret = "scheduling/oauth"
 
+// secretNames are what the sources keep in the state store (their
+// sign-ins): a restore of an older state keeps the newer values
+// (KeepSecrets).
+func secretNames() []string { return []string{tokenSecret} }
+
+// KeepSecrets reads the sign-ins the state at cfg holds now, and returns
+// what puts them back: a restore replaces the state with a backup, whose
+// refresh tokens were rotated since and are spent (the next pass would fail
+// with invalid_grant), so the newer ones stay. A state that does not exist
+// or holds none keeps the backup's.
+func KeepSecrets(ctx context.Context, cfg *config.Config) (func(ctx context.Context, store state.Store) (int, error), error) {
+	kept := map[string][]byte{}
+	store, err := OpenStore(ctx, cfg, true)
+	if err == nil {
+		for _, name := range secretNames() {
+			v, gerr := store.GetSecret(ctx, name)
+			if gerr != nil {
+				store.Close()
+				return nil, fmt.Errorf("read the sign-ins of the state before the restore: %w", gerr)
+			}
+			if v != nil {
+				kept[name] = v
+			}
+		}
+		store.Close()
+	}
+	return func(ctx context.Context, store state.Store) (int, error) {
+		for name, v := range kept {
+			if err := store.PutSecret(ctx, name, v); err != nil {
+				return 0, fmt.Errorf("keep the newer sign-in %s: %w", name, err)
+			}
+		}
+		return len(kept), nil
+	}, nil
+}
+
 // StateTokens keeps the scheduling API's tokens in the state store (the
 // bbolt file, mode 0600, or the state object): an oauth.TokenStore whose
 // Save is durable before it returns.

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -435,4 +436,59 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestRestoreOfAnOldBackupWritesNothingTwice: a backup is taken, then passes
+// commit more submissions and bookings and rotate the refresh token. Restoring
+// the backup keeps the newer sign-in and adopts what the output holds, so the
+// next pass writes every version once and the bookings still sync.
+func TestRestoreOfAnOldBackupWritesNothingTwice(t *testing.T) {
+	e := startSched(t, schedOptions{sim: schedsim.Config{Bookings: 60, TokenExpiry: time.Second}})
+	ctx := context.Background()
+	if res := e.login(t); res.Code != 0 {
+		t.Fatalf("auth login: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
+	}
+	if res := e.run(ctx, "once"); res.Code != 0 {
+		t.Fatalf("once: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
+	}
+	backup := filepath.Join(t.TempDir(), "old.db")
+	if res := e.run(ctx, "state", "backup", backup); res.Code != 0 {
+		t.Fatalf("state backup: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
+	}
+	form := e.forms.FormIDs()[0]
+	refreshes := e.sched.Stats().Refreshes
+	for range 2 {
+		time.Sleep(1200 * time.Millisecond) // past the access token's life: the pass rotates the refresh token
+		if _, err := e.forms.Insert(form, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		for range 5 {
+			e.sched.Create()
+		}
+		time.Sleep(5 * time.Millisecond)
+		if res := e.run(ctx, "once"); res.Code != 0 {
+			t.Fatalf("once after the backup: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
+		}
+	}
+	if e.sched.Stats().Refreshes == refreshes {
+		t.Fatal("no refresh token was rotated after the backup: the test proves nothing about the sign-in")
+	}
+
+	res := e.run(ctx, "state", "restore", backup)
+	if res.Code != 0 || !strings.Contains(res.Stdout, "kept the newer 1 sign-in") || !strings.Contains(res.Stdout, "adopted") {
+		t.Fatalf("state restore: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
+	}
+	for range 3 {
+		e.sched.Create()
+	}
+	time.Sleep(5 * time.Millisecond)
+	if res := e.run(ctx, "once"); res.Code != 0 || !strings.Contains(res.Stdout, "ok   scheduling/bookings") {
+		t.Fatalf("once after the restore: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
+	}
+	duck := testkit.OpenDuck(t)
+	if n := duck.DuplicateVersions(t, e.w.Out, defaultTable(form)); n != 0 {
+		t.Errorf("%d submission versions are in the output twice after the restore", n)
+	}
+	testkit.CheckExactlyOnce(t, duck.IDCounts(t, e.w.Out, defaultTable(form)), e.forms.ExpectedIDs(form))
+	e.checkBookings(t)
 }
