@@ -182,7 +182,7 @@ func (s *Scheduling) setDefaults() {
 		s.MaxAttempts = 6
 	}
 	if s.Timeout == 0 {
-		s.Timeout = Duration(60 * time.Second)
+		s.Timeout = Duration(15 * time.Second)
 	}
 }
 
@@ -208,7 +208,7 @@ func Defaults() Config {
 			APIKey:      "${FORMS_API_KEY}",
 			RateLimit:   5,
 			MaxAttempts: 6,
-			Timeout:     Duration(60 * time.Second),
+			Timeout:     Duration(15 * time.Second),
 		},
 		Sync: Sync{
 			SafetyLag:       Duration(2 * time.Minute),

@@ -154,9 +154,12 @@ func TestDebugLogLinePerAttempt(t *testing.T) {
 	if _, err := c.ListSubmissions(context.Background(), "f1", ListParams{}); err != nil {
 		t.Fatal(err)
 	}
-	entries := logs.All()
+	entries := logs.FilterLevelExact(zapcore.DebugLevel).All()
 	if len(entries) != 2 {
-		t.Fatalf("%d log lines, want one per attempt (2)", len(entries))
+		t.Fatalf("%d debug lines, want one per attempt (2)", len(entries))
+	}
+	if n := logs.FilterLevelExact(zapcore.InfoLevel).Len(); n != 1 {
+		t.Errorf("%d info lines, want one for the first retry", n)
 	}
 	for i, e := range entries {
 		m := e.ContextMap()

@@ -37,6 +37,12 @@ const (
 	DefaultMaxBodyBytes = 64 << 20
 )
 
+// NoAnswerAttempts bounds the attempts of a request that got no answer
+// within the timeout: a server that accepts connections and never answers
+// fails the request after about NoAnswerAttempts timeouts, not after
+// MaxAttempts of them.
+const NoAnswerAttempts = 4
+
 // ErrorBodyCap bounds how much of a non-2xx body is read for its message.
 const ErrorBodyCap = 64 << 10
 
@@ -289,6 +295,7 @@ func (e *AuthFailedError) Unwrap() error { return e.Err }
 // attempts run out.
 func (c *Client) Do(ctx context.Context, r *Request, judge Judge) error {
 	ep := r.Endpoint()
+	noAnswer := 0
 	for attempt := 1; ; attempt++ {
 		if err := c.limiter.Wait(ctx); err != nil {
 			if cerr := ctx.Err(); cerr != nil {
@@ -310,7 +317,10 @@ func (c *Client) Do(ctx context.Context, r *Request, judge Judge) error {
 			c.record(r, &res, attempt, err, false, 0)
 			return err
 		}
-		retry := v.Err != nil && v.Retry && attempt < c.maxAttempts
+		if res.TimedOut {
+			noAnswer++
+		}
+		retry := v.Err != nil && v.Retry && attempt < c.maxAttempts && noAnswer < NoAnswerAttempts
 		var delay time.Duration
 		if retry {
 			delay = c.Backoff(attempt, v)
@@ -440,12 +450,12 @@ func (c *Client) record(r *Request, res *Response, attempt int, err error, retry
 	}
 }
 
-// noteWait logs a retry wait of LongWait or more at info level, at most one
-// line a second per wait key: a long wait is what an operator watching a
+// noteWait logs the first retry of a request, and any retry wait of
+// LongWait or more, at info level, at most one line a second per wait key: a long wait is what an operator watching a
 // stalled sync needs to see, but a storm of 429s must not flood the log.
 func (c *Client) noteWait(r *Request, cause error, attempt int, wait time.Duration) {
-	if wait < LongWait {
-		return
+	if wait < LongWait && attempt > 1 {
+		return // the first retry is always told: it may follow a long timeout
 	}
 	key := r.WaitKey
 	if key == "" {

@@ -252,18 +252,42 @@ func TestLongRetryWaitLogged(t *testing.T) {
 	}
 }
 
-func TestShortRetryWaitNotLogged(t *testing.T) {
-	srv, _ := server(t, answer(503, ""), answer(200, ""))
+// The first retry of a request is told at info whatever its wait (it may
+// follow a long timeout); later short waits are routine and are not.
+func TestOnlyTheFirstShortRetryWaitIsLogged(t *testing.T) {
+	srv, _ := server(t, answer(503, ""), answer(503, ""), answer(200, ""))
 	var c *Client
 	c, _, logs := newTestClient(t, srv.URL, func(cfg *Config) { cfg.MaxBackoff = 999 * time.Millisecond })
 	if err := c.Do(context.Background(), &Request{Method: "GET", Path: "/x"}, judgeStatus(&c)); err != nil {
 		t.Fatal(err)
 	}
-	if n := logs.FilterLevelExact(zapcore.InfoLevel).Len(); n != 0 {
-		t.Errorf("%d info lines for a sub-second wait, want 0", n)
+	info := logs.FilterLevelExact(zapcore.InfoLevel).All()
+	if len(info) != 1 || info[0].ContextMap()["attempt"] != int64(2) {
+		t.Errorf("%d info lines for two sub-second waits, want 1, for the first retry: %v", len(info), info)
 	}
-	if n := logs.FilterLevelExact(zapcore.DebugLevel).Len(); n != 2 {
-		t.Errorf("%d debug lines, want one per attempt (2)", n)
+	if n := logs.FilterLevelExact(zapcore.DebugLevel).Len(); n != 3 {
+		t.Errorf("%d debug lines, want one per attempt (3)", n)
+	}
+}
+
+// A server that accepts requests and never answers fails the request after
+// NoAnswerAttempts timeouts, however many attempts 5xx answers would get.
+func TestNoAnswerGivesUpAfterFewAttempts(t *testing.T) {
+	var hits atomic.Int64
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		<-r.Context().Done()
+	}))
+	t.Cleanup(hang.Close)
+	var c *Client
+	c, _, _ = newTestClient(t, hang.URL, func(cfg *Config) {
+		cfg.MaxAttempts, cfg.Timeout, cfg.MinBackoff, cfg.MaxBackoff = 10, 20*time.Millisecond, time.Millisecond, time.Millisecond
+	})
+	if err := c.Do(context.Background(), &Request{Method: "GET", Path: "/x"}, judgeStatus(&c)); err == nil {
+		t.Fatal("a server that never answers: no error")
+	}
+	if n := hits.Load(); n != NoAnswerAttempts {
+		t.Errorf("%d attempts against a server that never answers, want %d", n, NoAnswerAttempts)
 	}
 }
 

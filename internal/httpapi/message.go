@@ -117,10 +117,6 @@ func RequestNotSent(err error) bool {
 // PermanentNetError reports transport failures that retrying cannot fix: an
 // unknown host or a certificate that does not verify.
 func PermanentNetError(err error) bool {
-	var dns *net.DNSError
-	if errors.As(err, &dns) && dns.IsNotFound {
-		return true
-	}
 	var cert *tls.CertificateVerificationError
 	return errors.As(err, &cert)
 }

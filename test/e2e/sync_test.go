@@ -3,8 +3,11 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -203,4 +206,32 @@ func tail(s string) string {
 func faultsOn() formsim.Faults {
 	return formsim.Faults{ServerErrorRate: 0.05, RateLimitBurstEvery: 40, TruncateRate: 0.02, MalformedRate: 0.02,
 		BadValueRate: 0.002, EditsPerPage: 1, ArrivalsPerPage: 1}
+}
+
+// TestHungAPIFailsFast: an API that accepts connections and never answers
+// fails the pass after four attempts of source.timeout each (about a minute
+// with the defaults), not after every retry a 5xx would get, and the first
+// retry is logged at once.
+func TestHungAPIFailsFast(t *testing.T) {
+	var hits atomic.Int64
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		<-r.Context().Done()
+	}))
+	t.Cleanup(hang.Close)
+	w := testkit.NewWorkdir(t, hang.URL+"/v1/api", testkit.Config{Forms: "forms:\n  - id: f1\n", LogLevel: "info"})
+	cfg := strings.Replace(string(mustRead(t, w.Config)), "timeout: 10s", "timeout: 1s", 1)
+	if err := os.WriteFile(w.Config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := testkit.Run(context.Background(), syncdBin, w, "once")
+	if res.Code == 0 {
+		t.Fatalf("a pass against an API that never answers succeeded:\n%s", res.Stdout)
+	}
+	if n := hits.Load(); n != 4 {
+		t.Errorf("the API was asked %d times, want 4 (four timeouts, then the pass fails)", n)
+	}
+	if !strings.Contains(res.Stderr, "waiting before retrying") || !strings.Contains(res.Stderr, "no answer within 1s") {
+		t.Errorf("the first retry is not logged, naming the timeout:\n%s", tail(res.Stderr))
+	}
 }
