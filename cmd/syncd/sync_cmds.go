@@ -112,16 +112,13 @@ type requestCounter struct{ n atomic.Int64 }
 
 func (c *requestCounter) ObserveRequest(string, int, int, time.Duration, error) { c.n.Add(1) }
 
-// selectForms checks the form ids the command line names, or those of the
-// config when it names none: exit 2 for an id that is not there, with the
-// closest ids. It returns the ids named on the command line.
+// selectForms checks the form ids the command line names: exit 2 for an id
+// that is not there, with the closest ids. It returns them. Ids of the
+// config are not checked here: one the account no longer has fails its own
+// pass, and the other forms sync.
 func (g *globals) selectForms(ctx context.Context, cfg *config.Config, client *forms.Client, ids []string) ([]string, error) {
 	if len(ids) == 0 {
-		configured := make([]string, 0, len(cfg.Forms))
-		for _, f := range cfg.Forms {
-			configured = append(configured, f.ID)
-		}
-		return nil, checkForms(ctx, client, configured)
+		return nil, nil
 	}
 	if len(cfg.Forms) == 0 {
 		return ids, checkForms(ctx, client, ids)
@@ -141,8 +138,7 @@ func (g *globals) selectForms(ctx context.Context, cfg *config.Config, client *f
 			return nil, withCode(exitUsage, errors.New(msg+": add it under forms: in the config, or pick one of "+strings.Join(configured, ", ")+"; nothing was written"))
 		}
 	}
-	// The configured ids are checked against the account as always.
-	return ids, checkForms(ctx, client, configured)
+	return ids, checkForms(ctx, client, ids)
 }
 
 // selectJobs are the jobs of ids, or every job when ids is empty.
@@ -202,20 +198,6 @@ func (g *globals) dryRun(ctx context.Context, cfg *config.Config, client *forms.
 		return withCode(exitFailed, errReported)
 	}
 	return nil
-}
-
-// checkConfiguredForms refuses, with exit 2 and before anything is
-// written, form ids in the configuration that the account does not have.
-func (g *globals) checkConfiguredForms(ctx context.Context) error {
-	cfg, _, client, err := g.loadClient()
-	if err != nil {
-		return err
-	}
-	ids := make([]string, 0, len(cfg.Forms))
-	for _, f := range cfg.Forms {
-		ids = append(ids, f.ID)
-	}
-	return checkForms(ctx, client, ids)
 }
 
 // loadPassClient loads the configuration and the API client of a pass;
@@ -460,9 +442,6 @@ func newRunCmd(g *globals) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			if err := g.checkConfiguredForms(ctx); err != nil {
-				return err
-			}
 			a, err := g.openApp(ctx, false)
 			if err != nil {
 				return err

@@ -266,6 +266,10 @@ func (a *App) SyncAll(ctx context.Context, jobs []poller.Job, concurrency int) [
 				return
 			}
 			results[i] = a.Poller.Sync(ctx, a.FormStream(job), job.Start)
+			var nf *forms.NotFoundError
+			if errors.As(results[i].Err, &nf) && nf.What == "form" && nf.ID == job.FormID {
+				results[i].Err = a.missingForm(ctx, job.FormID, results[i].Err)
+			}
 		}()
 	}
 	wg.Wait()
@@ -286,6 +290,36 @@ func (a *App) Job(formID string) poller.Job {
 	}
 	return job
 }
+
+// missingForm is the error of a configured form the account does not have
+// (deleted since, or mistyped), naming the closest ids: that form fails, the
+// others sync.
+func (a *App) missingForm(ctx context.Context, formID string, err error) error {
+	hint := ""
+	if list, lerr := a.Client.ListForms(ctx); lerr == nil {
+		known := make([]string, 0, len(list))
+		for _, f := range list {
+			known = append(known, f.FormID)
+		}
+		if p := suggest.Phrase(formID, known); p != "" {
+			hint = " (" + p + ")"
+		}
+	}
+	return &MissingFormError{Form: formID, Hint: hint, Err: err}
+}
+
+// MissingFormError is a configured form the account does not have.
+type MissingFormError struct {
+	Form string
+	Hint string // " (closest: a, b)" or ""
+	Err  error  // the client's *forms.NotFoundError
+}
+
+func (e *MissingFormError) Error() string {
+	return fmt.Sprintf("form %s does not exist in the account%s: it was deleted, or its id in forms[] is mistyped; fix or remove it in forms[] (what was synced of it stays in the output and the state); the other forms sync", e.Form, e.Hint)
+}
+
+func (e *MissingFormError) Unwrap() error { return e.Err }
 
 // UnknownFormError names form ids the account does not have, with the ids
 // closest to each.

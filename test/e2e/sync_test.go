@@ -156,10 +156,16 @@ func TestUserErrorsAreOneClearSentence(t *testing.T) {
 		}
 	})
 	t.Run("unknown form", func(t *testing.T) {
+		// A configured form the account does not have fails its own pass
+		// (exit 1); one named on the command line is a usage error (exit 2).
 		w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{Forms: "forms:\n  - id: doesNotExist42\n"})
 		res := testkit.Run(ctx, syncdBin, w, "once")
+		if res.Code != 1 || !strings.Contains(res.Stdout, "FAIL doesNotExist42: form doesNotExist42 does not exist in the account") {
+			t.Errorf("exit %d, stdout %q, stderr %q", res.Code, res.Stdout, tail(res.Stderr))
+		}
+		res = testkit.Run(ctx, syncdBin, w, "once", "--form", "doesNotExist42")
 		if res.Code != 2 || !strings.Contains(res.Stderr, "doesNotExist42") || !strings.Contains(res.Stderr, "does not exist") {
-			t.Errorf("exit %d, stderr %q", res.Code, res.Stderr)
+			t.Errorf("--form of an unknown form: exit %d, stderr %q", res.Code, res.Stderr)
 		}
 	})
 	t.Run("missing config key", func(t *testing.T) {
