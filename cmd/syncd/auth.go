@@ -15,10 +15,33 @@ import (
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/oauth"
+	"github.com/syncd-dev/syncd/internal/state"
 )
 
 // loginWait bounds how long `auth login` waits for the person to approve.
 const loginWait = 10 * time.Minute
+
+// saveWait bounds how long `auth login` waits for a pass that holds the
+// state to finish, to save the tokens.
+const saveWait = 2 * time.Minute
+
+// openStoreWaiting opens the state for writing, waiting up to wait while
+// another syncd holds it (a pass that will end).
+func openStoreWaiting(ctx context.Context, cfg *config.Config, wait time.Duration) (state.Store, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		store, err := app.OpenStore(ctx, cfg, false)
+		var locked *state.LockedError
+		if err == nil || !errors.As(err, &locked) || time.Now().After(deadline) {
+			return store, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
 
 func newAuthCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
@@ -45,11 +68,17 @@ func newAuthCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return withCode(exitUsage, err)
 			}
-			store, err := app.OpenStore(ctx, cfg, false)
+			// The state is not held while the person approves (minutes, at
+			// times): a pass may run meanwhile. It is checked now, so that a
+			// state that cannot take the tokens fails before the approval,
+			// and opened again only to save them.
+			probe, err := app.OpenStore(ctx, cfg, false)
 			if err != nil {
 				return withCode(exitState, err)
 			}
-			defer store.Close()
+			if err := probe.Close(); err != nil {
+				return withCode(exitState, err)
+			}
 			req, err := oc.NewAuthRequest()
 			if err != nil {
 				return withCode(exitFailed, err)
@@ -63,6 +92,11 @@ func newAuthCmd(g *globals) *cobra.Command {
 				return withCode(exitFailed, err)
 			}
 			tok = whoAmI(ctx, cfg, log, tok)
+			store, err := openStoreWaiting(ctx, cfg, saveWait)
+			if err != nil {
+				return withCode(exitState, fmt.Errorf("signed in, but the tokens could not be saved (%w): run `syncd auth login` again once the state is free", err))
+			}
+			defer store.Close()
 			if err := (app.StateTokens{Store: store}).Save(ctx, tok); err != nil {
 				return withCode(exitFailed, err)
 			}

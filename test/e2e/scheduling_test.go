@@ -492,3 +492,52 @@ func TestRestoreOfAnOldBackupWritesNothingTwice(t *testing.T) {
 	testkit.CheckExactlyOnce(t, duck.IDCounts(t, e.w.Out, defaultTable(form)), e.forms.ExpectedIDs(form))
 	e.checkBookings(t)
 }
+
+// TestPendingLoginDoesNotBlockSyncing: a second `auth login` waits for its
+// approval without holding the state, so a pass beside it syncs; once
+// approved it saves its tokens, and the bookings sync with them.
+func TestPendingLoginDoesNotBlockSyncing(t *testing.T) {
+	e := startSched(t, schedOptions{sim: schedsim.Config{Bookings: 30}})
+	ctx := context.Background()
+	if res := e.login(t); res.Code != 0 {
+		t.Fatalf("auth login: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
+	}
+	cmd := exec.Command(syncdBin, "auth", "login", "--config", e.w.Config)
+	cmd.Env = append(append(os.Environ(), "FORMS_API_KEY="+testkit.APIKey), e.env...)
+	cmd.Dir = e.w.Dir
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	rd := bufio.NewReader(stdout)
+	url, err := rd.ReadString('\n')
+	if err != nil {
+		t.Fatalf("auth login printed no URL: %v\n%s", err, stderr.String())
+	}
+	// The login waits for its approval: a pass runs beside it.
+	res := e.run(ctx, "once")
+	if res.Code != 0 || !strings.Contains(res.Stdout, "ok   scheduling/bookings") {
+		t.Fatalf("once beside a pending auth login: exit %d, want 0\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
+	}
+	resp, err := http.Get(strings.TrimSpace(url))
+	if err != nil {
+		t.Fatalf("follow the authorization URL: %v", err)
+	}
+	resp.Body.Close()
+	rest, _ := readAll(rd)
+	if err := cmd.Wait(); err != nil || !strings.Contains(rest, "signed in as") {
+		t.Fatalf("the pending login, approved after the pass: %v\n%s\n%s", err, rest, stderr.String())
+	}
+	e.sched.Create()
+	time.Sleep(5 * time.Millisecond)
+	if res := e.run(ctx, "once"); res.Code != 0 {
+		t.Fatalf("once with the new sign-in: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
+	}
+	e.checkBookings(t)
+}
