@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -557,4 +558,67 @@ func BenchmarkObjectIndexSize(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestIndexMatchesAModel commits random batches (new records, edits, late
+// imports before and between chunks, deletions) with tiny chunks and checks
+// the index, whole and by range, against a map after each.
+func TestIndexMatchesAModel(t *testing.T) {
+	indexStores(t, chunkLimits{max: 5, small: 3}, func(t *testing.T, st Store) {
+		ctx := context.Background()
+		rng := rand.New(rand.NewPCG(7, 9))
+		model := map[string]Version{}
+		next := 0
+		for step := 0; step < 60; step++ {
+			c := &IndexChange{}
+			for n := rng.IntN(12); n > 0; n-- {
+				switch op := rng.IntN(4); {
+				case op < 2 || len(model) == 0: // a new record, anywhere in time
+					e := ent(uuidOf(next), rng.IntN(400)-100, 0)
+					next++
+					c.Put = append(c.Put, e)
+				case op == 2: // an edit
+					for id, v := range model {
+						c.Put = append(c.Put, Entry{ID: id, Version: Version{Time: v.Time, Hash: rng.Uint64()}})
+						break
+					}
+				default: // a deletion
+					for id, v := range model {
+						c.Gone = append(c.Gone, Entry{ID: id, Version: v})
+						break
+					}
+				}
+			}
+			gone := map[string]bool{}
+			for _, e := range c.Gone {
+				gone[e.ID] = true
+			}
+			c.Put = slices.DeleteFunc(c.Put, func(e Entry) bool { return gone[e.ID] })
+			must(t, commitBatch(ctx, st, fmt.Sprint("b", step), Interval{at(-100), at(300)}, c))
+			for _, e := range c.Put {
+				model[e.ID] = e.Version
+			}
+			for id := range gone {
+				delete(model, id)
+			}
+			if got := readIndex(t, st, "f", at(-1000), at(1000)); !maps.Equal(got, model) {
+				t.Fatalf("step %d: the index holds %d records, the model %d", step, len(got), len(model))
+			}
+			lo, hi := rng.IntN(400)-100, rng.IntN(400)-100
+			got := readIndex(t, st, "f", at(min(lo, hi)), at(max(lo, hi)))
+			want := maps.Collect(func(yield func(string, Version) bool) {
+				for id, v := range model {
+					if !v.Time.Before(at(min(lo, hi))) && v.Time.Before(at(max(lo, hi))) && !yield(id, v) {
+						return
+					}
+				}
+			})
+			if !maps.Equal(got, want) {
+				t.Fatalf("step %d: range [%d, %d) holds %d records, want %d", step, min(lo, hi), max(lo, hi), len(got), len(want))
+			}
+			if fs, err := st.Get(ctx, "f"); err != nil || fs.Indexed != int64(len(model)) {
+				t.Fatalf("step %d: Indexed %d, want %d (%v)", step, fs.Indexed, len(model), err)
+			}
+		}
+	})
 }
