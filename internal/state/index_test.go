@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -621,4 +622,30 @@ func TestIndexMatchesAModel(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestBackupRefusesADamagedIndex: a chunk of the index that fails its
+// checksum makes the backup fail, naming the form.
+func TestBackupRefusesADamagedIndex(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "syncd.db")
+	w := openW(t, path, nil)
+	must(t, commitBatch(ctx, w, "b", Interval{at(0), at(10)}, &IndexChange{Put: entries(0, 10, 0)}))
+	must(t, w.Close())
+	var buf bytes.Buffer
+	if _, err := BackupBolt(ctx, path, &buf); err != nil {
+		t.Fatalf("backup of a whole index: %v", err)
+	}
+	rewrite(t, path, func(tx *bolt.Tx) error {
+		bk := tx.Bucket(indexBucket).Bucket([]byte("f"))
+		k, v := bk.Cursor().First()
+		bad := bytes.Clone(v)
+		bad[len(bad)-1] ^= 1
+		return bk.Put(bytes.Clone(k), bad)
+	})
+	_, err := BackupBolt(ctx, path, &buf)
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.Form != "f" {
+		t.Fatalf("backup of a damaged index: %v, want a CorruptError naming form f", err)
+	}
 }
