@@ -649,3 +649,39 @@ func TestBackupRefusesADamagedIndex(t *testing.T) {
 		t.Fatalf("backup of a damaged index: %v, want a CorruptError naming form f", err)
 	}
 }
+
+// TestObjectVersionsWhileACommitReplacesChunks: a commit during a Versions
+// of the same store replaces chunks it still has to read; they are deleted
+// only once it is done, so it reads what it began with.
+func TestObjectVersionsWhileACommitReplacesChunks(t *testing.T) {
+	eachStore(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		o := openT(t, ObjectOptions{URL: url}, true)
+		o.chunks = chunkLimits{max: 2, small: 1}
+		must(t, commitBatch(ctx, o, "b", Interval{at(0), at(10)}, &IndexChange{Put: entries(0, 10, 0)}))
+		first := o.doc.Index["f"].Chunks
+		n := 0
+		err := o.Versions(ctx, "f", at(0), at(10), func(e Entry) error {
+			if n++; n == 1 {
+				// Every chunk gets a new version: all are replaced.
+				c := &IndexChange{}
+				for i := 0; i < 10; i++ {
+					c.Put = append(c.Put, ent(uuidOf(i), i, 1))
+				}
+				return commitBatch(ctx, o, "r", Interval{at(0), at(10)}, c)
+			}
+			return nil
+		})
+		if err != nil || n != 10 {
+			t.Fatalf("Versions read %d records: %v", n, err)
+		}
+		for _, c := range first {
+			if _, err := o.bucket.Attributes(ctx, o.blobKey(c.Name)); err == nil {
+				t.Errorf("chunk %s, replaced, is still in the bucket", c.Name)
+			}
+		}
+		if got := readIndex(t, o, "f", at(0), at(10)); got[uuidOf(3)].Hash != TimeVersion(at(1001)) {
+			t.Errorf("after the commit the index holds %v", got[uuidOf(3)])
+		}
+	})
+}
