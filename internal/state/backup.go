@@ -118,6 +118,9 @@ func openChecked(ctx context.Context, p, shown string) (*Bolt, BackupInfo, error
 			}
 		}
 	}
+	if err == nil {
+		err = b.checkIndex()
+	}
 	if err != nil {
 		b.Close()
 		return nil, BackupInfo{}, relabel(err, p, shown)
@@ -332,4 +335,37 @@ func RestoreObject(ctx context.Context, opts ObjectOptions, raw []byte) (BackupI
 	}
 	o.doc, o.ver, o.seq = doc, ver, doc.Seq
 	return BackupInfo{Forms: len(doc.Forms), Version: fmt.Sprint(ver), Bytes: int64(len(out))}, nil
+}
+
+// checkIndex checks every chunk of the version index and every pending
+// change against its checksum: a backup must hold the index whole.
+func (b *Bolt) checkIndex() error {
+	return b.guard(func() error {
+		return b.db.View(func(tx *bolt.Tx) error {
+			for _, top := range [][]byte{indexBucket, pendingBucket} {
+				parent := tx.Bucket(top)
+				if parent == nil {
+					continue
+				}
+				err := parent.ForEachBucket(func(form []byte) error {
+					return parent.Bucket(form).ForEach(func(k, v []byte) error {
+						var err error
+						if string(top) == string(indexBucket) {
+							_, err = decodeChunk(v)
+						} else {
+							_, err = decodeChange(v)
+						}
+						if err != nil {
+							return &CorruptError{Path: b.path, Form: string(form), Err: fmt.Errorf("the version index: %w", err)}
+						}
+						return nil
+					})
+				})
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
 }

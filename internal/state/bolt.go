@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -624,14 +625,7 @@ func (b *Bolt) applyIndex(tx *bolt.Tx, st *FormState, change *IndexChange) error
 	if err != nil {
 		return err
 	}
-	var starts []int64
-	if err := bk.ForEach(func(k, _ []byte) error {
-		starts = append(starts, keyTime(k))
-		return nil
-	}); err != nil {
-		return err
-	}
-	plan, err := planIndex(starts, func(start int64) ([]entry, error) {
+	plan, err := planIndex(chunkStarts(bk, change), func(start int64) ([]entry, error) {
 		es, err := decodeChunk(bk.Get(chunkKey(start)))
 		if err != nil {
 			return nil, &CorruptError{Path: b.path, Form: st.FormID, Err: fmt.Errorf("the version index: %w", err)}
@@ -653,6 +647,40 @@ func (b *Bolt) applyIndex(tx *bolt.Tx, st *FormState, change *IndexChange) error
 	}
 	st.Indexed += plan.delta
 	return nil
+}
+
+// chunkStarts are the starts of the chunks change can fall in: from the
+// one holding its first record to the first after its last, read with a
+// cursor, so that a commit reads only the keys near its batch, however
+// long the history.
+func chunkStarts(bk *bolt.Bucket, change *IndexChange) []int64 {
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, es := range [][]Entry{change.Put, change.Gone} {
+		for _, e := range es {
+			t := e.Time.UnixMicro()
+			lo, hi = min(lo, t), max(hi, t)
+		}
+	}
+	c := bk.Cursor()
+	k, _ := c.Seek(chunkKey(lo))
+	switch {
+	case k == nil:
+		k, _ = c.Last()
+	case keyTime(k) > lo:
+		if pk, _ := c.Prev(); pk != nil {
+			k = pk
+		} else {
+			k, _ = c.First()
+		}
+	}
+	var starts []int64
+	for ; k != nil; k, _ = c.Next() {
+		starts = append(starts, keyTime(k))
+		if keyTime(k) > hi {
+			break
+		}
+	}
+	return starts
 }
 
 // formBucket is the form's bucket under the top-level bucket top (nil

@@ -53,7 +53,8 @@ type Entry struct {
 }
 
 // IndexChange is what one batch changes in the index: the versions it wrote
-// and the records it tombstoned (their time says where they are).
+// and the records it tombstoned (their time says where they are). Of two
+// puts of one record the later wins; a record in both is deleted.
 type IndexChange struct {
 	Put  []Entry
 	Gone []Entry
@@ -273,10 +274,20 @@ func decodeChange(raw []byte) (*IndexChange, error) {
 	return c, nil
 }
 
+// sortedEntries sorts es by time and id; of two entries of one record, the
+// later in es wins.
 func sortedEntries(es []Entry) []entry {
-	out := toEntries(es)
-	slices.SortFunc(out, entry.compare)
-	return slices.CompactFunc(out, func(a, b entry) bool { return a.t == b.t && a.id == b.id })
+	in := toEntries(es)
+	slices.SortStableFunc(in, entry.compare)
+	out := in[:0]
+	for _, e := range in {
+		if n := len(out); n > 0 && out[n-1].compare(e) == 0 {
+			out[n-1] = e
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // chunkLimits sizes a store's chunks: at most max entries, and a chunk

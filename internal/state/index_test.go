@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -557,4 +559,129 @@ func BenchmarkObjectIndexSize(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestIndexMatchesAModel commits random batches (new records, edits, late
+// imports before and between chunks, deletions) with tiny chunks and checks
+// the index, whole and by range, against a map after each.
+func TestIndexMatchesAModel(t *testing.T) {
+	indexStores(t, chunkLimits{max: 5, small: 3}, func(t *testing.T, st Store) {
+		ctx := context.Background()
+		rng := rand.New(rand.NewPCG(7, 9))
+		model := map[string]Version{}
+		next := 0
+		for step := 0; step < 60; step++ {
+			c := &IndexChange{}
+			for n := rng.IntN(12); n > 0; n-- {
+				switch op := rng.IntN(4); {
+				case op < 2 || len(model) == 0: // a new record, anywhere in time
+					e := ent(uuidOf(next), rng.IntN(400)-100, 0)
+					next++
+					c.Put = append(c.Put, e)
+				case op == 2: // an edit
+					for id, v := range model {
+						c.Put = append(c.Put, Entry{ID: id, Version: Version{Time: v.Time, Hash: rng.Uint64()}})
+						break
+					}
+				default: // a deletion
+					for id, v := range model {
+						c.Gone = append(c.Gone, Entry{ID: id, Version: v})
+						break
+					}
+				}
+			}
+			gone := map[string]bool{}
+			for _, e := range c.Gone {
+				gone[e.ID] = true
+			}
+			c.Put = slices.DeleteFunc(c.Put, func(e Entry) bool { return gone[e.ID] })
+			must(t, commitBatch(ctx, st, fmt.Sprint("b", step), Interval{at(-100), at(300)}, c))
+			for _, e := range c.Put {
+				model[e.ID] = e.Version
+			}
+			for id := range gone {
+				delete(model, id)
+			}
+			if got := readIndex(t, st, "f", at(-1000), at(1000)); !maps.Equal(got, model) {
+				t.Fatalf("step %d: the index holds %d records, the model %d", step, len(got), len(model))
+			}
+			lo, hi := rng.IntN(400)-100, rng.IntN(400)-100
+			got := readIndex(t, st, "f", at(min(lo, hi)), at(max(lo, hi)))
+			want := maps.Collect(func(yield func(string, Version) bool) {
+				for id, v := range model {
+					if !v.Time.Before(at(min(lo, hi))) && v.Time.Before(at(max(lo, hi))) && !yield(id, v) {
+						return
+					}
+				}
+			})
+			if !maps.Equal(got, want) {
+				t.Fatalf("step %d: range [%d, %d) holds %d records, want %d", step, min(lo, hi), max(lo, hi), len(got), len(want))
+			}
+			if fs, err := st.Get(ctx, "f"); err != nil || fs.Indexed != int64(len(model)) {
+				t.Fatalf("step %d: Indexed %d, want %d (%v)", step, fs.Indexed, len(model), err)
+			}
+		}
+	})
+}
+
+// TestBackupRefusesADamagedIndex: a chunk of the index that fails its
+// checksum makes the backup fail, naming the form.
+func TestBackupRefusesADamagedIndex(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "syncd.db")
+	w := openW(t, path, nil)
+	must(t, commitBatch(ctx, w, "b", Interval{at(0), at(10)}, &IndexChange{Put: entries(0, 10, 0)}))
+	must(t, w.Close())
+	var buf bytes.Buffer
+	if _, err := BackupBolt(ctx, path, &buf); err != nil {
+		t.Fatalf("backup of a whole index: %v", err)
+	}
+	rewrite(t, path, func(tx *bolt.Tx) error {
+		bk := tx.Bucket(indexBucket).Bucket([]byte("f"))
+		k, v := bk.Cursor().First()
+		bad := bytes.Clone(v)
+		bad[len(bad)-1] ^= 1
+		return bk.Put(bytes.Clone(k), bad)
+	})
+	_, err := BackupBolt(ctx, path, &buf)
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.Form != "f" {
+		t.Fatalf("backup of a damaged index: %v, want a CorruptError naming form f", err)
+	}
+}
+
+// TestObjectVersionsWhileACommitReplacesChunks: a commit during a Versions
+// of the same store replaces chunks it still has to read; they are deleted
+// only once it is done, so it reads what it began with.
+func TestObjectVersionsWhileACommitReplacesChunks(t *testing.T) {
+	eachStore(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		o := openT(t, ObjectOptions{URL: url}, true)
+		o.chunks = chunkLimits{max: 2, small: 1}
+		must(t, commitBatch(ctx, o, "b", Interval{at(0), at(10)}, &IndexChange{Put: entries(0, 10, 0)}))
+		first := o.doc.Index["f"].Chunks
+		n := 0
+		err := o.Versions(ctx, "f", at(0), at(10), func(e Entry) error {
+			if n++; n == 1 {
+				// Every chunk gets a new version: all are replaced.
+				c := &IndexChange{}
+				for i := 0; i < 10; i++ {
+					c.Put = append(c.Put, ent(uuidOf(i), i, 1))
+				}
+				return commitBatch(ctx, o, "r", Interval{at(0), at(10)}, c)
+			}
+			return nil
+		})
+		if err != nil || n != 10 {
+			t.Fatalf("Versions read %d records: %v", n, err)
+		}
+		for _, c := range first {
+			if _, err := o.bucket.Attributes(ctx, o.blobKey(c.Name)); err == nil {
+				t.Errorf("chunk %s, replaced, is still in the bucket", c.Name)
+			}
+		}
+		if got := readIndex(t, o, "f", at(0), at(10)); got[uuidOf(3)].Hash != TimeVersion(at(1001)) {
+			t.Errorf("after the commit the index holds %v", got[uuidOf(3)])
+		}
+	})
 }

@@ -87,9 +87,10 @@ type Object struct {
 	lease *lease // nil when read-only
 
 	chunks chunkLimits
-	// reading is held (shared) by Versions while it reads chunk objects,
-	// and by remove while it deletes those a write replaced.
-	reading sync.RWMutex
+	// readers count the Versions reading chunk objects; trash holds the
+	// objects writes replaced meanwhile, deleted when the last one ends.
+	readers int
+	trash   []string
 	// legacy is the version index of a format 1 object as read, by form,
 	// until a writer migrates it (read-only stores keep reading it).
 	legacy map[string]*legacyIndex

@@ -95,16 +95,17 @@ func (o *Object) getChunk(ctx context.Context, formID, name string) ([]entry, er
 	return es, nil
 }
 
-// remove deletes index objects the state object no longer names. A failure
-// leaves an object nothing names: harmless, so it is not an error.
+// remove deletes index objects the state object no longer names, or, while
+// a Versions of this store reads chunks the state object named when it
+// began, leaves them to the last such reader to delete. A failure leaves an
+// object nothing names: harmless, so it is not an error.
 func (o *Object) remove(ctx context.Context, names []string) {
-	if len(names) == 0 {
-		return
+	o.mu.Lock()
+	if o.readers > 0 {
+		o.trash = append(o.trash, names...)
+		names = nil
 	}
-	// Not while this process reads the index: Versions reads the chunks
-	// the state object named when it began.
-	o.reading.Lock()
-	defer o.reading.Unlock()
+	o.mu.Unlock()
 	for _, n := range names {
 		_ = o.bucket.Delete(context.WithoutCancel(ctx), o.blobKey(n))
 	}
@@ -159,9 +160,18 @@ func (o *Object) Versions(ctx context.Context, formID string, from, to time.Time
 		return fmt.Errorf("read the version index of form %s: %w", formID, err)
 	}
 	lo, hi := from.UnixMicro(), to.UnixMicro()
-	o.reading.RLock()
-	defer o.reading.RUnlock()
 	o.mu.Lock()
+	o.readers++
+	defer func() {
+		o.mu.Lock()
+		o.readers--
+		var trash []string
+		if o.readers == 0 {
+			trash, o.trash = o.trash, nil
+		}
+		o.mu.Unlock()
+		o.remove(ctx, trash)
+	}()
 	ix := o.doc.Index[formID].clone()
 	legacy := o.legacy[formID]
 	if o.doc.FormatVersion >= 2 {
