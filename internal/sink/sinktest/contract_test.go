@@ -79,6 +79,7 @@ func TestSinkContract(t *testing.T) {
 			srv.CreateContainer(t, "killed")
 			testKilledUpload(t, srv.URL("killed", "out"))
 		})
+		t.Run("LateCommit", func(t *testing.T) { testLateCommit(t, srv) })
 	})
 	t.Run("bigquery", func(t *testing.T) {
 		fake := bqfake.New(t)
