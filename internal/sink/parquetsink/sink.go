@@ -310,18 +310,19 @@ func (s *Sink) Purge(ctx context.Context, table string) error {
 // HeldBatches lists the ids of the batches table has files of, by their
 // names (sink.Inventory).
 func (s *Sink) HeldBatches(ctx context.Context, table string) ([]string, error) {
-	return HeldBatchIDs(ctx, s.st, table)
+	return heldBatchIDs(ctx, s.st, table)
 }
 
 // DescribeBatches reads the footers of table's files (sink.Inventory).
 func (s *Sink) DescribeBatches(ctx context.Context, table string) ([]sink.Held, error) {
-	return DescribeHeld(ctx, s.st, s.layout, table)
+	held, _, err := describe(ctx, s.st, s.layout, table)
+	return held, err
 }
 
 // ReadVersions reads the identity columns of the files of table's
 // complete batches, those columns only (sink.VersionReader).
 func (s *Sink) ReadVersions(ctx context.Context, t sink.TableColumns, fn func(sink.RowVersion) error) error {
-	return ReadHeldVersions(ctx, s.st, s.layout, t, fn)
+	return readHeldVersions(ctx, s.st, s.layout, t, fn)
 }
 
 // validate refuses batches that would land somewhere unexpected: hidden
