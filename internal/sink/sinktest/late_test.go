@@ -18,7 +18,6 @@ import (
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/sink/blobsink"
 	"github.com/syncd-dev/syncd/internal/sink/sinktest"
-	"github.com/syncd-dev/syncd/internal/testkit/azurite"
 )
 
 // lateProxy stands between a writer and Azurite and holds the first
@@ -33,6 +32,21 @@ type lateProxy struct {
 	done    chan int      // its status from Azurite
 }
 
+// isCommit tells the request that makes an object visible: Azure's Put
+// Blob or Put Block List, S3's PutObject or CompleteMultipartUpload.
+func isCommit(r *http.Request) bool {
+	q := r.URL.Query()
+	switch {
+	case r.Header.Get("x-ms-version") != "": // Azure
+		return r.Method == http.MethodPut && (q.Get("comp") == "blocklist" || q.Get("comp") == "" && r.Header.Get("x-ms-blob-type") != "")
+	case r.Method == http.MethodPut: // S3: a part upload names its part
+		return !q.Has("partNumber") && !q.Has("uploadId") && r.URL.Path != "/" && strings.Count(strings.Trim(r.URL.Path, "/"), "/") > 0
+	case r.Method == http.MethodPost:
+		return q.Has("uploadId")
+	}
+	return false
+}
+
 func startLateProxy(t *testing.T, target string) (*lateProxy, string) {
 	t.Helper()
 	p := &lateProxy{held: make(chan struct{}), release: make(chan struct{}), done: make(chan int, 1)}
@@ -43,9 +57,7 @@ func startLateProxy(t *testing.T, target string) (*lateProxy, string) {
 	rp := httputil.NewSingleHostReverseProxy(u)
 	var holding atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		commit := r.Method == http.MethodPut && (q.Get("comp") == "blocklist" || q.Get("comp") == "" && r.Header.Get("x-ms-blob-type") != "")
-		if !commit || !holding.CompareAndSwap(false, true) {
+		if !isCommit(r) || !holding.CompareAndSwap(false, true) {
 			rp.ServeHTTP(w, r)
 			return
 		}
@@ -62,6 +74,7 @@ func startLateProxy(t *testing.T, target string) (*lateProxy, string) {
 			return
 		}
 		out.Header = r.Header.Clone()
+		out.Host = r.Host // S3 signs it
 		resp, err := http.DefaultClient.Do(out)
 		if err != nil {
 			t.Errorf("late proxy: forward the held commit: %v", err)
@@ -85,7 +98,9 @@ func startLateProxy(t *testing.T, target string) (*lateProxy, string) {
 // records. (A redo that rewrote unconditionally, as before, let the dead
 // redo's commit land over it: the output then held rows the state did not
 // record, and Committed of the recorded attempt said no.)
-func testLateCommit(t *testing.T, srv *azurite.Server) {
+// urls makes a fresh bucket for case i and returns its URL through a
+// proxy to the service at addr, and its URL straight to the service.
+func testLateCommit(t *testing.T, addr string, urls func(t *testing.T, i int, proxy string) (viaProxy, direct string)) {
 	cases := []struct {
 		name        string
 		killedRedo  bool
@@ -97,11 +112,27 @@ func testLateCommit(t *testing.T, srv *azurite.Server) {
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			container := "late" + string(rune('a'+i))
-			srv.CreateContainer(t, container)
-			proxy, addr := startLateProxy(t, srv.Addr)
-			viaProxy := "azblob://" + container + "/out?" + url.Values{"localemu": {"true"}, "domain": {addr}, "protocol": {"http"}}.Encode()
-			direct := srv.URL(container, "out")
+			proxy, proxyAddr := startLateProxy(t, addr)
+			viaProxy, direct := urls(t, i, proxyAddr)
+			s, err := blobsink.New(context.Background(), blobsink.Options{URL: direct, Version: "test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ctx := context.Background()
+			killed := killedBatch()
+			if tc.killedRedo {
+				// The redo rewrites the file an earlier, stopped attempt
+				// left.
+				first := killed
+				first.Attempt = "first"
+				rec := sinktest.Record(first.ID, false, sinktest.Sub{Key: "first", Time: sinktest.Day, Version: sinktest.Day})
+				err := s.Commit(ctx, first, rec)
+				rec.Release()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
 
 			exe, err := os.Executable()
 			if err != nil {
@@ -130,13 +161,6 @@ func testLateCommit(t *testing.T, srv *azurite.Server) {
 
 			// The restarted writer: the batch is not committed, so it is
 			// fetched again and rewritten (Replace), as the poller's redo.
-			s, err := blobsink.New(context.Background(), blobsink.Options{URL: direct, Version: "test"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			ctx := context.Background()
-			killed := killedBatch()
 			mustCommittedAs(t, s, killed, false)
 			redo := killed
 			redo.Attempt, redo.Replace = "restarted", true
@@ -151,7 +175,7 @@ func testLateCommit(t *testing.T, srv *azurite.Server) {
 			// Azure refuses If-None-Match: * on an existing blob with 409
 			// BlobAlreadyExists, a failed If-Match with 412.
 			got := <-proxy.done
-			if landed := got == http.StatusCreated; landed != tc.landed || !landed && got != http.StatusConflict && got != http.StatusPreconditionFailed {
+			if landed := got/100 == 2; landed != tc.landed || !landed && got != http.StatusConflict && got != http.StatusPreconditionFailed {
 				t.Errorf("the dead writer's commit answered %d; want it to land: %v", got, tc.landed)
 			}
 			a, err := s.Bucket().Attributes(ctx, s.Key(redo, redo.Parts[0]))
