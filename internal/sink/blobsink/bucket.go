@@ -5,9 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
+	"cloud.google.com/go/storage"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	azblobblob "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
 	"go.uber.org/zap"
 	"gocloud.dev/blob"
 
@@ -56,7 +63,12 @@ func (b *bucketStore) Stat(ctx context.Context, key string) (parquetsink.FileSta
 	if err != nil {
 		return parquetsink.FileStat{}, fmt.Errorf("look for %s in %s: %w", key, b.where, b.hint(err))
 	}
-	st := parquetsink.FileStat{Present: true, BatchID: a.Metadata[MetaBatchID], Attempt: a.Metadata[MetaAttempt]}
+	st := parquetsink.FileStat{Present: true, BatchID: a.Metadata[MetaBatchID], Attempt: a.Metadata[MetaAttempt], Version: a.ETag}
+	var gcs storage.ObjectAttrs
+	if a.As(&gcs) {
+		// GCS conditions name generations, not ETags.
+		st.Version = strconv.FormatInt(gcs.Generation, 10)
+	}
 	if st.BatchID != "" {
 		return st, nil
 	}
@@ -98,11 +110,14 @@ func (b *bucketStore) Put(ctx context.Context, key string, o parquetsink.PutOpti
 		}()
 	}
 	var before func(as func(any) bool) error
-	if o.IfAbsent {
+	switch {
+	case o.IfAbsent:
 		// DoesNotExist on GCS, If-None-Match: * on S3 and Azure; a store
 		// without such a condition fails the upload instead (file://
 		// excepted: one host, and the state's lock keeps one writer).
 		before = blobstore.IfAbsent
+	case o.IfVersion != "":
+		before = ifVersion(o.IfVersion)
 	}
 	w, err := b.bucket.NewWriter(wctx, key, &blob.WriterOptions{
 		ContentType: ContentType,
@@ -135,11 +150,43 @@ func (b *bucketStore) Put(ctx context.Context, key string, o parquetsink.PutOpti
 			return 0, ErrStopped
 		}
 		if blobstore.IsPrecondition(err) {
-			return 0, fmt.Errorf("upload %s: %w", key, parquetsink.ErrExists)
+			return 0, fmt.Errorf("upload %s: %w", key, parquetsink.ErrChanged)
 		}
 		return 0, fmt.Errorf("upload %s: %w", key, b.hint(err))
 	}
 	return cw.n, nil
+}
+
+// ifVersion makes an upload replace the object only while it is still
+// version ver (Stat's): GenerationMatch on GCS, If-Match on S3 and Azure;
+// nothing on file:// (one host, one writer by the state's lock).
+// Replacing unconditionally would let the commit of a writer that died
+// after sending it, completed by the service later, land over the file of
+// the attempt that followed; its condition names a version that is gone.
+func ifVersion(ver string) func(as func(any) bool) error {
+	return func(as func(any) bool) error {
+		var obj **storage.ObjectHandle
+		if as(&obj) {
+			gen, err := strconv.ParseInt(ver, 10, 64)
+			if err != nil {
+				return fmt.Errorf("GCS generation %q is not a number", ver)
+			}
+			*obj = (*obj).If(storage.Conditions{GenerationMatch: gen})
+			return nil
+		}
+		var up *transfermanager.UploadObjectInput
+		if as(&up) {
+			up.IfMatch = aws.String(ver)
+			return nil
+		}
+		var az *azblob.UploadStreamOptions
+		if as(&az) {
+			e := azcore.ETag(ver)
+			az.AccessConditions = &azblob.AccessConditions{ModifiedAccessConditions: &azblobblob.ModifiedAccessConditions{IfMatch: &e}}
+			return nil
+		}
+		return nil
+	}
 }
 
 // Keep does nothing: an upload is durable once it is visible.

@@ -14,15 +14,15 @@ import (
 )
 
 // List lists the objects under prefix, skipping hidden names.
-func (l *bucketStore) List(ctx context.Context, prefix string, fn func(key string) error) error {
-	it := l.bucket.List(&blob.ListOptions{Prefix: prefix})
+func (b *bucketStore) List(ctx context.Context, prefix string, fn func(key string) error) error {
+	it := b.bucket.List(&blob.ListOptions{Prefix: prefix})
 	for {
 		obj, err := it.Next(ctx)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("list %s in %s: %w", prefix, l.where, blobstore.Hint(err, l.where))
+			return fmt.Errorf("list %s in %s: %w", prefix, b.where, blobstore.Hint(err, b.where))
 		}
 		if obj.IsDir || hidden(obj.Key) {
 			continue
@@ -45,12 +45,12 @@ func hidden(key string) bool {
 }
 
 // Open opens key for range reads.
-func (l *bucketStore) Open(ctx context.Context, key string) (parquetsink.ReadFile, error) {
-	a, err := l.bucket.Attributes(ctx, key)
+func (b *bucketStore) Open(ctx context.Context, key string) (parquetsink.ReadFile, error) {
+	a, err := b.bucket.Attributes(ctx, key)
 	if err != nil {
-		return nil, fmt.Errorf("look at %s in %s: %w", key, l.where, blobstore.Hint(err, l.where))
+		return nil, fmt.Errorf("look at %s in %s: %w", key, b.where, blobstore.Hint(err, b.where))
 	}
-	return &objectFile{ctx: ctx, b: l.bucket, key: key, size: a.Size, where: l.where}, nil
+	return &objectFile{ctx: ctx, b: b.bucket, key: key, size: a.Size, where: b.where}, nil
 }
 
 // objectFile reads an object by ranges: the Parquet reader fetches the

@@ -93,9 +93,9 @@ func listHeld(ctx context.Context, st Lister, table string) (map[string][]heldFi
 	return byID, nil
 }
 
-// HeldBatchIDs lists the ids of the batches table has files of, from the
+// heldBatchIDs lists the ids of the batches table has files of, from the
 // files' names alone (sink.Inventory).
-func HeldBatchIDs(ctx context.Context, st Lister, table string) ([]string, error) {
+func heldBatchIDs(ctx context.Context, st Lister, table string) ([]string, error) {
 	byID, err := listHeld(ctx, st, table)
 	if err != nil {
 		return nil, err
@@ -165,16 +165,10 @@ func readFooter(ctx context.Context, st Lister, f heldFile) (ff fileFooter, ok b
 	return ff, true, nil
 }
 
-// DescribeHeld reads the footers of table's batch files and tells, per
-// batch, what its files say (sink.Inventory), sorted by id. layout names
-// the partition of a window, for files older than syncd.parts.
-func DescribeHeld(ctx context.Context, st Lister, layout Layout, table string) ([]sink.Held, error) {
-	held, _, err := describe(ctx, st, layout, table)
-	return held, err
-}
-
-// describe is DescribeHeld that also returns, per complete batch, the
-// files whose rows make it.
+// describe reads the footers of table's batch files and tells, per
+// batch, what its files say of it (sink.Inventory), sorted by id, and the
+// files whose rows make each complete batch. layout names the partition
+// of a window, for files older than syncd.parts.
 func describe(ctx context.Context, st Lister, layout Layout, table string) ([]sink.Held, map[string][]fileFooter, error) {
 	byID, err := listHeld(ctx, st, table)
 	if err != nil {
@@ -298,10 +292,10 @@ func wholeAttempt(fs []fileFooter, layout Layout) []string {
 	return all
 }
 
-// ReadHeldVersions reads the key, version, time and _deleted columns of
+// readHeldVersions reads the key, version, time and _deleted columns of
 // the files of table's complete batches (sink.VersionReader), one record
 // batch at a time.
-func ReadHeldVersions(ctx context.Context, st Lister, layout Layout, t sink.TableColumns, fn func(sink.RowVersion) error) error {
+func readHeldVersions(ctx context.Context, st Lister, layout Layout, t sink.TableColumns, fn func(sink.RowVersion) error) error {
 	_, files, err := describe(ctx, st, layout, t.Table)
 	if err != nil {
 		return err

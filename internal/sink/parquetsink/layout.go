@@ -138,11 +138,6 @@ func (l Layout) describe(prefix string) string {
 	return "day (" + l.key(prefix) + "=)"
 }
 
-// ValidateBatch refuses a batch that would land somewhere unexpected:
-// hidden from readers, outside the root, or in a partition that is not
-// one. Other sinks with this layout (object storage) use it too.
-func ValidateBatch(b sink.Batch) error { return validate(b) }
-
 // PartsOf is b.Parts, or, for a batch of an older version that recorded
 // none, the partition of its window's start (its windows never crossed
 // one).

@@ -197,48 +197,55 @@ func (s *Sink) checkLayout(ctx context.Context, b sink.Batch) error {
 	return nil
 }
 
-// commitPart is the protocol of one file: keep it if b's attempt wrote
-// it, else put it, created only if absent unless a file of another
-// attempt (or b.Replace) says it must be replaced.
+// maxPutTries bounds how often one file is looked at and put again when
+// it changed in between.
+const maxPutTries = 3
+
+// commitPart is the protocol of one file: keep it if b's attempt wrote it
+// (unless b.Replace: then it is rewritten), else put it on the condition
+// that what is in place is still what was looked at: absent, or the same
+// version. So a commit of a writer that died after sending it, which the
+// service completes later, never lands over a newer attempt's file (its
+// condition names what it saw, which is gone); and a file that changed in
+// between is looked at again.
 func (s *Sink) commitPart(ctx context.Context, b sink.Batch, p sink.Part) (int64, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("commit batch %s: %w", b.ID, err)
-	}
 	key := s.Key(b, p.Key)
-	o := PutOptions{BatchID: b.ID, Attempt: b.Attempt}
-	if !b.Replace {
-		ours, present, err := s.holds(ctx, key, b)
-		switch {
-		case err != nil:
+	for try := 1; ; try++ {
+		if err := ctx.Err(); err != nil {
 			return 0, fmt.Errorf("commit batch %s: %w", b.ID, err)
-		case ours:
+		}
+		st, err := s.st.Stat(ctx, key)
+		if err != nil {
+			return 0, fmt.Errorf("commit batch %s: %w", b.ID, err)
+		}
+		// A file b's attempt wrote is kept, except by a first try that
+		// rewrites: with b.Replace, an attempt that never committed wrote
+		// what is in place, and this attempt's rows replace it.
+		if s.ours(key, st, b) && (!b.Replace || try > 1) {
 			if err := s.st.Keep(ctx, key); err != nil {
 				return 0, fmt.Errorf("commit batch %s: %w", b.ID, err)
 			}
 			s.log.Debug("batch file already committed", zap.String("batch_id", b.ID), zap.String("key", key))
 			return 0, nil
-		case !present:
-			o.IfAbsent = true
 		}
-		// Present and not ours: a stopped attempt, or not a file of the
+		// Present and not ours: a stopped attempt's, or not a file of the
 		// batch at all: replaced.
+		o := PutOptions{BatchID: b.ID, Attempt: b.Attempt, IfAbsent: !st.Present, IfVersion: st.Version}
+		n, err := s.st.Put(ctx, key, o, func(w io.Writer) (int64, error) {
+			return EncodeRecords(w, p.Records, b, s.kv, s.enc)
+		})
+		if errors.Is(err, ErrChanged) && try < maxPutTries {
+			// Another writer, or a dead one's commit completed late,
+			// changed the file: look again.
+			s.log.Info("a batch file changed while it was written; looking again", zap.String("batch_id", b.ID), zap.String("key", key), zap.Error(err))
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("commit batch %s: %w", b.ID, err)
+		}
+		s.log.Debug("batch file committed", zap.String("batch_id", b.ID), zap.String("key", key), zap.Int64("rows", p.Records.Rows), zap.Int64("bytes", n))
+		return n, nil
 	}
-	// With b.Replace, an attempt that never committed wrote what is in
-	// place: this attempt's rows replace it (one writer holds the state).
-	n, err := s.st.Put(ctx, key, o, func(w io.Writer) (int64, error) {
-		return EncodeRecords(w, p.Records, b, s.kv, s.enc)
-	})
-	if errors.Is(err, ErrExists) {
-		// Another writer put the batch's file in place first: its
-		// rows are the batch's, and the batch is never written twice.
-		s.log.Info("batch file committed meanwhile by another writer", zap.String("batch_id", b.ID), zap.String("key", key))
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("commit batch %s: %w", b.ID, err)
-	}
-	s.log.Debug("batch file committed", zap.String("batch_id", b.ID), zap.String("key", key), zap.Int64("rows", p.Records.Rows), zap.Int64("bytes", n))
-	return n, nil
 }
 
 // Committed reports whether every file of batch b (one per partition of
@@ -251,24 +258,24 @@ func (s *Sink) Committed(ctx context.Context, b sink.Batch) (bool, error) {
 		if err := ctx.Err(); err != nil {
 			return false, fmt.Errorf("check batch %s: %w", b.ID, err)
 		}
-		ok, _, err := s.holds(ctx, s.Key(b, part), b)
+		key := s.Key(b, part)
+		st, err := s.st.Stat(ctx, key)
 		if err != nil {
 			return false, fmt.Errorf("check batch %s: %w", b.ID, err)
 		}
-		if !ok {
+		if !s.ours(key, st, b) {
 			return false, nil
 		}
 	}
 	return true, nil
 }
 
-// holds reports whether key is a file of batch b written by b's attempt
-// (when b names one), and whether a file is there at all. A file that
-// names another batch, or none, is logged: a commit replaces it.
-func (s *Sink) holds(ctx context.Context, key string, b sink.Batch) (ours, present bool, err error) {
-	st, err := s.st.Stat(ctx, key)
-	if err != nil || !st.Present {
-		return false, false, err
+// ours reports whether st, the file at key, is a file of batch b written
+// by b's attempt (when b names one). A file that names another batch, or
+// none, is logged: a commit replaces it.
+func (s *Sink) ours(key string, st FileStat, b sink.Batch) bool {
+	if !st.Present {
+		return false
 	}
 	if st.BatchID != b.ID {
 		found := st.BatchID
@@ -276,10 +283,10 @@ func (s *Sink) holds(ctx context.Context, key string, b sink.Batch) (ours, prese
 			found = "<unreadable>"
 		}
 		s.log.Warn("a batch file is unreadable or names another batch; committing the batch replaces it", zap.String("key", key), zap.String("batch_id", b.ID), zap.String("found_batch_id", found))
-		return false, true, nil
+		return false
 	}
 	// A file of a stopped attempt of the batch is not part of this one.
-	return b.Attempt == "" || st.Attempt == b.Attempt, true, nil
+	return b.Attempt == "" || st.Attempt == b.Attempt
 }
 
 // Close closes the storage.
@@ -303,18 +310,19 @@ func (s *Sink) Purge(ctx context.Context, table string) error {
 // HeldBatches lists the ids of the batches table has files of, by their
 // names (sink.Inventory).
 func (s *Sink) HeldBatches(ctx context.Context, table string) ([]string, error) {
-	return HeldBatchIDs(ctx, s.st, table)
+	return heldBatchIDs(ctx, s.st, table)
 }
 
 // DescribeBatches reads the footers of table's files (sink.Inventory).
 func (s *Sink) DescribeBatches(ctx context.Context, table string) ([]sink.Held, error) {
-	return DescribeHeld(ctx, s.st, s.layout, table)
+	held, _, err := describe(ctx, s.st, s.layout, table)
+	return held, err
 }
 
 // ReadVersions reads the identity columns of the files of table's
 // complete batches, those columns only (sink.VersionReader).
 func (s *Sink) ReadVersions(ctx context.Context, t sink.TableColumns, fn func(sink.RowVersion) error) error {
-	return ReadHeldVersions(ctx, s.st, s.layout, t, fn)
+	return readHeldVersions(ctx, s.st, s.layout, t, fn)
 }
 
 // validate refuses batches that would land somewhere unexpected: hidden

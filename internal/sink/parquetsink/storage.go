@@ -22,9 +22,10 @@ type Storage interface {
 	Stat(ctx context.Context, key string) (FileStat, error)
 	// Put writes what write produces as key, visible whole or not at all,
 	// and returns the bytes written. An error, a write that fails or ctx
-	// ending leaves key as it was. With o.IfAbsent, a file already at key
-	// wins: Put writes nothing and fails with an error for which
-	// errors.Is(err, ErrExists) holds (a storage without conditional
+	// ending leaves key as it was. With o.IfAbsent, or o.IfVersion, the
+	// write happens only while key is absent, or still that version: else
+	// Put writes nothing and fails with an error for which
+	// errors.Is(err, ErrChanged) holds (a storage without conditional
 	// writes relies on one writer, as the state's lock ensures).
 	Put(ctx context.Context, key string, o PutOptions, write func(io.Writer) (int64, error)) (int64, error)
 	// Keep makes a file found in place last, as Put would have: on disk an
@@ -43,10 +44,11 @@ type Storage interface {
 	Close() error
 }
 
-// FileStat is what a file at a key names.
+// FileStat is what a file at a key names. Version names this state of
+// the file for a conditional Put ("" where the storage has none).
 type FileStat struct {
-	Present          bool
-	BatchID, Attempt string
+	Present                   bool
+	BatchID, Attempt, Version string
 }
 
 // PutOptions say what a file is, for storages that record it beside the
@@ -54,7 +56,9 @@ type FileStat struct {
 type PutOptions struct {
 	BatchID, Attempt string
 	IfAbsent         bool
+	IfVersion        string
 }
 
-// ErrExists is Put's error when o.IfAbsent found a file in place.
-var ErrExists = errors.New("a file is already in place")
+// ErrChanged is Put's error when its condition failed: a file appeared,
+// or the one in place is no longer the version it was.
+var ErrChanged = errors.New("the file changed (or appeared) since it was looked at")

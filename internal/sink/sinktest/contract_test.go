@@ -5,9 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,6 +66,14 @@ func TestSinkContract(t *testing.T) {
 			srv.CreateBucket(t, "killed")
 			testKilledUpload(t, srv.URL("killed", "out"))
 		})
+		t.Run("LateCommit", func(t *testing.T) {
+			testLateCommit(t, srv.Addr, func(t *testing.T, i int, proxy string) (string, string) {
+				bucket := "late" + strconv.Itoa(i)
+				srv.CreateBucket(t, bucket)
+				direct := srv.URL(bucket, "out")
+				return strings.Replace(direct, url.QueryEscape(srv.Endpoint), url.QueryEscape("http://"+proxy), 1), direct
+			})
+		})
 	})
 	t.Run("azblob", func(t *testing.T) {
 		srv := azurite.Start(t)
@@ -78,6 +88,14 @@ func TestSinkContract(t *testing.T) {
 		t.Run("KilledUpload", func(t *testing.T) {
 			srv.CreateContainer(t, "killed")
 			testKilledUpload(t, srv.URL("killed", "out"))
+		})
+		t.Run("LateCommit", func(t *testing.T) {
+			testLateCommit(t, srv.Addr, func(t *testing.T, i int, proxy string) (string, string) {
+				container := "late" + strconv.Itoa(i)
+				srv.CreateContainer(t, container)
+				via := "azblob://" + container + "/out?" + url.Values{"localemu": {"true"}, "domain": {proxy}, "protocol": {"http"}}.Encode()
+				return via, srv.URL(container, "out")
+			})
 		})
 	})
 	t.Run("bigquery", func(t *testing.T) {
