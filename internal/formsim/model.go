@@ -297,13 +297,14 @@ func (f *formState) add(cr *createdRow) rowRef {
 
 // buildForm generates form i of the account.
 func buildForm(cfg *Config, ids idCodec, rnd *rand.Rand, i int, taken map[string]bool) *formState {
-	token := func(n int, alphabet string) string {
+	tokenFrom := func(r *rand.Rand, n int, alphabet string) string {
 		b := make([]byte, n)
 		for j := range b {
-			b[j] = alphabet[rnd.IntN(len(alphabet))]
+			b[j] = alphabet[r.IntN(len(alphabet))]
 		}
 		return string(b)
 	}
+	token := func(n int, alphabet string) string { return tokenFrom(rnd, n, alphabet) }
 	const lowerAlnum = "abcdefghijklmnopqrstuvwxyz0123456789"
 	const mixedAlnum = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 	id := token(12, lowerAlnum)
@@ -315,16 +316,18 @@ func buildForm(cfg *Config, ids idCodec, rnd *rand.Rand, i int, taken map[string
 	if i >= len(formNames) {
 		v.name = fmt.Sprintf("%s #%d", v.name, i/len(formNames)+1)
 	}
-	fieldID := func(used map[string]bool) string {
+	fieldIDFrom := func(r *rand.Rand, used map[string]bool) string {
 		for {
-			if s := token(6, mixedAlnum); !used[s] {
+			if s := tokenFrom(r, 6, mixedAlnum); !used[s] {
 				used[s] = true
 				return s
 			}
 		}
 	}
+	fieldID := func(used map[string]bool) string { return fieldIDFrom(rnd, used) }
 	used := map[string]bool{}
 	var defs []qdef
+	drawn := -1 // question ids the account's source draws; -1: every one
 	if i == 0 {
 		defs = form0Questions
 		v.calcs = []field{
@@ -345,8 +348,11 @@ func buildForm(cfg *Config, ids idCodec, rnd *rand.Rand, i int, taken map[string
 		rnd.Shuffle(len(pool), func(a, b int) { pool[a], pool[b] = pool[b], pool[a] })
 		extra := rnd.IntN(5)
 		if i < len(cfg.Shapes) && cfg.Shapes[i].Questions > 0 {
-			// Taken after the same draws, so that shaping one form moves no
-			// other form's questions or values.
+			// The account's source still draws the ids of the questions the
+			// form would have had, and a source of the form's own the rest,
+			// so that shaping one form moves no other form's questions or
+			// values, nor its own rows.
+			drawn = len(defs) + extra
 			pool = append(pool, realisticExtras...)
 			extra = min(max(cfg.Shapes[i].Questions-len(defs), 0), len(pool))
 		}
@@ -360,8 +366,19 @@ func buildForm(cfg *Config, ids idCodec, rnd *rand.Rand, i int, taken map[string
 		v.quiz = i%4 == 2
 		v.startedAt = i%2 == 0
 	}
-	for _, d := range defs {
-		v.questions = append(v.questions, newQuestion(fieldID(used), d.name, d.typ, 0))
+	if drawn < 0 {
+		drawn = len(defs)
+	}
+	qids := make([]string, max(drawn, len(defs)))
+	for j := range drawn {
+		qids[j] = fieldID(used)
+	}
+	own := rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(i)|1<<40))
+	for j := drawn; j < len(defs); j++ {
+		qids[j] = fieldIDFrom(own, used)
+	}
+	for j, d := range defs {
+		v.questions = append(v.questions, newQuestion(qids[j], d.name, d.typ, 0))
 	}
 	v.buildMeta()
 

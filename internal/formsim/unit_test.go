@@ -198,3 +198,41 @@ func TestTimelineIsSortedWithTies(t *testing.T) {
 		t.Errorf("%d ties (%.1f%%), %d groups of 3+: want a few percent and some groups", ties, 100*share, groupsOf3)
 	}
 }
+
+// TestShapedQuestions: FormShape.Questions gives a form that many questions
+// (at most the 24 everyday ones), and moves no other form's questions.
+func TestShapedQuestions(t *testing.T) {
+	questions := func(shapes []FormShape) [][]string {
+		s, err := New(Config{APIKey: "k", Seed: 3, Forms: 3, Submissions: 10, Shapes: shapes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		var out [][]string
+		for _, id := range s.FormIDs() {
+			f, _ := s.Form(id)
+			var qs []string
+			for _, q := range f.Questions {
+				qs = append(qs, q.ID+" "+q.Name+" "+q.Type)
+			}
+			out = append(out, qs)
+		}
+		return out
+	}
+	plain := questions(nil)
+	tests := []struct {
+		asked, want int
+	}{{20, 20}, {6, 6}, {24, 24}, {40, 24}}
+	for _, tt := range tests {
+		got := questions([]FormShape{{}, {Questions: tt.asked}})
+		if len(got[1]) != tt.want {
+			t.Errorf("Questions %d: form 1 asks %d questions, want %d", tt.asked, len(got[1]), tt.want)
+		}
+		if !slices.Equal(got[0], plain[0]) || !slices.Equal(got[2], plain[2]) {
+			t.Errorf("Questions %d on form 1 changed another form's questions", tt.asked)
+		}
+		if n := min(len(got[1]), len(plain[1])); !slices.Equal(got[1][:6], plain[1][:6]) || n < 6 {
+			t.Errorf("Questions %d: form 1 lost its base questions", tt.asked)
+		}
+	}
+}

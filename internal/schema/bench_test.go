@@ -67,3 +67,30 @@ func BenchmarkBuilder(b *testing.B) {
 	}
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "subs/s")
 }
+
+// BenchmarkBuilderChunks appends 10k submissions of the wide form as the
+// poller does, finishing a chunk every 2,048 rows with the same builder.
+func BenchmarkBuilderChunks(b *testing.B) {
+	const n, chunk = 10_000, 2048
+	f, subs := wideForm(b, 2, n)
+	tab, _, err := New(f, Options{IncludeEditLink: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		bld := NewBuilder(tab, memory.DefaultAllocator)
+		for i := range subs {
+			if err := bld.Append(&subs[i], testLin); err != nil {
+				b.Fatal(err)
+			}
+			if bld.Len() == chunk || i == n-1 {
+				rec, _, _ := bld.Finish()
+				rec.Release()
+			}
+		}
+		bld.Release()
+	}
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "subs/s")
+}

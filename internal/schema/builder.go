@@ -29,14 +29,17 @@ type (
 // copy of the table when answers need columns it lacks. It is not safe for
 // concurrent use.
 type Builder struct {
-	mem      memory.Allocator
-	ed       *editor // over the builder's own table
-	cols     []column
-	fixed    fixedIndex
-	rows     int
-	stats    Stats
-	err      error
-	released bool
+	mem   memory.Allocator
+	ed    *editor // over the builder's own table
+	cols  []column
+	fixed fixedIndex
+	rows  int
+	// chunkRows is how many rows the last Finish returned (0 before
+	// the first): what the next chunk reserves.
+	chunkRows int
+	stats     Stats
+	err       error
+	released  bool
 
 	// Scratch reused across values so that appending allocates little.
 	cells []cell
@@ -75,6 +78,10 @@ type column struct {
 	typ   ColumnType
 	bld   array.Builder
 	stamp int // 1 + the row this column last got a value in
+	// bytes is the string data the column held at the last Finish: the
+	// next chunk's first row reserves it (with the rows), so that chunks
+	// after the first do not grow their buffers by doubling and copying.
+	bytes int
 }
 
 // fixedIndex locates the fixed and lineage columns; editLink is -1 when the
@@ -168,6 +175,9 @@ func (b *Builder) Append(sub *forms.Submission, lin Lineage) error {
 		return fmt.Errorf("schema: append submission %s of form %s: no submission time", sub.SubmissionID, b.ed.t.FormID)
 	case lin.BatchID == "" || lin.SyncedAt.IsZero():
 		return fmt.Errorf("schema: append submission %s: lineage lacks a batch id or sync time", sub.SubmissionID)
+	}
+	if b.rows == 0 && b.chunkRows > 0 {
+		b.reserve()
 	}
 	f := &b.fixed
 	b.putString(f.formID, b.ed.t.FormID)
@@ -779,9 +789,14 @@ func (b *Builder) Finish() (arrow.Record, *Table, Stats) {
 	schema := b.ed.t.ArrowSchema()
 	arrs := make([]arrow.Array, len(b.cols))
 	for i := range b.cols {
-		arrs[i] = b.cols[i].bld.NewArray()
-		b.cols[i].stamp = 0
+		c := &b.cols[i]
+		if sb, ok := c.bld.(*array.StringBuilder); ok {
+			c.bytes = sb.DataLen()
+		}
+		arrs[i] = c.bld.NewArray()
+		c.stamp = 0
 	}
+	b.chunkRows = b.rows
 	rec := array.NewRecord(schema, arrs, int64(b.rows))
 	for _, a := range arrs {
 		a.Release()
@@ -793,6 +808,19 @@ func (b *Builder) Finish() (arrow.Record, *Table, Stats) {
 	b.ed.changes = nil
 	b.rows = 0
 	return rec, b.ed.t.Clone(), st
+}
+
+// reserve gives every column room for a chunk like the last one. It runs
+// at a chunk's first row, not at Finish, so that a builder waiting between
+// chunks (while the batch is written) holds no memory.
+func (b *Builder) reserve() {
+	for i := range b.cols {
+		c := &b.cols[i]
+		c.bld.Reserve(b.chunkRows)
+		if sb, ok := c.bld.(*array.StringBuilder); ok && c.bytes > 0 {
+			sb.ReserveData(c.bytes)
+		}
+	}
 }
 
 // Release frees the Arrow builders. The Builder cannot be used afterwards.

@@ -110,8 +110,10 @@ func reserved(k string) bool {
 }
 
 // Encode writes rec as one Parquet file to w and returns the number of bytes
-// written. Row groups hold at most opts.RowGroupRows rows; every column is
-// dictionary-encoded with statistics; the Arrow schema is stored so that
+// written. Row groups hold at most opts.RowGroupRows rows; every column has
+// statistics and is dictionary-encoded (a top-level string column falls
+// back to plain when its values are mostly distinct: dictionaryFallbacks);
+// the Arrow schema is stored so that
 // Arrow readers get the exact types back (timestamps stay µs UTC).
 //
 // The footer carries the batch (KeyFormID, KeyBatchID, KeyWindowStart,
@@ -170,12 +172,12 @@ func EncodeRecords(w io.Writer, recs sink.Records, b sink.Batch, kv map[string]s
 		n = cw.n
 	}()
 
-	props := parquet.NewWriterProperties(
+	props := parquet.NewWriterProperties(append([]parquet.WriterProperty{
 		parquet.WithCompression(codec),
 		parquet.WithDictionaryDefault(true),
 		parquet.WithStats(true),
 		parquet.WithMaxRowGroupLength(rgRows),
-	)
+	}, dictionaryFallbacks(recs.Schema)...)...)
 	fw, err := pqarrow.NewFileWriter(recs.Schema, cw, props,
 		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
@@ -250,6 +252,23 @@ func EncodeRecords(w io.Writer, recs sink.Records, b sink.Batch, kv map[string]s
 		return 0, fmt.Errorf("encode batch %s: write the footer: %w", b.ID, err)
 	}
 	return cw.n, nil
+}
+
+// dictionaryFallbacks lets every top-level string column give up its
+// dictionary when, at its first page, the dictionary and its indices are
+// not smaller than the plain values: ids, e-mails and free text are mostly
+// distinct, and their dictionaries (hashed value by value, then compressed
+// as a page of their own) cost CPU for nothing. A column of few distinct
+// values keeps its dictionary. Arrow only compares uncompressed sizes, and
+// only for uncompressed columns unless told.
+func dictionaryFallbacks(s *arrow.Schema) []parquet.WriterProperty {
+	var props []parquet.WriterProperty
+	for _, f := range s.Fields() {
+		if f.Type.ID() == arrow.STRING {
+			props = append(props, parquet.WithDictionaryCostFallbackFor(f.Name, true))
+		}
+	}
+	return props
 }
 
 type orderedKV struct {
