@@ -275,9 +275,16 @@ func (p *Poller) pass(ctx context.Context, s Stream, body func(f *streamRun) err
 		res.CoveredStart = st.Committed[0].Start
 		res.CoveredEnd = st.Committed[len(st.Committed)-1].End
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		res.Err = err
 		f.recordError(context.WithoutCancel(ctx), err)
+	case !res.Interrupted:
+		// Only a pass that ended well is a success: one that committed an
+		// empty range and then failed, or was stopped, is not.
+		if serr := p.store.SetSucceeded(context.WithoutCancel(ctx), key, p.opts.Now()); serr != nil {
+			res.Err = fmt.Errorf("record the success of the pass of %s: %w", key, serr)
+		}
 	}
 	return res
 }

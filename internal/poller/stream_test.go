@@ -2,7 +2,9 @@ package poller
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -154,5 +156,75 @@ func TestStreamWindowsAreSpooledAndCounted(t *testing.T) {
 	}
 	if len(st.Intents) != 0 || len(st.Committed) != 1 || st.Batches != int64(res.Batches) {
 		t.Errorf("state after the pass: %d intents, windows %v, %d batches", len(st.Intents), st.Committed, st.Batches)
+	}
+}
+
+// plannedStream plans a gap as an empty first half (committed without a
+// batch) and a second half that is read.
+type plannedStream struct{ *memStream }
+
+func (s plannedStream) Plan(_ context.Context, gap state.Interval, _ Cutter, emit func(Window) error) error {
+	mid := gap.Start.Add(gap.End.Sub(gap.Start) / 2).Truncate(time.Millisecond)
+	if err := emit(Window{Start: gap.Start, End: mid, Empty: true}); err != nil {
+		return err
+	}
+	return emit(Window{Start: mid, End: gap.End, Count: -1})
+}
+
+// failingSink refuses every commit while fail is set.
+type failingSink struct {
+	*chunkSink
+	fail bool
+}
+
+func (s *failingSink) Commit(_ context.Context, b sink.Batch, _ arrow.Record) error {
+	if s.fail {
+		return errors.New("disk full")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.done[b.ID] = true
+	return nil
+}
+
+func (s *failingSink) CommitRecords(ctx context.Context, b sink.Batch, recs sink.Records) (int64, error) {
+	if s.fail {
+		return 0, errors.New("disk full")
+	}
+	return s.chunkSink.CommitRecords(ctx, b, recs)
+}
+
+// A pass that committed an empty range and then failed to write is no
+// success: the state says when the last pass that ended well ended, never
+// when the last commit was.
+func TestOnlyAPassThatEndedWellIsASuccess(t *testing.T) {
+	ctx := context.Background()
+	store, err := state.OpenBolt(ctx, state.BoltOptions{Path: filepath.Join(t.TempDir(), "state.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	src := plannedStream{&memStream{times: []time.Time{now.Add(-time.Hour), now.Add(-time.Minute)}}}
+	snk := &failingSink{chunkSink: &chunkSink{done: map[string]bool{}}, fail: true}
+	p := New(snk, store, Options{ChunkRows: 1, Now: func() time.Time { return now }})
+	start := now.Add(-48 * time.Hour)
+	if res := p.Sync(ctx, src, start); res.Err == nil {
+		t.Fatal("a pass whose sink refused every commit succeeded")
+	}
+	st, err := store.Get(ctx, src.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Committed) == 0 || !st.LastSuccess.IsZero() || !strings.Contains(st.LastError, "disk full") {
+		t.Fatalf("after a failed pass that committed an empty range: committed %v, last success %v, last error %q; want the range, no success, the error",
+			st.Committed, st.LastSuccess, st.LastError)
+	}
+	snk.fail = false
+	if res := p.Sync(ctx, src, start); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if st, _ = store.Get(ctx, src.Key()); !st.LastSuccess.Equal(now) || st.LastError != "" {
+		t.Errorf("after a pass that ended well: last success %v, last error %q", st.LastSuccess, st.LastError)
 	}
 }

@@ -802,6 +802,14 @@ func (b *Bolt) SetError(ctx context.Context, formID string, msg string) error {
 	return nil
 }
 
+// SetSucceeded records that a pass of the form ended well at t.
+func (b *Bolt) SetSucceeded(ctx context.Context, formID string, t time.Time) error {
+	if err := b.update(ctx, formID, succeededChange(t)); err != nil {
+		return fmt.Errorf("record the success of a pass of form %s: %w", formID, err)
+	}
+	return nil
+}
+
 // Reset forgets the form's windows, intents, schema and counters and moves
 // it to its next generation. The output is not touched.
 func (b *Bolt) Reset(ctx context.Context, formID string) error {

@@ -75,6 +75,7 @@ func TestRoundTrip(t *testing.T) {
 	must(t, st.Commit(ctx, "form-a", Commit{BatchID: "b1", Window: Interval{Start: m(0).Add(ns), End: m(10).In(zone)}, Rows: 42, Schema: schemaA}))
 	clk.t = m(102)
 	must(t, st.Commit(ctx, "form-a", Commit{Window: iv(40, 50)}))
+	must(t, st.SetSucceeded(ctx, "form-a", m(102)))
 	clk.t = m(103)
 	must(t, st.SetError(ctx, "form-a", "list submissions: 503"))
 	clk.t = m(104)
@@ -145,28 +146,28 @@ func TestCommit(t *testing.T) {
 		want    view
 	}{
 		{
-			name: "clears the intent, covers the window, pins the schema, counts, clears the error",
+			name: "clears the intent, covers the window, pins the schema, counts; the error stays (no pass ended yet)",
 			op: func(st *Bolt) error {
 				return st.Commit(ctx, "f", Commit{BatchID: "b1", Window: iv(0, 10), Rows: 7, Schema: json.RawMessage(`{"v":1}`)})
 			},
-			want: view{set(0, 10), []string{"b2"}, 7, 1, `{"v":1}`, "", m(1000)},
+			want: view{set(0, 10), []string{"b2"}, 7, 1, `{"v":1}`, "boom", time.Time{}},
 		},
 		{
 			name: "a replay changes nothing",
 			op: func(st *Bolt) error {
 				return st.Commit(ctx, "f", Commit{BatchID: "b1", Window: iv(0, 10), Rows: 7, Schema: json.RawMessage(`{"v":9}`)})
 			},
-			want: view{set(0, 10), []string{"b2"}, 7, 1, `{"v":1}`, "", m(1000)},
+			want: view{set(0, 10), []string{"b2"}, 7, 1, `{"v":1}`, "boom", time.Time{}},
 		},
 		{
 			name: "a nil schema keeps the pin",
 			op:   func(st *Bolt) error { return st.Commit(ctx, "f", Commit{BatchID: "b2", Window: iv(10, 20), Rows: 3}) },
-			want: view{set(0, 20), nil, 10, 2, `{"v":1}`, "", m(1002)},
+			want: view{set(0, 20), nil, 10, 2, `{"v":1}`, "boom", time.Time{}},
 		},
 		{
 			name: "an empty range is covered but is no batch",
 			op:   func(st *Bolt) error { return st.Commit(ctx, "f", Commit{Window: iv(30, 40)}) },
-			want: view{set(0, 20, 30, 40), nil, 10, 2, `{"v":1}`, "", m(1003)},
+			want: view{set(0, 20, 30, 40), nil, 10, 2, `{"v":1}`, "boom", time.Time{}},
 		},
 		{
 			name: "invalid schema JSON is refused and nothing changes",
@@ -175,27 +176,37 @@ func TestCommit(t *testing.T) {
 				return st.Commit(ctx, "f", Commit{BatchID: "b3", Window: iv(20, 30), Rows: 1, Schema: json.RawMessage(`{"v":`)})
 			},
 			wantErr: true,
-			want:    view{set(0, 20, 30, 40), []string{"b3"}, 10, 2, `{"v":1}`, "", m(1003)},
+			want:    view{set(0, 20, 30, 40), []string{"b3"}, 10, 2, `{"v":1}`, "boom", time.Time{}},
 		},
 		{
 			name:    "a reversed window is refused",
 			op:      func(st *Bolt) error { return st.Commit(ctx, "f", Commit{BatchID: "b3", Window: iv(30, 20), Rows: 1}) },
 			wantErr: true,
-			want:    view{set(0, 20, 30, 40), []string{"b3"}, 10, 2, `{"v":1}`, "", m(1003)},
+			want:    view{set(0, 20, 30, 40), []string{"b3"}, 10, 2, `{"v":1}`, "boom", time.Time{}},
 		},
 		{
 			name: "filling the hole merges the windows",
 			op:   func(st *Bolt) error { return st.Commit(ctx, "f", Commit{BatchID: "b3", Window: iv(20, 30), Rows: 1}) },
-			want: view{set(0, 40), nil, 11, 3, `{"v":1}`, "", m(1006)},
+			want: view{set(0, 40), nil, 11, 3, `{"v":1}`, "boom", time.Time{}},
 		},
 		{
 			name: "a batch without an intent over an uncovered window still counts",
 			op: func(st *Bolt) error {
 				return st.Commit(ctx, "f", Commit{BatchID: "b9", Window: iv(50, 60), Rows: 5, Schema: json.RawMessage(`{"v":2}`)})
 			},
-			want: view{set(0, 40, 50, 60), nil, 16, 4, `{"v":2}`, "", m(1007)},
+			want: view{set(0, 40, 50, 60), nil, 16, 4, `{"v":2}`, "boom", time.Time{}},
 		},
 	}
+	steps = append(steps, struct {
+		name    string
+		op      func(*Bolt) error
+		wantErr bool
+		want    view
+	}{
+		name: "a pass that ended well records its success and clears the error",
+		op:   func(st *Bolt) error { return st.SetSucceeded(ctx, "f", m(1008)) },
+		want: view{set(0, 40, 50, 60), nil, 16, 4, `{"v":2}`, "", m(1008)},
+	})
 	for k, s := range steps {
 		clk.t = m(1000 + k)
 		err := s.op(st)

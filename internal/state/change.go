@@ -42,7 +42,7 @@ func intentChange(formID string, in Intent) (change, error) {
 }
 
 // commitChange clears the intent, covers the window, pins the schema, counts
-// the batch and sets LastSuccess (clearing LastError). A replay, whose intent
+// the batch. A replay, whose intent
 // is gone and window already covered, changes nothing, so counters never
 // count a batch twice.
 func commitChange(formID string, c Commit) (change, error) {
@@ -85,10 +85,19 @@ func commitChange(formID string, c Commit) (change, error) {
 		if c.Schema != nil {
 			st.Schema = bytes.Clone(c.Schema)
 		}
-		st.LastSuccess = now
-		st.LastError = ""
 		return nil
 	}, nil
+}
+
+// succeededChange records a pass that ended well at t: a commit alone is
+// no success (a pass may commit an empty range, then fail to write).
+func succeededChange(t time.Time) change {
+	t = Normalize(t)
+	return func(st *FormState, _ time.Time) error {
+		st.LastSuccess = t
+		st.LastError = ""
+		return nil
+	}
 }
 
 // dropIntentChange forgets an intent; one that is not there is already

@@ -140,6 +140,10 @@ type Store interface {
 	SetSchema(ctx context.Context, formID string, schema json.RawMessage) error
 	// SetError records the last error of a form ("" clears it).
 	SetError(ctx context.Context, formID string, msg string) error
+	// SetSucceeded records that a pass of the form ended well at t
+	// (LastSuccess), clearing its last error. A pass that failed or was
+	// interrupted never calls it, whatever it committed.
+	SetSucceeded(ctx context.Context, formID string, t time.Time) error
 	// Reset forgets the form's windows, intents, schema and counters and
 	// moves it to the next generation, so that every row is fetched and
 	// written again. The output is not touched.
