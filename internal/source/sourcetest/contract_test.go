@@ -20,7 +20,7 @@ import (
 
 // TestSourceContract runs the contract over every source's simulator.
 func TestSourceContract(t *testing.T) {
-	t.Run("forms", func(t *testing.T) { sourcetest.Run(t, formsHarness(nil)) })
+	t.Run("forms", func(t *testing.T) { sourcetest.Run(t, formsHarness(breakage{})) })
 	t.Run("scheduling", func(t *testing.T) { sourcetest.Run(t, schedHarness()) })
 }
 
@@ -42,11 +42,18 @@ type formsService struct {
 	now    func() time.Time
 	mu     sync.Mutex
 	edits  map[string]time.Time
+	wrap   func(*srcforms.Stream) poller.Stream
 }
 
-// formsHarness starts formsim; wrap, when set, wraps the client the
-// stream reads through (the suite's own tests break it on purpose).
-func formsHarness(wrap func(srcforms.API) srcforms.API) sourcetest.Harness {
+// breakage is how the suite's own tests break the forms stream on
+// purpose: the client it reads through, or the stream itself.
+type breakage struct {
+	api    func(srcforms.API) srcforms.API
+	stream func(*srcforms.Stream) poller.Stream
+}
+
+// formsHarness starts formsim, read through a stream broken by br.
+func formsHarness(br breakage) sourcetest.Harness {
 	return sourcetest.Harness{MaxRowsPerBatch: 40, Start: func(t *testing.T, now func() time.Time) sourcetest.Service {
 		sim, err := formsim.New(formsim.Config{APIKey: apiKey, Seed: seed(t), Forms: 1, Submissions: 200,
 			Start: sourcetest.T0.Add(-10 * 24 * time.Hour), End: sourcetest.T0.Add(-24 * time.Hour), Now: now})
@@ -62,16 +69,20 @@ func formsHarness(wrap func(srcforms.API) srcforms.API) sourcetest.Harness {
 			t.Fatal(err)
 		}
 		var api srcforms.API = c
-		if wrap != nil {
-			api = wrap(api)
+		if br.api != nil {
+			api = br.api(api)
 		}
-		return &formsService{sim: sim, client: api, form: sim.FormIDs()[0], now: now, edits: map[string]time.Time{}}
+		return &formsService{sim: sim, client: api, form: sim.FormIDs()[0], now: now, edits: map[string]time.Time{}, wrap: br.stream}
 	}}
 }
 
 func (f *formsService) Stream(*testing.T) poller.Stream {
 	// Small pages: every window takes several.
-	return srcforms.NewStream(f.client, f.form, "", srcforms.StreamOptions{PageSize: 13})
+	s := srcforms.NewStream(f.client, f.form, "", srcforms.StreamOptions{PageSize: 13})
+	if f.wrap != nil {
+		return f.wrap(s)
+	}
+	return s
 }
 
 func (f *formsService) Records(t *testing.T) []sourcetest.Record {
