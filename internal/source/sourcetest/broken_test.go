@@ -36,6 +36,9 @@ var breakages = map[string]struct {
 	// Each window is read from an hour before its start: records twice,
 	// rows outside their window.
 	"widen": {br: breakage{stream: func(s *srcforms.Stream) poller.Stream { return widened{s} }}, fail: []string{"Paging", "Cursor", "Versions"}},
+	// Each window read as [start, end]: the record at its end twice, or
+	// past the range.
+	"inclusive": {br: breakage{stream: func(s *srcforms.Stream) poller.Stream { return inclusive{s} }}, fail: []string{"Paging"}},
 	// Windows planned with a minute's hole before each cut: a gap.
 	"gap": {br: breakage{stream: func(s *srcforms.Stream) poller.Stream { return gapped{s} }}, fail: []string{"Paging", "Cursor"}},
 	// Count says one more than there is.
@@ -159,4 +162,11 @@ func (n noGone) Reconcile(ctx context.Context, w poller.Window, known map[string
 	ch, err := n.Stream.Reconcile(ctx, w, known, seen)
 	ch.Index.Gone = nil
 	return ch, err
+}
+
+// inclusive reads each window with its end.
+type inclusive struct{ *srcforms.Stream }
+
+func (w inclusive) Read(ctx context.Context, win poller.Window, rows *poller.Rows) error {
+	return w.Stream.Read(ctx, poller.Window{Start: win.Start, End: win.End.Add(time.Millisecond), Count: -1}, rows)
 }

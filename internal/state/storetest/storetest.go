@@ -15,6 +15,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -77,17 +78,29 @@ func H(h int) time.Time { return T0.Add(time.Duration(h) * time.Hour) }
 // Win is the window of hours [a, b).
 func Win(a, b int) state.Interval { return state.Interval{Start: H(a), End: H(b)} }
 
-// Clock is a clock the suite moves by hand.
-type Clock struct{ t time.Time }
+// Clock is a clock the suite moves by hand; a lease's renewal reads it
+// from its own goroutine.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
 
 // NewClock starts at t.
 func NewClock(t time.Time) *Clock { return &Clock{t: t} }
 
 // Now is the clock's time.
-func (c *Clock) Now() time.Time { return c.t }
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
 
 // Add moves the clock on.
-func (c *Clock) Add(d time.Duration) { c.t = c.t.Add(d) }
+func (c *Clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
 
 // longLease is the lease of every case but Lease: the suite's clocks
 // jump by minutes and hours, which must not expire it.
