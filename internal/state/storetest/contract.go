@@ -609,7 +609,7 @@ func testMigration(t *testing.T, p Place) {
 		t.Fatalf("a reader of the fixture reads form-a as %+v", a)
 	}
 	if got := indexMap(t, ro, "form-a"); !maps.Equal(got, fx.Index) {
-		t.Errorf("a reader of the fixture reads %d records of form-a's index, want its %d", len(got), len(fx.Index))
+		t.Errorf("a reader of the fixture reads %d records of form-a's index (its Get says Indexed %d), want its %d", len(got), a.Indexed, len(fx.Index))
 	}
 	must(t, ro.Close())
 
