@@ -67,7 +67,11 @@ type Planner interface {
 }
 
 // Counter is a Stream that can count the records of a range: it plans a
-// stream without a Planner, and sizes a backfill's progress.
+// stream without a Planner, and sizes a backfill's progress. A count may
+// be a lower bound (the bookings count by updatedAt, and read the bookings
+// never updated by createdAt too): a window it plans may then hold a few
+// more records than MaxRowsPerBatch, which the spool bounds in memory
+// anyway.
 type Counter interface {
 	Count(ctx context.Context, start, end time.Time) (int, error)
 }

@@ -728,7 +728,9 @@ func (b *Bolt) Versions(ctx context.Context, formID string, from, to time.Time, 
 		return b.db.View(func(tx *bolt.Tx) error {
 			bk, _ := formBucket(tx, indexBucket, formID, false)
 			if bk == nil {
-				return nil
+				// A file of format 1 or 2 no writer migrated yet (a read-only
+				// open) keeps the index in the form's record.
+				return legacyVersions(tx, formID, lo, hi, fn)
 			}
 			c := bk.Cursor()
 			// The chunk holding from starts at or before it.
@@ -764,6 +766,41 @@ func (b *Bolt) Versions(ctx context.Context, formID string, from, to time.Time, 
 	})
 	if err != nil {
 		return fmt.Errorf("read the version index of form %s: %w", formID, err)
+	}
+	return nil
+}
+
+// legacyVersions reads the index a format 1 or 2 record holds, for
+// Versions of a file no writer migrated yet; nothing for a format 3 file.
+func legacyVersions(tx *bolt.Tx, formID string, lo, hi int64, fn func(Entry) error) error {
+	meta, forms := tx.Bucket(metaBucket), tx.Bucket(formsBucket)
+	if meta == nil || forms == nil {
+		return nil
+	}
+	version, err := strconv.Atoi(string(meta.Get(versionKey)))
+	if err != nil || version >= 3 {
+		return nil
+	}
+	v := forms.Get([]byte(formID))
+	if v == nil {
+		return nil
+	}
+	body := v
+	if version == 2 {
+		if body, _, err = openRecord([]byte(formID), v); err != nil {
+			return err
+		}
+	}
+	var old legacyIndex
+	if err := json.Unmarshal(body, &old); err != nil {
+		return err
+	}
+	for _, e := range old.entries() {
+		if t := e.Time.UnixMicro(); t >= lo && t < hi {
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -60,6 +60,24 @@ type objectDoc struct {
 	// Blobs are the index's chunk and pending objects, by name, in a
 	// backup only (see BackupObject): the state object never holds them.
 	Blobs map[string][]byte `json:"blobs,omitempty"`
+	// Checksums are each form's record's CRC-32C (over its JSON, as
+	// recordCRC takes it), so that a damaged record stops that form alone,
+	// as in the state file; a form without one (an older object) is not
+	// checked.
+	Checksums map[string]uint32 `json:"checksums,omitempty"`
+	// damaged are the forms whose record failed its checksum on reading.
+	damaged map[string]error
+}
+
+// formJSON is a record as its checksum covers it.
+func formJSON(st *FormState) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(st); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // Object is a Store kept in one object of a GCS, S3 or Azure bucket. Every
@@ -238,6 +256,16 @@ func (o *Object) decode(raw []byte) (objectDoc, error) {
 		doc.Forms = map[string]FormState{}
 	}
 	for id, st := range doc.Forms {
+		if sum, ok := doc.Checksums[id]; ok {
+			body, err := formJSON(&st)
+			if err != nil || recordCRC([]byte(id), body) != sum {
+				if doc.damaged == nil {
+					doc.damaged = map[string]error{}
+				}
+				doc.damaged[id] = errors.New("its checksum does not match")
+				continue
+			}
+		}
 		if st.FormID != id {
 			return doc, &CorruptError{Path: o.shown, Err: fmt.Errorf("record under key %q names form %q", id, st.FormID)}
 		}
@@ -255,6 +283,9 @@ func (o *Object) Get(ctx context.Context, formID string) (FormState, error) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if err := o.doc.damaged[formID]; err != nil {
+		return FormState{}, &CorruptError{Path: o.shown, Form: formID, Err: err}
+	}
 	st, ok := o.doc.Forms[formID]
 	if !ok {
 		return FormState{FormID: formID}, nil
@@ -270,7 +301,11 @@ func (o *Object) List(ctx context.Context) ([]FormState, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	list := make([]FormState, 0, len(o.doc.Forms))
-	for _, st := range o.doc.Forms {
+	for id, st := range o.doc.Forms {
+		if err := o.doc.damaged[id]; err != nil {
+			list = append(list, FormState{FormID: id, Damaged: (&CorruptError{Path: o.shown, Form: id, Err: err}).Error()})
+			continue
+		}
 		list = append(list, cloneForm(st))
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].FormID < list[j].FormID })
@@ -340,7 +375,7 @@ func (o *Object) SetSucceeded(ctx context.Context, formID string, t time.Time) e
 // Reset forgets the form's windows, intents, schema and counters and moves
 // it to its next generation. The output is not touched.
 func (o *Object) Reset(ctx context.Context, formID string) error {
-	if err := o.updateIndex(ctx, formID, resetChange, resetObjIndex); err != nil {
+	if err := o.updateWith(ctx, formID, resetChange, resetObjIndex, true); err != nil {
 		return fmt.Errorf("reset state of form %s: %w", formID, err)
 	}
 	return nil
@@ -369,7 +404,7 @@ func (o *Object) BeginRefresh(ctx context.Context, formID string, r Refresh) err
 // FinishRefresh resets the form and clears its refresh mark in one
 // transaction.
 func (o *Object) FinishRefresh(ctx context.Context, formID string) error {
-	if err := o.updateIndex(ctx, formID, resetChange, resetObjIndex); err != nil {
+	if err := o.updateWith(ctx, formID, resetChange, resetObjIndex, true); err != nil {
 		return fmt.Errorf("finish refresh of form %s: %w", formID, err)
 	}
 	return nil
@@ -423,8 +458,22 @@ func (o *Object) update(ctx context.Context, formID string, fn change) error {
 // written: it writes the chunk objects the new state object names, and
 // returns the objects that the state object, once written, no longer names.
 func (o *Object) updateIndex(ctx context.Context, formID string, fn change, idx func(ctx context.Context, st *FormState, ix *objIndex) (unused []string, err error)) error {
+	return o.updateWith(ctx, formID, fn, idx, false)
+}
+
+// updateWith is updateIndex; overDamage lets it replace a damaged record
+// (a reset does, nothing else).
+func (o *Object) updateWith(ctx context.Context, formID string, fn change, idx func(ctx context.Context, st *FormState, ix *objIndex) (unused []string, err error), overDamage bool) error {
 	var unused []string
 	err := o.mutate(ctx, formID, func(doc *objectDoc) error {
+		if err := doc.damaged[formID]; err != nil {
+			// Only a reset (of the form, or the end of its refresh)
+			// replaces a damaged record; every other write refuses.
+			if !overDamage {
+				return &CorruptError{Path: o.shown, Form: formID, Err: err}
+			}
+			delete(doc.damaged, formID)
+		}
 		st, ok := doc.Forms[formID]
 		if ok {
 			st = cloneForm(st)
@@ -481,7 +530,8 @@ func (o *Object) mutate(ctx context.Context, formID string, fn func(doc *objectD
 			return err
 		}
 	}
-	doc := objectDoc{FormatVersion: objectFormat, Forms: maps.Clone(o.doc.Forms), Index: maps.Clone(o.doc.Index), Secrets: maps.Clone(o.doc.Secrets), Writer: o.id, Seq: o.seq + 1}
+	doc := objectDoc{FormatVersion: objectFormat, Forms: maps.Clone(o.doc.Forms), Index: maps.Clone(o.doc.Index), Secrets: maps.Clone(o.doc.Secrets), Writer: o.id, Seq: o.seq + 1,
+		Checksums: maps.Clone(o.doc.Checksums), damaged: maps.Clone(o.doc.damaged)}
 	if doc.Forms == nil {
 		doc.Forms = map[string]FormState{}
 	}
@@ -510,6 +560,21 @@ func (o *Object) mutate(ctx context.Context, formID string, fn func(doc *objectD
 }
 
 func encodeDoc(doc *objectDoc) ([]byte, error) {
+	// Every record's checksum, but a damaged one's, which keeps the sum it
+	// failed until a reset replaces it.
+	sums := make(map[string]uint32, len(doc.Forms))
+	for id, st := range doc.Forms {
+		if _, bad := doc.damaged[id]; bad {
+			sums[id] = doc.Checksums[id]
+			continue
+		}
+		body, err := formJSON(&st)
+		if err != nil {
+			return nil, fmt.Errorf("encode the record of form %s: %w", id, err)
+		}
+		sums[id] = recordCRC([]byte(id), body)
+	}
+	doc.Checksums = sums
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

@@ -173,7 +173,7 @@ func testCursor(t *testing.T, h Harness) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n != byBatch[w.BatchID] {
+			if n != byBatch[w.BatchID] && !(h.CountsLow && n < byBatch[w.BatchID]) {
 				t.Errorf("Count([%s, %s)) = %d, Read gave %d", w.Window.Start.Format(time.RFC3339Nano), w.Window.End.Format(time.RFC3339Nano), n, byBatch[w.BatchID])
 			}
 		}
@@ -181,7 +181,7 @@ func testCursor(t *testing.T, h Harness) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n != len(want) {
+		if n != len(want) && !(h.CountsLow && n < len(want)) {
 			t.Errorf("Count of the range = %d, the service holds %d records in it", n, len(want))
 		}
 	}

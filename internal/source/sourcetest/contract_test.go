@@ -135,7 +135,7 @@ type schedService struct {
 }
 
 func schedHarness() sourcetest.Harness {
-	return sourcetest.Harness{MaxRowsPerBatch: 40, Start: func(t *testing.T, now func() time.Time) sourcetest.Service {
+	return sourcetest.Harness{MaxRowsPerBatch: 40, CountsLow: true, Start: func(t *testing.T, now func() time.Time) sourcetest.Service {
 		sim := schedsim.New(schedsim.Config{Seed: seed(t), Bookings: 160, Now: now})
 		ts := httptest.NewServer(sim)
 		t.Cleanup(ts.Close)

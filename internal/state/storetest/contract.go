@@ -71,7 +71,7 @@ func testMethods(t *testing.T, p Place) {
 			return s.Commit(ctx, "f1", state.Commit{BatchID: "b1", Window: Win(0, 1), Rows: 3, Schema: json.RawMessage(`{"v":1}`)})
 		}, func(w *state.FormState) {
 			w.Intents, w.Committed, w.Rows, w.Batches = nil, state.Intervals{Win(0, 1)}, 3, 1
-			w.Schema, w.LastSuccess, w.UpdatedAt = json.RawMessage(`{"v":1}`), clk.Now(), clk.Now()
+			w.Schema, w.UpdatedAt = json.RawMessage(`{"v":1}`), clk.Now()
 		}},
 		{"Commit replayed", func() error {
 			return s.Commit(ctx, "f1", state.Commit{BatchID: "b1", Window: Win(0, 1), Rows: 3, Schema: json.RawMessage(`{"v":9}`)})
@@ -79,16 +79,18 @@ func testMethods(t *testing.T, p Place) {
 		{"Commit of a range known empty", func() error { return s.Commit(ctx, "f1", state.Commit{Window: Win(1, 2)}) },
 			func(w *state.FormState) {
 				w.Committed = state.Intervals{Win(0, 2)}
-				w.LastSuccess, w.UpdatedAt = clk.Now(), clk.Now()
+				w.UpdatedAt = clk.Now()
 			}},
 		{"SetError", func() error { return s.SetError(ctx, "f1", "list submissions: 503") },
 			func(w *state.FormState) { w.LastError, w.UpdatedAt = "list submissions: 503", clk.Now() }},
-		{"Commit without an intent clears the error", func() error {
+		{"Commit without an intent counts, and is no success: the error stays", func() error {
 			return s.Commit(ctx, "f1", state.Commit{BatchID: "b2", Window: Win(2, 3), Rows: 2})
 		}, func(w *state.FormState) {
-			w.Committed, w.Rows, w.Batches, w.LastError = state.Intervals{Win(0, 3)}, 5, 2, ""
-			w.LastSuccess, w.UpdatedAt = clk.Now(), clk.Now()
+			w.Committed, w.Rows, w.Batches = state.Intervals{Win(0, 3)}, 5, 2
+			w.UpdatedAt = clk.Now()
 		}},
+		{"SetSucceeded records the success and clears the error", func() error { return s.SetSucceeded(ctx, "f1", H(5)) },
+			func(w *state.FormState) { w.LastSuccess, w.LastError, w.UpdatedAt = H(5), "", clk.Now() }},
 		{"SetError cleared", func() error {
 			if err := s.SetError(ctx, "f1", "x"); err != nil {
 				return err
@@ -106,7 +108,7 @@ func testMethods(t *testing.T, p Place) {
 			return s.Commit(ctx, "f1", state.Commit{BatchID: "r1", Window: Win(0, 1), Rows: 3, Reconcile: &state.ReconcileCounts{Versions: 2, Tombstones: 1}})
 		}, func(w *state.FormState) {
 			w.Rows, w.Batches, w.ReconciledWindows, w.VersionsWritten, w.Tombstones = 8, 3, 1, 2, 1
-			w.LastSuccess, w.UpdatedAt = clk.Now(), clk.Now()
+			w.UpdatedAt = clk.Now()
 		}},
 		{"reconcile commit replayed", func() error {
 			return s.Commit(ctx, "f1", state.Commit{BatchID: "r1", Window: Win(0, 1), Rows: 3, Reconcile: &state.ReconcileCounts{Versions: 2, Tombstones: 1}})
@@ -120,7 +122,7 @@ func testMethods(t *testing.T, p Place) {
 			return s.Commit(ctx, "f1", state.Commit{Window: Win(6, 7), Generation: 2})
 		}, func(w *state.FormState) {
 			w.Committed, w.Generation, w.IndexedFrom = state.Intervals{Win(0, 3), Win(5, 7)}, 4, H(0)
-			w.LastSuccess, w.UpdatedAt = clk.Now(), clk.Now()
+			w.UpdatedAt = clk.Now()
 		}},
 		{"Uncommit", func() error { return s.Uncommit(ctx, "f1", H(1).Add(30*time.Minute)) },
 			func(w *state.FormState) {
@@ -150,7 +152,7 @@ func testMethods(t *testing.T, p Place) {
 		{"after the reset", func() error {
 			return s.Commit(ctx, "f1", state.Commit{BatchID: "b1-g6", Window: Win(0, 1), Rows: 4})
 		}, func(w *state.FormState) {
-			w.Committed, w.Rows, w.Batches, w.LastSuccess, w.UpdatedAt = state.Intervals{Win(0, 1)}, 4, 1, clk.Now(), clk.Now()
+			w.Committed, w.Rows, w.Batches, w.UpdatedAt = state.Intervals{Win(0, 1)}, 4, 1, clk.Now()
 		}},
 	}
 	for _, st := range steps {
@@ -465,6 +467,7 @@ func testReadOnly(t *testing.T, p Place) {
 		"DropIntent":    func() error { return ro.DropIntent(ctx, "f", "x") },
 		"SetSchema":     func() error { return ro.SetSchema(ctx, "f", nil) },
 		"SetError":      func() error { return ro.SetError(ctx, "f", "x") },
+		"SetSucceeded":  func() error { return ro.SetSucceeded(ctx, "f", H(1)) },
 		"Reset":         func() error { return ro.Reset(ctx, "f") },
 		"Uncommit":      func() error { return ro.Uncommit(ctx, "f", H(0)) },
 		"BeginRefresh":  func() error { return ro.BeginRefresh(ctx, "f", state.Refresh{Table: "t"}) },
@@ -545,8 +548,8 @@ func testLease(t *testing.T, newPlace func(t *testing.T) Place) {
 		t.Fatalf("after the old holder closed, the new holder's lease is gone: %v", err)
 	}
 	ro := open(t, p, Options{ReadOnly: true, Now: clkB.Now})
-	if st := get(t, ro, "f"); st.LastError != "" || st.Batches != 1 {
-		t.Fatalf("the state after the race: %+v, want b's commit", st)
+	if st := get(t, ro, "f"); st.LastError != "from b" || st.Batches != 1 {
+		t.Fatalf("the state after the race: %+v, want b's error and commit", st)
 	}
 	if st := get(t, ro, "other"); st.LastError != "" {
 		t.Fatalf("the old holder's write landed: %+v", st)
