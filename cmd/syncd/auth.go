@@ -115,24 +115,27 @@ func newAuthCmd(g *globals) *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			cfg, _, err := g.load()
+			cfg, log, err := g.load()
 			if err != nil {
 				return err
 			}
-			store, err := app.OpenStore(ctx, cfg, true)
-			if err != nil {
-				return withCode(exitState, err)
-			}
-			defer store.Close()
-			tok, err := (app.StateTokens{Store: store}).Load(ctx)
+			tok, local, err := signInStatus(ctx, cfg, log)
 			if errors.Is(err, oauth.ErrNoToken) {
 				fmt.Fprintln(g.stdout, "not signed in: run `syncd auth login`")
 				return withCode(exitFailed, errReported)
 			}
 			if err != nil {
+				var lr *oauth.LoginRequiredError
+				if errors.As(err, &lr) {
+					fmt.Fprintf(g.stdout, "signed in as %s, but the token endpoint refused the sign-in: %v\n", orDash(tok.User), err)
+					return withCode(exitFailed, errReported)
+				}
 				return withCode(exitFailed, err)
 			}
 			fmt.Fprint(g.stdout, tok.Summary().Describe(time.Now()))
+			if local {
+				fmt.Fprintln(g.stdout, "(checked in the state only: a running syncd holds it, and uses the sign-in itself)")
+			}
 			return nil
 		},
 	}
@@ -222,3 +225,26 @@ type fixedToken struct{ tok oauth.Token }
 
 func (f fixedToken) Token(context.Context) (oauth.Token, error) { return f.tok, nil }
 func (fixedToken) Invalidate(string)                            {}
+
+// signInStatus is the stored sign-in, checked at the token endpoint
+// (app.CheckSignIn) when the state can be opened for writing; beside a
+// running syncd that holds the state, it is read only (local set).
+func signInStatus(ctx context.Context, cfg *config.Config, log *zap.Logger) (tok oauth.Token, local bool, err error) {
+	store, err := openStoreWaiting(ctx, cfg, 5*time.Second)
+	var locked *state.LockedError
+	if errors.As(err, &locked) {
+		ro, rerr := app.OpenStore(ctx, cfg, true)
+		if rerr != nil {
+			return tok, true, rerr
+		}
+		defer ro.Close()
+		tok, err = (app.StateTokens{Store: ro}).Load(ctx)
+		return tok, true, err
+	}
+	if err != nil {
+		return tok, false, err
+	}
+	defer store.Close()
+	tok, err = app.CheckSignIn(ctx, cfg, store, log)
+	return tok, false, err
+}

@@ -15,6 +15,7 @@ import (
 
 	bigquery "cloud.google.com/go/bigquery"
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
 	"gocloud.dev/blob"
 	"google.golang.org/api/googleapi"
 
@@ -121,7 +122,7 @@ func newValidateCmd(g *globals) *cobra.Command {
 			if cfg.Scheduling != nil {
 				schedCtx, cancelSched := context.WithTimeout(ctx, checkBudget)
 				defer cancelSched()
-				if err := checkScheduling(schedCtx, cfg, out); err != nil {
+				if err := checkScheduling(schedCtx, cfg, log, out); err != nil {
 					fmt.Fprintf(out, "FAIL scheduling: %v\n", err)
 					bad++
 				}
@@ -137,24 +138,23 @@ func newValidateCmd(g *globals) *cobra.Command {
 // checkScheduling says who syncd is signed in to the scheduling API as,
 // and whether the client is a legacy one (with the migration's first step);
 // it needs no request. Not signed in is an error naming auth login.
-func checkScheduling(ctx context.Context, cfg *config.Config, out io.Writer) error {
-	store, err := app.OpenStore(ctx, cfg, true)
-	if err != nil {
-		return fmt.Errorf("read the tokens: %w", err)
-	}
-	defer store.Close()
-	tok, err := (app.StateTokens{Store: store}).Load(ctx)
+func checkScheduling(ctx context.Context, cfg *config.Config, log *zap.Logger, out io.Writer) error {
+	tok, local, err := signInStatus(ctx, cfg, log)
 	if errors.Is(err, oauth.ErrNoToken) {
 		return errors.New("not signed in: run `syncd auth login`")
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("the sign-in of %s does not work: %w", orDash(tok.User), err)
 	}
 	scopes := strings.Join(tok.Scopes, " ")
 	if tok.Legacy || len(tok.Scopes) == 0 {
 		scopes = "none (a legacy client: " + oauth.LegacyMigrationStep + ")"
 	}
-	fmt.Fprintf(out, "ok   scheduling: signed in as %s, scopes %s\n", orDash(tok.User), scopes)
+	how := "the token endpoint accepted it"
+	if local {
+		how = "checked in the state only: a running syncd holds it"
+	}
+	fmt.Fprintf(out, "ok   scheduling: signed in as %s, scopes %s (%s)\n", orDash(tok.User), scopes, how)
 	return nil
 }
 

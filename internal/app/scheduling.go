@@ -160,3 +160,29 @@ func openScheduling(cfg *config.Config, store state.Store, log *zap.Logger, obs 
 	return &Scheduling{Tokens: tokens, Client: client, Stream: scheduling.NewStream(client, cfg.Scheduling.Bookings.Table, nil, counter),
 		Start: cfg.Scheduling.Bookings.StartDate}, nil
 }
+
+// CheckSignIn asks the token endpoint whether the stored sign-in still
+// works, by refreshing it (the rotated pair is saved, as every refresh
+// saves it): a token that merely looks valid here may have been revoked at
+// the server. It returns the fresh token, or the stored one with the
+// error that says what to do (`syncd auth login` for a revoked or expired
+// sign-in).
+func CheckSignIn(ctx context.Context, cfg *config.Config, store state.Store, log *zap.Logger) (oauth.Token, error) {
+	tokens := StateTokens{Store: store}
+	stored, err := tokens.Load(ctx)
+	if err != nil {
+		return stored, err
+	}
+	oc, err := NewOAuthClient(cfg, log, nil)
+	if err != nil {
+		return stored, err
+	}
+	fresh, err := oc.Refresh(ctx, stored)
+	if err != nil {
+		return stored, err
+	}
+	if err := tokens.Save(ctx, fresh); err != nil {
+		return stored, fmt.Errorf("save the rotated refresh token: %w", err)
+	}
+	return fresh, nil
+}

@@ -541,3 +541,31 @@ func TestPendingLoginDoesNotBlockSyncing(t *testing.T) {
 	}
 	e.checkBookings(t)
 }
+
+// TestRevokedSignInIsReported: validate and auth status ask the token
+// endpoint, so a refresh token revoked at the server is reported (with the
+// command that fixes it), not read as valid from the state.
+func TestRevokedSignInIsReported(t *testing.T) {
+	e := startSched(t, schedOptions{sim: schedsim.Config{Bookings: 10}})
+	ctx := context.Background()
+	if res := e.login(t); res.Code != 0 {
+		t.Fatalf("auth login: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
+	}
+	if st := e.run(ctx, "auth", "status"); st.Code != 0 || !strings.Contains(st.Stdout, e.sched.User().Email) {
+		t.Fatalf("auth status while signed in: exit %d, %s", st.Code, st.Stdout)
+	}
+	e.sched.RevokeRefreshTokens()
+	st := e.run(ctx, "auth", "status")
+	if st.Code != 1 || !strings.Contains(st.Stdout, "refused") || !strings.Contains(st.Stdout, "auth login") {
+		t.Errorf("auth status after the revocation: exit %d, want 1 naming auth login:\n%s\n%s", st.Code, st.Stdout, tail(st.Stderr))
+	}
+	v := e.run(ctx, "validate")
+	if v.Code != 1 || !strings.Contains(v.Stdout, "FAIL scheduling") || !strings.Contains(v.Stdout, "auth login") {
+		t.Errorf("validate after the revocation: exit %d, want 1 with FAIL scheduling naming auth login:\n%s\n%s", v.Code, v.Stdout, tail(v.Stderr))
+	}
+	for _, o := range []string{st.Stdout, st.Stderr, v.Stdout, v.Stderr} {
+		if strings.Contains(o, "sim_rt_") || strings.Contains(o, "sim_at_") {
+			t.Fatal("a token appears in the output")
+		}
+	}
+}
