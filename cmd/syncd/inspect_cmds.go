@@ -131,6 +131,9 @@ func newSchemaCmd(g *globals) *cobra.Command {
 			}
 			form, err := client.GetForm(ctx, args[0])
 			if err != nil {
+				if errors.Is(err, forms.ErrNotFound) {
+					return withCode(exitUsage, err) // a form id the account lacks: a usage error, as everywhere
+				}
 				return withCode(exitFailed, err)
 			}
 			// The pinned schema, when a sync has run, is what the output holds:

@@ -531,8 +531,10 @@ func newBackfillCmd(g *globals) *cobra.Command {
 				if !start.Before(horizon) {
 					return withCode(exitUsage, fmt.Errorf("--from %s is not before now - sync.safety_lag (%s): there is nothing to backfill yet", start.Format(time.RFC3339), horizon.Format(time.RFC3339)))
 				}
-				fmt.Fprintf(g.stderr, "syncd: --to %s is past now - sync.safety_lag; backfilling up to %s instead (later submissions come with the live sync)\n",
-					end.Format(time.RFC3339), horizon.Format(time.RFC3339Nano))
+				if to != "" { // without --to, now - safety_lag is the end asked for
+					fmt.Fprintf(g.stderr, "syncd: --to %s is past now - sync.safety_lag; backfilling up to %s instead (later submissions come with the live sync)\n",
+						end.Format(time.RFC3339), horizon.Format(time.RFC3339Nano))
+				}
 				end = horizon
 			}
 			if concurrency < 1 {

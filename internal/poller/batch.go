@@ -176,12 +176,18 @@ func (f *streamRun) schemaForFetch(ctx context.Context) (table.Schema, error) {
 	f.schemaMu.Lock()
 	defer f.schemaMu.Unlock()
 	if !f.metaFetched {
+		first := f.pinned == nil
 		t, changes, err := ev.Evolve(ctx, f.pinned)
 		if err != nil {
 			return nil, err
 		}
 		f.pinned = t
-		logChanges(f.log, "the source's fields changed", changes)
+		if first {
+			// A new table: its columns are no change.
+			f.log.Info("table mapped", zap.Int("columns", t.ArrowSchema().NumFields()))
+		} else {
+			logChanges(f.log, "the source's fields changed", changes)
+		}
 		f.metaFetched = true
 	}
 	return f.pinned, nil // a value: the source builds on its own copy
