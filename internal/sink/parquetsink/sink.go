@@ -96,9 +96,6 @@ func NewOn(st Storage, set Settings) (*Sink, error) {
 	return s, nil
 }
 
-// Storage is where the sink keeps its files.
-func (s *Sink) Storage() Storage { return s.st }
-
 // Key is where the file of batch b's partition part lives, relative to
 // the storage's root.
 func (s *Sink) Key(b sink.Batch, part string) string {
