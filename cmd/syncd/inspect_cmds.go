@@ -268,6 +268,9 @@ func newStateCmd(g *globals) *cobra.Command {
 				what = fmt.Sprintf("what was synced of form %s from %s on", formID, from.Format(time.RFC3339))
 			}
 			warning := fmt.Sprintf("Forget %s? The next pass fetches it again and writes those rows a second time beside the ones already in the output (`syncd refresh --form %s` replaces the table instead).", what, formID)
+			if !from.IsZero() {
+				warning = fmt.Sprintf("Forget %s? The next pass fetches it again and writes those rows a second time beside the ones already in the output. To have them once, first remove the table's partition folders from that date on (with the day or month layout a row's folder is its own date: pick --from at the start of a folder), or use `syncd reconcile --form %s --from DATE`, which writes only what changed.", what, formID)
+			}
 			a, err := g.openApp(ctx, false)
 			if err != nil {
 				return err
