@@ -51,6 +51,7 @@ func main() {
 		cpuForms = flag.String("cpu-forms", "", "cpu: forms to compare, comma-separated (narrow, realistic, wide); empty: all")
 		cpuProf  = flag.String("cpu-profile", "", "cpu: a directory for one CPU profile of syncd per form (an extra run each)")
 		cpuLook  = flag.String("cpu-lookback", "", "cpu: sync.lookback for syncd (empty: the default, 30 days; 0s: no version index)")
+		bfLook   = flag.String("lookback", "", "backfill: sync.lookback for syncd (empty: the default, 30 days; 0s: no version index)")
 	)
 	flag.Parse()
 	compression, partition = *codec, *layout
@@ -65,6 +66,9 @@ func main() {
 	run := func(name string) bool { return *scenario == "all" || *scenario == name }
 	if run("backfill") {
 		fmt.Printf("## Backfill, rate limit off (%s form, concurrency %d)\n\n", *shape, *conc)
+		if *bfLook != "" {
+			fmt.Printf("syncd with sync.lookback: %s\n\n", *bfLook)
+		}
 		fmt.Println("| submissions | rows written | wall | CPU (user+sys) | peak RSS | submissions/s | requests | state file | state bytes/submission |")
 		fmt.Println("|---|---|---|---|---|---|---|---|---|")
 		for _, s := range strings.Split(*sizes, ",") {
@@ -72,7 +76,7 @@ func main() {
 			if err != nil {
 				fatalf("-sizes: %v", err)
 			}
-			r := backfill(ctx, bin, n, *shape == "wide", *conc, 0, 0)
+			r := backfill(ctx, bin, n, *shape == "wide", *conc, 0, 0, *bfLook)
 			fmt.Printf("| %d | %d | %.1f s | %.1f s | %.0f MB | %.0f | %d | %.1f MB | %.0f |\n", n, r.rows, r.wall.Seconds(), r.cpu.Seconds(),
 				float64(r.maxRSS)/(1<<20), float64(r.rows)/r.wall.Seconds(), r.requests, float64(r.stateBytes)/(1<<20), float64(r.stateBytes)/float64(max(r.rows, 1)))
 		}
@@ -84,7 +88,7 @@ func main() {
 	if run("ratelimited") {
 		fmt.Println("## Backfill under the service's limit (5 requests/s, 200 ms per answer)")
 		fmt.Println()
-		r := backfill(ctx, bin, *rlSubs, false, 4, 5, 200*time.Millisecond)
+		r := backfill(ctx, bin, *rlSubs, false, 4, 5, 200*time.Millisecond, "")
 		rps := float64(r.requests) / r.wall.Seconds()
 		fmt.Println("| requests | wall | requests/s | of the limit | 429s |")
 		fmt.Println("|---|---|---|---|---|")
@@ -179,8 +183,9 @@ log:
 }
 
 // backfill loads one form of n submissions with `syncd backfill`. simLimit
-// and latency shape the simulator (0: unlimited, none).
-func backfill(ctx context.Context, bin string, n int, wide bool, concurrency int, simLimit float64, latency time.Duration) result {
+// and latency shape the simulator (0: unlimited, none); lookback, when set,
+// is sync.lookback.
+func backfill(ctx context.Context, bin string, n int, wide bool, concurrency int, simLimit float64, latency time.Duration, lookback string) result {
 	start, end := history()
 	s := startSim(formsim.Config{Seed: 1, Forms: 2, Submissions: n, Start: start, End: end, RateLimit: simLimit, RateBurst: int(simLimit)})
 	defer s.stop()
@@ -200,7 +205,11 @@ func backfill(ctx context.Context, bin string, n int, wide bool, concurrency int
 	if simLimit > 0 {
 		clientLimit = simLimit
 	}
-	cfg := writeConfig(dir, s.base, clientLimit, "")
+	extra := ""
+	if lookback != "" {
+		extra = "  lookback: " + lookback + "\n"
+	}
+	cfg := writeConfig(dir, s.base, clientLimit, extra)
 	before := s.Stats()
 	r := runSyncd(ctx, bin, cfg, "backfill", "--form", form, "--from", start.Format(time.RFC3339), "--to", end.Format(time.RFC3339),
 		"--concurrency", strconv.Itoa(concurrency))

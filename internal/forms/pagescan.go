@@ -18,8 +18,8 @@ import (
 // then goes to the general decoders. body must have passed validUTF8JSON.
 //
 // Strings that repeat from submission to submission (ids, names and types
-// of answers) are shared within a page; the raw values of a submission
-// share one copy of its text.
+// of answers) are shared within a page; the raw values a submission keeps
+// share one buffer.
 func scanPage(body []byte, w *wirePage) bool {
 	s := pageScanner{b: body, intern: make(map[string]string, 64)}
 	return s.page(w)
@@ -168,12 +168,11 @@ func (s *pageScanner) skip() {
 }
 
 // raw consumes a value and returns its bytes (null included, as
-// json.RawMessage keeps it), a slice of the page whose capacity runs to
-// the page's end (submission rebases it by that).
+// json.RawMessage keeps it), a slice of the page.
 func (s *pageScanner) raw() []byte {
 	start := s.i
 	s.skip()
-	return s.b[start:s.i]
+	return s.b[start:s.i:s.i]
 }
 
 // str consumes a string into *dst (null leaves it), shared through the
@@ -282,7 +281,6 @@ func (s *pageScanner) submission(w *wireSubmission) bool {
 	if s.null() {
 		return true
 	}
-	start := s.i
 	if !s.object(submissionKeys(), func(k int) bool {
 		switch k {
 		case 0:
@@ -369,24 +367,35 @@ func (s *pageScanner) submission(w *wireSubmission) bool {
 		return false
 	}
 	// The values the submission keeps (answers, scheduling, payments) move
-	// to a copy of its own text: aliasing the page would keep the whole
-	// page alive for as long as any one submission of it is kept (the
-	// reconcile keeps the changed ones of a window).
-	own := bytes.Clone(s.b[start:s.i])
-	rebase := func(v *json.RawMessage) {
+	// to one buffer of its own: aliasing the page would keep the whole page
+	// alive for as long as any one submission of it is kept (the reconcile
+	// keeps the changed ones of a window).
+	n := 0
+	for i := range w.Questions {
+		n += len(w.Questions[i].Value)
+	}
+	for i := range w.Scheduling {
+		n += len(w.Scheduling[i].Value)
+	}
+	for i := range w.Payments {
+		n += len(w.Payments[i].Value)
+	}
+	own := make([]byte, 0, n)
+	move := func(v *json.RawMessage) {
 		if *v != nil {
-			off := cap(s.b) - cap(*v) - start
-			*v = own[off : off+len(*v) : off+len(*v)]
+			at := len(own)
+			own = append(own, *v...)
+			*v = own[at:len(own):len(own)]
 		}
 	}
 	for i := range w.Questions {
-		rebase(&w.Questions[i].Value)
+		move(&w.Questions[i].Value)
 	}
 	for i := range w.Scheduling {
-		rebase(&w.Scheduling[i].Value)
+		move(&w.Scheduling[i].Value)
 	}
 	for i := range w.Payments {
-		rebase(&w.Payments[i].Value)
+		move(&w.Payments[i].Value)
 	}
 	return true
 }
