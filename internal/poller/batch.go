@@ -84,11 +84,12 @@ func (f *streamRun) commitBatch(ctx context.Context, w window, b sink.Batch, int
 	commit := state.Commit{BatchID: b.ID, Window: state.Interval{Start: w.start, End: w.end}, Rows: int(n)}
 	extra(&intent, &commit, rows)
 	pt, parted := f.p.sink.(sink.Partitioner)
-	if n > 0 && (parted || intent.Index != nil) {
+	if n > 0 && (parted || intent.Index != nil || b.Schema != nil) {
 		// What the batch writes is known now: the intent names its files
 		// and versions before the first is written, so a stop between two
 		// files is resolved file by file, and a batch found in the sink
 		// after a stop is committed with its versions.
+		intent.Schema = b.Schema
 		if parted {
 			b.Parts = rows.parts()
 			b.Attempt = newAttempt()

@@ -255,15 +255,37 @@ func (f *streamRun) report(p Progress) {
 // still land (a BigQuery load job inserted just before a kill), and only the
 // same batch id lets the sink tell the two apart.
 func (f *streamRun) recoverIntents(ctx context.Context, st state.FormState) ([]window, error) {
-	redo, recovered, err := f.p.recoverIntents(ctx, st, f.log, f.batchFor)
+	redo, recovered, err := f.p.recoverIntents(ctx, st, f.log, f.batchFor, f.pinWith)
 	f.recovered += recovered
 	return redo, err
+}
+
+// pinWith is the pinned schema (raw, as the state holds it; nil: none)
+// merged with a batch's built one: what a recovered batch pins. A stream
+// with a fixed table pins nothing.
+func (f *streamRun) pinWith(pinned, built []byte) ([]byte, error) {
+	ev, ok := f.s.(Evolver)
+	if !ok {
+		return nil, nil
+	}
+	b, err := ev.Unpin(built)
+	if err != nil {
+		return nil, err
+	}
+	if len(pinned) > 0 {
+		cur, err := ev.Unpin(pinned)
+		if err != nil {
+			return nil, err
+		}
+		b = cur.Merge(b)
+	}
+	return b.Marshal()
 }
 
 // recoverIntents resolves the open batches of one stream's state: those the
 // sink holds are committed in the state, the others returned to be fetched
 // again under their own ids.
-func (p *Poller) recoverIntents(ctx context.Context, st state.FormState, log *zap.Logger, batchFor func(window) sink.Batch) (redo []window, recovered int, err error) {
+func (p *Poller) recoverIntents(ctx context.Context, st state.FormState, log *zap.Logger, batchFor func(window) sink.Batch, pinWith func(pinned, built []byte) ([]byte, error)) (redo []window, recovered int, err error) {
 	ids := make([]string, 0, len(st.Intents))
 	for id := range st.Intents {
 		ids = append(ids, id)
@@ -281,8 +303,18 @@ func (p *Poller) recoverIntents(ctx context.Context, st state.FormState, log *za
 			redo = append(redo, w)
 			continue
 		}
-		// The commit applies the index change the intent recorded.
+		// The commit applies the index change the intent recorded, and pins
+		// the columns the batch's files hold.
 		c := state.Commit{BatchID: id, Window: state.Interval{Start: in.Start, End: in.End}, Rows: in.Rows}
+		if len(in.Schema) > 0 {
+			cur, gerr := p.store.Get(ctx, st.FormID)
+			if gerr != nil {
+				return nil, recovered, fmt.Errorf("resolve open batch %s of %s: %w", id, st.FormID, gerr)
+			}
+			if c.Schema, err = pinWith(cur.Schema, in.Schema); err != nil {
+				return nil, recovered, fmt.Errorf("resolve open batch %s of %s: the schema its files were built with: %w", id, st.FormID, err)
+			}
+		}
 		if in.Reconcile {
 			c.Reconcile = &state.ReconcileCounts{}
 			if in.Counts != nil {

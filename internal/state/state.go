@@ -32,6 +32,11 @@ type Intent struct {
 	Parts []string `json:"parts,omitempty"`
 	// Attempt names the attempt that writes those files (sink.Batch.Attempt).
 	Attempt string `json:"attempt,omitempty"`
+	// Schema is the table schema the batch's rows were built with, once
+	// they are (the source's, as Commit.Schema): a batch found in the sink
+	// after a stop is committed with it, so the pin never misses the
+	// columns its files hold.
+	Schema json.RawMessage `json:"schema,omitempty"`
 	// Index is what the batch's Commit will record in the version index,
 	// kept (beside the index, not in this record) so that a batch found in
 	// the sink after a stop is committed with it: RecordIntent stores it
