@@ -135,8 +135,8 @@ func (r *roundRun) inject(tl *tally, w *testkit.Workdir, out *tmpfs, exec func(t
 			if _, err := os.Stat(w.State); err == nil {
 				break
 			}
-			if r.full > 0 {
-				exec(r.full/2 + time.Duration(r.rng.Int64N(int64(r.full/2)+1)))
+			if full := r.full[r.mode]; full > 0 {
+				exec(full/2 + time.Duration(r.rng.Int64N(int64(full/2)+1)))
 			} else {
 				exec(0)
 			}
