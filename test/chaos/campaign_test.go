@@ -91,6 +91,10 @@ const (
 	cmdReconcile = "reconcile"
 )
 
+// maxReconcileKills bounds the kills of one reconcile's loop: most kills
+// of a round then land in its passes, where most batches are written.
+const maxReconcileKills = 3
+
 // lookback is the rounds' sync.lookback: half of their six days of
 // history, so that a reconcile's --from falls inside it or before it.
 const lookback = 3 * 24 * time.Hour
@@ -283,10 +287,6 @@ func (r *roundRun) run(tl *tally) {
 	hi := time.Now().UnixMicro()
 	sim.SetFaults(reconcileFaults())
 	after := r.snapshot()
-	st := sim.Stats()
-	for k, n := range st.Injected {
-		tl.simFaults[k] += n
-	}
 	dir := r.output()
 	duck := testkit.OpenDuck(t)
 	var v verdict
@@ -350,6 +350,9 @@ func (r *roundRun) run(tl *tally) {
 		v.add(fv)
 	}
 	r.verdict(tl, "settled", v)
+	for k, n := range sim.Stats().Injected {
+		tl.simFaults[k] += n
+	}
 	t.Logf("round %d %-8s fault %-15s kills %3d", r.round, r.mode, orNone(r.fault), r.kills)
 }
 
@@ -518,8 +521,11 @@ func (r *roundRun) finish(tl *tally, cmd string, args []string, kill bool) {
 			r.change(tl, 2, 1, 1)
 		}
 		var delay time.Duration
-		if kill && r.full[cmd] > 0 {
-			delay = r.killDelay(cmd)
+		if kill && r.full[cmd] > 0 && (cmd != cmdReconcile || attempt < maxReconcileKills) {
+			// Every sixth kill in a row doubles the span the instant is
+			// drawn from: a run whose start alone outlasts the span (a
+			// loaded machine, a slow store) still finishes.
+			delay = r.killDelay(cmd) << min(attempt/6, 8)
 		}
 		began := time.Now()
 		res := r.exec(tl, cmd, delay, args...)
