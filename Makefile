@@ -73,7 +73,15 @@ test: vet tools
 # Then the decoder, mapper and config fuzz targets for CHAOS_FUZZTIME each.
 # (TestChaosReconcile is folded into the rounds.) A rerun with the printed
 # seed: make chaos SYNCD_CHAOS_SEED=N. `make test` runs a small version.
-CHAOS_KILLS       ?= 240
+# Measured on 2 cores shared with other work (load average about 15):
+#   campaign, 3 forms x 1500: 106 kills in 12 rounds in 270 s, 22 s a round,
+#     2.5 s a kill, about 9 kills a round (4 in passes, 5 in reconciles):
+#     300 kills, about 34 rounds, about 13 min;
+#   azblob, 2 forms x 150, kills in the first 30%: 158 kills in 17 rounds in
+#     85 s, 5 s a round, 0.54 s a kill: 1,000 kills, about 110 rounds, 9 min;
+#   s3, 2 forms x 1500: 40 kills, 4 or 5 rounds, about 2 min;
+#   fuzzing about 4 min: make chaos takes about 30 min.
+CHAOS_KILLS       ?= 300
 CHAOS_SUBMISSIONS ?= 1500
 CHAOS_FORMS       ?= 3
 # A count of runs, not a duration: go1.26's fuzz coordinator can fail a

@@ -271,7 +271,7 @@ func (r *roundRun) run(tl *tally) {
 
 	// 1. The pass phase.
 	before := r.snapshot()
-	lo := time.Now().UnixMicro()
+	lo := time.Now().Truncate(time.Millisecond).UnixMicro() // an edit's version is the simulator's clock in whole ms
 	exec := func(delay time.Duration) testkit.Result { return r.exec(tl, r.mode, delay, args...) }
 	if r.fault != "" {
 		// A few kills first, so the fault meets open intents and
