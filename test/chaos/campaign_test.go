@@ -232,13 +232,12 @@ type roundRun struct {
 	lake   *lakes.Lake
 	prefix string
 
-	sim          *testkit.Sim
-	w            *testkit.Workdir
-	start, end   time.Time
-	forms        []string // the forms the round syncs and checks
-	kills        int
-	outs         int // output downloads from the lake
-	changeRounds int
+	sim        *testkit.Sim
+	w          *testkit.Workdir
+	start, end time.Time
+	forms      []string // the forms the round syncs and checks
+	kills      int
+	outs       int // output downloads from the lake
 }
 
 func (r *roundRun) run(tl *tally) {
@@ -460,7 +459,6 @@ func (r *roundRun) reconcileFrom() (time.Time, string) {
 // up to n of each.
 func (r *roundRun) change(tl *tally, edits, deletions, imports int) {
 	t := r.t
-	r.changeRounds++
 	for _, form := range r.forms {
 		ids := r.sim.ExpectedIDsBetween(form, r.start, r.end)
 		r.rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
