@@ -29,18 +29,25 @@ func (s stopAfterSink) CommitParts(ctx context.Context, b sink.Batch, parts []si
 	return n, errors.New("stopped between the sink's commit and the state's")
 }
 
-// TestRecoveredBatchKeepsItsColumnTypes: a form's first batches reach the
-// sink, the process stops before the state commits them, a question
-// changes type, and the next pass recovers the batches and goes on: every
-// column must keep one type in every file (the changed question gets a
-// variant column). It was written for the campaign's type finding (seed
-// 11, SYNCD_CHAOS_KILLS=6 SYNCD_CHAOS_SUBMISSIONS=300 SYNCD_CHAOS_FORMS=2:
-// "column full_name is VARCHAR in one file and DOUBLE in …" in backfill
-// rounds with dozens of kills under metadata churn). It passes, but it
-// does not settle that finding: here an empty window past the history
-// commits in the first pass and pins the table before any batch is
-// recovered, and recoverIntents commits a found batch without its schema
-// (state.Commit.Schema unset), which matters only when nothing is pinned.
+// TestRecoveredBatchKeepsItsColumnTypes: a form's first batch reaches the
+// sink, the process stops before the state commits it (nothing is pinned
+// yet), a question changes type, and the next pass recovers the batch and
+// goes on: every column must keep one type in every file (the changed
+// question gets a variant column).
+//
+// It FAILS on this syncd, deterministically: poller.recoverIntents commits
+// a batch it finds in the sink without the batch's schema
+// (state.Commit.Schema unset), so the table stays unpinned, and the next
+// pass pins it afresh from the changed metadata: the recovered file has
+// the column as VARCHAR, the later ones as DOUBLE. The campaign's type
+// check found it first, in backfill rounds (a backfill of the history only
+// commits no empty window that would pin the table first) with many kills
+// under metadata churn: seed 11, SYNCD_CHAOS_KILLS=6
+// SYNCD_CHAOS_SUBMISSIONS=300 SYNCD_CHAOS_FORMS=2 SYNCD_CHAOS_SINK_EVERY=100
+// ("column full_name is VARCHAR in one file and DOUBLE in …", round 4;
+// "i_agree_to_the_terms_conditions is BOOLEAN in one file and VARCHAR",
+// round 20 of another run: the first batch's footer has another schema
+// fingerprint than the two after it). Left unfixed here (test-only work).
 func TestRecoveredBatchKeepsItsColumnTypes(t *testing.T) {
 	seed := testkit.Seed(t, "SYNCD_CHAOS_SEED")
 	ctx := context.Background()
@@ -75,7 +82,10 @@ func TestRecoveredBatchKeepsItsColumnTypes(t *testing.T) {
 	opts := poller.Options{MaxRowsPerBatch: 60, SafetyLag: time.Second}
 	job := poller.Job{FormID: form}
 
-	if res := poller.New(client, stopAfterSink{out}, store, opts).Sync(ctx, job); res.Err == nil {
+	// A backfill of the history only (as in the campaign's backfill
+	// rounds): every window holds rows, so no empty window commits, and
+	// pins the table, before the first batch.
+	if res := poller.New(client, stopAfterSink{out}, store, opts).Backfill(ctx, job, end.AddDate(0, 0, -4), end, 1, nil); res.Err == nil {
 		t.Fatal("the first pass did not stop after its first batch reached the sink")
 	}
 	if err := sim.ChangeQuestionType(form, question, "NumberInput"); err != nil {
