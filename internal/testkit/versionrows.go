@@ -13,21 +13,22 @@ import (
 // Times are Unix microseconds.
 type VersionRow struct {
 	ID       string
-	Time     int64 // submission_time
-	Updated  int64 // last_updated_at: the version (a tombstone's is when the deletion was seen)
-	SyncedAt int64 // _synced_at: the latest view's tie-break
-	Deleted  bool  // _deleted
+	Time     int64  // submission_time
+	Updated  int64  // last_updated_at: the version (a tombstone's is when the deletion was seen)
+	SyncedAt int64  // _synced_at: the latest view's tie-break
+	Deleted  bool   // _deleted
+	Batch    string // _batch_id
 }
 
 // VersionRows returns every row of a table: (submission_id,
-// submission_time, last_updated_at, _synced_at, _deleted). A table with no
+// submission_time, last_updated_at, _synced_at, _deleted, _batch_id). A table with no
 // file yet has none.
 func (d *Duck) VersionRows(t testing.TB, root, table string) []VersionRow {
 	t.Helper()
 	if !HasFiles(root, table) {
 		return nil
 	}
-	rows, err := d.DB.Query(`SELECT submission_id, epoch_us(submission_time), epoch_us(last_updated_at), epoch_us(_synced_at), COALESCE(_deleted, FALSE) FROM ` + Scan(root, table))
+	rows, err := d.DB.Query(`SELECT submission_id, epoch_us(submission_time), epoch_us(last_updated_at), epoch_us(_synced_at), COALESCE(_deleted, FALSE), _batch_id FROM ` + Scan(root, table))
 	if err != nil {
 		t.Fatalf("read versions of table %s: %v", table, err)
 	}
@@ -35,7 +36,7 @@ func (d *Duck) VersionRows(t testing.TB, root, table string) []VersionRow {
 	var out []VersionRow
 	for rows.Next() {
 		var r VersionRow
-		if err := rows.Scan(&r.ID, &r.Time, &r.Updated, &r.SyncedAt, &r.Deleted); err != nil {
+		if err := rows.Scan(&r.ID, &r.Time, &r.Updated, &r.SyncedAt, &r.Deleted, &r.Batch); err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, r)

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"time"
 
@@ -214,19 +215,57 @@ func judge(j formsim.FormJournal, covered state.Intervals, got map[string]int) v
 	return v
 }
 
-// judgePassVersions checks the version of every row the passes of a phase
-// wrote (no reconcile ran in it): each is the version the service had
-// before the phase (before), after it (after), or one an edit made while
-// the phase ran (a version time in [lo, hi], Unix µs: an edit's version
-// is the service's clock when it was made). A submission no change touched
-// therefore has exactly its one version. A pass writes no tombstone.
-func judgePassVersions(rows []testkit.VersionRow, before, after map[string]testkit.SimVersion, lo, hi int64) verdict {
+// reconcileBatch matches the id of a reconcile's batch (<window>-r<ms>).
+var reconcileBatch = regexp.MustCompile(`-r[0-9]+$`)
+
+// passCounts counts the rows of each submission id that passes wrote (not
+// reconciles): what judge compares with the journal.
+func passCounts(rows []testkit.VersionRow) map[string]int {
+	got := map[string]int{}
+	for _, r := range rows {
+		if !reconcileBatch.MatchString(r.Batch) {
+			got[r.ID]++
+		}
+	}
+	return got
+}
+
+// judgePassVersions checks the version of every row a phase of passes
+// wrote: each is the version the service had before the phase (before),
+// after it (after), or one an edit made while the phase ran (a version
+// time in [lo, hi], Unix µs: an edit's version is the service's clock when
+// it was made). A submission no change touched therefore has exactly its
+// one version. No (submission, version, tombstone) is there twice. A
+// tombstone comes only from a reconcile a pass ran (one is due when a kill
+// stopped the pass that started the version index before it recorded the
+// reconcile's time), of a deleted submission whose version was exported.
+func judgePassVersions(rows []testkit.VersionRow, subs []formsim.JournalSub, before, after map[string]testkit.SimVersion, lo, hi int64) verdict {
 	var v verdict
+	deleted := map[string]bool{}
+	for _, s := range subs {
+		deleted[s.ID] = s.Deleted != 0
+	}
+	seen := map[versionKey]int{}
+	exported := map[string]bool{}
+	for _, r := range rows {
+		seen[versionKey{r.ID, r.Updated, r.Deleted}]++
+		if !r.Deleted {
+			exported[r.ID] = true
+		}
+	}
+	for k, n := range seen {
+		if n > 1 {
+			v.DupVersions++
+			v.example("%s version %s (tombstone %t) written %d times", k.id, us(k.updated), k.deleted, n)
+		}
+	}
 	for _, r := range rows {
 		switch b, a := before[r.ID], after[r.ID]; {
+		case r.Deleted && reconcileBatch.MatchString(r.Batch) && deleted[r.ID] && exported[r.ID]:
+			v.Tombstones++
 		case r.Deleted:
 			v.UnexpectedVersions++
-			v.example("%s: a pass wrote a tombstone", r.ID)
+			v.example("%s: tombstone in batch %s (deleted %t, exported %t)", r.ID, r.Batch, deleted[r.ID], exported[r.ID])
 		case r.Updated == b.Updated || r.Updated == a.Updated || (r.Updated >= lo && r.Updated <= hi):
 			v.Versions++
 		default:

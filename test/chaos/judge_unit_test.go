@@ -137,27 +137,38 @@ func TestJudgePassVersions(t *testing.T) {
 	// The phase ran from minute 10 to 20: an edit made while it ran has
 	// a version in between.
 	lo, hi := us(10), us(20)
-	before := map[string]testkit.SimVersion{"a": {Updated: us(1)}, "b": {Updated: us(2)}}
+	before := map[string]testkit.SimVersion{"a": {Updated: us(1)}, "b": {Updated: us(2)}, "d": {Updated: us(2)}}
 	after := map[string]testkit.SimVersion{"a": {Updated: us(15)}, "b": {Updated: us(2)}, "c": {Updated: us(12)}}
+	subs := []formsim.JournalSub{{ID: "a"}, {ID: "b"}, {ID: "c", Created: 3}, {ID: "d", Deleted: 5}}
 	tests := []struct {
-		name       string
-		row        testkit.VersionRow
-		unexpected int
+		name            string
+		row             testkit.VersionRow
+		unexpected, dup int
 	}{
-		{"the version before", testkit.VersionRow{ID: "a", Updated: us(1)}, 0},
-		{"the version after", testkit.VersionRow{ID: "a", Updated: us(15)}, 0},
-		{"an edit in between", testkit.VersionRow{ID: "a", Updated: us(11)}, 0},
-		{"an import of the phase", testkit.VersionRow{ID: "c", Updated: us(12)}, 0},
-		{"unchanged, its one version", testkit.VersionRow{ID: "b", Updated: us(2)}, 0},
-		{"unchanged, another version", testkit.VersionRow{ID: "b", Updated: us(3)}, 1},
-		{"a version after the phase", testkit.VersionRow{ID: "a", Updated: us(25)}, 1},
-		{"a tombstone", testkit.VersionRow{ID: "b", Updated: us(15), Deleted: true}, 1},
+		{"the version before", testkit.VersionRow{ID: "a", Updated: us(1)}, 0, 0},
+		{"the version after", testkit.VersionRow{ID: "a", Updated: us(15)}, 0, 0},
+		{"an edit in between", testkit.VersionRow{ID: "a", Updated: us(11)}, 0, 0},
+		{"an import of the phase", testkit.VersionRow{ID: "c", Updated: us(12)}, 0, 0},
+		{"unchanged, its one version", testkit.VersionRow{ID: "b", Updated: us(2)}, 0, 0},
+		{"unchanged, another version", testkit.VersionRow{ID: "b", Updated: us(3)}, 1, 0},
+		{"a version after the phase", testkit.VersionRow{ID: "a", Updated: us(25)}, 1, 0},
+		{"a version written twice", testkit.VersionRow{ID: "b", Updated: us(2)}, 0, 1},
+		{"a tombstone a pass wrote", testkit.VersionRow{ID: "b", Updated: us(15), Deleted: true, Batch: "20260301T000000000Z-20260302T000000000Z-f"}, 1, 0},
+		{"a reconcile's tombstone of a live submission", testkit.VersionRow{ID: "b", Updated: us(15), Deleted: true, Batch: "20260301T000000000Z-20260302T000000000Z-f-r1772323200000"}, 1, 0},
+		{"a reconcile's tombstone of a deleted submission", testkit.VersionRow{ID: "d", Updated: us(15), Deleted: true, Batch: "20260301T000000000Z-20260302T000000000Z-f-r1772323200000"}, 0, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			v := judgePassVersions([]testkit.VersionRow{tc.row}, before, after, lo, hi)
-			if v.UnexpectedVersions != tc.unexpected || v.Versions != 1-tc.unexpected {
-				t.Errorf("verdict %+v, want unexpected %d", v, tc.unexpected)
+			rows := []testkit.VersionRow{tc.row}
+			if tc.row.Deleted { // a tombstone follows an exported version
+				rows = append(rows, testkit.VersionRow{ID: tc.row.ID, Updated: us(2)})
+			}
+			if tc.dup > 0 {
+				rows = append(rows, tc.row)
+			}
+			v := judgePassVersions(rows, subs, before, after, lo, hi)
+			if v.UnexpectedVersions != tc.unexpected || v.Versions+v.Tombstones != len(rows)-tc.unexpected || v.DupVersions != tc.dup {
+				t.Errorf("verdict %+v, want unexpected %d dup %d", v, tc.unexpected, tc.dup)
 			}
 		})
 	}
