@@ -135,8 +135,8 @@ func (r *roundRun) inject(tl *tally, w *testkit.Workdir, out *tmpfs, exec func(t
 			if _, err := os.Stat(w.State); err == nil {
 				break
 			}
-			if r.full > 0 {
-				exec(r.full/2 + time.Duration(r.rng.Int64N(int64(r.full/2)+1)))
+			if full := r.full[r.mode]; full > 0 {
+				exec(full/2 + time.Duration(r.rng.Int64N(int64(full/2)+1)))
 			} else {
 				exec(0)
 			}
@@ -235,6 +235,8 @@ func checkTypes(t *testing.T, duck *testkit.Duck, root, table string) {
 	// Per file: a column's type never changes (a changed question gets a
 	// variant column instead).
 	seen := map[string]string{}
+	first := map[string]string{} // column -> the file that gave it its type
+	var clashes [][4]string      // column, its type, another type, the file with that one
 	files, _ := filepath.Glob(filepath.Join(root, table, "*", "*.parquet"))
 	for _, f := range files {
 		rows, err := duck.DB.Query("DESCRIBE SELECT * FROM read_parquet('" + strings.ReplaceAll(f, "'", "''") + "')")
@@ -257,9 +259,10 @@ func checkTypes(t *testing.T, duck *testkit.Duck, root, table string) {
 				continue // the Hive partition, not in the file
 			}
 			if prev, ok := seen[name]; ok && prev != typ {
-				t.Errorf("table %s: column %s is %s in one file and %s in %s", table, name, prev, typ, f)
+				clashes = append(clashes, [4]string{name, prev, typ, f})
+				continue
 			}
-			seen[name] = typ
+			seen[name], first[name] = typ, f
 		}
 		err = rows.Err()
 		rows.Close()
@@ -267,4 +270,30 @@ func checkTypes(t *testing.T, duck *testkit.Duck, root, table string) {
 			t.Fatal(err)
 		}
 	}
+	// Named with what the footers of both files say (after the reads
+	// above: the connection is one).
+	for _, c := range clashes {
+		name, prev, typ, f := c[0], c[1], c[2], c[3]
+		t.Errorf("table %s: column %s is %s in one file and %s in %s\n  %s: %s\n  %s: %s", table, name, prev, typ, f,
+			filepath.Base(first[name]), footer(duck, first[name]), filepath.Base(f), footer(duck, f))
+	}
+}
+
+// footer is what a file's footer says of the batch that wrote it: batch
+// id, window, attempt and schema fingerprint.
+func footer(duck *testkit.Duck, file string) string {
+	rows, err := duck.DB.Query("SELECT decode(key), decode(value) FROM parquet_kv_metadata('" + strings.ReplaceAll(file, "'", "''") + "') WHERE decode(key) LIKE 'syncd.%' AND decode(key) <> 'syncd.schema' ORDER BY 1")
+	if err != nil {
+		return err.Error()
+	}
+	defer rows.Close()
+	var parts []string
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return err.Error()
+		}
+		parts = append(parts, k+"="+v)
+	}
+	return strings.Join(parts, " ")
 }

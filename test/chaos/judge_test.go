@@ -2,11 +2,13 @@ package chaos
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"time"
 
 	"github.com/syncd-dev/syncd/internal/formsim"
 	"github.com/syncd-dev/syncd/internal/state"
+	"github.com/syncd-dev/syncd/internal/testkit"
 )
 
 // verdict is the exact comparison of one table with what the simulator's
@@ -41,10 +43,20 @@ type verdict struct {
 	Deleted    int // in L although deleted later (exported, then deleted)
 	Late       int // alive, in a committed window, imported after it was walked
 	Cancelled  int // imported while walked, with a deletion behind the offset between the same two pages
-	Examples   []string
+
+	// Versions (judgePassVersions, judgeVersions).
+	Versions           int // versions checked: rows a pass wrote, and the service's version of each submission a reconcile re-read, found
+	Tombstones         int // tombstones checked: of a deleted submission that was exported
+	DupVersions        int // (submission_id, last_updated_at, _deleted) in the output more than once
+	MissingVersions    int // a version the service had when its window was re-read, or a tombstone due, or a row written earlier, not in the output
+	UnexpectedVersions int // a version the service never had then, a row outside what was re-read, a tombstone of a live or never exported submission
+	LatestDiff         int // submissions whose latest view differs from the service where it was re-read
+	Examples           []string
 }
 
-func (v verdict) ok() bool { return v.Duplicated+v.Missing+v.Unexpected == 0 }
+func (v verdict) ok() bool {
+	return v.Duplicated+v.Missing+v.Unexpected+v.DupVersions+v.MissingVersions+v.UnexpectedVersions+v.LatestDiff == 0
+}
 
 func (v *verdict) add(o verdict) {
 	v.Expected += o.Expected
@@ -56,6 +68,13 @@ func (v *verdict) add(o verdict) {
 	v.Deleted += o.Deleted
 	v.Late += o.Late
 	v.Cancelled += o.Cancelled
+	v.Versions += o.Versions
+	v.Tombstones += o.Tombstones
+	v.DupVersions += o.DupVersions
+	v.MissingVersions += o.MissingVersions
+	v.UnexpectedVersions += o.UnexpectedVersions
+	v.LatestDiff += o.LatestDiff
+	v.Examples = append(v.Examples, o.Examples[:min(len(o.Examples), max(0, 8-len(v.Examples)))]...)
 }
 
 func (v *verdict) example(format string, args ...any) {
@@ -195,3 +214,197 @@ func judge(j formsim.FormJournal, covered state.Intervals, got map[string]int) v
 	}
 	return v
 }
+
+// reconcileBatch matches the id of a reconcile's batch (<window>-r<ms>).
+var reconcileBatch = regexp.MustCompile(`-r[0-9]+$`)
+
+// passCounts counts the rows of each submission id that passes wrote (not
+// reconciles): what judge compares with the journal.
+func passCounts(rows []testkit.VersionRow) map[string]int {
+	got := map[string]int{}
+	for _, r := range rows {
+		if !reconcileBatch.MatchString(r.Batch) {
+			got[r.ID]++
+		}
+	}
+	return got
+}
+
+// judgePassVersions checks the version of every row a phase of passes
+// wrote: each is the version the service had before the phase (before),
+// after it (after), or one an edit made while the phase ran (a version
+// time in [lo, hi], Unix µs: an edit's version is the service's clock when
+// it was made). A submission no change touched therefore has exactly its
+// one version. No (submission, version, tombstone) is there twice. A
+// tombstone comes only from a reconcile a pass ran (one is due when a kill
+// stopped the pass that started the version index before it recorded the
+// reconcile's time), of a deleted submission whose version was exported.
+func judgePassVersions(rows []testkit.VersionRow, subs []formsim.JournalSub, before, after map[string]testkit.SimVersion, lo, hi int64) verdict {
+	var v verdict
+	deleted := map[string]bool{}
+	for _, s := range subs {
+		deleted[s.ID] = s.Deleted != 0
+	}
+	seen := map[versionKey]int{}
+	exported := map[string]bool{}
+	for _, r := range rows {
+		seen[versionKey{r.ID, r.Updated, r.Deleted}]++
+		if !r.Deleted {
+			exported[r.ID] = true
+		}
+	}
+	for k, n := range seen {
+		if n > 1 {
+			v.DupVersions++
+			v.example("%s version %s (tombstone %t) written %d times", k.id, us(k.updated), k.deleted, n)
+		}
+	}
+	for _, r := range rows {
+		switch b, a := before[r.ID], after[r.ID]; {
+		case r.Deleted && reconcileBatch.MatchString(r.Batch) && deleted[r.ID] && exported[r.ID]:
+			v.Tombstones++
+		case r.Deleted:
+			v.UnexpectedVersions++
+			v.example("%s: tombstone in batch %s (deleted %t, exported %t)", r.ID, r.Batch, deleted[r.ID], exported[r.ID])
+		case r.Updated == b.Updated || r.Updated == a.Updated || (r.Updated >= lo && r.Updated <= hi):
+			v.Versions++
+		default:
+			v.UnexpectedVersions++
+			v.example("%s: version %s was never the service's (before %s, after %s, edits in [%s, %s])", r.ID, us(r.Updated), us(b.Updated), us(a.Updated), us(lo), us(hi))
+		}
+	}
+	return v
+}
+
+// versionCheck is what judgeVersions compares: a table before and after
+// runs that re-read part of it (reconciles; the settling pass and
+// reconcile), while the service did not change.
+type versionCheck struct {
+	Subs    []formsim.JournalSub          // every finished submission the journal knows, deleted ones too
+	Before  []testkit.VersionRow          // the table before the runs
+	After   []testkit.VersionRow          // ... and after
+	Service map[string]testkit.SimVersion // the service while they ran (preview submissions, not in Subs, are ignored)
+	Reach   state.Intervals               // what they re-read: the committed windows from their --from on
+}
+
+type versionKey struct {
+	id      string
+	updated int64
+	deleted bool
+}
+
+// judgeVersions judges versions after runs that re-read Reach while the
+// service stood still:
+//   - every (submission_id, last_updated_at, _deleted) is in the output at
+//     most once;
+//   - every row of Before is still there (the output is append-only);
+//   - every live submission in Reach has its current version in the
+//     output, and its latest view (sink.LatestQuery's order: version, then
+//     _synced_at; tombstones dropped) is that version;
+//   - every deleted submission in Reach that the output holds has a
+//     tombstone, and a tombstone is only ever of a deleted submission the
+//     output holds a version of;
+//   - a row the runs added lies in Reach and, unless a tombstone, is the
+//     service's current version.
+func judgeVersions(c versionCheck) verdict {
+	var v verdict
+	in := func(t int64) bool { return contains(c.Reach, time.UnixMicro(t).UTC()) }
+	subs := make(map[string]formsim.JournalSub, len(c.Subs))
+	for _, s := range c.Subs {
+		subs[s.ID] = s
+	}
+	after := map[versionKey]int{}
+	timeOf := map[versionKey]int64{}
+	exported := map[string]bool{} // a version (not a tombstone) is in the output
+	tombstoned := map[string]bool{}
+	latest := map[string]testkit.VersionRow{}
+	for _, r := range c.After {
+		k := versionKey{r.ID, r.Updated, r.Deleted}
+		after[k]++
+		timeOf[k] = r.Time
+		if r.Deleted {
+			tombstoned[r.ID] = true
+		} else {
+			exported[r.ID] = true
+		}
+		if l, ok := latest[r.ID]; !ok || r.Updated > l.Updated || (r.Updated == l.Updated && r.SyncedAt > l.SyncedAt) {
+			latest[r.ID] = r
+		}
+	}
+	for k, n := range after {
+		if n > 1 {
+			v.DupVersions++
+			v.example("%s version %s (tombstone %t) written %d times", k.id, us(k.updated), k.deleted, n)
+		}
+	}
+	before := map[versionKey]int{}
+	for _, r := range c.Before {
+		before[versionKey{r.ID, r.Updated, r.Deleted}]++
+	}
+	for k, n := range before {
+		if after[k] < n {
+			v.MissingVersions++
+			v.example("%s version %s (tombstone %t) was in the output and is gone", k.id, us(k.updated), k.deleted)
+		}
+	}
+	for k, n := range after {
+		if n <= before[k] {
+			continue
+		}
+		switch sv, live := c.Service[k.id]; {
+		case !in(timeOf[k]):
+			v.UnexpectedVersions++
+			v.example("%s version %s (tombstone %t, time %s) written outside what was re-read", k.id, us(k.updated), k.deleted, us(timeOf[k]))
+		case !k.deleted && (!live || sv.Updated != k.updated):
+			v.UnexpectedVersions++
+			v.example("%s version %s written, the service's is %s (listed %t)", k.id, us(k.updated), us(sv.Updated), live)
+		}
+	}
+	for k := range after {
+		if !k.deleted {
+			continue
+		}
+		switch s, known := subs[k.id]; {
+		case !known || s.Deleted == 0:
+			v.UnexpectedVersions++
+			v.example("%s has a tombstone but is not deleted (known %t)", k.id, known)
+		case !exported[k.id]:
+			v.UnexpectedVersions++
+			v.example("%s has a tombstone but no version of it was ever written", k.id)
+		default:
+			v.Tombstones++
+		}
+	}
+	for id, sv := range c.Service {
+		if s, ok := subs[id]; !ok || s.Deleted != 0 || !in(sv.Time) {
+			continue
+		}
+		if after[versionKey{id, sv.Updated, false}] == 0 {
+			v.MissingVersions++
+			v.example("%s (%s): the service's version %s is not in the output", id, us(sv.Time), us(sv.Updated))
+		} else {
+			v.Versions++
+		}
+		if l := latest[id]; l.Deleted || l.Updated != sv.Updated {
+			v.LatestDiff++
+			v.example("%s: the latest view has version %s (tombstone %t), the service %s", id, us(l.Updated), l.Deleted, us(sv.Updated))
+		}
+	}
+	for _, s := range c.Subs {
+		if s.Deleted == 0 || !in(s.Time.UnixMicro()) || !exported[s.ID] {
+			continue
+		}
+		if !tombstoned[s.ID] {
+			v.MissingVersions++
+			v.example("%s (%s) was deleted and re-read, but has no tombstone", s.ID, s.Time.Format(time.RFC3339Nano))
+		}
+		if l := latest[s.ID]; !l.Deleted {
+			v.LatestDiff++
+			v.example("%s was deleted, but the latest view still holds version %s", s.ID, us(l.Updated))
+		}
+	}
+	return v
+}
+
+// us formats Unix microseconds for examples.
+func us(t int64) string { return time.UnixMicro(t).UTC().Format("2006-01-02T15:04:05.000000Z") }

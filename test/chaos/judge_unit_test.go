@@ -6,6 +6,7 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/formsim"
 	"github.com/syncd-dev/syncd/internal/state"
+	"github.com/syncd-dev/syncd/internal/testkit"
 )
 
 func TestJudge(t *testing.T) {
@@ -58,6 +59,116 @@ func TestJudge(t *testing.T) {
 			}
 			if v.Missing != tc.missing || v.Duplicated != tc.dup || v.Unexpected != tc.unexpected || v.Expected != tc.expect {
 				t.Errorf("verdict %+v, want missing %d dup %d unexpected %d expected %d", v, tc.missing, tc.dup, tc.unexpected, tc.expect)
+			}
+		})
+	}
+}
+
+func TestJudgeVersions(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	at := func(m int) int64 { return t0.Add(time.Duration(m) * time.Minute).UnixMicro() }
+	// What was re-read: [0, 60). "out" lies past it.
+	reach := state.Intervals{{Start: t0, End: t0.Add(time.Hour)}}
+	v1, v2, seen := at(100), at(200), at(300) // versions; seen: the reconcile's tombstone version
+	row := func(id string, tm, updated int64, deleted bool) testkit.VersionRow {
+		return testkit.VersionRow{ID: id, Time: tm, Updated: updated, SyncedAt: updated, Deleted: deleted}
+	}
+	subs := []formsim.JournalSub{
+		{ID: "a", Time: t0.Add(1 * time.Minute)},                // edited: v1, then v2
+		{ID: "b", Time: t0.Add(2 * time.Minute)},                // unchanged
+		{ID: "d", Time: t0.Add(3 * time.Minute), Deleted: 9},    // exported, then deleted
+		{ID: "x", Time: t0.Add(4 * time.Minute), Deleted: 5},    // deleted before it was ever exported
+		{ID: "imp", Time: t0.Add(5 * time.Minute), Created: 11}, // imported back-dated after its window committed
+		{ID: "out", Time: t0.Add(90 * time.Minute)},             // edited, outside what was re-read
+		{ID: "pre", Time: t0.Add(6 * time.Minute), Created: 13}, // a preview: not finished ...
+	}
+	subs = subs[:len(subs)-1] // ... so not in the journal's Subs
+	before := []testkit.VersionRow{row("a", at(1), v1, false), row("b", at(2), v1, false), row("d", at(3), v1, false), row("out", at(90), v1, false)}
+	service := map[string]testkit.SimVersion{"a": {Time: at(1), Updated: v2}, "b": {Time: at(2), Updated: v1}, "imp": {Time: at(5), Updated: v1}, "out": {Time: at(90), Updated: v2}, "pre": {Time: at(6), Updated: v1}}
+	exact := append(append([]testkit.VersionRow(nil), before...), row("a", at(1), v2, false), row("imp", at(5), v1, false), row("d", at(3), seen, true))
+	without := func(rows []testkit.VersionRow, id string, updated int64) []testkit.VersionRow {
+		var out []testkit.VersionRow
+		for _, r := range rows {
+			if r.ID != id || r.Updated != updated {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	with := func(rows []testkit.VersionRow, more ...testkit.VersionRow) []testkit.VersionRow {
+		return append(append([]testkit.VersionRow(nil), rows...), more...)
+	}
+	tests := []struct {
+		name                             string
+		after                            []testkit.VersionRow
+		dup, missing, unexpected, latest int
+		versions, tombstones             int
+	}{
+		{"exact", exact, 0, 0, 0, 0, 3, 1},
+		{"a version written twice", with(exact, row("a", at(1), v2, false)), 1, 0, 0, 0, 3, 1},
+		{"a tombstone written twice", with(exact, row("d", at(3), seen, true)), 1, 0, 0, 0, 3, 1},
+		{"an edit missing", without(exact, "a", v2), 0, 1, 0, 1, 2, 1},
+		{"a late import missing", without(exact, "imp", v1), 0, 1, 0, 1, 2, 1},
+		{"a tombstone missing", without(exact, "d", seen), 0, 1, 0, 1, 3, 0},
+		{"a row written before lost", without(exact, "out", v1), 0, 1, 0, 0, 3, 1},
+		{"a tombstone of a live submission", with(exact, row("b", at(2), seen, true)), 0, 0, 1, 1, 3, 1},
+		{"a tombstone of a submission never exported", with(exact, row("x", at(4), seen, true)), 0, 0, 1, 0, 3, 1},
+		{"a version the service never had", with(exact, row("b", at(2), at(250), false)), 0, 0, 1, 1, 3, 1},
+		{"a version written outside what was re-read", with(exact, row("out", at(90), v2, false)), 0, 0, 1, 0, 3, 1},
+		{"a preview written", with(exact, row("pre", at(6), v1, false)), 0, 0, 0, 0, 3, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v := judgeVersions(versionCheck{Subs: subs, Before: before, After: tc.after, Service: service, Reach: reach})
+			if v.DupVersions != tc.dup || v.MissingVersions != tc.missing || v.UnexpectedVersions != tc.unexpected || v.LatestDiff != tc.latest ||
+				v.Versions != tc.versions || v.Tombstones != tc.tombstones {
+				t.Errorf("verdict %+v, want dup %d missing %d unexpected %d latest-diff %d versions %d tombstones %d",
+					v, tc.dup, tc.missing, tc.unexpected, tc.latest, tc.versions, tc.tombstones)
+			}
+			if v.ok() != (tc.dup+tc.missing+tc.unexpected+tc.latest == 0) {
+				t.Errorf("ok() = %t for %+v", v.ok(), v)
+			}
+		})
+	}
+}
+
+func TestJudgePassVersions(t *testing.T) {
+	us := func(m int) int64 { return time.Date(2026, 3, 1, 0, m, 0, 0, time.UTC).UnixMicro() }
+	// The phase ran from minute 10 to 20: an edit made while it ran has
+	// a version in between.
+	lo, hi := us(10), us(20)
+	before := map[string]testkit.SimVersion{"a": {Updated: us(1)}, "b": {Updated: us(2)}, "d": {Updated: us(2)}}
+	after := map[string]testkit.SimVersion{"a": {Updated: us(15)}, "b": {Updated: us(2)}, "c": {Updated: us(12)}}
+	subs := []formsim.JournalSub{{ID: "a"}, {ID: "b"}, {ID: "c", Created: 3}, {ID: "d", Deleted: 5}}
+	tests := []struct {
+		name            string
+		row             testkit.VersionRow
+		unexpected, dup int
+	}{
+		{"the version before", testkit.VersionRow{ID: "a", Updated: us(1)}, 0, 0},
+		{"the version after", testkit.VersionRow{ID: "a", Updated: us(15)}, 0, 0},
+		{"an edit in between", testkit.VersionRow{ID: "a", Updated: us(11)}, 0, 0},
+		{"an import of the phase", testkit.VersionRow{ID: "c", Updated: us(12)}, 0, 0},
+		{"unchanged, its one version", testkit.VersionRow{ID: "b", Updated: us(2)}, 0, 0},
+		{"unchanged, another version", testkit.VersionRow{ID: "b", Updated: us(3)}, 1, 0},
+		{"a version after the phase", testkit.VersionRow{ID: "a", Updated: us(25)}, 1, 0},
+		{"a version written twice", testkit.VersionRow{ID: "b", Updated: us(2)}, 0, 1},
+		{"a tombstone a pass wrote", testkit.VersionRow{ID: "b", Updated: us(15), Deleted: true, Batch: "20260301T000000000Z-20260302T000000000Z-f"}, 1, 0},
+		{"a reconcile's tombstone of a live submission", testkit.VersionRow{ID: "b", Updated: us(15), Deleted: true, Batch: "20260301T000000000Z-20260302T000000000Z-f-r1772323200000"}, 1, 0},
+		{"a reconcile's tombstone of a deleted submission", testkit.VersionRow{ID: "d", Updated: us(15), Deleted: true, Batch: "20260301T000000000Z-20260302T000000000Z-f-r1772323200000"}, 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rows := []testkit.VersionRow{tc.row}
+			if tc.row.Deleted { // a tombstone follows an exported version
+				rows = append(rows, testkit.VersionRow{ID: tc.row.ID, Updated: us(2)})
+			}
+			if tc.dup > 0 {
+				rows = append(rows, tc.row)
+			}
+			v := judgePassVersions(rows, subs, before, after, lo, hi)
+			if v.UnexpectedVersions != tc.unexpected || v.Versions+v.Tombstones != len(rows)-tc.unexpected || v.DupVersions != tc.dup {
+				t.Errorf("verdict %+v, want unexpected %d dup %d", v, tc.unexpected, tc.dup)
 			}
 		})
 	}
