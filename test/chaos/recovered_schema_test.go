@@ -10,6 +10,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/forms"
 	"github.com/syncd-dev/syncd/internal/formsim"
 	"github.com/syncd-dev/syncd/internal/poller"
+	formsource "github.com/syncd-dev/syncd/internal/source/forms"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/sink/parquetsink"
 	"github.com/syncd-dev/syncd/internal/state"
@@ -85,13 +86,14 @@ func TestRecoveredBatchKeepsItsColumnTypes(t *testing.T) {
 	// A backfill of the history only (as in the campaign's backfill
 	// rounds): every window holds rows, so no empty window commits, and
 	// pins the table, before the first batch.
-	if res := poller.New(client, stopAfterSink{out}, store, opts).Backfill(ctx, job, end.AddDate(0, 0, -4), end, 1, nil); res.Err == nil {
+	stream := formsource.NewStream(client, job.FormID, "", formsource.StreamOptions{})
+	if res := poller.New(stopAfterSink{out}, store, opts).Backfill(ctx, stream, end.AddDate(0, 0, -4), end, 1, nil); res.Err == nil {
 		t.Fatal("the first pass did not stop after its first batch reached the sink")
 	}
 	if err := sim.ChangeQuestionType(form, question, "NumberInput"); err != nil {
 		t.Fatal(err)
 	}
-	res := poller.New(client, out, store, opts).Sync(ctx, job)
+	res := poller.New(out, store, opts).Sync(ctx, stream, job.Start)
 	if res.Err != nil {
 		t.Fatalf("the second pass: %v", res.Err)
 	}
