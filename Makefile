@@ -43,13 +43,13 @@ $(TOOLS)/.azurite-$(AZURITE_VERSION):
 	npm install --prefix $(TOOLS) --no-audit --no-fund --loglevel=error azurite@$(AZURITE_VERSION)
 	@touch $@
 
-# The core packages, whose goroutines share state (poller, state store,
-# sinks, spool, schema; oauth and sources once they exist), run under the
-# race detector; every other package (the end-to-end suites among them)
-# runs without it. A core directory that does not exist is left out.
-CORE_DIRS := poller state sink spool schema oauth source
-RACE_PKGS := $(foreach d,$(CORE_DIRS),$(if $(wildcard internal/$(d)),./internal/$(d)/...))
-RACE_RE   := /internal/(poller|state|sink|spool|schema|oauth|source)(/|$$)
+# The core packages, whose goroutines share state (the engine, the state
+# store, sinks, spool, oauth, the sources' streams and the forms mapper,
+# and the contract suites over them), run under the race detector; every
+# other package (the end-to-end suites among them) runs without it.
+RACE_PKGS := ./internal/poller/... ./internal/state/... ./internal/sink/... ./internal/spool/... ./internal/oauth/... \
+	./internal/table/... ./internal/source/forms ./internal/source/forms/schema/... ./internal/source/scheduling/... ./internal/source/sourcetest/...
+RACE_RE   := /internal/(poller|state|sink|spool|oauth|table|source/forms/schema|source/scheduling|source/sourcetest)(/|$$)|/internal/source/forms$$
 
 # The whole suite: unit, end-to-end against the simulator and the bucket
 # servers, crash and fault tests; the core packages with -race.
@@ -99,9 +99,9 @@ chaos: tools
 		SYNCD_CHAOS_AZBLOB_KILLS=$(CHAOS_AZBLOB_KILLS) SYNCD_CHAOS_AZBLOB_SUBMISSIONS=$(CHAOS_AZBLOB_SUBMISSIONS) \
 		SYNCD_CHAOS_BUCKET_KILL_PCT=$(CHAOS_BUCKET_KILL_PCT) \
 		$(GO) test -count=1 -v -timeout 150m -run '^(TestChaosCampaign|TestChaosBuckets)$$' ./test/chaos
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSubmissionPage$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/forms
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeWebhook$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/forms
-	$(GO) test -run '^$$' -fuzz '^FuzzAppend$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/schema
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSubmissionPage$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/source/forms/api
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeWebhook$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/source/forms/api
+	$(GO) test -run '^$$' -fuzz '^FuzzAppend$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/source/forms/schema
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/config
 
 fmt:

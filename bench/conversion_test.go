@@ -21,11 +21,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	_ "github.com/marcboeker/go-duckdb" // the anchor: DuckDB's own JSON -> Parquet
 
-	"github.com/syncd-dev/syncd/internal/forms"
 	"github.com/syncd-dev/syncd/internal/formsim"
-	"github.com/syncd-dev/syncd/internal/schema"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/sink/parquetsink"
+	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
+	"github.com/syncd-dev/syncd/internal/source/forms/schema"
 )
 
 const (

@@ -22,9 +22,9 @@ import (
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/blobstore"
 	"github.com/syncd-dev/syncd/internal/config"
-	"github.com/syncd-dev/syncd/internal/forms"
 	"github.com/syncd-dev/syncd/internal/oauth"
 	sinkbq "github.com/syncd-dev/syncd/internal/sink/bigquery"
+	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 )
 
 // What validate allows itself: its API checks share one budget of

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/syncd-dev/syncd/internal/forms"
+	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 )
 
 // changeWhilePaging applies the per-page change faults to the form a page

@@ -28,7 +28,7 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/syncd-dev/syncd/internal/forms"
+	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 )
 
 // BasePath prefixes every endpoint; a client's base URL is server URL + BasePath.

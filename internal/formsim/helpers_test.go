@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/syncd-dev/syncd/internal/forms"
+	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 )
 
 const testKey = "sk_test_FORMSIM_SECRET"

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/syncd-dev/syncd/internal/forms"
+	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 )
 
 // response is a handler's answer, written by ServeHTTP.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/syncd-dev/syncd/internal/forms"
+	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 )
 
 // epoch is one type of a question, from row ordinal from onwards (rows are

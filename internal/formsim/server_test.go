@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/syncd-dev/syncd/internal/forms"
+	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 )
 
 func TestNewValidatesConfig(t *testing.T) {

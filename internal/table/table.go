@@ -2,7 +2,7 @@
 // a stream's table, and nothing of any one source: the lineage every row
 // carries, what building a batch's rows did, the changes of a table's
 // schema, and a table's schema as the engine handles it (Schema). A source
-// whose table follows its metadata (the forms' internal/schema) implements
+// whose table follows its metadata (the forms' internal/source/forms/schema) implements
 // Schema with its own pinned type.
 package table
 

@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/syncd-dev/syncd/internal/forms"
 	"github.com/syncd-dev/syncd/internal/formsim"
+	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 )
 
 // VersionRow is one row of a forms table as a judge of versions sees it:

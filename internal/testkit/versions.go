@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/syncd-dev/syncd/internal/forms"
 	"github.com/syncd-dev/syncd/internal/sink"
+	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 )
 
 // LatestView runs the documented query of a form's table's current state

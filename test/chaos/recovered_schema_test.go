@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/syncd-dev/syncd/internal/forms"
 	"github.com/syncd-dev/syncd/internal/formsim"
 	"github.com/syncd-dev/syncd/internal/poller"
-	formsource "github.com/syncd-dev/syncd/internal/source/forms"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/sink/parquetsink"
+	formsource "github.com/syncd-dev/syncd/internal/source/forms"
+	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 	"github.com/syncd-dev/syncd/internal/state"
 	"github.com/syncd-dev/syncd/internal/testkit"
 )

@@ -11,11 +11,11 @@ import (
 	bq "google.golang.org/api/bigquery/v2"
 
 	"github.com/syncd-dev/syncd/internal/bqfake"
-	"github.com/syncd-dev/syncd/internal/forms"
 	"github.com/syncd-dev/syncd/internal/formsim"
 	"github.com/syncd-dev/syncd/internal/poller"
-	"github.com/syncd-dev/syncd/internal/schema"
 	"github.com/syncd-dev/syncd/internal/sink"
+	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
+	"github.com/syncd-dev/syncd/internal/source/forms/schema"
 	"github.com/syncd-dev/syncd/internal/testkit"
 )
 

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/syncd-dev/syncd/internal/forms"
 	"github.com/syncd-dev/syncd/internal/formsim"
 	"github.com/syncd-dev/syncd/internal/poller"
-	"github.com/syncd-dev/syncd/internal/schema"
+	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
+	"github.com/syncd-dev/syncd/internal/source/forms/schema"
 	"github.com/syncd-dev/syncd/internal/state"
 	"github.com/syncd-dev/syncd/internal/testkit"
 )

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	api "github.com/syncd-dev/syncd/internal/forms"
 	"github.com/syncd-dev/syncd/internal/poller"
+	api "github.com/syncd-dev/syncd/internal/source/forms/api"
 	"github.com/syncd-dev/syncd/internal/state"
 )
 

@@ -15,10 +15,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"go.uber.org/zap"
 
-	api "github.com/syncd-dev/syncd/internal/forms"
 	"github.com/syncd-dev/syncd/internal/logkey"
 	"github.com/syncd-dev/syncd/internal/poller"
-	"github.com/syncd-dev/syncd/internal/schema"
+	api "github.com/syncd-dev/syncd/internal/source/forms/api"
+	"github.com/syncd-dev/syncd/internal/source/forms/schema"
 	"github.com/syncd-dev/syncd/internal/state"
 	"github.com/syncd-dev/syncd/internal/table"
 )

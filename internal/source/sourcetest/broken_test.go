@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	api "github.com/syncd-dev/syncd/internal/forms"
 	"github.com/syncd-dev/syncd/internal/poller"
 	srcforms "github.com/syncd-dev/syncd/internal/source/forms"
+	api "github.com/syncd-dev/syncd/internal/source/forms/api"
 	"github.com/syncd-dev/syncd/internal/source/sourcetest"
 	"github.com/syncd-dev/syncd/internal/state"
 )

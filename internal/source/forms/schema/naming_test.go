@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/syncd-dev/syncd/internal/forms"
+	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 )
 
 func TestSanitizeName(t *testing.T) {

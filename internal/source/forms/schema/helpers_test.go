@@ -10,7 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/syncd-dev/syncd/internal/forms"
+	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 )
 
 var (

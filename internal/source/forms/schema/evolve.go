@@ -3,7 +3,7 @@ package schema
 import (
 	"fmt"
 
-	"github.com/syncd-dev/syncd/internal/forms"
+	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 )
 
 // sourceKey identifies a source: ids are unique within a kind only.

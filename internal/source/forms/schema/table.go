@@ -21,7 +21,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/syncd-dev/syncd/internal/forms"
+	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 	"github.com/syncd-dev/syncd/internal/table"
 )
 

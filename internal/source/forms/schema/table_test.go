@@ -9,7 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/syncd-dev/syncd/internal/forms"
+	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 )
 
 // sourceColumns lists "name:type" of the non-fixed columns, in order.

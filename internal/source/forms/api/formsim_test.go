@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/syncd-dev/syncd/internal/forms"
 	"github.com/syncd-dev/syncd/internal/formsim"
+	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 )
 
 const simKey = "sk_test_SIM_KEY"

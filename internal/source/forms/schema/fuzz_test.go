@@ -13,7 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/syncd-dev/syncd/internal/forms"
+	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 )
 
 // fuzzForm has one question of every documented type, a number and a text
