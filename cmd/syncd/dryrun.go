@@ -43,7 +43,7 @@ type dryRunForm struct {
 	Windows  []dryRunWindow `json:"windows"`
 	Rows     int64          `json:"rows"`
 	Requests int64          `json:"estimated_requests"`
-	Error    string         `json:"error,omitempty"` // the pass of this form would fail with it
+	Error    string         `json:"error"` // the pass of this form would fail with it; "" when it would not
 }
 
 type dryRunWindow struct {
@@ -51,7 +51,7 @@ type dryRunWindow struct {
 	End      time.Time `json:"end"`
 	Rows     int       `json:"rows"`
 	Requests int64     `json:"estimated_requests"` // pages of page_size still to read (pages overlap by one row)
-	Open     bool      `json:"open_batch,omitempty"`
+	Open     bool      `json:"open_batch"`
 }
 
 // dryRunner plans with a client whose requests it counts.

@@ -24,6 +24,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/logkey"
 	"github.com/syncd-dev/syncd/internal/poller"
 	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
+	"github.com/syncd-dev/syncd/internal/status"
 	"github.com/syncd-dev/syncd/internal/suggest"
 )
 
@@ -391,20 +392,20 @@ func covered(r poller.Result) string {
 }
 
 type summaryEntry struct {
-	Source       string    `json:"source"`  // forms, scheduling
-	FormID       string    `json:"form_id"` // the stream; empty for a source that failed before its streams ran
-	Table        string    `json:"table"`
-	Status       string    `json:"status"` // ok, failed, interrupted
-	Rows         int64     `json:"rows"`
-	Batches      int       `json:"batches"`
-	Requests     int64     `json:"requests"`
-	Misfits      int64     `json:"values_kept_as_json"`
-	Discarded    int64     `json:"unknown_type_answers_discarded"`
-	Seconds      float64   `json:"duration_seconds"`
-	CoveredStart time.Time `json:"covered_start,omitzero"`
-	CoveredEnd   time.Time `json:"covered_end,omitzero"`
-	ClampedTo    time.Time `json:"clamped_to,omitzero"`
-	Error        string    `json:"error,omitempty"`
+	Source       string     `json:"source"`  // forms, scheduling
+	FormID       string     `json:"form_id"` // the stream; empty for a source that failed before its streams ran
+	Table        string     `json:"table"`
+	Status       string     `json:"status"` // ok, failed, interrupted
+	Rows         int64      `json:"rows"`
+	Batches      int        `json:"batches"`
+	Requests     int64      `json:"requests"`
+	Misfits      int64      `json:"values_kept_as_json"`
+	Discarded    int64      `json:"unknown_type_answers_discarded"`
+	Seconds      float64    `json:"duration_seconds"`
+	CoveredStart *time.Time `json:"covered_start"` // null: nothing committed
+	CoveredEnd   *time.Time `json:"covered_end"`
+	ClampedTo    *time.Time `json:"clamped_to"` // null: the range was not cut at now - safety_lag
+	Error        string     `json:"error"`
 }
 
 // summaryEntries are the results as --summary and -o json write them.
@@ -412,8 +413,8 @@ func summaryEntries(results []poller.Result, signalled bool) []summaryEntry {
 	out := make([]summaryEntry, 0, len(results))
 	for _, r := range results {
 		e := summaryEntry{Source: r.Source, FormID: r.FormID, Table: r.Table, Status: outcome(r, signalled), Rows: r.Rows, Batches: r.Batches, Requests: r.Requests,
-			Misfits: r.Misfits, Discarded: r.Discarded, Seconds: r.Duration.Seconds(), CoveredStart: r.CoveredStart, CoveredEnd: r.CoveredEnd,
-			ClampedTo: r.ClampedTo}
+			Misfits: r.Misfits, Discarded: r.Discarded, Seconds: r.Duration.Seconds(), CoveredStart: status.TimePtr(r.CoveredStart), CoveredEnd: status.TimePtr(r.CoveredEnd),
+			ClampedTo: status.TimePtr(r.ClampedTo)}
 		if r.Err != nil {
 			e.Error = r.Err.Error()
 		}

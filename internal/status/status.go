@@ -73,7 +73,9 @@ type Refresh struct {
 	RequestedAt time.Time `json:"requested_at"`
 }
 
-func timePtr(t time.Time) *time.Time {
+// TimePtr is t as JSON shows a time that may be none: nil (null) when t
+// is zero.
+func TimePtr(t time.Time) *time.Time {
 	if t.IsZero() {
 		return nil
 	}
@@ -86,8 +88,8 @@ func Of(where string, list []state.FormState, now time.Time, withSchema bool) Vi
 	v := View{State: where, Source: "store", Forms: make([]Form, 0, len(list))}
 	for _, st := range list {
 		f := Form{
-			FormID: st.FormID, Rows: st.Rows, Batches: st.Batches, LastSuccess: timePtr(st.LastSuccess),
-			UpdatedAt: timePtr(st.UpdatedAt), Generation: st.Generation, LastError: st.LastError,
+			FormID: st.FormID, Rows: st.Rows, Batches: st.Batches, LastSuccess: TimePtr(st.LastSuccess),
+			UpdatedAt: TimePtr(st.UpdatedAt), Generation: st.Generation, LastError: st.LastError,
 			Committed: make([]Window, 0, len(st.Committed)), OpenBatches: make([]OpenBatch, 0, len(st.Intents)),
 		}
 		for _, iv := range st.Committed {
@@ -100,7 +102,7 @@ func Of(where string, list []state.FormState, now time.Time, withSchema bool) Vi
 		if st.Refresh != nil {
 			f.Refresh = &Refresh{Table: st.Refresh.Table, RequestedAt: st.Refresh.RequestedAt.UTC()}
 		}
-		f.Reconcile = Reconcile{Last: timePtr(st.Reconciled), IndexedFrom: timePtr(st.IndexedFrom), Indexed: st.Indexed,
+		f.Reconcile = Reconcile{Last: TimePtr(st.Reconciled), IndexedFrom: TimePtr(st.IndexedFrom), Indexed: st.Indexed,
 			Windows: st.ReconciledWindows, Versions: st.VersionsWritten, Tombstones: st.Tombstones}
 		if end := st.Committed.End(); end.After(now) {
 			f.Damaged = (&poller.FutureCommitError{FormID: st.FormID, End: end, LastSuccess: st.LastSuccess}).Error()
