@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/syncd-dev/syncd/internal/jsontext"
 )
 
 // scanPage decodes a submissions page of the shape the service sends into
@@ -188,7 +189,7 @@ func (s *pageScanner) str(dst *string, shared bool) bool {
 	body := s.b[s.i+1 : end-1]
 	s.i = end
 	if bytes.IndexByte(body, '\\') >= 0 {
-		s.text = appendUnescaped(s.text[:0], body)
+		s.text = jsontext.AppendUnescaped(s.text[:0], body)
 		body = s.text
 	}
 	if !shared {
@@ -453,65 +454,4 @@ func (s *pageScanner) entry(id, name, typ *string, value *json.RawMessage) bool 
 		*value = s.raw()
 		return true
 	})
-}
-
-// appendUnescaped decodes the escapes of a valid string literal's body the
-// way encoding/json does: a lone surrogate becomes U+FFFD.
-func appendUnescaped(dst, body []byte) []byte {
-	for i := 0; i < len(body); i++ {
-		c := body[i]
-		if c != '\\' || i+1 >= len(body) {
-			dst = append(dst, c)
-			continue
-		}
-		i++
-		switch body[i] {
-		case 'b':
-			dst = append(dst, '\b')
-		case 'f':
-			dst = append(dst, '\f')
-		case 'n':
-			dst = append(dst, '\n')
-		case 'r':
-			dst = append(dst, '\r')
-		case 't':
-			dst = append(dst, '\t')
-		case 'u':
-			r := hex4(body, i+1)
-			i += 4
-			if r >= 0xD800 && r < 0xE000 {
-				r2 := rune(-1)
-				if i+2 < len(body) && body[i+1] == '\\' && body[i+2] == 'u' {
-					r2 = hex4(body, i+3)
-				}
-				if r < 0xDC00 && r2 >= 0xDC00 && r2 < 0xE000 {
-					i += 6
-					r = (r-0xD800)<<10 | (r2 - 0xDC00) + 0x10000
-				} else {
-					r = utf8.RuneError
-				}
-			}
-			dst = utf8.AppendRune(dst, r)
-		default: // " \ /
-			dst = append(dst, body[i])
-		}
-	}
-	return dst
-}
-
-// hex4 reads the four hex digits at b[i:] (validated).
-func hex4(b []byte, i int) rune {
-	var r rune
-	for _, c := range b[i : i+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c -= 'a' - 10
-		default:
-			c -= 'A' - 10
-		}
-		r = r<<4 | rune(c)
-	}
-	return r
 }

@@ -1,0 +1,74 @@
+// Package jsontext reads the text of JSON string literals: what both the
+// forms' page scanner and the mapper's value scanner need, once.
+package jsontext
+
+import (
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// AppendUnescaped decodes the escapes of a valid string literal's body the
+// way encoding/json does: a lone surrogate becomes U+FFFD.
+func AppendUnescaped(dst, body []byte) []byte {
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if c != '\\' || i+1 >= len(body) {
+			dst = append(dst, c)
+			continue
+		}
+		i++
+		switch body[i] {
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r := Hex4(body, i+1)
+			i += 4
+			if utf16.IsSurrogate(r) {
+				r2 := rune(-1)
+				if i+2 < len(body) && body[i+1] == '\\' && body[i+2] == 'u' {
+					r2 = Hex4(body, i+3)
+				}
+				if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+					i += 6
+					r = dec
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			dst = utf8.AppendRune(dst, r)
+		default: // " \ /
+			dst = append(dst, body[i])
+		}
+	}
+	return dst
+}
+
+// Hex4 reads the four hex digits at b[i:], or returns -1.
+func Hex4(b []byte, i int) rune {
+	if i+4 > len(b) {
+		return -1
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return -1
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}
