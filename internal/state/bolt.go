@@ -350,6 +350,11 @@ func (b *Bolt) verify(db *bolt.DB) error {
 	if err != nil {
 		return fmt.Errorf("open state file %s: %w", b.path, err)
 	}
+	// bbolt walks a damaged tree that loops forever: the page graph is
+	// checked over the raw bytes first.
+	if err := checkPageGraph(b.path); err != nil {
+		return &CorruptError{Path: b.path, Err: err}
+	}
 	return b.guard(func() error {
 		return db.View(func(tx *bolt.Tx) error {
 			// Pages past the end of a truncated file would fault rather than

@@ -195,3 +195,27 @@ func TestMigrateVersion1(t *testing.T) {
 		})
 	}))
 }
+
+// A state file whose damaged page makes bbolt's cursor walk forever (a byte
+// flip found by TestStateByteFlips: the process grew to 16 GB) is refused
+// with a CorruptError at open, read-only and for writing, never walked.
+func TestLoopingPageGraphIsRefused(t *testing.T) {
+	for _, readOnly := range []bool{true, false} {
+		raw, err := os.ReadFile("testdata/looping-tree.db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(t.TempDir(), "syncd.db")
+		if err := os.WriteFile(p, raw, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		st, err := OpenBolt(t.Context(), BoltOptions{Path: p, ReadOnly: readOnly})
+		var ce *CorruptError
+		if !errors.As(err, &ce) {
+			if st != nil {
+				st.Close()
+			}
+			t.Fatalf("read-only %v: open of a file whose tree loops: %v, want a *CorruptError", readOnly, err)
+		}
+	}
+}
