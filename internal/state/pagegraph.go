@@ -13,10 +13,11 @@ import (
 // trusts its pages: a damaged branch element that points back up the tree
 // makes its cursor descend forever, growing its stack until the machine
 // runs out of memory (a byte flip in a state file did; no panic, so guard
-// cannot catch it). checkPageGraph walks every tree from each valid meta
-// page's root over the raw bytes and refuses a page reached twice, a page
-// past the file's end, and an element that points outside its page, so
-// that bbolt only ever walks a tree.
+// cannot catch it). checkPageGraph walks every tree from the root of the
+// meta page bbolt uses (the valid one of the later transaction) over the
+// raw bytes and refuses a page reached twice, a page past the file's end,
+// and an element that points outside its page, so that bbolt only ever
+// walks a tree.
 
 // Layout of bbolt's pages (go.etcd.io/bbolt/internal/common).
 const (
@@ -49,45 +50,50 @@ func checkPageGraph(path string) error {
 	if pageSize < 512 || pageSize > 1<<20 || pageSize&(pageSize-1) != 0 {
 		return fmt.Errorf("page size %d in the first meta page is not a page size", pageSize)
 	}
-	valid := 0
-	for m := int64(0); m < 2; m++ {
+	// bbolt reads the valid meta page of the later transaction; the other
+	// one's tree is an older one, whose pages may since have been reused.
+	var (
+		use      = -1
+		root     uint64
+		hwm, txn uint64
+	)
+	for m := 0; m < 2; m++ {
 		meta := make([]byte, pageSize)
-		if _, err := f.ReadAt(meta, m*pageSize); err != nil {
+		if _, err := f.ReadAt(meta, int64(m)*pageSize); err != nil {
 			return fmt.Errorf("read meta page %d: %w", m, err)
 		}
-		root, hwm, ok := readMeta(meta[pageHeaderSize:])
-		if !ok {
-			continue // bbolt falls back on the other meta page
-		}
-		valid++
-		if hwm*uint64(pageSize) > uint64(size) {
-			return fmt.Errorf("meta page %d: its pages end at %d bytes, past the file's %d", m, hwm*uint64(pageSize), size)
-		}
-		w := &pageWalker{f: f, pageSize: pageSize, hwm: hwm, seen: map[uint64]bool{}}
-		if err := w.walk(root, 0); err != nil {
-			return fmt.Errorf("meta page %d: %w", m, err)
+		r, h, t, ok := readMeta(meta[pageHeaderSize:])
+		if ok && (use < 0 || t > txn) {
+			use, root, hwm, txn = m, r, h, t
 		}
 	}
-	if valid == 0 {
+	if use < 0 {
 		return errors.New("neither meta page is valid")
+	}
+	if hwm*uint64(pageSize) > uint64(size) {
+		return fmt.Errorf("meta page %d: its pages end at %d bytes, past the file's %d", use, hwm*uint64(pageSize), size)
+	}
+	w := &pageWalker{f: f, pageSize: pageSize, hwm: hwm, seen: map[uint64]bool{}}
+	if err := w.walk(root, 0); err != nil {
+		return fmt.Errorf("meta page %d: %w", use, err)
 	}
 	return nil
 }
 
-// readMeta reads a meta page's body: its root bucket's page and its high
-// water mark, and whether its magic and checksum hold.
-func readMeta(b []byte) (root, hwm uint64, ok bool) {
+// readMeta reads a meta page's body: its root bucket's page, its high
+// water mark and its transaction, and whether its magic and checksum hold.
+func readMeta(b []byte) (root, hwm, txid uint64, ok bool) {
 	// magic u32, version u32, pageSize u32, flags u32, root {pgid u64,
 	// sequence u64}, freelist u64, pgid u64, txid u64, checksum u64.
 	if len(b) < 64 || binary.LittleEndian.Uint32(b) != boltMagic {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	h := fnv.New64a()
 	h.Write(b[:56])
 	if h.Sum64() != binary.LittleEndian.Uint64(b[56:]) {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
-	return binary.LittleEndian.Uint64(b[16:]), binary.LittleEndian.Uint64(b[40:]), true
+	return binary.LittleEndian.Uint64(b[16:]), binary.LittleEndian.Uint64(b[40:]), binary.LittleEndian.Uint64(b[48:]), true
 }
 
 // pageWalker walks the trees of one meta page.
