@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -11,9 +12,11 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
+	"github.com/syncd-dev/syncd/internal/oauth"
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/sink/parquetsink"
 	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
+	"github.com/syncd-dev/syncd/internal/source/scheduling"
 	"github.com/syncd-dev/syncd/internal/state"
 )
 
@@ -24,15 +27,19 @@ import (
 
 // dryRunPlan is what `--dry-run -o json` prints.
 type dryRunPlan struct {
-	Command   string        `json:"command"` // once or backfill
-	Forms     []dryRunForm  `json:"forms"`
-	Rows      int64         `json:"rows"`               // submissions the pass would fetch
-	Requests  int64         `json:"estimated_requests"` // the pass's requests, counts and account checks included
-	RateLimit float64       `json:"rate_limit"`         // source.rate_limit, requests per second
-	Seconds   float64       `json:"estimated_seconds"`  // Requests / RateLimit: the least the pass takes
-	Asked     int64         `json:"requests_made"`      // requests this dry run made (counts and metadata)
-	Horizon   time.Time     `json:"horizon"`            // now - sync.safety_lag: nothing is planned past it
-	Took      time.Duration `json:"-"`
+	Command   string       `json:"command"` // once or backfill
+	Forms     []dryRunForm `json:"forms"`
+	Rows      int64        `json:"rows"`               // submissions the pass would fetch
+	Requests  int64        `json:"estimated_requests"` // the pass's requests, counts and account checks included
+	RateLimit float64      `json:"rate_limit"`         // source.rate_limit, requests per second
+	Seconds   float64      `json:"estimated_seconds"`  // Requests / RateLimit: the least the pass takes
+	Asked     int64        `json:"requests_made"`      // requests this dry run made (counts and metadata)
+	Horizon   time.Time    `json:"horizon"`            // now - sync.safety_lag: nothing is planned past it
+	// Bookings is the scheduling API's bookings, planned the same way (null
+	// without a scheduling section, or for a backfill); its requests go to
+	// that API, at scheduling.rate_limit, and are not in Requests.
+	Bookings *dryRunForm   `json:"bookings"`
+	Took     time.Duration `json:"-"`
 }
 
 type dryRunForm struct {
@@ -225,4 +232,78 @@ func printDryRun(w io.Writer, p dryRunPlan) {
 	}
 	fmt.Fprintf(w, "%s, %s, about %s: at least %s at source.rate_limit %g/s\n", plural(int64(len(p.Forms)), "form"), plural(p.Rows, "row"),
 		plural(p.Requests, "request"), (time.Duration(p.Seconds * float64(time.Second))).Round(100*time.Millisecond), p.RateLimit)
+	if b := p.Bookings; b != nil {
+		if b.Error != "" {
+			fmt.Fprintf(w, "FAIL %s: %s\n", b.FormID, b.Error)
+			return
+		}
+		fmt.Fprintf(w, "bookings %s -> %s: %s in %s, about %s to the scheduling API\n", b.FormID, b.Table, plural(b.Rows, "row"),
+			plural(int64(len(b.Windows)), "window"), plural(b.Requests, "request"))
+	}
+}
+
+// storedToken hands out the stored access token as it is: a dry run never
+// refreshes, since a refresh rotates the sign-in and the dry run writes
+// nothing to keep the new one.
+type storedToken struct{ tok oauth.Token }
+
+func (s storedToken) Token(context.Context) (oauth.Token, error) { return s.tok, nil }
+func (storedToken) Invalidate(string)                            {}
+
+// planBookings plans the bookings' gaps of [from, to) with the engine's own
+// planner (by counts), as a pass would, reading only. st is the bookings'
+// state.
+func (d *dryRunner) planBookings(ctx context.Context, st formView, from, to time.Time) *dryRunForm {
+	s := d.cfg.Scheduling
+	f := &dryRunForm{FormID: scheduling.StreamKey, Table: s.Bookings.Table, From: from, To: to, Windows: []dryRunWindow{}}
+	if st.Damaged != "" {
+		f.Error = st.Damaged
+		return f
+	}
+	store, err := app.OpenStore(ctx, d.cfg, true)
+	if err != nil {
+		f.Error = fmt.Sprintf("not planned: the sign-in cannot be read (%v)", err)
+		return f
+	}
+	tok, err := (app.StateTokens{Store: store}).Load(ctx)
+	store.Close()
+	switch {
+	case errors.Is(err, oauth.ErrNoToken):
+		f.Error = "not signed in: run `syncd auth login`"
+		return f
+	case err != nil:
+		f.Error = err.Error()
+		return f
+	case !tok.Fresh(d.now, time.Minute):
+		f.Error = "not planned: the access token has expired, and a dry run does not refresh it (that would rotate the sign-in without keeping it); the pass refreshes it"
+		return f
+	}
+	counter := &scheduling.Counter{}
+	client, err := app.NewSchedulingClient(d.cfg, storedToken{tok}, zap.NewNop(), counter)
+	if err != nil {
+		f.Error = err.Error()
+		return f
+	}
+	stream := scheduling.NewStream(client, s.Bookings.Table, nil, counter)
+	var committed state.Intervals
+	for _, w := range st.Committed {
+		committed = committed.Add(state.Interval{Start: w.Start, End: w.End})
+	}
+	opts := poller.Options{MaxRowsPerBatch: d.cfg.Sync.MaxRowsPerBatch, SafetyLag: d.cfg.Sync.SafetyLag.D(), Now: func() time.Time { return d.now }}
+	windows, err := poller.Plan(ctx, stream, opts, d.partStart(), committed.Gaps(state.Interval{Start: from, End: to}))
+	f.Requests += stream.Requests() // the counts: the pass makes them too
+	d.asked += stream.Requests()
+	if err != nil {
+		f.Error = err.Error()
+		return f
+	}
+	for _, w := range windows {
+		// Read walks the window twice (by update, and the bookings never
+		// updated by creation), pages of scheduling.MaxTake each.
+		reqs := 2 * int64(w.Rows/scheduling.MaxTake+1)
+		f.Windows = append(f.Windows, dryRunWindow{Start: w.Start, End: w.End, Rows: w.Rows, Requests: reqs})
+		f.Rows += int64(w.Rows)
+		f.Requests += reqs
+	}
+	return f
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/logkey"
 	"github.com/syncd-dev/syncd/internal/poller"
 	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
+	"github.com/syncd-dev/syncd/internal/source/scheduling"
 	"github.com/syncd-dev/syncd/internal/status"
 	"github.com/syncd-dev/syncd/internal/suggest"
 )
@@ -87,7 +88,7 @@ func newOnceCmd(g *globals) *cobra.Command {
 				}
 				// The form checks and the account's form list: the real pass makes them too.
 				account := counting.n.Load()
-				return g.dryRun(ctx, cfg, client, "once", jobs, time.Time{}, time.Time{}, account, format)
+				return g.dryRun(ctx, cfg, client, "once", jobs, time.Time{}, time.Time{}, account, format, len(formIDs) == 0)
 			}
 			a, err := g.openApp(ctx, false)
 			if err != nil {
@@ -160,7 +161,7 @@ func selectJobs(ctx context.Context, a *app.App, ids []string) ([]poller.Job, er
 
 // dryRun plans the jobs over [from, to) (zero: each job's start, and now -
 // safety lag) and prints the plan. It opens the state read-only.
-func (g *globals) dryRun(ctx context.Context, cfg *config.Config, client *forms.Client, command string, jobs []poller.Job, from, to time.Time, account int64, format string) error {
+func (g *globals) dryRun(ctx context.Context, cfg *config.Config, client *forms.Client, command string, jobs []poller.Job, from, to time.Time, account int64, format string, bookings bool) error {
 	v, err := readState(ctx, cfg, "")
 	if err != nil {
 		return err
@@ -188,6 +189,17 @@ func (g *globals) dryRun(ctx context.Context, cfg *config.Config, client *forms.
 		list = append(list, f)
 	}
 	plan := d.finish(command, list, account)
+	if bookings && cfg.Scheduling != nil {
+		start := cfg.Scheduling.Bookings.StartDate.Time
+		if start.IsZero() {
+			start = time.Unix(0, 0).UTC()
+		}
+		plan.Bookings = d.planBookings(ctx, byID[scheduling.StreamKey], start, horizon)
+		plan.Asked = account + d.asked
+		if plan.Bookings.Error != "" {
+			failed++
+		}
+	}
 	if format == formatJSON {
 		if err := printJSON(g.stdout, plan); err != nil {
 			return err
@@ -521,7 +533,7 @@ func newBackfillCmd(g *globals) *cobra.Command {
 				if horizon := newDryRunner(cfg, client).horizon(); end.After(horizon) {
 					fmt.Fprintf(g.stderr, "syncd: --to %s is past now - sync.safety_lag; the backfill would stop at %s\n", end.Format(time.RFC3339), horizon.Format(time.RFC3339Nano))
 				}
-				return g.dryRun(ctx, cfg, client, "backfill", []poller.Job{job}, start, end, counting.n.Load(), format)
+				return g.dryRun(ctx, cfg, client, "backfill", []poller.Job{job}, start, end, counting.n.Load(), format, false)
 			}
 			a, err := g.openApp(ctx, false)
 			if err != nil {

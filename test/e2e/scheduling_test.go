@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -567,5 +568,52 @@ func TestRevokedSignInIsReported(t *testing.T) {
 		if strings.Contains(o, "sim_rt_") || strings.Contains(o, "sim_at_") {
 			t.Fatal("a token appears in the output")
 		}
+	}
+}
+
+// TestDryRunPlansTheBookings: `once --dry-run` plans the bookings with the
+// engine's planner, as the pass would, writing nothing and rotating no
+// token; after the pass, nothing is left to plan.
+func TestDryRunPlansTheBookings(t *testing.T) {
+	e := startSched(t, schedOptions{sim: schedsim.Config{Bookings: 40}})
+	ctx := context.Background()
+	if res := e.login(t); res.Code != 0 {
+		t.Fatalf("auth login: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
+	}
+	refreshes := e.sched.Stats().Refreshes
+	type plan struct {
+		Bookings *struct {
+			Rows     int64  `json:"rows"`
+			Requests int64  `json:"estimated_requests"`
+			Error    string `json:"error"`
+		} `json:"bookings"`
+	}
+	dry := func() plan {
+		t.Helper()
+		res := e.run(ctx, "once", "--dry-run", "-o", "json")
+		if res.Code != 0 {
+			t.Fatalf("once --dry-run: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
+		}
+		var p plan
+		if err := json.Unmarshal([]byte(res.Stdout), &p); err != nil || p.Bookings == nil {
+			t.Fatalf("once --dry-run -o json: %v, bookings %v\n%s", err, p.Bookings, res.Stdout)
+		}
+		return p
+	}
+	p := dry()
+	if want := int64(len(e.sched.Journal())); p.Bookings.Error != "" || p.Bookings.Rows < want*8/10 || p.Bookings.Requests < 2 {
+		t.Errorf("the dry run's bookings: %+v, want about %d rows", *p.Bookings, want)
+	}
+	if _, err := os.Stat(e.w.Out); err == nil && len(testkit.ParquetFiles(t, e.w.Out)) > 0 {
+		t.Error("the dry run wrote output")
+	}
+	if e.sched.Stats().Refreshes != refreshes {
+		t.Error("the dry run refreshed the sign-in")
+	}
+	if res := e.run(ctx, "once"); res.Code != 0 {
+		t.Fatalf("once: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
+	}
+	if p := dry(); p.Bookings.Rows != 0 {
+		t.Errorf("after the pass the dry run still plans %d bookings", p.Bookings.Rows)
 	}
 }
