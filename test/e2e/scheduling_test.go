@@ -90,6 +90,26 @@ func (e *schedEnv) run(ctx context.Context, args ...string) testkit.Result {
 // listener) and returns the command's result.
 func (e *schedEnv) login(t *testing.T) testkit.Result {
 	t.Helper()
+	cmd, rd, stderr, url := e.startLogin(t)
+	resp, err := http.Get(url)
+	if err != nil {
+		cmd.Process.Kill()
+		t.Fatalf("follow the authorization URL: %v", err)
+	}
+	resp.Body.Close()
+	rest, _ := readAll(rd)
+	err = cmd.Wait()
+	res := testkit.Result{Stdout: url + "\n" + rest, Stderr: stderr.String()}
+	if err != nil {
+		res.Code = cmd.ProcessState.ExitCode()
+	}
+	return res
+}
+
+// startLogin starts `syncd auth login` and returns it once it printed the
+// authorization URL, with the rest of its output still to read.
+func (e *schedEnv) startLogin(t *testing.T) (*exec.Cmd, *bufio.Reader, *strings.Builder, string) {
+	t.Helper()
 	cmd := exec.Command(syncdBin, "auth", "login", "--config", e.w.Config)
 	cmd.Env = append(append(os.Environ(), "FORMS_API_KEY="+testkit.APIKey), e.env...)
 	cmd.Dir = e.w.Dir
@@ -97,8 +117,8 @@ func (e *schedEnv) login(t *testing.T) testkit.Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	stderr := &strings.Builder{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -108,19 +128,17 @@ func (e *schedEnv) login(t *testing.T) testkit.Result {
 		cmd.Process.Kill()
 		t.Fatalf("auth login printed no URL: %v\n%s", err, stderr.String())
 	}
-	resp, err := http.Get(strings.TrimSpace(url))
-	if err != nil {
-		cmd.Process.Kill()
-		t.Fatalf("follow the authorization URL: %v", err)
+	return cmd, rd, stderr, strings.TrimSpace(url)
+}
+
+// signedIn is startSched after an `auth login` that succeeded.
+func signedIn(t *testing.T, o schedOptions) *schedEnv {
+	t.Helper()
+	e := startSched(t, o)
+	if res := e.login(t); res.Code != 0 {
+		t.Fatalf("auth login: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
 	}
-	resp.Body.Close()
-	rest, _ := readAll(rd)
-	err = cmd.Wait()
-	res := testkit.Result{Stdout: url + rest, Stderr: stderr.String()}
-	if err != nil {
-		res.Code = cmd.ProcessState.ExitCode()
-	}
-	return res
+	return e
 }
 
 func readAll(r *bufio.Reader) (string, error) {
@@ -384,10 +402,7 @@ func TestBookingsSecretRotationAndScopes(t *testing.T) {
 // `once` and `run` both sync the bookings and report the forms' failure as
 // the listing's, not as a form's: one pass, whichever command runs it.
 func TestRunAndOnceAgreeWhenASourceFails(t *testing.T) {
-	e := startSched(t, schedOptions{sim: schedsim.Config{Bookings: 40}})
-	if res := e.login(t); res.Code != 0 {
-		t.Fatalf("auth login: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
-	}
+	e := signedIn(t, schedOptions{sim: schedsim.Config{Bookings: 40}})
 	ctx := context.Background()
 	badKey := append([]string{"FORMS_API_KEY=sk_test_revoked"}, e.env...)
 	res := testkit.RunEnv(ctx, syncdBin, e.w, badKey, "once")
@@ -444,11 +459,8 @@ func mustRead(t *testing.T, path string) []byte {
 // the backup keeps the newer sign-in and adopts what the output holds, so the
 // next pass writes every version once and the bookings still sync.
 func TestRestoreOfAnOldBackupWritesNothingTwice(t *testing.T) {
-	e := startSched(t, schedOptions{sim: schedsim.Config{Bookings: 60, TokenExpiry: time.Second}})
+	e := signedIn(t, schedOptions{sim: schedsim.Config{Bookings: 60, TokenExpiry: time.Second}})
 	ctx := context.Background()
-	if res := e.login(t); res.Code != 0 {
-		t.Fatalf("auth login: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
-	}
 	if res := e.run(ctx, "once"); res.Code != 0 {
 		t.Fatalf("once: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
 	}
@@ -498,35 +510,16 @@ func TestRestoreOfAnOldBackupWritesNothingTwice(t *testing.T) {
 // approval without holding the state, so a pass beside it syncs; once
 // approved it saves its tokens, and the bookings sync with them.
 func TestPendingLoginDoesNotBlockSyncing(t *testing.T) {
-	e := startSched(t, schedOptions{sim: schedsim.Config{Bookings: 30}})
+	e := signedIn(t, schedOptions{sim: schedsim.Config{Bookings: 30}})
 	ctx := context.Background()
-	if res := e.login(t); res.Code != 0 {
-		t.Fatalf("auth login: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
-	}
-	cmd := exec.Command(syncdBin, "auth", "login", "--config", e.w.Config)
-	cmd.Env = append(append(os.Environ(), "FORMS_API_KEY="+testkit.APIKey), e.env...)
-	cmd.Dir = e.w.Dir
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, rd, stderr, url := e.startLogin(t)
 	defer cmd.Process.Kill()
-	rd := bufio.NewReader(stdout)
-	url, err := rd.ReadString('\n')
-	if err != nil {
-		t.Fatalf("auth login printed no URL: %v\n%s", err, stderr.String())
-	}
 	// The login waits for its approval: a pass runs beside it.
 	res := e.run(ctx, "once")
 	if res.Code != 0 || !strings.Contains(res.Stdout, "ok   scheduling/bookings") {
 		t.Fatalf("once beside a pending auth login: exit %d, want 0\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
 	}
-	resp, err := http.Get(strings.TrimSpace(url))
+	resp, err := http.Get(url)
 	if err != nil {
 		t.Fatalf("follow the authorization URL: %v", err)
 	}
@@ -547,11 +540,8 @@ func TestPendingLoginDoesNotBlockSyncing(t *testing.T) {
 // endpoint, so a refresh token revoked at the server is reported (with the
 // command that fixes it), not read as valid from the state.
 func TestRevokedSignInIsReported(t *testing.T) {
-	e := startSched(t, schedOptions{sim: schedsim.Config{Bookings: 10}})
+	e := signedIn(t, schedOptions{sim: schedsim.Config{Bookings: 10}})
 	ctx := context.Background()
-	if res := e.login(t); res.Code != 0 {
-		t.Fatalf("auth login: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
-	}
 	if st := e.run(ctx, "auth", "status"); st.Code != 0 || !strings.Contains(st.Stdout, e.sched.User().Email) {
 		t.Fatalf("auth status while signed in: exit %d, %s", st.Code, st.Stdout)
 	}
@@ -575,11 +565,8 @@ func TestRevokedSignInIsReported(t *testing.T) {
 // engine's planner, as the pass would, writing nothing and rotating no
 // token; after the pass, nothing is left to plan.
 func TestDryRunPlansTheBookings(t *testing.T) {
-	e := startSched(t, schedOptions{sim: schedsim.Config{Bookings: 40}})
+	e := signedIn(t, schedOptions{sim: schedsim.Config{Bookings: 40}})
 	ctx := context.Background()
-	if res := e.login(t); res.Code != 0 {
-		t.Fatalf("auth login: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
-	}
 	refreshes := e.sched.Stats().Refreshes
 	type plan struct {
 		Bookings *struct {
