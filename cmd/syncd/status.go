@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/syncd-dev/syncd/internal/app"
@@ -38,7 +39,11 @@ func printStateTable(w io.Writer, v stateView) {
 		fmt.Fprintf(w, "(read from the running syncd's /status: %s is in use by it)\n", v.State)
 	}
 	for _, f := range v.Forms {
-		fmt.Fprintf(w, "form %s: %s in %s", f.FormID, plural(f.Rows, "row"), plural(f.Batches, "batch"))
+		kind := "form" // a form's key is its id; another source's stream is source/stream
+		if strings.Contains(f.FormID, "/") {
+			kind = "stream"
+		}
+		fmt.Fprintf(w, "%s %s: %s in %s", kind, f.FormID, plural(f.Rows, "row"), plural(f.Batches, "batch"))
 		if f.LastSuccess != nil {
 			fmt.Fprintf(w, ", last success %s", f.LastSuccess.Format(time.RFC3339))
 		}
