@@ -1058,8 +1058,7 @@ func (b *Bolt) migrateTo2() error {
 	return b.db.Update(func(tx *bolt.Tx) error {
 		forms, meta := tx.Bucket(formsBucket), tx.Bucket(metaBucket)
 		man := manifest{}
-		type rec struct{ key, val []byte }
-		var recs []rec
+		var recs []migratedRecord
 		err := forms.ForEach(func(k, v []byte) error {
 			st, err := b.decode(k, v)
 			if err != nil {
@@ -1067,25 +1066,13 @@ func (b *Bolt) migrateTo2() error {
 			}
 			val, crc := sealRecord(k, v)
 			man[string(k)] = manifestEntry{CRC: crc, Gen: st.Generation}
-			recs = append(recs, rec{bytes.Clone(k), val})
+			recs = append(recs, migratedRecord{bytes.Clone(k), val})
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		for _, r := range recs {
-			if err := forms.Put(r.key, r.val); err != nil {
-				return err
-			}
-		}
-		raw, err := sealManifest(man)
-		if err != nil {
-			return err
-		}
-		if err := meta.Put(manifestKey, raw); err != nil {
-			return err
-		}
-		return meta.Put(versionKey, []byte("2"))
+		return rewriteRecords(forms, meta, recs, man, "2")
 	})
 }
 
@@ -1107,8 +1094,7 @@ func (b *Bolt) migrateTo3() error {
 		if err != nil {
 			return &CorruptError{Path: b.path, Err: err}
 		}
-		type rec struct{ key, val []byte }
-		var recs []rec
+		var recs []migratedRecord
 		err = forms.ForEach(func(k, v []byte) error {
 			st, err := b.decode(k, v)
 			if damagedRecord(err) {
@@ -1147,26 +1133,36 @@ func (b *Bolt) migrateTo3() error {
 			}
 			val, crc := sealRecord(k, body)
 			man[st.FormID] = manifestEntry{CRC: crc, Gen: st.Generation}
-			recs = append(recs, rec{bytes.Clone(k), val})
+			recs = append(recs, migratedRecord{bytes.Clone(k), val})
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		for _, r := range recs {
-			if err := forms.Put(r.key, r.val); err != nil {
-				return err
-			}
-		}
-		raw, err := sealManifest(man)
-		if err != nil {
-			return err
-		}
-		if err := meta.Put(manifestKey, raw); err != nil {
-			return err
-		}
-		return meta.Put(versionKey, []byte("3"))
+		return rewriteRecords(forms, meta, recs, man, "3")
 	})
+}
+
+// migratedRecord is a form's record as a migration step rewrites it.
+type migratedRecord struct{ key, val []byte }
+
+// rewriteRecords ends a migration step: the records rewritten, their
+// manifest sealed and the file's format version set, in the step's
+// transaction.
+func rewriteRecords(forms, meta *bolt.Bucket, recs []migratedRecord, man manifest, version string) error {
+	for _, r := range recs {
+		if err := forms.Put(r.key, r.val); err != nil {
+			return err
+		}
+	}
+	raw, err := sealManifest(man)
+	if err != nil {
+		return err
+	}
+	if err := meta.Put(manifestKey, raw); err != nil {
+		return err
+	}
+	return meta.Put(versionKey, []byte(version))
 }
 
 func (b *Bolt) writeTx(ctx context.Context, formID string, fn func(tx *bolt.Tx) error) error {
