@@ -77,8 +77,13 @@ func startLateProxy(t *testing.T, target string) (*lateProxy, string) {
 		out.Host = r.Host // S3 signs it
 		resp, err := http.DefaultClient.Do(out)
 		if err != nil {
-			t.Errorf("late proxy: forward the held commit: %v", err)
-			p.done <- 0
+			// A service that refuses a conditional upload may answer and
+			// close before it reads the body (versitygw does): the client
+			// then sees a broken pipe, not the status. Whether the upload
+			// landed is then told by the object itself (the caller checks
+			// its attempt).
+			t.Logf("late proxy: forward the held commit: %v", err)
+			p.done <- noAnswer
 			return
 		}
 		resp.Body.Close()
@@ -87,6 +92,10 @@ func startLateProxy(t *testing.T, target string) (*lateProxy, string) {
 	t.Cleanup(srv.Close)
 	return p, strings.TrimPrefix(srv.URL, "http://")
 }
+
+// noAnswer is what the late proxy reports when the forwarded commit got no
+// status back.
+const noAnswer = -1
 
 // testLateCommit: a writer SIGKILLed after sending its commit request, the
 // request completed by the service only after a restarted writer has
@@ -175,7 +184,10 @@ func testLateCommit(t *testing.T, addr string, urls func(t *testing.T, i int, pr
 			// Azure refuses If-None-Match: * on an existing blob with 409
 			// BlobAlreadyExists, a failed If-Match with 412.
 			got := <-proxy.done
-			if landed := got/100 == 2; landed != tc.landed || !landed && got != http.StatusConflict && got != http.StatusPreconditionFailed {
+			switch landed := got/100 == 2; {
+			case got == noAnswer && !tc.landed:
+				t.Logf("the service closed the connection before it answered the dead writer's commit: the object's attempt below says it did not land")
+			case landed != tc.landed || !landed && got != http.StatusConflict && got != http.StatusPreconditionFailed:
 				t.Errorf("the dead writer's commit answered %d; want it to land: %v", got, tc.landed)
 			}
 			a, err := s.Bucket().Attributes(ctx, s.Key(redo, redo.Parts[0]))
