@@ -128,6 +128,9 @@ const SourceForms = "forms"
 // stream. A result with Source set and FormID empty is the failure of the
 // source itself (listing the account's forms), before any stream of it ran.
 type Result struct {
+	// Account names the account the stream belongs to ("default" for a
+	// configuration of one account); set by the caller that runs the pass.
+	Account      string        `json:"account,omitempty"`
 	Source       string        `json:"source"`
 	FormID       string        `json:"form_id"` // the stream: a form id, or scheduling/bookings
 	Table        string        `json:"table"`
