@@ -64,6 +64,10 @@ func newAuthCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			acct, err := g.schedulingAccount(cfg)
+			if err != nil {
+				return err
+			}
 			oc, err := app.NewOAuthClient(cfg, log, nil)
 			if err != nil {
 				return withCode(exitUsage, err)
@@ -97,8 +101,11 @@ func newAuthCmd(g *globals) *cobra.Command {
 				return withCode(exitState, fmt.Errorf("signed in, but the tokens could not be saved (%w): run `syncd auth login` again once the state is free", err))
 			}
 			defer store.Close()
-			if err := (app.StateTokens{Store: store}).Save(ctx, tok); err != nil {
+			if err := (app.StateTokens{Store: store, Namespace: acct.Namespace()}).Save(ctx, tok); err != nil {
 				return withCode(exitFailed, err)
+			}
+			if cfg.MultiAccount() {
+				fmt.Fprintf(g.stdout, "account %s: ", acct.Name)
 			}
 			fmt.Fprintf(g.stdout, "signed in as %s; the tokens are in the state (%s)\n", orDash(tok.User), app.StateWhere(cfg))
 			if tok.Legacy {
@@ -119,22 +126,47 @@ func newAuthCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			tok, local, err := signInStatus(ctx, cfg, log)
-			if errors.Is(err, oauth.ErrNoToken) {
-				fmt.Fprintln(g.stdout, "not signed in: run `syncd auth login`")
-				return withCode(exitFailed, errReported)
-			}
+			list, err := app.SelectAccounts(cfg, g.accounts)
 			if err != nil {
-				var lr *oauth.LoginRequiredError
-				if errors.As(err, &lr) {
-					fmt.Fprintf(g.stdout, "signed in as %s, but the token endpoint refused the sign-in: %v\n", orDash(tok.User), err)
-					return withCode(exitFailed, errReported)
-				}
-				return withCode(exitFailed, err)
+				return withCode(exitUsage, err)
 			}
-			fmt.Fprint(g.stdout, tok.Summary().Describe(time.Now()))
-			if local {
-				fmt.Fprintln(g.stdout, "(checked in the state only: a running syncd holds it, and uses the sign-in itself)")
+			if cfg.Scheduling == nil {
+				return withCode(exitUsage, errors.New("the configuration has no scheduling section: nothing signs in"))
+			}
+			bad := 0
+			for _, acct := range list {
+				if !acct.Scheduling {
+					continue
+				}
+				login := "syncd auth login"
+				if cfg.MultiAccount() {
+					fmt.Fprintf(g.stdout, "account %s: ", acct.Name)
+					login += " --account " + acct.Name
+				}
+				tok, local, err := signInStatus(ctx, cfg, acct.Namespace(), log)
+				var lr *oauth.LoginRequiredError
+				switch {
+				case errors.Is(err, oauth.ErrNoToken):
+					fmt.Fprintf(g.stdout, "not signed in: run `%s`\n", login)
+					bad++
+				case errors.As(err, &lr):
+					fmt.Fprintf(g.stdout, "signed in as %s, but the token endpoint refused the sign-in (%s): run `%s`\n", orDash(tok.User), lr.Reason, login)
+					bad++
+				case err != nil:
+					fmt.Fprintf(g.stdout, "could not check the sign-in: %v\n", err)
+					bad++
+				default:
+					if cfg.MultiAccount() {
+						fmt.Fprintln(g.stdout)
+					}
+					fmt.Fprint(g.stdout, tok.Summary().Describe(time.Now()))
+					if local {
+						fmt.Fprintln(g.stdout, "(checked in the state only: a running syncd holds it, and uses the sign-in itself)")
+					}
+				}
+			}
+			if bad > 0 {
+				return withCode(exitFailed, errReported)
 			}
 			return nil
 		},
@@ -156,12 +188,16 @@ func newAuthCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			acct, err := g.schedulingAccount(cfg)
+			if err != nil {
+				return err
+			}
 			store, err := app.OpenStore(ctx, cfg, false)
 			if err != nil {
 				return withCode(exitState, err)
 			}
 			defer store.Close()
-			if err := (app.StateTokens{Store: store}).Delete(ctx); err != nil {
+			if err := (app.StateTokens{Store: store, Namespace: acct.Namespace()}).Delete(ctx); err != nil {
 				return withCode(exitFailed, err)
 			}
 			fmt.Fprintln(g.stdout, "signed out: the tokens are gone from the state")
@@ -229,7 +265,7 @@ func (fixedToken) Invalidate(string)                            {}
 // signInStatus is the stored sign-in, checked at the token endpoint
 // (app.CheckSignIn) when the state can be opened for writing; beside a
 // running syncd that holds the state, it is read only (local set).
-func signInStatus(ctx context.Context, cfg *config.Config, log *zap.Logger) (tok oauth.Token, local bool, err error) {
+func signInStatus(ctx context.Context, cfg *config.Config, namespace string, log *zap.Logger) (tok oauth.Token, local bool, err error) {
 	store, err := openStoreWaiting(ctx, cfg, 5*time.Second)
 	var locked *state.LockedError
 	if errors.As(err, &locked) {
@@ -238,13 +274,29 @@ func signInStatus(ctx context.Context, cfg *config.Config, log *zap.Logger) (tok
 			return tok, true, rerr
 		}
 		defer ro.Close()
-		tok, err = (app.StateTokens{Store: ro}).Load(ctx)
+		tok, err = (app.StateTokens{Store: ro, Namespace: namespace}).Load(ctx)
 		return tok, true, err
 	}
 	if err != nil {
 		return tok, false, err
 	}
 	defer store.Close()
-	tok, err = app.CheckSignIn(ctx, cfg, store, log)
+	tok, err = app.CheckSignIn(ctx, cfg, namespace, store, log)
 	return tok, false, err
+}
+
+// schedulingAccount is the account `auth login` and `auth logout` work on:
+// --account, or the only account; it must sign in to the scheduling API.
+func (g *globals) schedulingAccount(cfg *config.Config) (config.Account, error) {
+	if cfg.Scheduling == nil {
+		return config.Account{}, withCode(exitUsage, errors.New("the configuration has no scheduling section: add one (see configs/syncd.example.yaml) to sync bookings"))
+	}
+	acct, err := g.account(cfg)
+	if err != nil {
+		return acct, err
+	}
+	if !acct.Scheduling {
+		return acct, withCode(exitUsage, fmt.Errorf("account %s does not sign in to the scheduling API: set scheduling: true on it", acct.Name))
+	}
+	return acct, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	tablepkg "github.com/syncd-dev/syncd/internal/table"
 	"net/url"
 	"strings"
 	"time"
@@ -26,7 +27,14 @@ func (g *globals) loadClient() (*config.Config, *zap.Logger, *forms.Client, erro
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	client, err := app.NewClient(cfg, log, nil)
+	acct, err := g.account(cfg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if !acct.HasForms() {
+		return nil, nil, nil, withCode(exitUsage, fmt.Errorf("account %s has no Forms API key: this command reads forms", acct.Name))
+	}
+	client, err := app.NewAccountClient(cfg, acct, nil, log, nil)
 	if err != nil {
 		return nil, nil, nil, withCode(exitUsage, err)
 	}
@@ -139,12 +147,17 @@ func newSchemaCmd(g *globals) *cobra.Command {
 			// The pinned schema, when a sync has run, is what the output holds:
 			// read without the writer's lock, or from the running daemon.
 			var pinned *schema.Table
-			v, err := readState(ctx, cfg, "?schema=1&form="+url.QueryEscape(form.ID))
+			acct, err := g.account(cfg)
+			if err != nil {
+				return err
+			}
+			key := tablepkg.StreamKey(acct.Namespace(), form.ID)
+			v, err := readState(ctx, cfg, "?schema=1&form="+url.QueryEscape(key))
 			if err != nil {
 				fmt.Fprintf(g.stderr, "syncd: warning: %v; showing the mapping of today's questions, which may differ from the output's columns\n", err)
 			}
 			for _, f := range v.Forms {
-				if f.FormID == form.ID && len(f.PinnedSchema) > 0 {
+				if f.FormID == key && len(f.PinnedSchema) > 0 {
 					if pinned, err = schema.Unmarshal(f.PinnedSchema); err != nil {
 						return withCode(exitFailed, fmt.Errorf("read the pinned schema of form %s from the state: %w", form.ID, err))
 					}

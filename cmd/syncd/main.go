@@ -91,6 +91,7 @@ var errReported = errors.New("reported")
 // globals are the flags every command shares.
 type globals struct {
 	configPath string
+	accounts   []string // --account: the accounts a command works on
 	logLevel   string
 	logFormat  string
 	stdout     io.Writer
@@ -161,6 +162,7 @@ func newRoot(stdout, stderr io.Writer) (*cobra.Command, *globals) {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentFlags().StringVarP(&g.configPath, "config", "c", envOr("SYNCD_CONFIG", ""), "configuration file (YAML); env SYNCD_CONFIG")
+	root.PersistentFlags().StringArrayVar(&g.accounts, "account", nil, "work on this account of the config's accounts list (repeatable; default: every account)")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "", "debug, info, warn or error (overrides log.level)")
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "", "auto, json or console (overrides log.format)")
 	root.AddCommand(

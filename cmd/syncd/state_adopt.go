@@ -10,6 +10,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/sink"
+	"github.com/syncd-dev/syncd/internal/source/scheduling"
 )
 
 // newStateAdoptCmd is `syncd state adopt`: the state rebuilt from the
@@ -38,32 +39,43 @@ func newStateAdoptCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer a.Close()
-			if _, ok := a.Sink.(sink.Inventory); !ok {
-				return withCode(exitUsage, errors.New("this sink cannot tell which batches a table holds, so there is nothing to adopt from"))
-			}
-			var forms []string
-			bookings := len(args) == 0
-			for _, id := range args {
-				if a.Scheduling != nil && id == a.Scheduling.Stream.Key() {
-					bookings = true
-					continue
+			accounts := a.Accounts
+			if len(args) > 0 {
+				// Streams named on the command line are of one account.
+				acct, err := only(a)
+				if err != nil {
+					return err
 				}
-				forms = append(forms, id)
-			}
-			jobs, err := selectAdoptJobs(cmd, g, a, forms, len(args) == 0)
-			if err != nil {
-				return err
+				accounts = []*app.Account{acct}
 			}
 			var results []poller.AdoptResult
 			failed := 0
-			for _, t := range a.AdoptTargets(jobs, bookings) {
-				r, err := a.Poller.Adopt(ctx, t)
-				if err != nil {
-					failed++
-					fmt.Fprintf(g.stderr, "syncd: %v\n", err)
-					continue
+			for _, acct := range accounts {
+				if _, ok := acct.Sink.(sink.Inventory); !ok {
+					return withCode(exitUsage, errors.New("this sink cannot tell which batches a table holds, so there is nothing to adopt from"))
 				}
-				results = append(results, r)
+				var forms []string
+				bookings := len(args) == 0
+				for _, id := range args {
+					if acct.Scheduling != nil && (id == acct.Scheduling.Stream.Key() || id == scheduling.StreamKey) {
+						bookings = true
+						continue
+					}
+					forms = append(forms, id)
+				}
+				jobs, err := selectAdoptJobs(cmd, g, acct, forms, len(args) == 0)
+				if err != nil {
+					return err
+				}
+				for _, t := range acct.AdoptTargets(jobs, bookings) {
+					r, err := acct.Poller.Adopt(ctx, t)
+					if err != nil {
+						failed++
+						fmt.Fprintf(g.stderr, "syncd: %v\n", err)
+						continue
+					}
+					results = append(results, r)
+				}
 			}
 			if format == formatJSON {
 				if err := printJSON(g.stdout, results); err != nil {
@@ -91,7 +103,7 @@ func newStateAdoptCmd(g *globals) *cobra.Command {
 
 // selectAdoptJobs are the jobs of the form ids named (exit 2 for an id the
 // account does not have), or every configured form when all is set.
-func selectAdoptJobs(cmd *cobra.Command, g *globals, a *app.App, ids []string, all bool) ([]poller.Job, error) {
+func selectAdoptJobs(cmd *cobra.Command, g *globals, a *app.Account, ids []string, all bool) ([]poller.Job, error) {
 	ctx := cmd.Context()
 	if all {
 		jobs, err := a.Jobs(ctx)

@@ -22,6 +22,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/blobstore"
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/state"
+	tablepkg "github.com/syncd-dev/syncd/internal/table"
 )
 
 // backupPrefix starts the name of every backup written into a folder or
@@ -188,32 +189,35 @@ func (g *globals) afterRestore(ctx context.Context, keep func(context.Context, s
 	} else if n > 0 {
 		fmt.Fprintf(g.stdout, "kept the newer %s of the replaced state\n", plural(int64(n), "sign-in"))
 	}
-	jobs, err := a.Jobs(ctx)
-	if err != nil {
-		return withCode(exitFailed, fmt.Errorf("the state is restored, but the forms to adopt could not be listed (%w): run `syncd state adopt` before the next pass, or the rows committed since the backup are written again", err))
-	}
 	// The forms the restored state holds, beside the configured ones.
 	list, err := a.Store.List(ctx)
 	if err != nil {
 		return withCode(exitFailed, err)
 	}
-	have := map[string]bool{}
-	for _, j := range jobs {
-		have[j.FormID] = true
-	}
-	for _, st := range list {
-		if !have[st.FormID] && !strings.Contains(st.FormID, "/") {
-			jobs = append(jobs, a.Job(st.FormID))
-		}
-	}
 	var batches, open int
-	for _, t := range a.AdoptTargets(jobs, true) {
-		r, err := a.Poller.Adopt(ctx, t)
+	for _, acct := range a.Accounts {
+		jobs, err := acct.Jobs(ctx)
 		if err != nil {
-			return withCode(exitFailed, fmt.Errorf("the state is restored, but %w: run `syncd state adopt` before the next pass", err))
+			return withCode(exitFailed, fmt.Errorf("the state is restored, but the forms of account %s to adopt could not be listed (%w): run `syncd state adopt` before the next pass, or the rows committed since the backup are written again", acct.Name, err))
 		}
-		batches += r.Batches
-		open += r.Open
+		have := map[string]bool{}
+		for _, j := range jobs {
+			have[j.FormID] = true
+		}
+		for _, st := range list {
+			ns, key := tablepkg.SplitStreamKey(st.FormID)
+			if ns == acct.Cfg.Namespace() && acct.Client != nil && !have[key] && !strings.Contains(key, "/") {
+				jobs = append(jobs, acct.Job(key))
+			}
+		}
+		for _, t := range acct.AdoptTargets(jobs, true) {
+			r, err := acct.Poller.Adopt(ctx, t)
+			if err != nil {
+				return withCode(exitFailed, fmt.Errorf("the state is restored, but %w: run `syncd state adopt` before the next pass", err))
+			}
+			batches += r.Batches
+			open += r.Open
+		}
 	}
 	fmt.Fprintf(g.stdout, "adopted %s committed since the backup (%d part-written, fetched again by the next pass)\n", plural(int64(batches), "batch"), open)
 	return nil

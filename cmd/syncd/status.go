@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	tablepkg "github.com/syncd-dev/syncd/internal/table"
 	"io"
 	"net"
 	"net/http"
@@ -40,7 +41,7 @@ func printStateTable(w io.Writer, v stateView) {
 	}
 	for _, f := range v.Forms {
 		kind := "form" // a form's key is its id; another source's stream is source/stream
-		if strings.Contains(f.FormID, "/") {
+		if _, key := tablepkg.SplitStreamKey(f.FormID); strings.Contains(key, "/") {
 			kind = "stream"
 		}
 		fmt.Fprintf(w, "%s %s: %s in %s", kind, f.FormID, plural(f.Rows, "row"), plural(f.Batches, "batch"))

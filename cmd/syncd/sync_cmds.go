@@ -27,6 +27,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/source/scheduling"
 	"github.com/syncd-dev/syncd/internal/status"
 	"github.com/syncd-dev/syncd/internal/suggest"
+	tablepkg "github.com/syncd-dev/syncd/internal/table"
 )
 
 // openApp opens the configured parts, mapping failures to exit codes.
@@ -35,7 +36,7 @@ func (g *globals) openApp(ctx context.Context, readOnly bool) (*app.App, error) 
 	if err != nil {
 		return nil, err
 	}
-	a, err := app.Open(ctx, cfg, log, app.Options{Version: version, ReadOnly: readOnly})
+	a, err := app.Open(ctx, cfg, log, app.Options{Version: version, ReadOnly: readOnly, Accounts: g.accounts})
 	if err != nil {
 		var se *app.StateError
 		if errors.As(err, &se) {
@@ -43,10 +44,37 @@ func (g *globals) openApp(ctx context.Context, readOnly bool) (*app.App, error) 
 		}
 		return nil, withCode(exitUsage, err)
 	}
-	if a.Poller != nil {
-		g.onStop(a.Poller.Drain, cfg.Sync.ShutdownGrace.D())
+	if !readOnly {
+		g.onStop(a.Drain, cfg.Sync.ShutdownGrace.D())
 	}
 	return a, nil
+}
+
+// only is the one account a command for one account works on: --account,
+// or the only account of the configuration (exit 2 otherwise).
+func only(a *app.App) (*app.Account, error) {
+	acct, err := a.Only()
+	if err != nil {
+		return nil, withCode(exitUsage, err)
+	}
+	return acct, nil
+}
+
+// account is the configured account a command for one account works on,
+// before anything is opened: --account, or the only account.
+func (g *globals) account(cfg *config.Config) (config.Account, error) {
+	list, err := app.SelectAccounts(cfg, g.accounts)
+	if err != nil {
+		return config.Account{}, withCode(exitUsage, err)
+	}
+	if len(list) != 1 {
+		names := make([]string, 0, len(list))
+		for _, a := range list {
+			names = append(names, a.Name)
+		}
+		return config.Account{}, withCode(exitUsage, (&app.AccountNeededError{Names: names}))
+	}
+	return list[0], nil
 }
 
 func newOnceCmd(g *globals) *cobra.Command {
@@ -73,31 +101,49 @@ func newOnceCmd(g *globals) *cobra.Command {
 			if err := checkFormat(format); err != nil {
 				return err
 			}
+			if len(formIDs) == 0 && !dryRun {
+				// Every account (or those --account names), each on its own key.
+				a, err := g.openApp(ctx, false)
+				if err != nil {
+					return err
+				}
+				defer a.Close()
+				started := time.Now()
+				return g.finishPass(a.Pass(ctx), time.Since(started), summaryPath, format)
+			}
 			cfg, client, counting, err := g.loadPassClient(dryRun)
 			if err != nil {
 				return err
 			}
-			ids, err := g.selectForms(ctx, cfg, client, formIDs)
+			acctCfg, err := g.account(cfg)
+			if err != nil {
+				return err
+			}
+			ids, err := g.selectForms(ctx, acctCfg, client, formIDs)
 			if err != nil {
 				return err
 			}
 			if dryRun {
-				jobs, err := selectJobs(ctx, &app.App{Cfg: cfg, Client: client}, ids)
+				jobs, err := selectJobs(ctx, app.Offline(cfg, acctCfg, client), ids)
 				if err != nil {
 					return withCode(exitFailed, err)
 				}
 				// The form checks and the account's form list: the real pass makes them too.
 				account := counting.n.Load()
-				return g.dryRun(ctx, cfg, client, "once", jobs, time.Time{}, time.Time{}, account, format, len(formIDs) == 0)
+				return g.dryRun(ctx, cfg, acctCfg, client, "once", jobs, time.Time{}, time.Time{}, account, format, len(formIDs) == 0)
 			}
 			a, err := g.openApp(ctx, false)
 			if err != nil {
 				return err
 			}
 			defer a.Close()
+			acct, err := only(a)
+			if err != nil {
+				return err
+			}
 			started := time.Now()
-			jobs := func(ctx context.Context) ([]poller.Job, error) { return selectJobs(ctx, a, ids) }
-			results := a.Pass(ctx, jobs, len(formIDs) == 0)
+			jobs := func(ctx context.Context) ([]poller.Job, error) { return selectJobs(ctx, acct, ids) }
+			results := acct.Pass(ctx, jobs, false)
 			return g.finishPass(results, time.Since(started), summaryPath, format)
 		},
 	}
@@ -118,16 +164,16 @@ func (c *requestCounter) ObserveRequest(string, int, int, time.Duration, error) 
 // that is not there, with the closest ids. It returns them. Ids of the
 // config are not checked here: one the account no longer has fails its own
 // pass, and the other forms sync.
-func (g *globals) selectForms(ctx context.Context, cfg *config.Config, client *forms.Client, ids []string) ([]string, error) {
+func (g *globals) selectForms(ctx context.Context, acct config.Account, client *forms.Client, ids []string) ([]string, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	if len(cfg.Forms) == 0 {
+	if len(acct.Forms) == 0 {
 		return ids, checkForms(ctx, client, ids)
 	}
-	configured := make([]string, 0, len(cfg.Forms))
+	configured := make([]string, 0, len(acct.Forms))
 	have := map[string]bool{}
-	for _, f := range cfg.Forms {
+	for _, f := range acct.Forms {
 		configured = append(configured, f.ID)
 		have[f.ID] = true
 	}
@@ -144,7 +190,7 @@ func (g *globals) selectForms(ctx context.Context, cfg *config.Config, client *f
 }
 
 // selectJobs are the jobs of ids, or every job when ids is empty.
-func selectJobs(ctx context.Context, a *app.App, ids []string) ([]poller.Job, error) {
+func selectJobs(ctx context.Context, a *app.Account, ids []string) ([]poller.Job, error) {
 	if len(ids) == 0 {
 		return a.Jobs(ctx)
 	}
@@ -161,14 +207,16 @@ func selectJobs(ctx context.Context, a *app.App, ids []string) ([]poller.Job, er
 
 // dryRun plans the jobs over [from, to) (zero: each job's start, and now -
 // safety lag) and prints the plan. It opens the state read-only.
-func (g *globals) dryRun(ctx context.Context, cfg *config.Config, client *forms.Client, command string, jobs []poller.Job, from, to time.Time, account int64, format string, bookings bool) error {
+func (g *globals) dryRun(ctx context.Context, cfg *config.Config, acct config.Account, client *forms.Client, command string, jobs []poller.Job, from, to time.Time, account int64, format string, bookings bool) error {
 	v, err := readState(ctx, cfg, "")
 	if err != nil {
 		return err
 	}
 	byID := map[string]formView{}
 	for _, f := range v.Forms {
-		byID[f.FormID] = f
+		if ns, key := tablepkg.SplitStreamKey(f.FormID); ns == acct.Namespace() {
+			byID[key] = f
+		}
 	}
 	d := newDryRunner(cfg, client)
 	horizon := d.horizon()
@@ -189,7 +237,7 @@ func (g *globals) dryRun(ctx context.Context, cfg *config.Config, client *forms.
 		list = append(list, f)
 	}
 	plan := d.finish(command, list, account)
-	if bookings && cfg.Scheduling != nil {
+	if bookings && acct.Scheduling {
 		start := cfg.Scheduling.Bookings.StartDate.Time
 		if start.IsZero() {
 			start = time.Unix(0, 0).UTC()
@@ -222,7 +270,11 @@ func (g *globals) loadPassClient(dryRun bool) (*config.Config, *forms.Client, *r
 	}
 	counting := &requestCounter{}
 	if dryRun {
-		if client, err = app.NewClient(cfg, log, counting); err != nil {
+		acct, err := g.account(cfg)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if client, err = app.NewAccountClient(cfg, acct, nil, log, counting); err != nil {
 			return nil, nil, nil, withCode(exitUsage, err)
 		}
 	}
@@ -404,6 +456,7 @@ func covered(r poller.Result) string {
 }
 
 type summaryEntry struct {
+	Account      string     `json:"account,omitempty"`
 	Source       string     `json:"source"`  // forms, scheduling
 	FormID       string     `json:"form_id"` // the stream; empty for a source that failed before its streams ran
 	Table        string     `json:"table"`
@@ -424,7 +477,7 @@ type summaryEntry struct {
 func summaryEntries(results []poller.Result, signalled bool) []summaryEntry {
 	out := make([]summaryEntry, 0, len(results))
 	for _, r := range results {
-		e := summaryEntry{Source: r.Source, FormID: r.FormID, Table: r.Table, Status: outcome(r, signalled), Rows: r.Rows, Batches: r.Batches, Requests: r.Requests,
+		e := summaryEntry{Account: r.Account, Source: r.Source, FormID: r.FormID, Table: r.Table, Status: outcome(r, signalled), Rows: r.Rows, Batches: r.Batches, Requests: r.Requests,
 			Misfits: r.Misfits, Discarded: r.Discarded, Seconds: r.Duration.Seconds(), CoveredStart: status.TimePtr(r.CoveredStart), CoveredEnd: status.TimePtr(r.CoveredEnd),
 			ClampedTo: status.TimePtr(r.ClampedTo)}
 		if r.Err != nil {
@@ -529,18 +582,26 @@ func newBackfillCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if dryRun {
-				job := (&app.App{Cfg: cfg}).Job(formID)
+				acctCfg, err := g.account(cfg)
+				if err != nil {
+					return err
+				}
+				job := app.Offline(cfg, acctCfg, client).Job(formID)
 				if horizon := newDryRunner(cfg, client).horizon(); end.After(horizon) {
 					fmt.Fprintf(g.stderr, "syncd: --to %s is past now - sync.safety_lag; the backfill would stop at %s\n", end.Format(time.RFC3339), horizon.Format(time.RFC3339Nano))
 				}
-				return g.dryRun(ctx, cfg, client, "backfill", []poller.Job{job}, start, end, counting.n.Load(), format, false)
+				return g.dryRun(ctx, cfg, acctCfg, client, "backfill", []poller.Job{job}, start, end, counting.n.Load(), format, false)
 			}
 			a, err := g.openApp(ctx, false)
 			if err != nil {
 				return err
 			}
 			defer a.Close()
-			if horizon := a.Poller.Horizon(); end.After(horizon) {
+			acct, err := only(a)
+			if err != nil {
+				return err
+			}
+			if horizon := acct.Poller.Horizon(); end.After(horizon) {
 				if !start.Before(horizon) {
 					return withCode(exitUsage, fmt.Errorf("--from %s is not before now - sync.safety_lag (%s): there is nothing to backfill yet", start.Format(time.RFC3339), horizon.Format(time.RFC3339)))
 				}
@@ -553,9 +614,10 @@ func newBackfillCmd(g *globals) *cobra.Command {
 			if concurrency < 1 {
 				concurrency = a.Cfg.Sync.Concurrency
 			}
-			report := newProgressReporter(g.stderr, a.Log, formID)
+			report := newProgressReporter(g.stderr, acct.Log, formID)
 			started := time.Now()
-			r := a.Poller.Backfill(ctx, a.FormStream(a.Job(formID)), start, end, concurrency, report.update)
+			r := acct.Poller.Backfill(ctx, acct.FormStream(acct.Job(formID)), start, end, concurrency, report.update)
+			r.Account = acct.Name
 			report.finish()
 			return g.finishPass([]poller.Result{r}, time.Since(started), summaryPath, format)
 		},
@@ -602,8 +664,13 @@ func newReconcileCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer a.Close()
+			acct, err := only(a)
+			if err != nil {
+				return err
+			}
 			started := time.Now()
-			r := a.Poller.Reconcile(ctx, a.FormStream(a.Job(formID)), start)
+			r := acct.Poller.Reconcile(ctx, acct.FormStream(acct.Job(formID)), start)
+			r.Account = acct.Name
 			var noIndex *poller.ErrNoIndex
 			if errors.As(r.Err, &noIndex) {
 				return withCode(exitUsage, r.Err)
@@ -649,16 +716,21 @@ func newRefreshCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer a.Close()
+			acct, err := only(a)
+			if err != nil {
+				return err
+			}
 			started := time.Now()
-			job := a.Job(formID)
-			if err := a.Poller.Refresh(ctx, a.FormStream(job)); err != nil {
+			job := acct.Job(formID)
+			if err := acct.Poller.Refresh(ctx, acct.FormStream(job)); err != nil {
 				if _, stopped := g.interruption(); stopped {
 					return g.finishPass([]poller.Result{{FormID: formID, Interrupted: true}}, time.Since(started), summaryPath, format)
 				}
 				return withCode(exitFailed, err)
 			}
 			fmt.Fprintf(g.stdout, "refresh %s: the old output is removed; syncing again\n", formID)
-			r := a.Poller.Sync(ctx, a.FormStream(job), job.Start)
+			r := acct.Poller.Sync(ctx, acct.FormStream(job), job.Start)
+			r.Account = acct.Name
 			return g.finishPass([]poller.Result{r}, time.Since(started), summaryPath, format)
 		},
 	}

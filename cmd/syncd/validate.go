@@ -62,29 +62,45 @@ func newValidateCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(out, "WARN quota: %s\n", w)
 			}
 			bad := 0
+			accounts, err := app.SelectAccounts(cfg, g.accounts)
+			if err != nil {
+				return withCode(exitUsage, err)
+			}
 			// A short per-request timeout and few attempts: an API that
 			// accepts connections and never answers is reported in seconds.
 			vcfg := *cfg
 			vcfg.Source.Timeout = config.Duration(min(cfg.Source.Timeout.D(), requestTimeout))
 			vcfg.Source.MaxAttempts = min(cfg.Source.MaxAttempts, requestAttempts)
-			client, err := app.NewClient(&vcfg, log, nil)
-			if err != nil {
-				return withCode(exitUsage, err)
-			}
 			apiCtx, cancel := context.WithTimeout(ctx, apiBudget)
 			defer cancel()
-			if list, err := client.ListForms(apiCtx); err != nil {
-				fmt.Fprintf(out, "FAIL api: %s\n", apiFailure(cfg, err))
-				bad++
-			} else {
-				fmt.Fprintf(out, "ok   api key: %s visible at %s\n", plural(int64(len(list)), "form"), cfg.Source.BaseURL)
-				for _, f := range cfg.Forms {
+			for _, acct := range accounts {
+				if !acct.HasForms() {
+					continue
+				}
+				who := ""
+				if cfg.MultiAccount() {
+					who = " of account " + acct.Name
+				}
+				client, err := app.NewAccountClient(&vcfg, acct, nil, log, nil)
+				if err != nil {
+					fmt.Fprintf(out, "FAIL api%s: %v\n", who, err)
+					bad++
+					continue
+				}
+				list, err := client.ListForms(apiCtx)
+				if err != nil {
+					fmt.Fprintf(out, "FAIL api%s: %s\n", who, apiFailure(acct.BaseURL, err))
+					bad++
+					continue
+				}
+				fmt.Fprintf(out, "ok   api key%s: %s visible at %s\n", who, plural(int64(len(list)), "form"), acct.BaseURL)
+				for _, f := range acct.Forms {
 					if _, err := client.GetForm(apiCtx, f.ID); err != nil {
-						fmt.Fprintf(out, "FAIL form %s: %s\n", f.ID, apiFailure(cfg, err))
+						fmt.Fprintf(out, "FAIL form %s%s: %s\n", f.ID, who, apiFailure(acct.BaseURL, err))
 						bad++
 						continue
 					}
-					fmt.Fprintf(out, "ok   form %s\n", f.ID)
+					fmt.Fprintf(out, "ok   form %s%s\n", f.ID, who)
 				}
 			}
 			sinkCtx, cancelSink := context.WithTimeout(ctx, checkBudget)
@@ -119,11 +135,18 @@ func newValidateCmd(g *globals) *cobra.Command {
 					fmt.Fprintf(out, "ok   state %s\n", v.State)
 				}
 			}
-			if cfg.Scheduling != nil {
-				schedCtx, cancelSched := context.WithTimeout(ctx, checkBudget)
-				defer cancelSched()
-				if err := checkScheduling(schedCtx, cfg, log, out); err != nil {
-					fmt.Fprintf(out, "FAIL scheduling: %v\n", err)
+			schedCtx, cancelSched := context.WithTimeout(ctx, checkBudget)
+			defer cancelSched()
+			for _, acct := range accounts {
+				if !acct.Scheduling {
+					continue
+				}
+				who := ""
+				if cfg.MultiAccount() {
+					who = " of account " + acct.Name
+				}
+				if err := checkScheduling(schedCtx, cfg, acct, who, log, out); err != nil {
+					fmt.Fprintf(out, "FAIL scheduling%s: %v\n", who, err)
 					bad++
 				}
 			}
@@ -138,9 +161,12 @@ func newValidateCmd(g *globals) *cobra.Command {
 // checkScheduling says who syncd is signed in to the scheduling API as,
 // and whether the client is a legacy one (with the migration's first step);
 // it needs no request. Not signed in is an error naming auth login.
-func checkScheduling(ctx context.Context, cfg *config.Config, log *zap.Logger, out io.Writer) error {
-	tok, local, err := signInStatus(ctx, cfg, log)
+func checkScheduling(ctx context.Context, cfg *config.Config, acct config.Account, who string, log *zap.Logger, out io.Writer) error {
+	tok, local, err := signInStatus(ctx, cfg, acct.Namespace(), log)
 	if errors.Is(err, oauth.ErrNoToken) {
+		if cfg.MultiAccount() {
+			return fmt.Errorf("not signed in: run `syncd auth login --account %s`", acct.Name)
+		}
 		return errors.New("not signed in: run `syncd auth login`")
 	}
 	if err != nil {
@@ -154,21 +180,21 @@ func checkScheduling(ctx context.Context, cfg *config.Config, log *zap.Logger, o
 	if local {
 		how = "checked in the state only: a running syncd holds it"
 	}
-	fmt.Fprintf(out, "ok   scheduling: signed in as %s, scopes %s (%s)\n", orDash(tok.User), scopes, how)
+	fmt.Fprintf(out, "ok   scheduling%s: signed in as %s, scopes %s (%s)\n", who, orDash(tok.User), scopes, how)
 	return nil
 }
 
 // apiFailure words a failed API check: an API that never answered is
 // named as such, with the time waited.
-func apiFailure(cfg *config.Config, err error) string {
+func apiFailure(baseURL string, err error) string {
 	var ne net.Error
 	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() || strings.Contains(err.Error(), "no answer within") {
 		return fmt.Sprintf("no answer from %s within %s: the server accepts connections but does not answer; check source.base_url, a proxy or firewall in between, and the service's status (%v)",
-			cfg.Source.BaseURL, apiBudget, err)
+			baseURL, apiBudget, err)
 	}
 	var ue *forms.UnavailableError
 	if errors.As(err, &ue) {
-		return fmt.Sprintf("%s did not answer usably: %v", cfg.Source.BaseURL, err)
+		return fmt.Sprintf("%s did not answer usably: %v", baseURL, err)
 	}
 	return err.Error()
 }

@@ -5,12 +5,19 @@ package app
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/semaphore"
 
 	"go.uber.org/zap"
 
@@ -19,6 +26,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/daemon"
 	"github.com/syncd-dev/syncd/internal/logkey"
 	"github.com/syncd-dev/syncd/internal/metrics"
+	"github.com/syncd-dev/syncd/internal/oauth"
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/sink/bigquery"
@@ -32,18 +40,41 @@ import (
 	"github.com/syncd-dev/syncd/internal/suggest"
 )
 
-// App holds the open parts of a sync.
+// App holds the open parts of a sync: the state store and metrics every
+// account shares, and the accounts.
 type App struct {
 	Cfg     *config.Config
 	Log     *zap.Logger
-	Client  *forms.Client
 	Store   state.Store
-	Sink    sink.Sink
-	Poller  *poller.Poller
 	Metrics *metrics.Metrics
-	// Scheduling is the scheduling API's bookings source; nil without a
-	// scheduling section.
+	// Accounts are the open accounts, in the configuration's order: all
+	// of them, or those Options.Accounts names.
+	Accounts []*Account
+
+	opts     Options
+	limiters *forms.Limiters
+	// gate bounds the batches in flight across accounts (sync.max_batches).
+	gate *semaphore.Weighted
+}
+
+// Account is one account's open parts: its Forms API client, its sink (its
+// share of the output) and its poller, and its scheduling sign-in.
+type Account struct {
+	Name string
+	Cfg  config.Account
+	Log  *zap.Logger
+	// Client is the Forms API client; nil for an account without a key.
+	Client *forms.Client
+	Sink   sink.Sink
+	Poller *poller.Poller
+	// Scheduling is the bookings source; nil when the account does not
+	// sign in to the scheduling API.
 	Scheduling *Scheduling
+
+	app *App
+	// version identifies what the account was opened from (its settings
+	// and key): a reload reopens it when that changes.
+	version string
 }
 
 // StateError is a failure to open the state store: in use by another syncd,
@@ -58,37 +89,174 @@ type Options struct {
 	Version  string
 	ReadOnly bool // open the state for reading only (state show)
 	Now      func() time.Time
+	// Accounts, when set, opens only these accounts (--account); an
+	// unknown name is an UnknownAccountError.
+	Accounts []string
 }
 
-// NewClient builds the Forms API client the configuration describes; obs,
-// when not nil, sees every request attempt.
+// UnknownAccountError names account names the configuration does not have.
+type UnknownAccountError struct {
+	Names []string
+	Known []string
+}
+
+func (e *UnknownAccountError) Error() string {
+	var b strings.Builder
+	for i, n := range e.Names {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "account %s is not in the configuration", n)
+		if p := suggest.Phrase(n, e.Known); p != "" {
+			b.WriteString(" (" + p + ")")
+		}
+	}
+	b.WriteString(": check --account against `syncd accounts`; nothing was written")
+	return b.String()
+}
+
+// SelectAccounts is the configured accounts that names selects (all of
+// them when names is empty), in the configuration's order.
+func SelectAccounts(cfg *config.Config, names []string) ([]config.Account, error) {
+	all := cfg.AccountList()
+	if len(names) == 0 {
+		return all, nil
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	var out []config.Account
+	known := make([]string, 0, len(all))
+	for _, a := range all {
+		known = append(known, a.Name)
+		if want[a.Name] {
+			out = append(out, a)
+			delete(want, a.Name)
+		}
+	}
+	if len(want) > 0 {
+		bad := &UnknownAccountError{Known: known}
+		for _, n := range names {
+			if want[n] {
+				bad.Names = append(bad.Names, n)
+				delete(want, n)
+			}
+		}
+		return nil, bad
+	}
+	return out, nil
+}
+
+// NewClient builds the Forms API client of the account the configuration
+// describes (the default account's, for a configuration of one); obs, when
+// not nil, sees every request attempt.
 func NewClient(cfg *config.Config, log *zap.Logger, obs forms.Observer) (*forms.Client, error) {
+	acct := cfg.AccountList()[0]
+	return NewAccountClient(cfg, acct, nil, log, obs)
+}
+
+// NewAccountClient builds the Forms API client of acct; clients of one key
+// share a rate limiter through limiters (nil: a limiter of their own).
+func NewAccountClient(cfg *config.Config, acct config.Account, limiters *forms.Limiters, log *zap.Logger, obs forms.Observer) (*forms.Client, error) {
+	key, err := APIKey(acct)
+	if err != nil {
+		return nil, err
+	}
 	c, err := forms.New(forms.Config{
 		Observer:    obs,
-		BaseURL:     cfg.Source.BaseURL,
-		APIKey:      cfg.Source.APIKey.Reveal(),
+		BaseURL:     acct.BaseURL,
+		APIKey:      key,
 		RateLimit:   cfg.Source.RateLimit,
 		MaxAttempts: cfg.Source.MaxAttempts,
 		Timeout:     cfg.Source.Timeout.D(),
+		Limiters:    limiters,
 		Logger:      log.Named("forms"),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("set up the Forms API client: %w", err)
+		return nil, fmt.Errorf("set up the Forms API client of account %s: %w", acct.Name, err)
 	}
 	return c, nil
 }
 
-// NewSink opens the sink the configuration names.
+// APIKey is the account's Forms API key: api_key, or the content of
+// api_key_file (a mounted secret), read now.
+func APIKey(acct config.Account) (string, error) {
+	if acct.APIKeyFile == "" {
+		return acct.APIKey.Reveal(), nil
+	}
+	raw, err := os.ReadFile(acct.APIKeyFile)
+	if err != nil {
+		return "", fmt.Errorf("read the Forms API key of account %s from api_key_file: %w", acct.Name, err)
+	}
+	key := strings.TrimSpace(string(raw))
+	if key == "" {
+		return "", fmt.Errorf("the api_key_file of account %s (%s) is empty: mount the key there", acct.Name, acct.APIKeyFile)
+	}
+	return key, nil
+}
+
+// NewSink opens the sink the configuration names (the default account's
+// share of the output).
 func NewSink(cfg *config.Config, version string, log *zap.Logger) (sink.Sink, error) {
+	return NewAccountSink(cfg, "", version, log)
+}
+
+// AccountFolder is the folder of a named account's tables in a Parquet
+// output: a Hive partition key, so that one query reads every account's
+// table of one name with an account column (read_parquet('out/account=*/
+// bookings/**/*.parquet', hive_partitioning = true)), and never a table
+// name (those have no "=").
+func AccountFolder(namespace string) string { return "account=" + namespace }
+
+// AccountTablePrefix is what starts a named account's BigQuery table
+// names in the configured dataset.
+func AccountTablePrefix(namespace string) string {
+	return strings.ReplaceAll(namespace, "-", "_") + "__"
+}
+
+// OutputOf is where an account's output lives, for messages.
+func OutputOf(cfg *config.Config, namespace string) string {
+	if namespace == "" {
+		return OutputWhere(cfg)
+	}
+	if cfg.Sink.Type == "bigquery" && cfg.Sink.BigQuery != nil {
+		return OutputWhere(cfg) + " (tables " + cfg.Sink.BigQuery.TablePrefix + AccountTablePrefix(namespace) + "*)"
+	}
+	return joinOutput(cfg.Sink.Parquet.Path, AccountFolder(namespace))
+}
+
+// joinOutput appends a folder to a local path or a bucket URL (before its
+// query, which carries options such as ?region=).
+func joinOutput(base, folder string) string {
+	if blobstore.IsURL(base) {
+		u, q, _ := strings.Cut(base, "?")
+		u = strings.TrimRight(u, "/") + "/" + folder
+		if q != "" {
+			u += "?" + q
+		}
+		return u
+	}
+	return filepath.Join(base, folder)
+}
+
+// NewAccountSink opens the share of the output of the account of
+// namespace: the output itself for the default account, its account=
+// folder or its table prefix for another.
+func NewAccountSink(cfg *config.Config, namespace, version string, log *zap.Logger) (sink.Sink, error) {
 	switch cfg.Sink.Type {
 	case "parquet":
 		enc := parquetsink.EncodeOptions{
 			Compression:  parquetsink.Compression(cfg.Sink.Parquet.Compression),
 			RowGroupRows: cfg.Sink.Parquet.RowGroupRows,
 		}
-		if blobstore.IsURL(cfg.Sink.Parquet.Path) {
+		path := cfg.Sink.Parquet.Path
+		if namespace != "" {
+			path = joinOutput(path, AccountFolder(namespace))
+		}
+		if blobstore.IsURL(path) {
 			s, err := blobsink.New(context.Background(), blobsink.Options{
-				URL: cfg.Sink.Parquet.Path, Version: version, Logger: log.Named("sink"), Encode: enc,
+				URL: path, Version: version, Logger: log.Named("sink"), Encode: enc,
 				Layout: parquetsink.Layout(cfg.Sink.Parquet.Partition),
 			})
 			if err != nil {
@@ -97,7 +265,7 @@ func NewSink(cfg *config.Config, version string, log *zap.Logger) (sink.Sink, er
 			return s, nil
 		}
 		s, err := parquetsink.New(parquetsink.Options{
-			Root: cfg.Sink.Parquet.Path, Version: version, Logger: log.Named("sink"), Encode: enc,
+			Root: path, Version: version, Logger: log.Named("sink"), Encode: enc,
 			Layout: parquetsink.Layout(cfg.Sink.Parquet.Partition),
 		})
 		if err != nil {
@@ -106,8 +274,12 @@ func NewSink(cfg *config.Config, version string, log *zap.Logger) (sink.Sink, er
 		return s, nil
 	case "bigquery":
 		bq := cfg.Sink.BigQuery
+		prefix := bq.TablePrefix
+		if namespace != "" {
+			prefix += AccountTablePrefix(namespace)
+		}
 		s, err := bigquery.New(context.Background(), bigquery.Options{
-			Project: bq.Project, Dataset: bq.Dataset, Location: bq.Location, TablePrefix: bq.TablePrefix,
+			Project: bq.Project, Dataset: bq.Dataset, Location: bq.Location, TablePrefix: prefix,
 			Clustering: bq.Clustering, Logger: log.Named("sink"), Version: version,
 			Encode:        parquetsink.EncodeOptions{Compression: parquetsink.Compression(cfg.Sink.Parquet.Compression)},
 			ClientOptions: bigquery.EndpointOptions(bq.Endpoint),
@@ -152,33 +324,18 @@ func OutputWhere(cfg *config.Config) string {
 // Open opens every part. The state store is opened first: a second syncd on
 // the same state fails here, before it makes a single request.
 func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options) (*App, error) {
+	accounts, err := SelectAccounts(cfg, opts.Accounts)
+	if err != nil {
+		return nil, err
+	}
 	store, err := OpenStore(ctx, cfg, opts.ReadOnly)
 	if err != nil {
 		return nil, &StateError{Err: err}
 	}
-	a := &App{Cfg: cfg, Log: log, Store: store, Metrics: metrics.New(opts.Now)}
+	a := &App{Cfg: cfg, Log: log, Store: store, Metrics: metrics.New(opts.Now), opts: opts,
+		limiters: forms.NewLimiters(), gate: semaphore.NewWeighted(int64(cfg.Sync.MaxBatches))}
 	if opts.ReadOnly {
 		return a, nil
-	}
-	if a.Client, err = NewClient(cfg, log, a.Metrics); err != nil {
-		a.Close()
-		return nil, err
-	}
-	if a.Sink, err = NewSink(cfg, opts.Version, log); err != nil {
-		a.Close()
-		return nil, err
-	}
-	// A writer that loses its state lease abandons its uploads in flight.
-	if o, ok := store.(*state.Object); ok {
-		if s, ok := a.Sink.(sink.LeaseBound); ok {
-			s.StopWhen(o.Lost())
-		}
-	}
-	if cfg.Scheduling != nil {
-		if a.Scheduling, err = openScheduling(cfg, store, log, a.Metrics); err != nil {
-			a.Close()
-			return nil, err
-		}
 	}
 	// A syncd killed while it fetched a large batch left its spool behind.
 	if n, err := spool.CleanStale(cfg.Sync.SpoolDir); err != nil {
@@ -186,7 +343,50 @@ func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options
 	} else if n > 0 {
 		log.Info("removed spool folders of syncd processes that no longer run", zap.Int("folders", n))
 	}
-	a.Poller = poller.New(a.Sink, a.Store, poller.Options{
+	for _, ac := range accounts {
+		acct, err := a.OpenAccount(ac)
+		if err != nil {
+			a.Close()
+			return nil, err
+		}
+		a.Accounts = append(a.Accounts, acct)
+	}
+	return a, nil
+}
+
+// OpenAccount opens the parts of one account of the configuration.
+func (a *App) OpenAccount(ac config.Account) (*Account, error) {
+	cfg, log := a.Cfg, a.Log
+	if a.Cfg.MultiAccount() {
+		log = log.With(zap.String(logkey.Account, ac.Name))
+	}
+	acct := &Account{Name: ac.Name, Cfg: ac, Log: log, app: a}
+	var err error
+	if acct.version, err = accountVersion(ac); err != nil {
+		return nil, err
+	}
+	if ac.HasForms() {
+		if acct.Client, err = NewAccountClient(cfg, ac, a.limiters, log, a.Metrics); err != nil {
+			return nil, err
+		}
+	}
+	ns := ac.Namespace()
+	if acct.Sink, err = NewAccountSink(cfg, ns, a.opts.Version, log); err != nil {
+		return nil, fmt.Errorf("account %s: %w", ac.Name, err)
+	}
+	// A writer that loses its state lease abandons its uploads in flight.
+	if o, ok := a.Store.(*state.Object); ok {
+		if s, ok := acct.Sink.(sink.LeaseBound); ok {
+			s.StopWhen(o.Lost())
+		}
+	}
+	if ac.Scheduling {
+		if acct.Scheduling, err = openScheduling(cfg, ac, a.Store, log, a.Metrics); err != nil {
+			acct.Close()
+			return nil, err
+		}
+	}
+	acct.Poller = poller.New(acct.Sink, a.Store, poller.Options{
 		MaxRowsPerBatch: cfg.Sync.MaxRowsPerBatch,
 		ChunkRows:       cfg.Sync.ChunkRows,
 		SpoolDir:        cfg.Sync.SpoolDir,
@@ -194,18 +394,73 @@ func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options
 		Lookback:        cfg.Sync.Lookback.D(),
 		ReconcileEvery:  cfg.Sync.ReconcileEvery.D(),
 		StateName:       StateWhere(cfg),
-		OutputName:      OutputWhere(cfg),
-		Now:             opts.Now,
+		OutputName:      OutputOf(cfg, ns),
+		Now:             a.opts.Now,
 		Logger:          log.Named("poller"),
+		Gate:            a.gate,
 	})
-	return a, nil
+	return acct, nil
+}
+
+// accountVersion identifies an account's settings and key, so that a
+// reload reopens an account whose settings or mounted key changed.
+func accountVersion(ac config.Account) (string, error) {
+	key, err := APIKey(ac)
+	if err != nil && ac.HasForms() {
+		return "", err
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%q %q %q %v %v %v %v\x00", ac.Name, ac.BaseURL, ac.APIKeyFile, ac.Forms, ac.Tags, ac.Exclude, ac.Scheduling)
+	h.Write([]byte(key))
+	return hex.EncodeToString(h.Sum(nil)[:8]), nil
+}
+
+// Version identifies what the account was opened from.
+func (acct *Account) Version() string { return acct.version }
+
+// Account is the open account of that name, or nil.
+func (a *App) Account(name string) *Account {
+	for _, acct := range a.Accounts {
+		if acct.Name == name {
+			return acct
+		}
+	}
+	return nil
+}
+
+// Only is the one open account of a command that works on one (backfill,
+// reconcile, adopt): the account --account names, or the only one.
+func (a *App) Only() (*Account, error) {
+	if len(a.Accounts) == 1 {
+		return a.Accounts[0], nil
+	}
+	names := make([]string, 0, len(a.Accounts))
+	for _, acct := range a.Accounts {
+		names = append(names, acct.Name)
+	}
+	return nil, &AccountNeededError{Names: names}
+}
+
+// AccountNeededError is a command for one account run on a configuration
+// of many without --account.
+type AccountNeededError struct{ Names []string }
+
+func (e *AccountNeededError) Error() string {
+	return fmt.Sprintf("this command works on one account and the configuration has %d (%s): name one with --account", len(e.Names), strings.Join(e.Names, ", "))
+}
+
+// Drain stops every account's passes from starting new batches.
+func (a *App) Drain() {
+	for _, acct := range a.Accounts {
+		acct.Poller.Drain()
+	}
 }
 
 // Close releases everything App holds.
 func (a *App) Close() error {
 	var errs []error
-	if a.Sink != nil {
-		errs = append(errs, a.Sink.Close())
+	for _, acct := range a.Accounts {
+		errs = append(errs, acct.Close())
 	}
 	if a.Store != nil {
 		errs = append(errs, a.Store.Close())
@@ -213,36 +468,68 @@ func (a *App) Close() error {
 	return errors.Join(errs...)
 }
 
-// Jobs are the configured forms, or every form of the account when the
-// configuration lists none.
-func (a *App) Jobs(ctx context.Context) ([]poller.Job, error) {
-	if len(a.Cfg.Forms) > 0 {
-		jobs := make([]poller.Job, 0, len(a.Cfg.Forms))
-		for _, f := range a.Cfg.Forms {
-			start := f.StartDate.Time
-			if start.IsZero() {
-				start = a.Cfg.Sync.StartDate.Time
+// Close releases the account's sink.
+func (acct *Account) Close() error {
+	if acct.Sink != nil {
+		return acct.Sink.Close()
+	}
+	return nil
+}
+
+// Jobs are the account's forms: those it lists, or every form of the
+// account (those carrying one of its tags, when it names tags), less the
+// excluded ones. An account without a Forms API key has none.
+func (acct *Account) Jobs(ctx context.Context) ([]poller.Job, error) {
+	if acct.Client == nil {
+		return nil, nil
+	}
+	start := acct.app.Cfg.Sync.StartDate.Time
+	excluded := map[string]bool{}
+	for _, id := range acct.Cfg.Exclude {
+		excluded[id] = true
+	}
+	if len(acct.Cfg.Forms) > 0 {
+		jobs := make([]poller.Job, 0, len(acct.Cfg.Forms))
+		for _, f := range acct.Cfg.Forms {
+			if !excluded[f.ID] {
+				jobs = append(jobs, acct.Job(f.ID))
 			}
-			jobs = append(jobs, poller.Job{FormID: f.ID, Table: f.Table, Start: start})
 		}
 		return jobs, nil
 	}
-	list, err := a.Client.ListForms(ctx)
+	list, err := acct.Client.ListForms(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list the account's forms (forms: [] in the config means every form): %w", err)
+		return nil, fmt.Errorf("list the forms of account %s (no forms listed means every form): %w", acct.Name, err)
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].FormID < list[j].FormID })
 	jobs := make([]poller.Job, 0, len(list))
 	for _, f := range list {
-		jobs = append(jobs, poller.Job{FormID: f.FormID, Start: a.Cfg.Sync.StartDate.Time})
+		if excluded[f.FormID] || !hasAnyTag(f.Tags, acct.Cfg.Tags) {
+			continue
+		}
+		jobs = append(jobs, poller.Job{FormID: f.FormID, Start: start})
 	}
 	return jobs, nil
+}
+
+// hasAnyTag reports whether a form carrying tags is selected by want
+// (every form when want is empty).
+func hasAnyTag(tags, want []string) bool {
+	if len(want) == 0 {
+		return true
+	}
+	for _, t := range tags {
+		if slices.Contains(want, t) {
+			return true
+		}
+	}
+	return false
 }
 
 // SyncAll runs one live pass over every job, at most concurrency forms at a
 // time, all under the client's shared per-key rate limit. One form failing
 // does not stop the others.
-func (a *App) SyncAll(ctx context.Context, jobs []poller.Job, concurrency int) []poller.Result {
+func (acct *Account) SyncAll(ctx context.Context, jobs []poller.Job, concurrency int) []poller.Result {
 	if concurrency < 1 {
 		concurrency = 1
 	}
@@ -256,19 +543,20 @@ func (a *App) SyncAll(ctx context.Context, jobs []poller.Job, concurrency int) [
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				results[i] = poller.Result{Source: poller.SourceForms, FormID: job.FormID, Err: fmt.Errorf("sync form %s: %w", job.FormID, ctx.Err())}
+				results[i] = poller.Result{Account: acct.Name, Source: poller.SourceForms, FormID: job.FormID, Err: fmt.Errorf("sync form %s: %w", job.FormID, ctx.Err())}
 				return
 			}
 			defer func() { <-sem }()
-			if a.Poller.Draining() {
+			if acct.Poller.Draining() {
 				// Stopping: a form not started yet is left for the next pass.
-				results[i] = poller.Result{Source: poller.SourceForms, FormID: job.FormID, Interrupted: true}
+				results[i] = poller.Result{Account: acct.Name, Source: poller.SourceForms, FormID: job.FormID, Interrupted: true}
 				return
 			}
-			results[i] = a.Poller.Sync(ctx, a.FormStream(job), job.Start)
+			results[i] = acct.Poller.Sync(ctx, acct.FormStream(job), job.Start)
+			results[i].Account = acct.Name
 			var nf *forms.NotFoundError
 			if errors.As(results[i].Err, &nf) && nf.What == "form" && nf.ID == job.FormID {
-				results[i].Err = a.missingForm(ctx, job.FormID, results[i].Err)
+				results[i].Err = acct.missingForm(ctx, job.FormID, results[i].Err)
 			}
 		}()
 	}
@@ -278,9 +566,9 @@ func (a *App) SyncAll(ctx context.Context, jobs []poller.Job, concurrency int) [
 
 // Job is the job of one form: as configured, or with the defaults when the
 // configuration does not list it.
-func (a *App) Job(formID string) poller.Job {
-	job := poller.Job{FormID: formID, Start: a.Cfg.Sync.StartDate.Time}
-	for _, f := range a.Cfg.Forms {
+func (acct *Account) Job(formID string) poller.Job {
+	job := poller.Job{FormID: formID, Start: acct.app.Cfg.Sync.StartDate.Time}
+	for _, f := range acct.Cfg.Forms {
 		if f.ID == formID {
 			job.Table = f.Table
 			if !f.StartDate.IsZero() {
@@ -294,9 +582,9 @@ func (a *App) Job(formID string) poller.Job {
 // missingForm is the error of a configured form the account does not have
 // (deleted since, or mistyped), naming the closest ids: that form fails, the
 // others sync.
-func (a *App) missingForm(ctx context.Context, formID string, err error) error {
+func (acct *Account) missingForm(ctx context.Context, formID string, err error) error {
 	hint := ""
-	if list, lerr := a.Client.ListForms(ctx); lerr == nil {
+	if list, lerr := acct.Client.ListForms(ctx); lerr == nil {
 		known := make([]string, 0, len(list))
 		for _, f := range list {
 			known = append(known, f.FormID)
@@ -373,102 +661,175 @@ func CheckForms(ctx context.Context, client *forms.Client, ids []string) error {
 	return nil
 }
 
+// Pass is one live pass of every open account, each in its own goroutine:
+// accounts wait on their own keys' rate limits, and the batches in flight
+// across all of them are bounded by sync.max_batches.
+func (a *App) Pass(ctx context.Context) []poller.Result {
+	out := make([][]poller.Result, len(a.Accounts))
+	var wg sync.WaitGroup
+	for i, acct := range a.Accounts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = acct.Pass(ctx, acct.Jobs, true)
+		}()
+	}
+	wg.Wait()
+	var results []poller.Result
+	for _, r := range out {
+		results = append(results, r...)
+	}
+	return results
+}
+
 // Pass is one live pass over the forms that jobs lists and, when bookings
-// is set and the scheduling API is configured, the bookings: what `once`
-// runs, and each of `run`'s cron entries. A source failing never stops
-// another: when listing the forms fails, the result says so (Source set,
-// FormID empty) and the bookings still sync.
-func (a *App) Pass(ctx context.Context, jobs func(context.Context) ([]poller.Job, error), bookings bool) []poller.Result {
+// is set and the account signs in to the scheduling API, the bookings:
+// what `once` runs for each account, and each of `run`'s cron entries. A
+// source failing never stops another: when listing the forms fails, the
+// result says so (Source set, FormID empty) and the bookings still sync.
+func (acct *Account) Pass(ctx context.Context, jobs func(context.Context) ([]poller.Job, error), bookings bool) []poller.Result {
 	var results []poller.Result
 	list, err := jobs(ctx)
 	if err != nil {
-		a.Log.Error("listing the account's forms failed; no form is synced in this pass, the other sources are", zap.String(logkey.Source, poller.SourceForms), zap.Error(err))
-		results = append(results, poller.Result{Source: poller.SourceForms, Err: err})
+		acct.Log.Error("listing the account's forms failed; no form is synced in this pass, the other sources are", zap.String(logkey.Source, poller.SourceForms), zap.Error(err))
+		results = append(results, poller.Result{Account: acct.Name, Source: poller.SourceForms, Err: err})
 	}
-	results = append(results, a.SyncAll(ctx, list, a.Cfg.Sync.Concurrency)...)
-	if bookings && a.Scheduling != nil {
-		results = append(results, a.SyncBookings(ctx))
+	results = append(results, acct.SyncAll(ctx, list, acct.app.Cfg.Sync.Concurrency)...)
+	if bookings && acct.Scheduling != nil {
+		results = append(results, acct.SyncBookings(ctx))
 	}
 	return results
 }
 
 // SyncBookings runs the live pass of the scheduling API's bookings. A
 // bookings pass that fails (a sign-in to renew) leaves the forms' alone.
-func (a *App) SyncBookings(ctx context.Context) poller.Result {
-	if a.Poller.Draining() {
-		return poller.Result{Source: "scheduling", FormID: a.Scheduling.Stream.Key(), Table: a.Scheduling.Stream.Table(), Interrupted: true}
+func (acct *Account) SyncBookings(ctx context.Context) poller.Result {
+	s := acct.Scheduling.Stream
+	if acct.Poller.Draining() {
+		return poller.Result{Account: acct.Name, Source: "scheduling", FormID: s.Key(), Table: s.Table(), Interrupted: true}
 	}
-	return a.Poller.Sync(ctx, a.Scheduling.Stream, a.Scheduling.Start.Time)
+	r := acct.Poller.Sync(ctx, s, acct.Scheduling.Start.Time)
+	r.Account = acct.Name
+	if r.Err != nil && acct.app.Cfg.MultiAccount() {
+		r.Err = &SignInError{Account: acct.Name, Err: r.Err}
+	}
+	return r
 }
+
+// SignInError is a pass of an account's bookings that failed; when the
+// sign-in is at fault, it names the command that fixes it for that account.
+type SignInError struct {
+	Account string
+	Err     error
+}
+
+func (e *SignInError) Error() string {
+	var lr *oauth.LoginRequiredError
+	if errors.As(e.Err, &lr) {
+		return fmt.Sprintf("account %s: the scheduling API no longer accepts its sign-in (%s): run `syncd auth login --account %s`, or send its user the account's connect link; the other accounts sync", e.Account, lr.Reason, e.Account)
+	}
+	if errors.Is(e.Err, oauth.ErrNoToken) {
+		return fmt.Sprintf("account %s has not signed in to the scheduling API: run `syncd auth login --account %s`, or send its user the account's connect link", e.Account, e.Account)
+	}
+	return fmt.Sprintf("account %s: %v", e.Account, e.Err)
+}
+
+func (e *SignInError) Unwrap() error { return e.Err }
 
 // FormStream is the stream of a form's job.
-func (a *App) FormStream(job poller.Job) *formsource.Stream {
-	return FormStream(a.Cfg, a.Client, job, a.Log)
+func (acct *Account) FormStream(job poller.Job) *formsource.Stream {
+	return AccountFormStream(acct.app.Cfg, acct.Cfg.Namespace(), acct.Client, job, acct.Log)
 }
 
-// FormStream is the stream of a form's job read through client, as the
-// configuration tunes it.
+// FormStream is the stream of a form's job of the default account read
+// through client, as the configuration tunes it.
 func FormStream(cfg *config.Config, client formsource.API, job poller.Job, log *zap.Logger) *formsource.Stream {
+	return AccountFormStream(cfg, "", client, job, log)
+}
+
+// AccountFormStream is the stream of a form's job of the account of
+// namespace, read through client.
+func AccountFormStream(cfg *config.Config, namespace string, client formsource.API, job poller.Job, log *zap.Logger) *formsource.Stream {
 	return formsource.NewStream(client, job.FormID, job.Table, formsource.StreamOptions{
 		PageSize: cfg.Sync.PageSize, IncludeEditLink: cfg.Sync.IncludeEditLink, Logger: log.Named("poller"),
+		Namespace: namespace,
 	})
 }
 
 // AdoptTargets are the streams `syncd state adopt` rebuilds: the forms of
-// jobs, and the bookings when the scheduling API is configured.
-func (a *App) AdoptTargets(jobs []poller.Job, bookings bool) []poller.AdoptTarget {
+// jobs, and the bookings when the account signs in to the scheduling API.
+func (acct *Account) AdoptTargets(jobs []poller.Job, bookings bool) []poller.AdoptTarget {
 	out := make([]poller.AdoptTarget, 0, len(jobs)+1)
 	for _, j := range jobs {
-		out = append(out, poller.TargetOf(a.FormStream(j)))
+		out = append(out, poller.TargetOf(acct.FormStream(j)))
 	}
-	if bookings && a.Scheduling != nil {
-		out = append(out, poller.TargetOf(a.Scheduling.Stream))
+	if bookings && acct.Scheduling != nil {
+		out = append(out, poller.TargetOf(acct.Scheduling.Stream))
 	}
 	return out
 }
 
-// DaemonEntries are the cron entries of `syncd run`: with no forms listed,
-// one pass of every form of the account and the bookings on
+// DaemonEntries are the account's cron entries in `syncd run`: with no
+// forms listed, one pass of every form of the account and the bookings on
 // sync.schedule; with forms listed, one entry per form on its own schedule
-// (or sync.schedule), and the bookings on sync.schedule.
-func (a *App) DaemonEntries(ctx context.Context) ([]daemon.Entry, error) {
-	if len(a.Cfg.Forms) == 0 {
-		return []daemon.Entry{{Name: "sync.schedule", Schedule: a.Cfg.Sync.Schedule,
-			Pass: func(ctx context.Context) []poller.Result { return a.Pass(ctx, a.Jobs, true) }}}, nil
+// (or sync.schedule), and the bookings on sync.schedule. Entry ids carry
+// the account's name, so a reload replaces one account's entries alone.
+func (acct *Account) DaemonEntries() []daemon.Entry {
+	cfg := acct.app.Cfg
+	prefix := ""
+	if cfg.MultiAccount() {
+		prefix = "account " + acct.Name + ": "
 	}
-	all, err := a.Jobs(ctx)
-	if err != nil {
-		return nil, err
+	entry := func(id, spec string, pass func(ctx context.Context) []poller.Result) daemon.Entry {
+		return daemon.Entry{ID: acct.Name + "/" + id, Name: prefix + id, Schedule: spec, Version: acct.version, Pass: pass}
 	}
-	entries := make([]daemon.Entry, 0, len(all)+1)
-	for i, fc := range a.Cfg.Forms {
-		job := all[i]
+	if len(acct.Cfg.Forms) == 0 {
+		return []daemon.Entry{entry("sync.schedule", cfg.Sync.Schedule,
+			func(ctx context.Context) []poller.Result { return acct.Pass(ctx, acct.Jobs, true) })}
+	}
+	entries := make([]daemon.Entry, 0, len(acct.Cfg.Forms)+1)
+	for _, fc := range acct.Cfg.Forms {
+		if slices.Contains(acct.Cfg.Exclude, fc.ID) {
+			continue
+		}
+		job := acct.Job(fc.ID)
 		spec := fc.Schedule
 		if spec == "" {
-			spec = a.Cfg.Sync.Schedule
+			spec = cfg.Sync.Schedule
 		}
 		one := func(context.Context) ([]poller.Job, error) { return []poller.Job{job}, nil }
-		entries = append(entries, daemon.Entry{Name: "schedule of form " + fc.ID, Schedule: spec,
-			Pass: func(ctx context.Context) []poller.Result { return a.Pass(ctx, one, false) }})
+		entries = append(entries, entry("schedule of form "+fc.ID, spec,
+			func(ctx context.Context) []poller.Result { return acct.Pass(ctx, one, false) }))
 	}
-	if a.Scheduling != nil {
+	if acct.Scheduling != nil {
 		none := func(context.Context) ([]poller.Job, error) { return nil, nil }
-		entries = append(entries, daemon.Entry{Name: "sync.schedule", Schedule: a.Cfg.Sync.Schedule,
-			Pass: func(ctx context.Context) []poller.Result { return a.Pass(ctx, none, true) }})
+		entries = append(entries, entry("sync.schedule", cfg.Sync.Schedule,
+			func(ctx context.Context) []poller.Result { return acct.Pass(ctx, none, true) }))
 	}
-	return entries, nil
+	return entries
+}
+
+// DaemonEntries are the cron entries of every open account.
+func (a *App) DaemonEntries() []daemon.Entry {
+	var out []daemon.Entry
+	for _, acct := range a.Accounts {
+		out = append(out, acct.DaemonEntries()...)
+	}
+	return out
 }
 
 // DaemonOptions are what `syncd run` runs: the entries, the server and
 // what it serves.
 func (a *App) DaemonOptions(ctx context.Context, stopping <-chan struct{}, version string) (daemon.Options, error) {
-	entries, err := a.DaemonEntries(ctx)
-	if err != nil {
-		return daemon.Options{}, err
-	}
 	return daemon.Options{
 		Stopping: stopping, Version: version, Addr: a.Cfg.Server.Addr,
 		UnreadyAfter: a.Cfg.Server.UnreadyAfter.D(), Jitter: a.Cfg.Sync.Jitter.D(), Grace: a.Cfg.Sync.ShutdownGrace.D(),
-		Entries: entries, Status: status.Handler(StateWhere(a.Cfg), a.Store), Metrics: a.Metrics, Log: a.Log,
+		Entries: a.DaemonEntries(), Status: status.Handler(StateWhere(a.Cfg), a.Store), Metrics: a.Metrics, Log: a.Log,
 	}, nil
+}
+
+// Offline is account ac of cfg reading through client only, without a
+// sink or a state: what a dry run plans with.
+func Offline(cfg *config.Config, ac config.Account, client *forms.Client) *Account {
+	return &Account{Name: ac.Name, Cfg: ac, Client: client, Log: zap.NewNop(), app: &App{Cfg: cfg}}
 }

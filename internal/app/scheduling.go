@@ -15,14 +15,31 @@ import (
 	"github.com/syncd-dev/syncd/internal/state"
 )
 
-// tokenSecret is where the scheduling API's OAuth tokens live in the state
-// store.
+// tokenSecret is where the default account's scheduling API tokens live
+// in the state store; another account's are under TokenSecret.
 const tokenSecret = "scheduling/oauth"
 
-// secretNames are what the sources keep in the state store (their
-// sign-ins): a restore of an older state keeps the newer values
-// (KeepSecrets).
-func secretNames() []string { return []string{tokenSecret} }
+// TokenSecret is where the scheduling API tokens of the account of
+// namespace live in the state store.
+func TokenSecret(namespace string) string {
+	if namespace == "" {
+		return tokenSecret
+	}
+	return tokenSecret + "/" + namespace
+}
+
+// secretNames are what the sources of cfg's accounts keep in the state
+// store (their sign-ins): a restore of an older state keeps the newer
+// values (KeepSecrets).
+func secretNames(cfg *config.Config) []string {
+	var out []string
+	for _, a := range cfg.AccountList() {
+		if a.Scheduling {
+			out = append(out, TokenSecret(a.Namespace()))
+		}
+	}
+	return out
+}
 
 // KeepSecrets reads the sign-ins the state at cfg holds now, and returns
 // what puts them back: a restore replaces the state with a backup, whose
@@ -33,7 +50,7 @@ func KeepSecrets(ctx context.Context, cfg *config.Config) (func(ctx context.Cont
 	kept := map[string][]byte{}
 	store, err := OpenStore(ctx, cfg, true)
 	if err == nil {
-		for _, name := range secretNames() {
+		for _, name := range secretNames(cfg) {
 			v, gerr := store.GetSecret(ctx, name)
 			if gerr != nil {
 				store.Close()
@@ -55,14 +72,18 @@ func KeepSecrets(ctx context.Context, cfg *config.Config) (func(ctx context.Cont
 	}, nil
 }
 
-// StateTokens keeps the scheduling API's tokens in the state store (the
-// bbolt file, mode 0600, or the state object): an oauth.TokenStore whose
-// Save is durable before it returns.
-type StateTokens struct{ Store state.Store }
+// StateTokens keeps the scheduling API's tokens of one account in the
+// state store (the bbolt file, mode 0600, or the state object): an
+// oauth.TokenStore whose Save is durable before it returns.
+type StateTokens struct {
+	Store state.Store
+	// Namespace is the account's (empty: the default account).
+	Namespace string
+}
 
 // Load returns the stored tokens, or oauth.ErrNoToken.
 func (t StateTokens) Load(ctx context.Context) (oauth.Token, error) {
-	raw, err := t.Store.GetSecret(ctx, tokenSecret)
+	raw, err := t.Store.GetSecret(ctx, TokenSecret(t.Namespace))
 	if err != nil {
 		return oauth.Token{}, fmt.Errorf("read the scheduling API's tokens from the state: %w", err)
 	}
@@ -82,7 +103,7 @@ func (t StateTokens) Save(ctx context.Context, tok oauth.Token) error {
 	if err != nil {
 		return fmt.Errorf("encode the scheduling API's tokens: %w", err)
 	}
-	if err := t.Store.PutSecret(ctx, tokenSecret, raw); err != nil {
+	if err := t.Store.PutSecret(ctx, TokenSecret(t.Namespace), raw); err != nil {
 		return fmt.Errorf("store the scheduling API's tokens: %w", err)
 	}
 	return nil
@@ -90,7 +111,7 @@ func (t StateTokens) Save(ctx context.Context, tok oauth.Token) error {
 
 // Delete forgets the tokens.
 func (t StateTokens) Delete(ctx context.Context) error {
-	if err := t.Store.PutSecret(ctx, tokenSecret, nil); err != nil {
+	if err := t.Store.PutSecret(ctx, TokenSecret(t.Namespace), nil); err != nil {
 		return fmt.Errorf("forget the scheduling API's tokens: %w", err)
 	}
 	return nil
@@ -145,19 +166,20 @@ type Scheduling struct {
 	Start  config.Date
 }
 
-// openScheduling wires the scheduling source of cfg over store.
-func openScheduling(cfg *config.Config, store state.Store, log *zap.Logger, obs httpapi.Observer) (*Scheduling, error) {
+// openScheduling wires the scheduling source of account ac over store.
+func openScheduling(cfg *config.Config, ac config.Account, store state.Store, log *zap.Logger, obs httpapi.Observer) (*Scheduling, error) {
 	oc, err := NewOAuthClient(cfg, log, obs)
 	if err != nil {
 		return nil, err
 	}
-	tokens := oauth.NewTokenSource(oc, StateTokens{Store: store}, oauth.SourceOptions{Logger: log.Named("oauth")})
+	ns := ac.Namespace()
+	tokens := oauth.NewTokenSource(oc, StateTokens{Store: store, Namespace: ns}, oauth.SourceOptions{Logger: log.Named("oauth")})
 	counter := &scheduling.Counter{Next: obs}
 	client, err := NewSchedulingClient(cfg, tokens, log, counter)
 	if err != nil {
 		return nil, err
 	}
-	return &Scheduling{Tokens: tokens, Client: client, Stream: scheduling.NewStream(client, cfg.Scheduling.Bookings.Table, nil, counter),
+	return &Scheduling{Tokens: tokens, Client: client, Stream: scheduling.NewAccountStream(ns, client, cfg.Scheduling.Bookings.Table, nil, counter),
 		Start: cfg.Scheduling.Bookings.StartDate}, nil
 }
 
@@ -167,8 +189,8 @@ func openScheduling(cfg *config.Config, store state.Store, log *zap.Logger, obs 
 // the server. It returns the fresh token, or the stored one with the
 // error that says what to do (`syncd auth login` for a revoked or expired
 // sign-in).
-func CheckSignIn(ctx context.Context, cfg *config.Config, store state.Store, log *zap.Logger) (oauth.Token, error) {
-	tokens := StateTokens{Store: store}
+func CheckSignIn(ctx context.Context, cfg *config.Config, namespace string, store state.Store, log *zap.Logger) (oauth.Token, error) {
+	tokens := StateTokens{Store: store, Namespace: namespace}
 	stored, err := tokens.Load(ctx)
 	if err != nil {
 		return stored, err

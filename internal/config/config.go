@@ -34,10 +34,57 @@ type Config struct {
 	Scheduling *Scheduling `yaml:"scheduling,omitempty"`
 	Log        Log         `yaml:"log"`
 	Server     Server      `yaml:"server"`
+	// Accounts are the Forms API workspaces and scheduling users one syncd
+	// serves. A file without an accounts list is one account named
+	// "default", built from source, forms and scheduling.
+	Accounts []Account `yaml:"accounts"`
 
 	// lines maps each dotted key of the file (forms[0].id, sink.parquet.path)
 	// to its line, so that validation errors name the line too.
 	lines map[string]int
+}
+
+// Account is one workspace of the Forms API and/or one user of the
+// scheduling API. Its name is part of every stream's identity: it
+// namespaces the account's state and its output.
+type Account struct {
+	Name string `yaml:"name"`
+	// BaseURL is the account's deployment (US, EU, self-hosted); default
+	// source.base_url.
+	BaseURL string `yaml:"base_url"`
+	// APIKey or APIKeyFile (a mounted secret, read at every pass so a
+	// rotated key is picked up) is the Forms API key; an account without
+	// either syncs no forms.
+	APIKey     Secret `yaml:"api_key"`
+	APIKeyFile string `yaml:"api_key_file"`
+	// Forms lists forms by id (with their table, start date and schedule);
+	// Tags adds every form carrying one of these tags; with neither, every
+	// form of the account. Exclude removes form ids from the selection.
+	Forms   []FormConfig `yaml:"forms"`
+	Tags    []string     `yaml:"tags"`
+	Exclude []string     `yaml:"exclude"`
+	// Scheduling signs this account's user in to the scheduling API with
+	// the one OAuth client of the scheduling section, and syncs its
+	// bookings.
+	Scheduling bool `yaml:"scheduling"`
+}
+
+// DefaultAccount is the name of the account of a configuration without an
+// accounts list. Its state and output live where a single-account syncd
+// always kept them, and an accounts list may name it to keep them there.
+const DefaultAccount = "default"
+
+// HasForms reports whether the account syncs forms (it has a key).
+func (a *Account) HasForms() bool { return a.APIKey != "" || a.APIKeyFile != "" }
+
+// Namespace is what separates the account's streams in the state and its
+// tables in the output: empty for the default account (the layout of a
+// single-account syncd), the name otherwise.
+func (a *Account) Namespace() string {
+	if a.Name == DefaultAccount {
+		return ""
+	}
+	return a.Name
 }
 
 // Source is the Forms API account.
@@ -64,10 +111,14 @@ type Sync struct {
 	MaxRowsPerBatch int      `yaml:"max_rows_per_batch"`
 	// ChunkRows bounds the rows of a batch held in memory; a larger batch
 	// is spooled to SpoolDir (default: the system's temporary folder).
-	ChunkRows       int      `yaml:"chunk_rows"`
-	SpoolDir        string   `yaml:"spool_dir"`
-	PageSize        int      `yaml:"page_size"`
-	Concurrency     int      `yaml:"concurrency"`
+	ChunkRows   int    `yaml:"chunk_rows"`
+	SpoolDir    string `yaml:"spool_dir"`
+	PageSize    int    `yaml:"page_size"`
+	Concurrency int    `yaml:"concurrency"`
+	// MaxBatches bounds the batches being fetched at once across every
+	// account (memory and CPU); each waits its turn, so no account's
+	// backfill starves another's incremental pass.
+	MaxBatches      int      `yaml:"max_batches"`
 	IncludeEditLink bool     `yaml:"include_edit_link"`
 	Schedule        string   `yaml:"schedule"`
 	Jitter          Duration `yaml:"jitter"`
@@ -198,6 +249,13 @@ type Server struct {
 	// UnreadyAfter is how long a form's passes may keep failing before
 	// /readyz reports the daemon unready.
 	UnreadyAfter Duration `yaml:"unready_after"`
+	// PublicURL is where people's browsers reach this syncd: the connect
+	// page (PublicURL/connect) and its OAuth callback
+	// (PublicURL/connect/callback, registered with the OAuth client).
+	PublicURL string `yaml:"public_url"`
+	// ConnectSecret signs the connect links `syncd accounts link` prints,
+	// one per account; empty: no connect page.
+	ConnectSecret Secret `yaml:"connect_secret"`
 }
 
 // Defaults are applied to every key the file leaves out.
@@ -216,6 +274,7 @@ func Defaults() Config {
 			ChunkRows:       4096,
 			PageSize:        150,
 			Concurrency:     4,
+			MaxBatches:      16,
 			Schedule:        "*/15 * * * *",
 			Jitter:          Duration(10 * time.Second),
 			ShutdownGrace:   Duration(30 * time.Second),
@@ -314,7 +373,29 @@ func (c *Config) resolvePaths(dir string) {
 		c.Sink.Parquet.Path = abs(c.Sink.Parquet.Path)
 	}
 	c.Sync.SpoolDir = abs(c.Sync.SpoolDir)
+	for i := range c.Accounts {
+		c.Accounts[i].APIKeyFile = abs(c.Accounts[i].APIKeyFile)
+	}
 }
+
+// AccountList is every account the configuration serves: its accounts
+// list, or the one account named "default" that source, forms and
+// scheduling describe.
+func (c *Config) AccountList() []Account {
+	if len(c.Accounts) > 0 {
+		out := append([]Account(nil), c.Accounts...)
+		for i := range out {
+			if out[i].BaseURL == "" {
+				out[i].BaseURL = c.Source.BaseURL
+			}
+		}
+		return out
+	}
+	return []Account{{Name: DefaultAccount, BaseURL: c.Source.BaseURL, APIKey: c.Source.APIKey, Forms: c.Forms, Scheduling: c.Scheduling != nil}}
+}
+
+// MultiAccount reports whether the configuration has an accounts list.
+func (c *Config) MultiAccount() bool { return len(c.Accounts) > 0 }
 
 // Parse is Load for a configuration held in memory (tests, fuzzing).
 func Parse(name string, raw []byte, lookupEnv func(string) (string, bool)) (*Config, error) {
@@ -356,14 +437,30 @@ func expand(s string, lookupEnv func(string) (string, bool)) (string, error) {
 
 // secretKeys are expanded after decoding, so that their values never reach
 // a YAML error.
-var secretKeys = map[string]bool{"source.api_key": true, "scheduling.client_secret": true, "scheduling.client_secret_next": true}
+var secretKeys = map[string]bool{"source.api_key": true, "scheduling.client_secret": true, "scheduling.client_secret_next": true, "server.connect_secret": true}
+
+// accountKey matches the secret of an account in the accounts list.
+var accountKey = regexp.MustCompile(`^accounts\[\d+\]\.api_key$`)
+
+func isSecretKey(path string) bool { return secretKeys[path] || accountKey.MatchString(path) }
 
 // expandSecrets expands ${ENV} in every secret and fills the scheduling
-// section's defaults.
+// section's defaults. With an accounts list, source.api_key is not used:
+// its default (${FORMS_API_KEY}) must not be required.
 func (c *Config) expandSecrets(file string, lookupEnv func(string) (string, bool)) error {
 	var err error
-	if c.Source.APIKey, err = expandSecret(c.Source.APIKey, lookupEnv); err != nil {
-		return &Error{File: file, Key: "source.api_key", Msg: err.Error()}
+	if len(c.Accounts) == 0 {
+		if c.Source.APIKey, err = expandSecret(c.Source.APIKey, lookupEnv); err != nil {
+			return &Error{File: file, Key: "source.api_key", Msg: err.Error()}
+		}
+	}
+	if c.Server.ConnectSecret, err = expandSecret(c.Server.ConnectSecret, lookupEnv); err != nil {
+		return &Error{File: file, Line: c.lines["server.connect_secret"], Key: "server.connect_secret", Msg: err.Error()}
+	}
+	for i := range c.Accounts {
+		if c.Accounts[i].APIKey, err = expandSecret(c.Accounts[i].APIKey, lookupEnv); err != nil {
+			return &Error{File: file, Line: c.lines[fmt.Sprintf("accounts[%d].api_key", i)], Key: fmt.Sprintf("accounts[%d].api_key", i), Msg: err.Error()}
+		}
 	}
 	if s := c.Scheduling; s != nil {
 		s.setDefaults()
@@ -435,7 +532,7 @@ func expandNode(file string, n *yaml.Node, path string, lookupEnv func(string) (
 			}
 		}
 	case yaml.ScalarNode:
-		if secretKeys[path] || !strings.Contains(n.Value, "${") {
+		if isSecretKey(path) || !strings.Contains(n.Value, "${") {
 			return nil
 		}
 		v, err := expand(n.Value, lookupEnv)
@@ -586,12 +683,14 @@ func (c *Config) validate(file string) error {
 		}
 		return &Error{File: file, Line: line, Key: key, Msg: msg}
 	}
-	u, err := url.Parse(c.Source.BaseURL)
-	if c.Source.BaseURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if !isHTTPURL(c.Source.BaseURL) {
 		return bad("source.base_url", fmt.Sprintf("%q is not an http(s) URL: set it to your account's API base, e.g. https://api.fillout.com/v1/api", c.Source.BaseURL))
 	}
-	if c.Source.APIKey == "" {
+	if len(c.Accounts) == 0 && c.Source.APIKey == "" {
 		return bad("source.api_key", "the API key is empty: export FORMS_API_KEY (or set source.api_key to ${YOUR_VARIABLE})")
+	}
+	if err := c.validateAccounts(bad); err != nil {
+		return err
 	}
 	if c.Source.RateLimit <= 0 {
 		return bad("source.rate_limit", "must be a positive number of requests per second (the service allows 5)")
@@ -627,13 +726,24 @@ func (c *Config) validate(file string) error {
 	if c.Sync.Concurrency < 1 {
 		return bad("sync.concurrency", "must be at least 1")
 	}
+	if c.Sync.MaxBatches < 1 {
+		return bad("sync.max_batches", "must be at least 1")
+	}
 	if err := checkSchedule(c.Sync.Schedule); err != nil {
 		return bad("sync.schedule", err.Error())
 	}
+	if err := validateForms(c.Forms, "forms", bad); err != nil {
+		return err
+	}
+	return c.validateRest(bad)
+}
+
+// validateForms checks a forms list (the top level's, or an account's).
+func validateForms(list []FormConfig, at string, bad func(key, msg string) error) error {
 	seenID := map[string]bool{}
 	seenTable := map[string]bool{}
-	for i, f := range c.Forms {
-		key := fmt.Sprintf("forms[%d]", i)
+	for i, f := range list {
+		key := fmt.Sprintf("%s[%d]", at, i)
 		if f.ID == "" {
 			return bad(key+".id", "every form needs an id (the form's public id, see `syncd forms`)")
 		}
@@ -656,6 +766,10 @@ func (c *Config) validate(file string) error {
 			}
 		}
 	}
+	return nil
+}
+
+func (c *Config) validateRest(bad func(key, msg string) error) error {
 	switch c.Sink.Type {
 	case "parquet":
 		if c.Sink.Parquet.Path == "" {
@@ -706,6 +820,17 @@ func (c *Config) validate(file string) error {
 	}
 	if err := c.Scheduling.validate(bad); err != nil {
 		return err
+	}
+	if c.Server.PublicURL != "" && !isHTTPURL(c.Server.PublicURL) {
+		return bad("server.public_url", fmt.Sprintf("%q is not an http(s) URL: set where browsers reach this syncd, e.g. https://syncd.example.com", c.Server.PublicURL))
+	}
+	if c.Server.ConnectSecret != "" {
+		if len(c.Server.ConnectSecret) < 16 {
+			return bad("server.connect_secret", "is shorter than 16 characters: use a long random value (openssl rand -hex 32), kept in the environment")
+		}
+		if c.Server.PublicURL == "" || c.Scheduling == nil {
+			return bad("server.connect_secret", "needs server.public_url and a scheduling section: the connect page signs users in to the scheduling API and the API redirects them back to public_url")
+		}
 	}
 	switch c.Log.Format {
 	case "auto", "json", "console":
@@ -863,4 +988,74 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+func isHTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	return s != "" && err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// accountName is what may name an account: it becomes a folder of the
+// output, a prefix of BigQuery tables and of state keys.
+var accountName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+// validateAccounts checks the accounts list: with one, the top-level forms
+// and source.api_key belong to an account instead.
+func (c *Config) validateAccounts(bad func(key, msg string) error) error {
+	if len(c.Accounts) == 0 {
+		return nil
+	}
+	if len(c.Forms) > 0 {
+		return bad("forms", "is set beside an accounts list: move it under the account it belongs to (accounts[i].forms)")
+	}
+	if c.lines["source.api_key"] > 0 {
+		return bad("source.api_key", "is set beside an accounts list: give each account its own api_key or api_key_file (source keeps the defaults every account shares: base_url, rate_limit, timeout, max_attempts)")
+	}
+	seen := map[string]int{}
+	folded := map[string]string{}
+	for i, a := range c.Accounts {
+		key := fmt.Sprintf("accounts[%d]", i)
+		if !accountName.MatchString(a.Name) {
+			return bad(key+".name", fmt.Sprintf("%q is not an account name: use 1 to 63 lowercase letters, digits, - and _, starting with a letter or digit (it names the account's output folder and state)", a.Name))
+		}
+		if a.Name == "scheduling" {
+			return bad(key+".name", "scheduling is reserved (the default account's bookings stream is named scheduling/bookings): choose another name")
+		}
+		if j, ok := seen[a.Name]; ok {
+			return bad(key+".name", fmt.Sprintf("account %s is listed twice (also accounts[%d])", a.Name, j))
+		}
+		seen[a.Name] = i
+		f := strings.ReplaceAll(a.Name, "-", "_")
+		if other, ok := folded[f]; ok {
+			return bad(key+".name", fmt.Sprintf("accounts %s and %s would share BigQuery table names (- becomes _): rename one", other, a.Name))
+		}
+		folded[f] = a.Name
+		if a.BaseURL != "" && !isHTTPURL(a.BaseURL) {
+			return bad(key+".base_url", fmt.Sprintf("%q is not an http(s) URL: set the account's API base, e.g. https://eu-api.fillout.com/v1/api", a.BaseURL))
+		}
+		if a.APIKey != "" && a.APIKeyFile != "" {
+			return bad(key+".api_key_file", "is set beside api_key: give one of them")
+		}
+		if !a.HasForms() && (len(a.Forms) > 0 || len(a.Tags) > 0 || len(a.Exclude) > 0) {
+			return bad(key+".api_key", fmt.Sprintf("account %s selects forms but has no Forms API key: set api_key (e.g. ${%s_FORMS_KEY}) or api_key_file", a.Name, strings.ToUpper(f)))
+		}
+		if !a.HasForms() && !a.Scheduling {
+			return bad(key, fmt.Sprintf("account %s syncs nothing: give it a Forms API key (api_key or api_key_file), or scheduling: true", a.Name))
+		}
+		if a.Scheduling && c.Scheduling == nil {
+			return bad(key+".scheduling", fmt.Sprintf("account %s signs in to the scheduling API, but the file has no scheduling section: add one with the OAuth client every account shares", a.Name))
+		}
+		if len(a.Forms) > 0 && len(a.Tags) > 0 {
+			return bad(key+".tags", "is set beside forms: select forms by id or by tag, not both")
+		}
+		for j, t := range a.Tags {
+			if strings.TrimSpace(t) == "" {
+				return bad(fmt.Sprintf("%s.tags[%d]", key, j), "is empty")
+			}
+		}
+		if err := validateForms(a.Forms, key+".forms", bad); err != nil {
+			return err
+		}
+	}
+	return nil
 }

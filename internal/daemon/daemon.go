@@ -24,7 +24,9 @@ import (
 // Entry is one cron entry: a schedule and the pass it runs (of every
 // stream of a source, or of one form on a schedule of its own).
 type Entry struct {
+	ID       string // stable identity across reloads (default Name)
 	Name     string // names the schedule in errors: "sync.schedule", "schedule of form X"
+	Version  string // changes when the configuration that built the entry changes
 	Schedule string // a cron spec, UTC
 	Pass     func(ctx context.Context) []poller.Result
 }

@@ -4,6 +4,7 @@
 package logkey
 
 const (
+	Account = "account"  // the account a stream belongs to
 	Source  = "source"   // forms, scheduling
 	Stream  = "stream"   // a form id, or scheduling/bookings
 	Table   = "table"    // the destination table

@@ -56,6 +56,12 @@ func (f *streamRun) processWindow(ctx context.Context, w window) error {
 // to both the intent and the commit.
 func (f *streamRun) commitBatch(ctx context.Context, w window, b sink.Batch, intent state.Intent, fill func(*Rows) error, extra func(*state.Intent, *state.Commit, *Rows)) error {
 	log := f.log.With(zap.String(logkey.BatchID, b.ID))
+	if g := f.p.opts.Gate; g != nil {
+		if err := g.Acquire(ctx, 1); err != nil {
+			return fmt.Errorf("wait for a slot for batch %s: %w", b.ID, err)
+		}
+		defer g.Release(1)
+	}
 	base, err := f.schemaForFetch(ctx)
 	if err != nil {
 		f.dropIntent(ctx, w, b.ID)

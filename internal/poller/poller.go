@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/sync/semaphore"
 	"sync"
 	"time"
 
@@ -40,6 +41,12 @@ type Options struct {
 	Now                   func() time.Time
 	Logger                *zap.Logger
 	Allocator             memory.Allocator
+	// Gate, when set, bounds the batches in flight across every poller
+	// that shares it (one per account): each batch waits for a slot and
+	// gives it back when it commits. Waiters are served in order, so an
+	// account backfilling millions of rows takes a slot per batch and
+	// queues again behind the other accounts' incremental passes.
+	Gate *semaphore.Weighted
 }
 
 func (o *Options) setDefaults() {

@@ -131,3 +131,28 @@ func ValidName(name string) bool {
 	}
 	return true
 }
+
+// StreamKey is the key of an account's stream in the state store and in
+// batch ids: the stream's own key for the default account (namespace ""),
+// so a single-account syncd keeps its state, and namespace/key otherwise.
+func StreamKey(namespace, key string) string {
+	if namespace == "" {
+		return key
+	}
+	return namespace + "/" + key
+}
+
+// SplitStreamKey undoes StreamKey. A key of the default account either has
+// no "/" (a form) or starts with a source that names its streams with one
+// (scheduling/bookings); account names "scheduling" is reserved for that.
+func SplitStreamKey(k string) (namespace, key string) {
+	ns, rest, ok := strings.Cut(k, "/")
+	if !ok || ns == ReservedNamespace {
+		return "", k
+	}
+	return ns, rest
+}
+
+// ReservedNamespace cannot name an account: the default account's bookings
+// stream is scheduling/bookings.
+const ReservedNamespace = "scheduling"

@@ -34,7 +34,10 @@ type StreamOptions struct {
 	PageSize        int  // submissions per page, at most 150 (default 150)
 	IncludeEditLink bool // request and export editLink
 	MaxRefetches    int  // re-walks of a window that changed while it was paged (default 3)
-	Logger          *zap.Logger
+	// Namespace is the account's: the stream's key is
+	// table.StreamKey(Namespace, form id).
+	Namespace string
+	Logger    *zap.Logger
 }
 
 // Stream is one form's submissions as a stream of the engine (a
@@ -44,6 +47,7 @@ type StreamOptions struct {
 type Stream struct {
 	api      API
 	form     string
+	key      string
 	table    string
 	opts     StreamOptions
 	log      *zap.Logger
@@ -60,7 +64,7 @@ var (
 
 // NewStream is the stream of form formID, written to table (empty: the
 // default table of the form).
-func NewStream(client API, formID, table string, opts StreamOptions) *Stream {
+func NewStream(client API, formID, tableName string, opts StreamOptions) *Stream {
 	if opts.PageSize <= 0 || opts.PageSize > api.MaxListLimit {
 		opts.PageSize = api.MaxListLimit
 	}
@@ -70,14 +74,19 @@ func NewStream(client API, formID, table string, opts StreamOptions) *Stream {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	if table == "" {
-		table = poller.DefaultTable(formID)
+	if tableName == "" {
+		tableName = poller.DefaultTable(formID)
 	}
-	return &Stream{api: client, form: formID, table: table, opts: opts, log: opts.Logger.With(zap.String(logkey.Stream, formID))}
+	return &Stream{api: client, form: formID, table: tableName, opts: opts, key: table.StreamKey(opts.Namespace, formID),
+		log: opts.Logger.With(zap.String(logkey.Stream, formID))}
 }
 
-// Key is the form's id: its state record and batch ids are named after it.
-func (s *Stream) Key() string { return s.form }
+// Key is the form's id in its account's namespace: its state record and
+// batch ids are named after it.
+func (s *Stream) Key() string { return s.key }
+
+// Form is the form's id.
+func (s *Stream) Form() string { return s.form }
 
 // Table is the table the form is written to.
 func (s *Stream) Table() string { return s.table }

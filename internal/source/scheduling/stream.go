@@ -10,6 +10,7 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/httpapi"
 	"github.com/syncd-dev/syncd/internal/poller"
+	tablepkg "github.com/syncd-dev/syncd/internal/table"
 )
 
 // StreamKey names the bookings stream in the state store and its batch
@@ -22,6 +23,7 @@ const StreamKey = "scheduling/bookings"
 // later window as a new row, and a window once committed is never read
 // again.
 type Stream struct {
+	key      string
 	client   *Client
 	table    string
 	mem      memory.Allocator
@@ -31,17 +33,24 @@ type Stream struct {
 // NewStream reads bookings through client into table; counter, when not
 // nil, is the one the client's Observer reports to.
 func NewStream(client *Client, table string, mem memory.Allocator, counter *Counter) *Stream {
+	return NewAccountStream("", client, table, mem, counter)
+}
+
+// NewAccountStream is NewStream for the account of namespace: its key is
+// table.StreamKey(namespace, StreamKey).
+func NewAccountStream(namespace string, client *Client, tableName string, mem memory.Allocator, counter *Counter) *Stream {
+	table := tableName
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
 	if counter == nil {
 		counter = &Counter{}
 	}
-	return &Stream{client: client, table: table, mem: mem, requests: counter}
+	return &Stream{key: tablepkg.StreamKey(namespace, StreamKey), client: client, table: table, mem: mem, requests: counter}
 }
 
-// Key is StreamKey.
-func (s *Stream) Key() string { return StreamKey }
+// Key is StreamKey, in the account's namespace.
+func (s *Stream) Key() string { return s.key }
 
 // Table is the bookings table.
 func (s *Stream) Table() string { return s.table }
