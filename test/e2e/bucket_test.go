@@ -262,9 +262,10 @@ func TestBucketKillBetweenUploadAndStateCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := &dieAfterUpload{Store: a.Store}
-	p := poller.New(a.Sink, store, poller.Options{SafetyLag: 0, MaxRowsPerBatch: 150})
+	acct := a.Accounts[0]
+	p := poller.New(acct.Sink, store, poller.Options{SafetyLag: 0, MaxRowsPerBatch: 150})
 	form := sim.FormIDs()[0]
-	if res := p.Sync(ctx, a.FormStream(poller.Job{FormID: form}), start); res.Err == nil || !errors.Is(res.Err, errKilled) {
+	if res := p.Sync(ctx, acct.FormStream(poller.Job{FormID: form}), start); res.Err == nil || !errors.Is(res.Err, errKilled) {
 		t.Fatalf("the pass did not die at the state commit: %v", res.Err)
 	}
 	if err := a.Close(); err != nil {
