@@ -95,7 +95,7 @@ func newAuthCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return withCode(exitFailed, err)
 			}
-			tok = whoAmI(ctx, cfg, log, tok)
+			tok = app.WhoAmI(ctx, cfg, log, tok)
 			store, err := openStoreWaiting(ctx, cfg, saveWait)
 			if err != nil {
 				return withCode(exitState, fmt.Errorf("signed in, but the tokens could not be saved (%w): run `syncd auth login` again once the state is free", err))
@@ -236,31 +236,6 @@ func waitForCode(ctx context.Context, g *globals, cfg *config.Config, req *oauth
 	}
 	return code, err
 }
-
-// whoAmI names the signed-in user from GET /v2/me. A token without
-// PROFILE_READ still works for bookings, so a refusal only warns.
-func whoAmI(ctx context.Context, cfg *config.Config, log *zap.Logger, tok oauth.Token) oauth.Token {
-	client, err := app.NewSchedulingClient(cfg, fixedToken{tok}, log, nil)
-	if err == nil {
-		m, merr := client.Me(ctx)
-		if merr == nil {
-			tok.User, tok.UserID = m.Email, m.ID
-			if tok.User == "" {
-				tok.User = m.Username
-			}
-			return tok
-		}
-		err = merr
-	}
-	log.Warn("could not read the signed-in user (GET /v2/me); the tokens are stored anyway", zap.Error(err))
-	return tok
-}
-
-// fixedToken hands out one token (the one just obtained).
-type fixedToken struct{ tok oauth.Token }
-
-func (f fixedToken) Token(context.Context) (oauth.Token, error) { return f.tok, nil }
-func (fixedToken) Invalidate(string)                            {}
 
 // signInStatus is the stored sign-in, checked at the token endpoint
 // (app.CheckSignIn) when the state can be opened for writing; beside a

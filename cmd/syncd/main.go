@@ -172,6 +172,7 @@ func newRoot(stdout, stderr io.Writer) (*cobra.Command, *globals) {
 		newRefreshCmd(g),
 		newReconcileCmd(g),
 		newAuthCmd(g),
+		newAccountsCmd(g),
 		newFormsCmd(g),
 		newSchemaCmd(g),
 		newStateCmd(g),

@@ -84,7 +84,7 @@ func printStateTable(w io.Writer, v stateView) {
 
 // statusHandler serves GET /status (status.Handler).
 func statusHandler(cfg *config.Config, store state.Store) http.HandlerFunc {
-	return status.Handler(app.StateWhere(cfg), store)
+	return status.Handler(app.StateWhere(cfg), store, app.AccountsView(cfg, store))
 }
 
 // daemonURL is where a client on this host reaches the daemon's listener
@@ -143,7 +143,11 @@ func readState(ctx context.Context, cfg *config.Config, query string) (stateView
 		if err != nil {
 			return stateView{}, withCode(exitFailed, fmt.Errorf("read the state %s: %w", app.StateWhere(cfg), err))
 		}
-		return viewOf(app.StateWhere(cfg), list, time.Now(), query != ""), nil
+		v := viewOf(app.StateWhere(cfg), list, time.Now(), strings.Contains(query, "schema=1"))
+		if strings.Contains(query, "accounts=1") {
+			v.Accounts = app.AccountsView(cfg, st)(ctx, v)
+		}
+		return v, nil
 	}
 	var le *state.LockedError
 	if !errors.As(err, &le) || le.Foreign {

@@ -824,7 +824,7 @@ func (a *App) DaemonOptions(ctx context.Context, stopping <-chan struct{}, versi
 	return daemon.Options{
 		Stopping: stopping, Version: version, Addr: a.Cfg.Server.Addr,
 		UnreadyAfter: a.Cfg.Server.UnreadyAfter.D(), Jitter: a.Cfg.Sync.Jitter.D(), Grace: a.Cfg.Sync.ShutdownGrace.D(),
-		Entries: a.DaemonEntries(), Status: status.Handler(StateWhere(a.Cfg), a.Store), Metrics: a.Metrics, Log: a.Log,
+		Entries: a.DaemonEntries(), Status: status.Handler(StateWhere(a.Cfg), a.Store, AccountsView(a.Cfg, a.Store)), Metrics: a.Metrics, Log: a.Log,
 	}, nil
 }
 

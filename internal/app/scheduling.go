@@ -3,16 +3,21 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/config"
+	"github.com/syncd-dev/syncd/internal/connect"
 	"github.com/syncd-dev/syncd/internal/httpapi"
 	"github.com/syncd-dev/syncd/internal/oauth"
 	"github.com/syncd-dev/syncd/internal/source/scheduling"
 	"github.com/syncd-dev/syncd/internal/state"
+	"github.com/syncd-dev/syncd/internal/status"
+	"github.com/syncd-dev/syncd/internal/table"
 )
 
 // tokenSecret is where the default account's scheduling API tokens live
@@ -119,17 +124,24 @@ func (t StateTokens) Delete(ctx context.Context) error {
 
 // NewOAuthClient is the OAuth client the scheduling section describes.
 func NewOAuthClient(cfg *config.Config, log *zap.Logger, obs httpapi.Observer) (*oauth.Client, error) {
-	s := cfg.Scheduling
-	if s == nil {
+	if cfg.Scheduling == nil {
 		return nil, fmt.Errorf("the configuration has no scheduling section: add one (see configs/syncd.example.yaml) to sync bookings")
 	}
+	return newOAuthClient(cfg, cfg.Scheduling.RedirectURI, log, obs)
+}
+
+// newOAuthClient is the OAuth client of the scheduling section with
+// redirect as its redirect URI (the loopback one of `auth login`, or the
+// connect page's callback).
+func newOAuthClient(cfg *config.Config, redirect string, log *zap.Logger, obs httpapi.Observer) (*oauth.Client, error) {
+	s := cfg.Scheduling
 	c, err := oauth.NewClient(oauth.Config{
 		AuthURL:          s.AuthorizeURL,
 		TokenURL:         strings.TrimRight(s.BaseURL, "/") + oauth.TokenPath,
 		ClientID:         s.ClientID,
 		ClientSecret:     s.ClientSecret.Reveal(),
 		ClientSecretNext: s.ClientSecretNext.Reveal(),
-		RedirectURI:      s.RedirectURI,
+		RedirectURI:      redirect,
 		Scopes:           s.Scopes,
 		Public:           s.ClientSecret == "",
 		Legacy:           len(s.Scopes) == 0,
@@ -207,4 +219,109 @@ func CheckSignIn(ctx context.Context, cfg *config.Config, namespace string, stor
 		return stored, fmt.Errorf("save the rotated refresh token: %w", err)
 	}
 	return fresh, nil
+}
+
+// SignIns are the scheduling sign-ins the state holds of cfg's accounts
+// that sign in, by account name: who, scopes, expiry, never a token.
+func SignIns(ctx context.Context, cfg *config.Config, store state.Store) map[string]*status.SignIn {
+	out := map[string]*status.SignIn{}
+	for _, a := range cfg.AccountList() {
+		if !a.Scheduling {
+			continue
+		}
+		s := &status.SignIn{Scopes: []string{}}
+		tok, err := StateTokens{Store: store, Namespace: a.Namespace()}.Load(ctx)
+		switch {
+		case errors.Is(err, oauth.ErrNoToken):
+		case err != nil:
+			s.Error = err.Error()
+		default:
+			s.SignedIn, s.User, s.Expiry = true, tok.User, status.TimePtr(tok.Expiry)
+			if tok.Scopes != nil {
+				s.Scopes = tok.Scopes
+			}
+		}
+		out[a.Name] = s
+	}
+	return out
+}
+
+// AccountsView summarizes cfg's accounts from a view of store (for
+// /status?accounts=1 and `syncd accounts`).
+func AccountsView(cfg *config.Config, store state.Store) func(ctx context.Context, v status.View) []status.Account {
+	return func(ctx context.Context, v status.View) []status.Account {
+		list := cfg.AccountList()
+		names := make([]string, len(list))
+		ns := map[string]string{}
+		for i, a := range list {
+			names[i] = a.Name
+			ns[a.Name] = a.Namespace()
+		}
+		return status.Accounts(v, names, func(n string) string { return ns[n] }, table.SplitStreamKey, SignIns(ctx, cfg, store), time.Now())
+	}
+}
+
+// WhoAmI names the signed-in user from GET /v2/me. A token without
+// PROFILE_READ still works for bookings, so a refusal only warns.
+func WhoAmI(ctx context.Context, cfg *config.Config, log *zap.Logger, tok oauth.Token) oauth.Token {
+	client, err := NewSchedulingClient(cfg, fixedToken{tok}, log, nil)
+	if err == nil {
+		m, merr := client.Me(ctx)
+		if merr == nil {
+			tok.User, tok.UserID = m.Email, m.ID
+			if tok.User == "" {
+				tok.User = m.Username
+			}
+			return tok
+		}
+		err = merr
+	}
+	log.Warn("could not read the signed-in user (GET /v2/me); the tokens are stored anyway", zap.Error(err))
+	return tok
+}
+
+// fixedToken hands out one token (the one just obtained).
+type fixedToken struct{ tok oauth.Token }
+
+func (f fixedToken) Token(context.Context) (oauth.Token, error) { return f.tok, nil }
+func (fixedToken) Invalidate(string)                            {}
+
+// ConnectHandler is the connect page of `syncd run` (internal/connect):
+// nil when server.connect_secret is not set. It signs the users of the
+// accounts open now (a reload changes them) in with the scheduling
+// section's OAuth client, redirected back to server.public_url.
+func (a *App) ConnectHandler() (*connect.Handler, error) {
+	cfg := a.Cfg
+	if cfg.Server.ConnectSecret == "" {
+		return nil, nil
+	}
+	callback := strings.TrimRight(cfg.Server.PublicURL, "/") + connect.PathCallback
+	oc, err := newOAuthClient(cfg, callback, a.Log, a.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	return connect.New(connect.Options{
+		Secret: []byte(cfg.Server.ConnectSecret.Reveal()),
+		Known: func(name string) bool {
+			acct := a.Account(name)
+			return acct != nil && acct.Scheduling != nil
+		},
+		OAuth: func(string) (*oauth.Client, error) { return oc, nil },
+		Save: func(ctx context.Context, name string, tok oauth.Token) error {
+			acct := a.Account(name)
+			if acct == nil || acct.Scheduling == nil {
+				return fmt.Errorf("account %s is no longer configured to sign in to the scheduling API", name)
+			}
+			tok = WhoAmI(ctx, cfg, acct.Log, tok)
+			if err := (StateTokens{Store: a.Store, Namespace: acct.Cfg.Namespace()}).Save(ctx, tok); err != nil {
+				return err
+			}
+			// The running token source may hold a refused sign-in: the next
+			// pass starts from the new one.
+			acct.Scheduling.Tokens.Reload()
+			acct.Log.Info("the account's user signed in through the connect page", zap.String("user", tok.User))
+			return nil
+		},
+		Logger: a.Log.Named("connect"),
+	})
 }

@@ -145,6 +145,14 @@ func (s *TokenSource) Invalidate(accessToken string) {
 	s.refused = accessToken
 }
 
+// Reload drops the token held in memory, so that the next Token reads the
+// store: a new sign-in was saved there (the connect page).
+func (s *TokenSource) Reload() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cur, s.pending, s.refused = nil, nil, ""
+}
+
 // Authorize sets the Authorization header of req: the source is the
 // scheduling client's httpapi.Authorizer.
 func (s *TokenSource) Authorize(ctx context.Context, req *http.Request) error {

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/syncd-dev/syncd/internal/poller"
@@ -22,6 +23,81 @@ type View struct {
 	State  string `json:"state"`  // where the state lives: a file or a gs:// URL
 	Source string `json:"source"` // "store" (read directly) or "daemon" (from a running syncd's /status)
 	Forms  []Form `json:"forms"`
+	// Accounts summarizes each configured account (only /status?accounts=1
+	// and `syncd accounts` carry it).
+	Accounts []Account `json:"accounts,omitempty"`
+}
+
+// Account is one account as `syncd accounts` shows it.
+type Account struct {
+	Name     string `json:"account"`
+	Forms    int    `json:"forms"`    // form streams the state has of it
+	Bookings bool   `json:"bookings"` // its bookings stream is in the state
+	// SignIn is its scheduling sign-in; null when it does not sign in.
+	SignIn      *SignIn    `json:"sign_in"`
+	Rows        int64      `json:"rows"`
+	LastSuccess *time.Time `json:"last_success"` // the latest successful pass of any of its streams; null: never
+	// LagSeconds is how far behind now its least recent stream is
+	// committed; null when nothing is committed yet.
+	LagSeconds *float64 `json:"lag_seconds"`
+	Failing    int      `json:"failing_streams"` // streams whose last pass failed
+	LastError  string   `json:"last_error"`      // one of them, with its stream
+}
+
+// SignIn is an account's sign-in to the scheduling API, never its tokens.
+type SignIn struct {
+	SignedIn bool       `json:"signed_in"`
+	User     string     `json:"user"`
+	Scopes   []string   `json:"scopes"`
+	Expiry   *time.Time `json:"access_token_expiry"` // renewed by the refresh token; null when not signed in
+	Error    string     `json:"error"`               // why the stored sign-in could not be read
+}
+
+// Accounts groups the streams of v by account. names are the configured
+// accounts in order; namespace maps a name to its namespace (the default
+// account's is ""); split splits a stream key into namespace and key.
+func Accounts(v View, names []string, namespace func(string) string, split func(string) (string, string), signIns map[string]*SignIn, now time.Time) []Account {
+	byNS := map[string]*Account{}
+	out := make([]Account, len(names))
+	for i, n := range names {
+		out[i] = Account{Name: n, SignIn: signIns[n]}
+		byNS[namespace(n)] = &out[i]
+	}
+	var oldest = map[*Account]time.Time{}
+	for _, f := range v.Forms {
+		ns, key := split(f.FormID)
+		a := byNS[ns]
+		if a == nil {
+			continue // an account removed from the configuration: its state stays
+		}
+		if strings.Contains(key, "/") {
+			a.Bookings = true
+		} else {
+			a.Forms++
+		}
+		a.Rows += f.Rows
+		if f.LastSuccess != nil && (a.LastSuccess == nil || f.LastSuccess.After(*a.LastSuccess)) {
+			a.LastSuccess = f.LastSuccess
+		}
+		if f.LastError != "" {
+			a.Failing++
+			a.LastError = key + ": " + f.LastError
+		}
+		var end time.Time
+		for _, w := range f.Committed {
+			if w.End.After(end) {
+				end = w.End
+			}
+		}
+		if o, ok := oldest[a]; !end.IsZero() && (!ok || end.Before(o)) {
+			oldest[a] = end
+		}
+	}
+	for a, end := range oldest {
+		lag := now.Sub(end).Seconds()
+		a.LagSeconds = &lag
+	}
+	return out
 }
 
 type Form struct {
@@ -121,7 +197,9 @@ func Of(where string, list []state.FormState, now time.Time, withSchema bool) Vi
 // Handler serves GET /status: the state view of the daemon's own
 // store, read in a read transaction beside its writes. ?form=ID narrows it
 // to one form, ?schema=1 adds the pinned schemas.
-func Handler(where string, store state.Store) http.HandlerFunc {
+//
+// accounts, when not nil, adds the accounts' summary for ?accounts=1.
+func Handler(where string, store state.Store, accounts func(ctx context.Context, v View) []Account) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
 			http.Error(w, "use GET", http.StatusMethodNotAllowed)
@@ -144,6 +222,9 @@ func Handler(where string, store state.Store) http.HandlerFunc {
 			list = kept
 		}
 		v := Of(where, list, time.Now(), r.URL.Query().Get("schema") == "1")
+		if accounts != nil && r.URL.Query().Get("accounts") == "1" {
+			v.Accounts = accounts(ctx, v)
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(v)
 	}
