@@ -1,10 +1,19 @@
 // Package metrics holds what syncd reports to Prometheus and what its
 // health endpoints answer. Everything lives on one Metrics value with its own
 // registry, so tests and several daemons in one process never share state.
+//
+// Every per-stream and per-request series carries an account label: the
+// name of the configured account, "default" for a configuration of one
+// account (or when the caller names none). Series are bounded by the
+// configured accounts times their streams (and, for requests, times the
+// API's endpoints and statuses): account names come from the operator's
+// configuration, never from the API, and ForgetAccount and ForgetStream drop
+// the series of an account or stream that a reload removed.
 package metrics
 
 import (
 	"net/http"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -20,7 +29,7 @@ type Metrics struct {
 
 	requests      *prometheus.CounterVec
 	retries       *prometheus.CounterVec
-	rateLimited   prometheus.Counter
+	rateLimited   *prometheus.CounterVec
 	rows          *prometheus.CounterVec
 	bytes         *prometheus.CounterVec
 	batches       *prometheus.CounterVec
@@ -34,12 +43,27 @@ type Metrics struct {
 	checkpointLag *prometheus.GaugeVec
 	skipped       *prometheus.CounterVec
 	failures      *prometheus.CounterVec
+	reloads       *prometheus.CounterVec
 
 	now func() time.Time
 	mu  sync.Mutex
-	// per form: when it last succeeded, when its current failing streak began
-	forms map[string]*formHealth
+	// per stream of each account (stream "": listing the account's forms):
+	// when it last succeeded, when its current failing streak began
+	forms map[healthKey]*formHealth
 }
+
+// DefaultAccount is the account label of a configuration of one account,
+// and of whatever names no account.
+const DefaultAccount = "default"
+
+func accountLabel(name string) string {
+	if name == "" {
+		return DefaultAccount
+	}
+	return name
+}
+
+type healthKey struct{ account, stream string }
 
 type formHealth struct {
 	source       string
@@ -53,27 +77,32 @@ func New(now func() time.Time) *Metrics {
 	if now == nil {
 		now = time.Now
 	}
-	m := &Metrics{Registry: prometheus.NewRegistry(), now: now, forms: map[string]*formHealth{}}
+	m := &Metrics{Registry: prometheus.NewRegistry(), now: now, forms: map[healthKey]*formHealth{}}
 	f := promauto{m.Registry}
-	m.requests = f.counterVec("syncd_requests_total", "Forms API requests by endpoint and HTTP status (0: no answer).", "endpoint", "status")
-	m.retries = f.counterVec("syncd_request_retries_total", "Forms API requests that were retries of an earlier attempt.", "endpoint")
-	m.rateLimited = f.counter("syncd_rate_limited_total", "Forms API answers of 429 Too Many Requests.")
-	m.rows = f.counterVec("syncd_rows_written_total", "Submissions committed to the sink.", "source", "stream")
-	m.bytes = f.counterVec("syncd_bytes_written_total", "Bytes committed to the sink.", "source", "stream")
-	m.batches = f.counterVec("syncd_batches_committed_total", "Batches committed to the sink.", "source", "stream")
-	m.misfits = f.counterVec("syncd_values_kept_as_json_total", "Answers that did not fit their column and were kept as JSON text in <column>__v_json.", "source", "stream")
-	m.reconciled = f.counterVec("syncd_reconcile_windows_total", "Committed windows read again by reconciles of the lookback.", "source", "stream")
-	m.versions = f.counterVec("syncd_reconcile_versions_total", "New versions (edits) and late imports that reconciles wrote.", "source", "stream")
-	m.tombstones = f.counterVec("syncd_reconcile_tombstones_total", "Tombstone rows (deletions) that reconciles wrote.", "source", "stream")
-	m.discarded = f.counterVec("syncd_unknown_type_answers_discarded_total", "Answers of question types unknown to syncd, discarded as the API contract asks.", "source", "stream")
+	m.requests = f.counterVec("syncd_requests_total", "Forms API requests by endpoint and HTTP status (0: no answer).", "account", "endpoint", "status")
+	m.retries = f.counterVec("syncd_request_retries_total", "Forms API requests that were retries of an earlier attempt.", "account", "endpoint")
+	m.rateLimited = f.counterVec("syncd_rate_limited_total", "Forms API answers of 429 Too Many Requests.", "account")
+	m.rows = f.counterVec("syncd_rows_written_total", "Submissions committed to the sink.", "account", "source", "stream")
+	m.bytes = f.counterVec("syncd_bytes_written_total", "Bytes committed to the sink.", "account", "source", "stream")
+	m.batches = f.counterVec("syncd_batches_committed_total", "Batches committed to the sink.", "account", "source", "stream")
+	m.misfits = f.counterVec("syncd_values_kept_as_json_total", "Answers that did not fit their column and were kept as JSON text in <column>__v_json.", "account", "source", "stream")
+	m.reconciled = f.counterVec("syncd_reconcile_windows_total", "Committed windows read again by reconciles of the lookback.", "account", "source", "stream")
+	m.versions = f.counterVec("syncd_reconcile_versions_total", "New versions (edits) and late imports that reconciles wrote.", "account", "source", "stream")
+	m.tombstones = f.counterVec("syncd_reconcile_tombstones_total", "Tombstone rows (deletions) that reconciles wrote.", "account", "source", "stream")
+	m.discarded = f.counterVec("syncd_unknown_type_answers_discarded_total", "Answers of question types unknown to syncd, discarded as the API contract asks.", "account", "source", "stream")
 	m.passDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "syncd_pass_duration_seconds", Help: "Duration of a pass over one form.",
 		Buckets: prometheus.ExponentialBuckets(0.05, 2, 16),
-	}, []string{"source", "stream"})
-	m.lastSuccess = f.gaugeVec("syncd_last_success_timestamp_seconds", "Unix time of the last successful pass of each form.", "source", "stream")
-	m.checkpointLag = f.gaugeVec("syncd_checkpoint_lag_seconds", "How far behind now the form's committed windows end, after its last pass.", "source", "stream")
-	m.skipped = f.counterVec("syncd_passes_skipped_total", "Scheduled passes skipped because the previous pass of the form was still running.", "source", "stream")
-	m.failures = f.counterVec("syncd_pass_failures_total", "Passes that ended in an error.", "source", "stream")
+	}, []string{"account", "source", "stream"})
+	m.lastSuccess = f.gaugeVec("syncd_last_success_timestamp_seconds", "Unix time of the last successful pass of each form.", "account", "source", "stream")
+	m.checkpointLag = f.gaugeVec("syncd_checkpoint_lag_seconds", "How far behind now the form's committed windows end, after its last pass.", "account", "source", "stream")
+	m.skipped = f.counterVec("syncd_passes_skipped_total", "Scheduled passes skipped because the previous pass of the form was still running.", "account", "source", "stream")
+	m.failures = f.counterVec("syncd_pass_failures_total", "Passes that ended in an error.", "account", "source", "stream")
+	m.reloads = f.counterVec("syncd_config_reloads_total", "Configuration reloads (SIGHUP, or the file changed) by result: ok, or error (the running entries kept running).", "result")
+	// Both results exist from the start, so that an alert on errors has a
+	// series to compare before the first reload.
+	m.reloads.WithLabelValues("ok")
+	m.reloads.WithLabelValues("error")
 	m.Registry.MustRegister(m.passDuration, &sinceCollector{m: m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -89,12 +118,6 @@ func (p promauto) counterVec(name, help string, labels ...string) *prometheus.Co
 	return c
 }
 
-func (p promauto) counter(name, help string) prometheus.Counter {
-	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
-	p.r.MustRegister(c)
-	return c
-}
-
 func (p promauto) gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
 	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
 	p.r.MustRegister(g)
@@ -105,7 +128,7 @@ func (p promauto) gaugeVec(name, help string, labels ...string) *prometheus.Gaug
 // so the gauge keeps rising while a form is stuck.
 type sinceCollector struct{ m *Metrics }
 
-var sinceDesc = prometheus.NewDesc("syncd_seconds_since_last_success", "Seconds since the last successful pass of each form.", []string{"source", "stream"}, nil)
+var sinceDesc = prometheus.NewDesc("syncd_seconds_since_last_success", "Seconds since the last successful pass of each form.", []string{"account", "source", "stream"}, nil)
 
 func (c *sinceCollector) Describe(ch chan<- *prometheus.Desc) { ch <- sinceDesc }
 
@@ -113,28 +136,71 @@ func (c *sinceCollector) Collect(ch chan<- prometheus.Metric) {
 	c.m.mu.Lock()
 	defer c.m.mu.Unlock()
 	now := c.m.now()
-	for form, h := range c.m.forms {
-		if h.lastSuccess.IsZero() || form == "" {
+	for k, h := range c.m.forms {
+		if h.lastSuccess.IsZero() || k.stream == "" {
 			continue
 		}
-		ch <- prometheus.MustNewConstMetric(sinceDesc, prometheus.GaugeValue, now.Sub(h.lastSuccess).Seconds(), h.source, form)
+		ch <- prometheus.MustNewConstMetric(sinceDesc, prometheus.GaugeValue, now.Sub(h.lastSuccess).Seconds(), k.account, h.source, k.stream)
 	}
 }
 
-// ObserveRequest records one attempt of a Forms API request; it satisfies
-// forms.Observer.
-func (m *Metrics) ObserveRequest(endpoint string, status int, attempt int, _ time.Duration, _ error) {
-	m.requests.WithLabelValues(endpoint, strconv.Itoa(status)).Inc()
+// ObserveRequest records one attempt of a Forms API request of the default
+// account; it satisfies forms.Observer. With many accounts, each account's
+// clients report to ForAccount(name) instead.
+func (m *Metrics) ObserveRequest(endpoint string, status int, attempt int, d time.Duration, err error) {
+	m.ForAccount("").ObserveRequest(endpoint, status, attempt, d, err)
+}
+
+// Account is what one account's clients and passes report to: the Metrics
+// with the account label set.
+type Account struct {
+	m    *Metrics
+	name string
+}
+
+// ForAccount returns the observer of the named account ("" is the default
+// account). It satisfies forms.Observer and httpapi.Observer.
+func (m *Metrics) ForAccount(name string) *Account {
+	return &Account{m: m, name: accountLabel(name)}
+}
+
+// ObserveRequest records one attempt of a request of the account.
+func (a *Account) ObserveRequest(endpoint string, status int, attempt int, _ time.Duration, _ error) {
+	a.m.requests.WithLabelValues(a.name, endpoint, strconv.Itoa(status)).Inc()
 	if attempt > 1 {
-		m.retries.WithLabelValues(endpoint).Inc()
+		a.m.retries.WithLabelValues(a.name, endpoint).Inc()
 	}
 	if status == http.StatusTooManyRequests {
-		m.rateLimited.Inc()
+		a.m.rateLimited.WithLabelValues(a.name).Inc()
 	}
+}
+
+// ObserveFailure records whether listing the account's forms failed: a
+// pass that failed before any form was synced, such as with a rejected
+// key; nil ends a failing streak.
+func (a *Account) ObserveFailure(err error) {
+	a.m.mu.Lock()
+	defer a.m.mu.Unlock()
+	h := a.m.health(healthKey{account: a.name})
+	if err == nil {
+		h.failingSince, h.lastError = time.Time{}, ""
+		return
+	}
+	if h.failingSince.IsZero() {
+		h.failingSince = a.m.now()
+	}
+	h.lastError = err.Error()
+}
+
+// ObserveSkipped counts a scheduled pass of the account's stream skipped
+// because one was running.
+func (a *Account) ObserveSkipped(source, stream string) {
+	a.m.skipped.WithLabelValues(a.name, source, stream).Inc()
 }
 
 // Pass is what one pass over one stream reports.
 type Pass struct {
+	Account   string // the configured account; "" is the default account
 	Source    string // forms, scheduling
 	Stream    string // the stream: a form id, scheduling/bookings
 	Rows      int64
@@ -149,27 +215,28 @@ type Pass struct {
 	Err                                     error
 }
 
-// ObservePass records the outcome of a pass.
+// ObservePass records the outcome of a pass, under p.Account.
 func (m *Metrics) ObservePass(p Pass) {
-	m.rows.WithLabelValues(p.Source, p.Stream).Add(float64(p.Rows))
-	m.bytes.WithLabelValues(p.Source, p.Stream).Add(float64(p.Bytes))
-	m.batches.WithLabelValues(p.Source, p.Stream).Add(float64(p.Batches))
-	m.misfits.WithLabelValues(p.Source, p.Stream).Add(float64(p.Misfits))
-	m.discarded.WithLabelValues(p.Source, p.Stream).Add(float64(p.Discarded))
-	m.reconciled.WithLabelValues(p.Source, p.Stream).Add(float64(p.ReconciledWindows))
-	m.versions.WithLabelValues(p.Source, p.Stream).Add(float64(p.Versions))
-	m.tombstones.WithLabelValues(p.Source, p.Stream).Add(float64(p.Tombstones))
-	m.passDuration.WithLabelValues(p.Source, p.Stream).Observe(p.Duration.Seconds())
+	l := []string{accountLabel(p.Account), p.Source, p.Stream}
+	m.rows.WithLabelValues(l...).Add(float64(p.Rows))
+	m.bytes.WithLabelValues(l...).Add(float64(p.Bytes))
+	m.batches.WithLabelValues(l...).Add(float64(p.Batches))
+	m.misfits.WithLabelValues(l...).Add(float64(p.Misfits))
+	m.discarded.WithLabelValues(l...).Add(float64(p.Discarded))
+	m.reconciled.WithLabelValues(l...).Add(float64(p.ReconciledWindows))
+	m.versions.WithLabelValues(l...).Add(float64(p.Versions))
+	m.tombstones.WithLabelValues(l...).Add(float64(p.Tombstones))
+	m.passDuration.WithLabelValues(l...).Observe(p.Duration.Seconds())
 	now := m.now()
 	if !p.CoveredEnd.IsZero() {
-		m.checkpointLag.WithLabelValues(p.Source, p.Stream).Set(now.Sub(p.CoveredEnd).Seconds())
+		m.checkpointLag.WithLabelValues(l...).Set(now.Sub(p.CoveredEnd).Seconds())
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	h := m.health(p.Stream)
+	h := m.health(healthKey{account: l[0], stream: p.Stream})
 	h.source = p.Source
 	if p.Err != nil {
-		m.failures.WithLabelValues(p.Source, p.Stream).Inc()
+		m.failures.WithLabelValues(l...).Inc()
 		if h.failingSince.IsZero() {
 			h.failingSince = now
 		}
@@ -177,54 +244,113 @@ func (m *Metrics) ObservePass(p Pass) {
 		return
 	}
 	h.lastSuccess, h.failingSince, h.lastError = now, time.Time{}, ""
-	m.lastSuccess.WithLabelValues(p.Source, p.Stream).Set(float64(now.UnixNano()) / 1e9)
+	m.lastSuccess.WithLabelValues(l...).Set(float64(now.UnixNano()) / 1e9)
 }
 
-// ObserveAccountFailure records a pass that failed before any form was
-// synced, such as listing the account's forms with a rejected key.
+// ObserveAccountFailure records whether listing the default account's
+// forms failed; see Account.ObserveFailure.
 func (m *Metrics) ObserveAccountFailure(err error) {
+	m.ForAccount("").ObserveFailure(err)
+}
+
+// ObserveSkipped counts a scheduled pass of the default account's stream
+// skipped because one was running.
+func (m *Metrics) ObserveSkipped(source, stream string) {
+	m.ForAccount("").ObserveSkipped(source, stream)
+}
+
+// ObserveReload counts a configuration reload: ok when err is nil.
+func (m *Metrics) ObserveReload(err error) {
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	m.reloads.WithLabelValues(result).Inc()
+}
+
+// ForgetStream drops the series and the health of one stream of an
+// account, once a reload has removed it: a removed stream neither counts
+// towards the series scraped nor keeps /readyz failing.
+func (m *Metrics) ForgetStream(account, source, stream string) {
+	l := prometheus.Labels{"account": accountLabel(account), "source": source, "stream": stream}
+	for _, v := range m.streamVecs() {
+		v.Delete(l)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	h := m.health("")
-	if err == nil {
-		h.failingSince, h.lastError = time.Time{}, ""
-		return
-	}
-	if h.failingSince.IsZero() {
-		h.failingSince = m.now()
-	}
-	h.lastError = err.Error()
+	delete(m.forms, healthKey{account: l["account"], stream: stream})
 }
 
-// ObserveSkipped counts a scheduled pass skipped because one was running.
-func (m *Metrics) ObserveSkipped(source, stream string) {
-	m.skipped.WithLabelValues(source, stream).Inc()
+// ForgetAccount drops every series and the health of an account, once a
+// reload has removed it. Its data stays where it is; only what the daemon
+// reports about it goes.
+func (m *Metrics) ForgetAccount(account string) {
+	l := prometheus.Labels{"account": accountLabel(account)}
+	for _, v := range m.streamVecs() {
+		v.DeletePartialMatch(l)
+	}
+	m.requests.DeletePartialMatch(l)
+	m.retries.DeletePartialMatch(l)
+	m.rateLimited.DeletePartialMatch(l)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k := range m.forms {
+		if k.account == l["account"] {
+			delete(m.forms, k)
+		}
+	}
 }
 
-func (m *Metrics) health(form string) *formHealth {
-	h, ok := m.forms[form]
+// deleter is what the vectors labelled by account, source and stream share.
+type deleter interface {
+	Delete(prometheus.Labels) bool
+	DeletePartialMatch(prometheus.Labels) int
+}
+
+func (m *Metrics) streamVecs() []deleter {
+	return []deleter{m.rows, m.bytes, m.batches, m.misfits, m.reconciled, m.versions, m.tombstones,
+		m.discarded, m.passDuration, m.lastSuccess, m.checkpointLag, m.skipped, m.failures}
+}
+
+func (m *Metrics) health(k healthKey) *formHealth {
+	h, ok := m.forms[k]
 	if !ok {
 		h = &formHealth{}
-		m.forms[form] = h
+		m.forms[k] = h
 	}
 	return h
 }
 
-// Unready names the first form (or "account") failing for longer than
-// grace, with its last error; "" when all is well.
+// Unready names the first stream (or account, when listing its forms
+// failed) failing for longer than grace, with its account and last error;
+// "" when all is well. The first in the order of account and stream, so
+// that /readyz names the same one from one probe to the next.
 func (m *Metrics) Unready(grace time.Duration) (what, lastErr string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	for form, h := range m.forms {
+	var failing []healthKey
+	for k, h := range m.forms {
 		if !h.failingSince.IsZero() && now.Sub(h.failingSince) >= grace {
-			if form == "" {
-				form = "account"
-			}
-			return form, h.lastError
+			failing = append(failing, k)
 		}
 	}
-	return "", ""
+	if len(failing) == 0 {
+		return "", ""
+	}
+	sort.Slice(failing, func(i, j int) bool {
+		a, b := failing[i], failing[j]
+		if a.account != b.account {
+			return a.account < b.account
+		}
+		return a.stream < b.stream
+	})
+	k := failing[0]
+	what = "account " + k.account
+	if k.stream != "" {
+		what = "stream " + k.stream + " of account " + k.account
+	}
+	return what, m.forms[k].lastError
 }
 
 // Handler serves /metrics, /healthz and /readyz. ready reports whether the
@@ -243,8 +369,8 @@ func (m *Metrics) Handler(ready func() error, grace time.Duration) http.Handler 
 				return
 			}
 		}
-		if form, lastErr := m.Unready(grace); form != "" {
-			http.Error(w, "not ready: "+form+" is failing: "+lastErr, http.StatusServiceUnavailable)
+		if what, lastErr := m.Unready(grace); what != "" {
+			http.Error(w, "not ready: "+what+" is failing: "+lastErr, http.StatusServiceUnavailable)
 			return
 		}
 		w.Write([]byte("ok\n"))
