@@ -84,7 +84,7 @@ func printStateTable(w io.Writer, v stateView) {
 
 // statusHandler serves GET /status (status.Handler).
 func statusHandler(cfg *config.Config, store state.Store) http.HandlerFunc {
-	return status.Handler(app.StateWhere(cfg), store, app.AccountsView(cfg, store))
+	return status.Handler(app.StateWhere(cfg), store, app.AccountsView(func() *config.Config { return cfg }, store))
 }
 
 // daemonURL is where a client on this host reaches the daemon's listener
@@ -145,7 +145,7 @@ func readState(ctx context.Context, cfg *config.Config, query string) (stateView
 		}
 		v := viewOf(app.StateWhere(cfg), list, time.Now(), strings.Contains(query, "schema=1"))
 		if strings.Contains(query, "accounts=1") {
-			v.Accounts = app.AccountsView(cfg, st)(ctx, v)
+			v.Accounts = app.AccountsView(func() *config.Config { return cfg }, st)(ctx, v)
 		}
 		return v, nil
 	}

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -518,10 +520,38 @@ func newRunCmd(g *globals) *cobra.Command {
 	}
 }
 
+// configWatchEvery is how often `syncd run` looks at its config file.
+const configWatchEvery = 10 * time.Second
+
 // runDaemon runs the daemon (internal/daemon) until a signal stops it,
 // mapping its configuration errors to exit 2.
 func runDaemon(ctx context.Context, a *app.App, g *globals) error {
-	opts, err := a.DaemonOptions(ctx, g.stopping, version)
+	// Accounts come and go without a restart: on SIGHUP, and when the
+	// mounted config file changes (a ConfigMap update).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	hangup := make(chan struct{}, 1)
+	go func() {
+		for {
+			select {
+			case <-hup:
+				select {
+				case hangup <- struct{}{}:
+				default:
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var load func() (*config.Config, error)
+	var watch <-chan struct{}
+	if g.configPath != "" {
+		load = func() (*config.Config, error) { return config.Load(g.configPath, os.LookupEnv) }
+		watch = daemon.WatchFile(ctx, g.configPath, configWatchEvery)
+	}
+	opts, err := a.DaemonOptions(ctx, g.stopping, version, load, hangup, watch)
 	if err != nil {
 		return withCode(exitUsage, err)
 	}

@@ -9,12 +9,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -23,6 +26,7 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/blobstore"
 	"github.com/syncd-dev/syncd/internal/config"
+	"github.com/syncd-dev/syncd/internal/connect"
 	"github.com/syncd-dev/syncd/internal/daemon"
 	"github.com/syncd-dev/syncd/internal/logkey"
 	"github.com/syncd-dev/syncd/internal/metrics"
@@ -52,6 +56,11 @@ type App struct {
 	Accounts []*Account
 
 	opts     Options
+	mu       sync.RWMutex // guards Accounts and draining against a reload
+	draining bool
+	// current is the configuration last applied: a reload changes its
+	// accounts, never the settings the rest of App was opened with.
+	current  atomic.Pointer[config.Config]
 	limiters *forms.Limiters
 	// gate bounds the batches in flight across accounts (sync.max_batches).
 	gate *semaphore.Weighted
@@ -75,6 +84,11 @@ type Account struct {
 	// version identifies what the account was opened from (its settings
 	// and key): a reload reopens it when that changes.
 	version string
+	// entries counts the daemon entries that hold the account: the last
+	// one to be closed closes the account (a reload removed or replaced it).
+	entries   atomic.Int64
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // StateError is a failure to open the state store: in use by another syncd,
@@ -334,6 +348,7 @@ func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options
 	}
 	a := &App{Cfg: cfg, Log: log, Store: store, Metrics: metrics.New(opts.Now), opts: opts,
 		limiters: forms.NewLimiters(), gate: semaphore.NewWeighted(int64(cfg.Sync.MaxBatches))}
+	a.current.Store(cfg)
 	if opts.ReadOnly {
 		return a, nil
 	}
@@ -366,7 +381,7 @@ func (a *App) OpenAccount(ac config.Account) (*Account, error) {
 		return nil, err
 	}
 	if ac.HasForms() {
-		if acct.Client, err = NewAccountClient(cfg, ac, a.limiters, log, a.Metrics); err != nil {
+		if acct.Client, err = NewAccountClient(cfg, ac, a.limiters, log, a.Metrics.ForAccount(ac.Name)); err != nil {
 			return nil, err
 		}
 	}
@@ -381,7 +396,7 @@ func (a *App) OpenAccount(ac config.Account) (*Account, error) {
 		}
 	}
 	if ac.Scheduling {
-		if acct.Scheduling, err = openScheduling(cfg, ac, a.Store, log, a.Metrics); err != nil {
+		if acct.Scheduling, err = openScheduling(cfg, ac, a.Store, log, a.Metrics.ForAccount(ac.Name)); err != nil {
 			acct.Close()
 			return nil, err
 		}
@@ -418,8 +433,14 @@ func accountVersion(ac config.Account) (string, error) {
 // Version identifies what the account was opened from.
 func (acct *Account) Version() string { return acct.version }
 
+// Current is the configuration last applied (Reload changes its
+// accounts).
+func (a *App) Current() *config.Config { return a.current.Load() }
+
 // Account is the open account of that name, or nil.
 func (a *App) Account(name string) *Account {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
 	for _, acct := range a.Accounts {
 		if acct.Name == name {
 			return acct
@@ -451,6 +472,9 @@ func (e *AccountNeededError) Error() string {
 
 // Drain stops every account's passes from starting new batches.
 func (a *App) Drain() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.draining = true
 	for _, acct := range a.Accounts {
 		acct.Poller.Drain()
 	}
@@ -458,6 +482,8 @@ func (a *App) Drain() {
 
 // Close releases everything App holds.
 func (a *App) Close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	var errs []error
 	for _, acct := range a.Accounts {
 		errs = append(errs, acct.Close())
@@ -468,12 +494,14 @@ func (a *App) Close() error {
 	return errors.Join(errs...)
 }
 
-// Close releases the account's sink.
+// Close releases the account's sink; closing twice is closing once.
 func (acct *Account) Close() error {
-	if acct.Sink != nil {
-		return acct.Sink.Close()
-	}
-	return nil
+	acct.closeOnce.Do(func() {
+		if acct.Sink != nil {
+			acct.closeErr = acct.Sink.Close()
+		}
+	})
+	return acct.closeErr
 }
 
 // Jobs are the account's forms: those it lists, or every form of the
@@ -665,9 +693,12 @@ func CheckForms(ctx context.Context, client *forms.Client, ids []string) error {
 // accounts wait on their own keys' rate limits, and the batches in flight
 // across all of them are bounded by sync.max_batches.
 func (a *App) Pass(ctx context.Context) []poller.Result {
-	out := make([][]poller.Result, len(a.Accounts))
+	a.mu.RLock()
+	accounts := append([]*Account(nil), a.Accounts...)
+	a.mu.RUnlock()
+	out := make([][]poller.Result, len(accounts))
 	var wg sync.WaitGroup
-	for i, acct := range a.Accounts {
+	for i, acct := range accounts {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -781,7 +812,17 @@ func (acct *Account) DaemonEntries() []daemon.Entry {
 		prefix = "account " + acct.Name + ": "
 	}
 	entry := func(id, spec string, pass func(ctx context.Context) []poller.Result) daemon.Entry {
-		return daemon.Entry{ID: acct.Name + "/" + id, Name: prefix + id, Schedule: spec, Version: acct.version, Pass: pass}
+		acct.entries.Add(1)
+		return daemon.Entry{ID: acct.Name + "/" + id, Name: prefix + id, Schedule: spec, Version: acct.version + " " + spec, Pass: pass,
+			Close: func() {
+				if acct.entries.Add(-1) == 0 && acct.app.Account(acct.Name) != acct {
+					// A reload removed or replaced the account, and its last
+					// pass has ended.
+					if err := acct.Close(); err != nil {
+						acct.Log.Warn("closing the output of a removed account failed", zap.Error(err))
+					}
+				}
+			}}
 	}
 	if len(acct.Cfg.Forms) == 0 {
 		return []daemon.Entry{entry("sync.schedule", cfg.Sync.Schedule,
@@ -811,6 +852,8 @@ func (acct *Account) DaemonEntries() []daemon.Entry {
 
 // DaemonEntries are the cron entries of every open account.
 func (a *App) DaemonEntries() []daemon.Entry {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
 	var out []daemon.Entry
 	for _, acct := range a.Accounts {
 		out = append(out, acct.DaemonEntries()...)
@@ -820,12 +863,127 @@ func (a *App) DaemonEntries() []daemon.Entry {
 
 // DaemonOptions are what `syncd run` runs: the entries, the server and
 // what it serves.
-func (a *App) DaemonOptions(ctx context.Context, stopping <-chan struct{}, version string) (daemon.Options, error) {
-	return daemon.Options{
+//
+// load, when not nil, reads the configuration again: a SIGHUP (hangup) or
+// a change of the file (watch) reloads the accounts through it.
+func (a *App) DaemonOptions(ctx context.Context, stopping <-chan struct{}, version string, load func() (*config.Config, error), hangup, watch <-chan struct{}) (daemon.Options, error) {
+	opts := daemon.Options{
 		Stopping: stopping, Version: version, Addr: a.Cfg.Server.Addr,
 		UnreadyAfter: a.Cfg.Server.UnreadyAfter.D(), Jitter: a.Cfg.Sync.Jitter.D(), Grace: a.Cfg.Sync.ShutdownGrace.D(),
-		Entries: a.DaemonEntries(), Status: status.Handler(StateWhere(a.Cfg), a.Store, AccountsView(a.Cfg, a.Store)), Metrics: a.Metrics, Log: a.Log,
-	}, nil
+		Entries: a.DaemonEntries(), Status: status.Handler(StateWhere(a.Cfg), a.Store, AccountsView(a.Current, a.Store)), Metrics: a.Metrics, Log: a.Log,
+		Hangup: hangup, Watch: watch,
+	}
+	if load != nil {
+		opts.Reload = func(ctx context.Context) ([]daemon.Entry, error) {
+			cfg, err := load()
+			if err != nil {
+				return nil, err
+			}
+			if err := a.Reload(cfg); err != nil {
+				return nil, err
+			}
+			return a.DaemonEntries(), nil
+		}
+	}
+	h, err := a.ConnectHandler()
+	if err != nil {
+		return daemon.Options{}, err
+	}
+	if h != nil {
+		opts.Handlers = map[string]http.Handler{connect.PathConnect: h, connect.PathCallback: h}
+	}
+	return opts, nil
+}
+
+// Reload applies the accounts of cfg: an account whose settings or key
+// changed is opened again, a new one is opened, and a removed one is no
+// longer synced (its state and output stay; its sink closes when its last
+// pass ends). Settings outside the accounts need a restart: a cfg that
+// changes them is refused whole, and nothing changes.
+func (a *App) Reload(cfg *config.Config) error {
+	if diff := globalChange(a.Cfg, cfg); diff != "" {
+		return fmt.Errorf("the new configuration changes %s, which takes a restart of syncd; nothing was reloaded (accounts are added, changed and removed without one)", diff)
+	}
+	a.mu.RLock()
+	old := map[string]*Account{}
+	for _, acct := range a.Accounts {
+		old[acct.Name] = acct
+	}
+	a.mu.RUnlock()
+	next := make([]*Account, 0, len(cfg.AccountList()))
+	var opened []*Account
+	for _, ac := range cfg.AccountList() {
+		if acct, ok := old[ac.Name]; ok {
+			if v, err := accountVersion(ac); err == nil && v == acct.version {
+				next = append(next, acct)
+				continue
+			}
+		}
+		acct, err := a.OpenAccount(ac)
+		if err != nil {
+			for _, o := range opened {
+				o.Close()
+			}
+			return fmt.Errorf("open account %s: %w; nothing was reloaded", ac.Name, err)
+		}
+		opened = append(opened, acct)
+		next = append(next, acct)
+	}
+	a.mu.Lock()
+	if a.draining {
+		for _, acct := range opened {
+			acct.Poller.Drain()
+		}
+	}
+	a.Accounts = next
+	a.mu.Unlock()
+	a.current.Store(cfg)
+	a.Log.Info("configuration reloaded", zap.Int("accounts", len(next)), zap.Int("opened", len(opened)))
+	return nil
+}
+
+// globalChange names what differs between two configurations outside the
+// accounts (and the single account's key, base URL and forms), or "".
+func globalChange(a, b *config.Config) string {
+	strip := func(c *config.Config) map[string]any {
+		cp := *c
+		cp.Accounts, cp.Forms = nil, nil
+		cp.Source.APIKey, cp.Source.BaseURL = "", ""
+		m, err := cp.EffectiveMap()
+		if err != nil {
+			return nil
+		}
+		return m
+	}
+	var diffs []string
+	var walk func(path string, x, y any)
+	walk = func(path string, x, y any) {
+		mx, okx := x.(map[string]any)
+		my, oky := y.(map[string]any)
+		if !okx || !oky {
+			if !reflect.DeepEqual(x, y) {
+				diffs = append(diffs, path)
+			}
+			return
+		}
+		keys := map[string]bool{}
+		for k := range mx {
+			keys[k] = true
+		}
+		for k := range my {
+			keys[k] = true
+		}
+		for k := range keys {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			walk(p, mx[k], my[k])
+		}
+	}
+	walk("", strip(a), strip(b))
+	sort.Strings(diffs)
+	return strings.Join(diffs, ", ")
 }
 
 // Offline is account ac of cfg reading through client only, without a

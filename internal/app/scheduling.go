@@ -248,8 +248,9 @@ func SignIns(ctx context.Context, cfg *config.Config, store state.Store) map[str
 
 // AccountsView summarizes cfg's accounts from a view of store (for
 // /status?accounts=1 and `syncd accounts`).
-func AccountsView(cfg *config.Config, store state.Store) func(ctx context.Context, v status.View) []status.Account {
+func AccountsView(current func() *config.Config, store state.Store) func(ctx context.Context, v status.View) []status.Account {
 	return func(ctx context.Context, v status.View) []status.Account {
+		cfg := current()
 		list := cfg.AccountList()
 		names := make([]string, len(list))
 		ns := map[string]string{}

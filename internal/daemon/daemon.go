@@ -77,6 +77,9 @@ type Options struct {
 	// Hangup signals a SIGHUP (the caller wires the signal); Watch signals
 	// that the configuration file changed (see WatchFile). Either may be nil.
 	Hangup, Watch <-chan struct{}
+	// Handlers are served beside /status and /metrics, by path (the
+	// connect page).
+	Handlers map[string]http.Handler
 }
 
 // ConfigError is a configuration the daemon cannot run with (an address in
@@ -109,6 +112,9 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/status", opts.Status)
+	for path, h := range opts.Handlers {
+		mux.Handle(path, h)
+	}
 	mux.Handle("/", m.Handler(func() error { return nil }, opts.UnreadyAfter))
 	srv := &http.Server{
 		Addr:              opts.Addr,

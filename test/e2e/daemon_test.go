@@ -95,14 +95,14 @@ func TestDaemonMetricsAndReadiness(t *testing.T) {
 	}
 	defer cmd.Process.Kill()
 	form := sim.FormIDs()[0]
-	rows := `syncd_rows_written_total{source="forms",stream="` + form + `"}`
+	rows := `syncd_rows_written_total{account="default",source="forms",stream="` + form + `"}`
 	if !eventually(20*time.Second, func() bool { return scrape(t, addr, rows) > 0 }) {
 		t.Fatalf("rows counter never moved\n%s", tail(stderr.String()))
 	}
-	if v := scrape(t, addr, `syncd_last_success_timestamp_seconds{source="forms",stream="`+form+`"}`); v < float64(start.Unix()) {
+	if v := scrape(t, addr, `syncd_last_success_timestamp_seconds{account="default",source="forms",stream="`+form+`"}`); v < float64(start.Unix()) {
 		t.Errorf("last success gauge = %v", v)
 	}
-	if v := scrape(t, addr, `syncd_requests_total{endpoint=`); v <= 0 {
+	if v := scrape(t, addr, `syncd_requests_total{account="default",endpoint=`); v <= 0 {
 		t.Errorf("request counter = %v", v)
 	}
 	if status(addr, "/healthz") != 200 || status(addr, "/readyz") != 200 {
