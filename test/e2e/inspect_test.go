@@ -54,7 +54,9 @@ func TestInspectBesideRunningDaemon(t *testing.T) {
 	defer cmd.Process.Kill()
 	forms := sim.FormIDs()
 	for _, f := range forms {
-		if !eventually(30*time.Second, func() bool { return scrape(t, addr, `syncd_rows_written_total{account="default",source="forms",stream="`+f+`"}`) > 0 }) {
+		if !eventually(30*time.Second, func() bool {
+			return scrape(t, addr, `syncd_rows_written_total{account="default",source="forms",stream="`+f+`"}`) > 0
+		}) {
 			t.Fatalf("form %s never synced: %s", f, tail(stderr.String()))
 		}
 	}
