@@ -398,6 +398,9 @@ func printResults(w io.Writer, results []poller.Result, took time.Duration, sign
 // for a source that failed before any of its streams ran, what failed.
 func streamName(r poller.Result) string {
 	if r.FormID == "" {
+		if r.Account != "" && r.Account != config.DefaultAccount {
+			return r.Source + " of account " + r.Account + " (listing its forms)"
+		}
 		return r.Source + " (listing the account's forms)"
 	}
 	return r.FormID

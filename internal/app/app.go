@@ -726,11 +726,33 @@ func (acct *Account) Pass(ctx context.Context, jobs func(context.Context) ([]pol
 		results = append(results, poller.Result{Account: acct.Name, Source: poller.SourceForms, Err: err})
 	}
 	results = append(results, acct.SyncAll(ctx, list, acct.app.Cfg.Sync.Concurrency)...)
+	if acct.app.Cfg.MultiAccount() {
+		for i := range results {
+			var ae *forms.AuthError
+			if errors.As(results[i].Err, &ae) {
+				results[i].Err = &KeyError{Account: acct.Name, Err: ae}
+			}
+		}
+	}
 	if bookings && acct.Scheduling != nil {
 		results = append(results, acct.SyncBookings(ctx))
 	}
 	return results
 }
+
+// KeyError is an account's Forms API key refused (revoked, or of another
+// deployment): that account stops, the others sync.
+type KeyError struct {
+	Account string
+	Err     *forms.AuthError
+}
+
+func (e *KeyError) Error() string {
+	return fmt.Sprintf("account %s: the Forms API at %s rejected its key (HTTP %d): check the account's api_key (or api_key_file) and that the key belongs to its base_url; the other accounts sync",
+		e.Account, e.Err.BaseURL, e.Err.Status)
+}
+
+func (e *KeyError) Unwrap() error { return e.Err }
 
 // SyncBookings runs the live pass of the scheduling API's bookings. A
 // bookings pass that fails (a sign-in to renew) leaves the forms' alone.
