@@ -7,6 +7,16 @@
 // The key may also come from FORMSIM_API_KEY. The first line on stdout is
 // the base URL (http://127.0.0.1:8088/v1/api; with port 0 the real port);
 // the server runs until SIGINT or SIGTERM and then shuts down gracefully.
+//
+// With --accounts N it serves N accounts (workspaces) behind one URL, as
+// the service serves many customers: account i (1..N) has the API key
+// <key-prefix><i> and seed --seed + i - 1, so every account has its own
+// forms and data; --rate-limit and the fault flags apply to each account
+// on its own. After the base URL, stdout has one line per account:
+// "account <i> key <key> seed <seed> forms <id> <id> ...". The keys are
+// simulator keys, so printing them is harmless.
+//
+//	formsim --addr 127.0.0.1:8088 --accounts 3 --key-prefix sk_sim_ --rate-limit 5
 package main
 
 import (
@@ -46,11 +56,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		addr   string
 		start  string
 		end    string
+		n      int
+		prefix string
 	)
 	fs := flag.NewFlagSet("formsim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&addr, "addr", "127.0.0.1:8088", "listen address (port 0 picks a free one)")
 	fs.StringVar(&cfg.APIKey, "api-key", "", "the API key clients must send (default $FORMSIM_API_KEY)")
+	fs.IntVar(&n, "accounts", 0, "serve this many accounts, keys <key-prefix>1..N (0: one account, --api-key)")
+	fs.StringVar(&prefix, "key-prefix", "sk_sim_", "with --accounts, the API keys' prefix")
 	fs.Int64Var(&cfg.Seed, "seed", 1, "seed of the generated data")
 	fs.IntVar(&cfg.Forms, "forms", 3, "number of forms; the first asks every documented question type")
 	fs.IntVar(&cfg.Submissions, "submissions", 1000, "finished submissions per form")
@@ -83,11 +97,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if cfg.APIKey == "" {
+	switch {
+	case n < 0:
+		return fmt.Errorf("--accounts %d is negative", n)
+	case n > 0 && cfg.APIKey != "":
+		return errors.New("--api-key and --accounts exclude each other: with --accounts the keys are <key-prefix><i>")
+	case n > 0 && prefix == "":
+		return errors.New("--key-prefix must not be empty")
+	case n == 0 && cfg.APIKey == "":
 		cfg.APIKey = getenv("FORMSIM_API_KEY")
-	}
-	if cfg.APIKey == "" {
-		return errors.New("an API key is required: pass --api-key or set FORMSIM_API_KEY")
+		if cfg.APIKey == "" {
+			return errors.New("an API key is required: pass --api-key or set FORMSIM_API_KEY")
+		}
 	}
 	for _, t := range []struct {
 		flag string
@@ -104,12 +125,46 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		*t.dst = v
 	}
 
-	sim, err := formsim.New(cfg)
-	if err != nil {
-		return err
+	var (
+		handler http.Handler
+		closer  io.Closer
+		report  func()
+	)
+	if n == 0 {
+		sim, err := formsim.New(cfg)
+		if err != nil {
+			return err
+		}
+		sim.SetFaults(faults)
+		handler, closer = sim, sim
+		report = func() {
+			fmt.Fprintf(stderr, "formsim: %d forms of %d submissions (seed %d): %s\n",
+				cfg.Forms, cfg.Submissions, cfg.Seed, strings.Join(sim.FormIDs(), " "))
+		}
+	} else {
+		cfgs := make([]formsim.Config, n)
+		for i := range cfgs {
+			cfgs[i] = cfg
+			cfgs[i].APIKey = fmt.Sprintf("%s%d", prefix, i+1)
+			cfgs[i].Seed = cfg.Seed + int64(i)
+		}
+		multi, err := formsim.NewMulti(cfgs...)
+		if err != nil {
+			return err
+		}
+		for _, k := range multi.Keys() {
+			multi.Workspace(k).SetFaults(faults)
+		}
+		handler, closer = multi, multi
+		report = func() {
+			for i, c := range cfgs {
+				fmt.Fprintf(stdout, "account %d key %s seed %d forms %s\n",
+					i+1, c.APIKey, c.Seed, strings.Join(multi.Workspace(c.APIKey).FormIDs(), " "))
+			}
+			fmt.Fprintf(stderr, "formsim: %d accounts of %d forms of %d submissions\n", n, cfg.Forms, cfg.Submissions)
+		}
 	}
-	defer sim.Close()
-	sim.SetFaults(faults)
+	defer closer.Close()
 
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", addr)
@@ -117,10 +172,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	fmt.Fprintf(stdout, "http://%s%s\n", ln.Addr(), formsim.BasePath)
-	fmt.Fprintf(stderr, "formsim: %d forms of %d submissions (seed %d): %s\n",
-		cfg.Forms, cfg.Submissions, cfg.Seed, strings.Join(sim.FormIDs(), " "))
+	report()
 
-	hs := &http.Server{Handler: sim, ReadHeaderTimeout: 5 * time.Second}
+	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	select {
@@ -130,7 +184,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	}
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	sim.Close() // ends injected delays so in-flight requests finish quickly
+	closer.Close() // ends injected delays so in-flight requests finish quickly
 	if err := hs.Shutdown(shutdown); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
