@@ -174,6 +174,11 @@ func RunEnv(ctx context.Context, bin string, w *Workdir, env []string, args ...s
 	return run(ctx, bin, w, 0, env, args)
 }
 
+// RunEnvKilledAfter is RunEnv that sends SIGKILL after d (0: never).
+func RunEnvKilledAfter(ctx context.Context, bin string, w *Workdir, env []string, d time.Duration, args ...string) Result {
+	return run(ctx, bin, w, d, env, args)
+}
+
 // Start starts syncd in the background; the caller waits or signals it.
 func Start(bin string, w *Workdir, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer, error) {
 	cmd := exec.Command(bin, append(args, "--config", w.Config)...)

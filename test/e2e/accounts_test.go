@@ -86,11 +86,15 @@ func accountsSection(t *testing.T, dir string, list []*formsAccount) (yaml strin
 	return b.String(), env
 }
 
-// serviceVersions lists a workspace's form through its own key: submission
-// id -> lastUpdatedAt (µs).
+// serviceVersions lists a workspace's form: submission id ->
+// lastUpdatedAt (µs). It asks the workspace behind its own loopback
+// server, past the deployment's limiter and revocations, so that checking
+// never counts against the key.
 func (a *formsAccount) serviceVersions(t *testing.T, form string) map[string]int64 {
 	t.Helper()
-	client, err := forms.New(forms.Config{BaseURL: a.baseURL, APIKey: a.key, RateLimit: formsim.ServiceRateLimit})
+	ts := httptest.NewServer(a.multi.Workspace(a.key))
+	defer ts.Close()
+	client, err := forms.New(forms.Config{BaseURL: ts.URL + formsim.BasePath, APIKey: a.key, RateLimit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,4 +164,120 @@ func checkAccountOutput(t *testing.T, duck *testkit.Duck, out string, a *formsAc
 			}
 		}
 	}
+}
+
+// manyAccounts is an installation serving the forms accounts (and, when
+// set, scheduling users) from one config.
+type manyAccounts struct {
+	forms []*formsAccount
+	w     *testkit.Workdir
+	env   []string
+}
+
+func (m *manyAccounts) run(ctx context.Context, kill time.Duration, args ...string) testkit.Result {
+	if kill > 0 {
+		return testkit.RunEnvKilledAfter(ctx, syncdBin, m.w, m.env, kill, args...)
+	}
+	return testkit.RunEnv(ctx, syncdBin, m.w, m.env, args...)
+}
+
+// checkRates: no key went over the service's limit, by the simulators'
+// own clocks: none was answered 429 by the simulator's limiter (the
+// service's 5 requests/s with a second's burst). The most requests of a
+// key in any sliding second may exceed 5 by two: one at the window's edge
+// (requests paced 200 ms apart arrive with jitter), and the first request
+// of a syncd started right after one was killed (a new process has no
+// memory of the dead one's pacing).
+func (m *manyAccounts) checkRates(t *testing.T) {
+	t.Helper()
+	for _, a := range m.forms {
+		st, _ := a.multi.Stats(a.key)
+		if st.RateLimited > 0 || st.MaxPerSecond > formsim.ServiceRateLimit+2 {
+			t.Errorf("account %s: the simulator answered %d requests 429 and admitted up to %d in one second (limit %d)", a.name, st.RateLimited, st.MaxPerSecond, formsim.ServiceRateLimit)
+		}
+	}
+}
+
+// writeAccountsConfig writes the installation's config: the forms
+// accounts, then extra top-level sections (the scheduling users).
+func writeAccountsConfig(t *testing.T, m *manyAccounts, extraAccounts, extra string) {
+	t.Helper()
+	dir := t.TempDir()
+	m.w = &testkit.Workdir{Dir: dir, Config: filepath.Join(dir, "syncd.yaml"), Out: filepath.Join(dir, "out"), State: filepath.Join(dir, "state", "syncd.db")}
+	accounts, env := accountsSection(t, dir, m.forms)
+	m.env = append(m.env, env...)
+	raw := fmt.Sprintf(`source:
+  base_url: %s
+  rate_limit: 5
+  max_attempts: 8
+  timeout: 10s
+sync:
+  safety_lag: 0s
+  max_rows_per_batch: 60
+  concurrency: 2
+  max_batches: 8
+sink:
+  parquet: {path: %s}
+state:
+  path: %s
+log:
+  level: info
+  format: json
+%s%s%s`, m.forms[0].baseURL, m.w.Out, m.w.State, extra, accounts, extraAccounts)
+	if err := os.WriteFile(m.w.Config, []byte(raw), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestManyAccountsOneProcess: 20 Forms API accounts on two deployments in
+// one syncd, killed with SIGKILL at random instants; one key is revoked
+// midway. The revoked account fails with a sentence naming it and the fix,
+// the others complete; each account's output is exact and its own, and no
+// key ever went over the service's limit.
+func TestManyAccountsOneProcess(t *testing.T) {
+	seed := testkit.Seed(t, "SYNCD_ACCOUNTS_SEED")
+	rng := rand.New(rand.NewPCG(seed, 22))
+	m := &manyAccounts{forms: startWorkspaces(t, rng, 10)}
+	writeAccountsConfig(t, m, "", "")
+	ctx := context.Background()
+	revoked := m.forms[7]
+	kills := 0
+	for try := 0; kills < 12; try++ {
+		if try > 60 {
+			t.Fatalf("only %d kills landed in %d runs (seed %d)", kills, try, seed)
+		}
+		if kills == 6 && revoked.multi.Revoke(revoked.key) {
+			t.Logf("revoked the key of account %s", revoked.name)
+		}
+		res := m.run(ctx, time.Duration(100+rng.IntN(2500))*time.Millisecond, "once")
+		if res.Killed {
+			kills++
+			continue
+		}
+		if res.Code != 0 && res.Code != 1 {
+			t.Fatalf("once exited %d (seed %d): %s\n%s", res.Code, seed, res.Stdout, tail(res.Stderr))
+		}
+	}
+	if !revoked.multi.Revoke(revoked.key) {
+		t.Logf("the key of %s was revoked before", revoked.name)
+	}
+	res := m.run(ctx, 0, "once")
+	if res.Code != 1 {
+		t.Fatalf("the last pass exited %d, want 1 (one account failing) (seed %d)\n%s\n%s", res.Code, seed, res.Stdout, tail(res.Stderr))
+	}
+	want := "account " + revoked.name + ": the Forms API at " + revoked.baseURL + " rejected its key"
+	if !strings.Contains(res.Stdout, want) {
+		t.Errorf("the pass does not say %q:\n%s", want, res.Stdout)
+	}
+	for _, line := range strings.Split(res.Stdout, "\n") {
+		if strings.HasPrefix(line, "FAIL") && !strings.Contains(line, revoked.name) {
+			t.Errorf("an account other than %s failed: %s", revoked.name, line)
+		}
+	}
+	m.checkRates(t)
+	duck := testkit.OpenDuck(t)
+	for _, a := range m.forms {
+		checkAccountOutput(t, duck, m.w.Out, a, a != revoked)
+	}
+	t.Logf("%d kills (seed %d)", kills, seed)
 }
