@@ -84,12 +84,13 @@ func (s *Server) api(scope string, h func(w http.ResponseWriter, r *http.Request
 		if lim != nil {
 			if res := lim.Reserve(); res.Delay() > 0 {
 				res.Cancel()
-				s.count(func(st *Stats) { st.Throttled++ })
+				s.count(func(st *Stats) { st.Throttled++; s.users[g.user].stats.Throttled++ })
 				w.Header().Set("Retry-After", "1")
 				apiError(w, r, http.StatusTooManyRequests, "ThrottlerException", "ThrottlerException: Too Many Requests")
 				return
 			}
 		}
+		s.admitted(g.user, time.Now())
 		if len(g.scopes) > 0 && !HasScope(g.scopes, scope) {
 			apiError(w, r, http.StatusForbidden, "ForbiddenException", fmt.Sprintf(
 				"insufficient_scope: token does not have the required scopes. Required: %s. Token has: %s", scope, strings.Join(g.scopes, ", ")))
@@ -99,8 +100,8 @@ func (s *Server) api(scope string, h func(w http.ResponseWriter, r *http.Request
 	}
 }
 
-func (s *Server) handleMe(w http.ResponseWriter, _ *http.Request, _ *grant) {
-	u := s.cfg.User
+func (s *Server) handleMe(w http.ResponseWriter, _ *http.Request, g *grant) {
+	u := s.users[g.user].User // users never changes after New
 	writeJSON(w, map[string]any{"status": "success", "data": map[string]any{
 		"id": u.ID, "username": u.Username, "email": u.Email, "name": u.Name,
 		"avatarUrl": nil, "bio": nil, "timeFormat": 24, "defaultScheduleId": 1,
@@ -225,7 +226,7 @@ func compareTimes(a, b *time.Time, desc bool) int {
 	return c
 }
 
-func (s *Server) handleBookings(w http.ResponseWriter, r *http.Request, _ *grant) {
+func (s *Server) handleBookings(w http.ResponseWriter, r *http.Request, g *grant) {
 	if v := r.Header.Get("cal-api-version"); v != APIVersion {
 		apiError(w, r, http.StatusBadRequest, "BadRequestException",
 			fmt.Sprintf("cal-api-version header must be %s (got %q); the simulator refuses the older shape", APIVersion, v))
@@ -240,12 +241,12 @@ func (s *Server) handleBookings(w http.ResponseWriter, r *http.Request, _ *grant
 	defer s.mu.Unlock()
 	s.stats.BookingRequests++
 	if s.cfg.ChurnRate > 0 && s.rnd.Float64() < s.cfg.ChurnRate {
-		s.churn()
+		s.churn(g.user)
 	}
 	now := s.cfg.Now()
 	var hits []*booking
 	for _, b := range s.bookings {
-		if bq.match(b, now) {
+		if b.owner == g.user && bq.match(b, now) {
 			hits = append(hits, b)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 // booking is one row of the booking table.
 type booking struct {
+	owner              int // index in Server.users: the host
 	ID                 int64
 	UID                string
 	Title              string
@@ -53,15 +54,25 @@ var (
 	locations = []string{"https://cal.com/video/abc", "integrations:daily", "Office, 2nd floor", "+44 20 7946 0000", ""}
 )
 
-// seedBookings writes the initial bookings: created over the past 60 days,
-// a few cancelled or rescheduled since, one in ten with a null updatedAt.
+// seedBookings writes each user's initial bookings: created over the past
+// 60 days, a few cancelled or rescheduled since, one in ten with a null
+// updatedAt. Users are seeded one after the other from the one source, so
+// each has different bookings, and the first user's are those of a
+// single-user simulator with the same seed.
 func (s *Server) seedBookings() {
 	now := s.cfg.Now().UTC().Truncate(time.Millisecond)
+	for u := range s.users {
+		s.seedUser(u, now)
+	}
+	s.last = now.Add(-time.Millisecond)
+}
+
+func (s *Server) seedUser(owner int, now time.Time) {
 	base := now.Add(-60 * 24 * time.Hour)
 	step := 60 * 24 * time.Hour / time.Duration(s.cfg.Bookings+1)
 	for i := 0; i < s.cfg.Bookings; i++ {
 		created := base.Add(time.Duration(i+1) * step).Truncate(time.Millisecond)
-		b := s.makeBooking(created)
+		b := s.makeBooking(created, owner)
 		if i%10 == 9 {
 			b.UpdatedAt = nil
 		}
@@ -76,12 +87,11 @@ func (s *Server) seedBookings() {
 			b.Status = "pending"
 		}
 	}
-	s.last = now.Add(-time.Millisecond)
 }
 
-// makeBooking adds a new accepted booking created at t. Callers hold mu (or
-// are New).
-func (s *Server) makeBooking(t time.Time) *booking {
+// makeBooking adds a new accepted booking of user owner created at t.
+// Callers hold mu (or are New).
+func (s *Server) makeBooking(t time.Time, owner int) *booking {
 	s.nextID++
 	et := eventTypes[s.rnd.IntN(len(eventTypes))]
 	start := t.Add(time.Duration(1+s.rnd.IntN(21*24)) * time.Hour).Truncate(time.Hour)
@@ -99,9 +109,10 @@ func (s *Server) makeBooking(t time.Time) *booking {
 	}
 	ut := t
 	b := &booking{
+		owner:         owner,
 		ID:            s.nextID,
 		UID:           fmt.Sprintf("bk%08x%06x", s.rnd.Uint32(), s.nextID),
-		Title:         fmt.Sprintf("%s between %s and %s", et.title, s.cfg.User.Name, atts[0].Name),
+		Title:         fmt.Sprintf("%s between %s and %s", et.title, s.users[owner].Name, atts[0].Name),
 		Description:   []string{"", "Agenda to follow", "Quarterly review — notes in the doc"}[s.rnd.IntN(3)],
 		Status:        "accepted",
 		Start:         start,
@@ -139,14 +150,14 @@ func (s *Server) makeBooking(t time.Time) *booking {
 func (s *Server) cancel(b *booking, t time.Time, reason string) {
 	b.Status = "cancelled"
 	b.CancellationReason = reason
-	b.CancelledBy = s.cfg.User.Email
+	b.CancelledBy = s.users[b.owner].Email
 	b.UpdatedAt = &t
 }
 
 // reschedule moves b: a new booking at the new time, rescheduled from b,
 // and b cancelled as rescheduled. Callers hold mu.
 func (s *Server) reschedule(b *booking, t time.Time, reason string) *booking {
-	nb := s.makeBooking(t)
+	nb := s.makeBooking(t, b.owner)
 	nb.Title, nb.Description, nb.EventTypeID, nb.EventTypeSlug = b.Title, b.Description, b.EventTypeID, b.EventTypeSlug
 	nb.Attendees, nb.Guests, nb.Responses, nb.Location = b.Attendees, b.Guests, b.Responses, b.Location
 	d := b.End.Sub(b.Start)
@@ -154,27 +165,28 @@ func (s *Server) reschedule(b *booking, t time.Time, reason string) *booking {
 	nb.End = nb.Start.Add(d)
 	nb.FromReschedule = b.UID
 	nb.ReschedulingReason = reason
-	nb.RescheduledBy = s.cfg.User.Email
+	nb.RescheduledBy = s.users[b.owner].Email
 	s.cancel(b, t, "")
 	b.CancellationReason = ""
 	b.Rescheduled = true
 	b.ReschedulingReason = reason
-	b.RescheduledBy = s.cfg.User.Email
+	b.RescheduledBy = s.users[b.owner].Email
 	return nb
 }
 
-// churn makes one random change, as users and hosts do. Callers hold mu.
-func (s *Server) churn() {
+// churn makes one random change to owner's bookings, as attendees and
+// hosts do. Callers hold mu.
+func (s *Server) churn(owner int) {
 	t := s.tick()
 	var live []*booking
 	for _, b := range s.bookings {
-		if b.Status == "accepted" || b.Status == "pending" {
+		if b.owner == owner && (b.Status == "accepted" || b.Status == "pending") {
 			live = append(live, b)
 		}
 	}
 	switch k := s.rnd.IntN(3); {
 	case k == 0 || len(live) == 0:
-		s.makeBooking(t)
+		s.makeBooking(t, owner)
 	case k == 1:
 		s.cancel(live[s.rnd.IntN(len(live))], t, "Plans changed")
 	default:
@@ -201,7 +213,7 @@ func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z
 // render is the booking in the shape of BookingOutput_2024_08_13. Callers
 // hold mu.
 func (s *Server) render(b *booking) map[string]any {
-	u := s.cfg.User
+	u := s.users[b.owner].User
 	atts := make([]map[string]any, len(b.Attendees))
 	for i, a := range b.Attendees {
 		m := map[string]any{"name": a.Name, "email": a.Email, "displayEmail": a.Email, "timeZone": a.TimeZone, "language": a.Language, "absent": a.Absent}

@@ -20,7 +20,9 @@ const codeLifetime = 10 * time.Minute
 // handleAuthorize auto-approves: it checks the request as the real page
 // does and redirects to redirect_uri with code and state (or error and
 // state). An unknown client or a redirect URI that is not registered cannot
-// be redirected to, so those get a 400 page.
+// be redirected to, so those get a 400 page, as does a session cookie
+// naming no user. The consenting user is the session's (see PathLogin),
+// and the code, and every token from it, is bound to that user.
 func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	c, ok := s.clients[q.Get("client_id")]
@@ -31,6 +33,11 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 	redirect := q.Get("redirect_uri")
 	if !redirectAllowed(c, redirect) {
 		http.Error(w, "redirect_uri_mismatch: redirect_uri is not registered for this client", http.StatusBadRequest)
+		return
+	}
+	user, err := s.consentingUser(r)
+	if err != nil {
+		http.Error(w, "the session's user is unknown; sign in again at "+PathLogin+"?user=<username>", http.StatusBadRequest)
 		return
 	}
 	fail := func(code, desc string) {
@@ -71,8 +78,9 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 	}
 	code := newSecret("sim_code_")
 	s.mu.Lock()
-	s.codes[code] = &grant{clientID: c.ID, scopes: scopes, challenge: challenge, redirect: redirect, expiry: s.cfg.Now().Add(codeLifetime)}
+	s.codes[code] = &grant{user: user, clientID: c.ID, scopes: scopes, challenge: challenge, redirect: redirect, expiry: s.cfg.Now().Add(codeLifetime)}
 	s.stats.Authorizations++
+	s.users[user].stats.Authorizations++
 	s.mu.Unlock()
 	u, _ := url.Parse(redirect)
 	v := u.Query()

@@ -53,6 +53,9 @@ const (
 	PathMe        = "/v2/me"
 	PathBookings  = "/v2/bookings"
 	PathAdmin     = "/_admin/"
+	// PathLogin signs a browser in as ?user=<username> (a session cookie);
+	// the authorize page then asks that user for consent.
+	PathLogin = "/sim/login"
 )
 
 // Scope names used by the endpoints served.
@@ -71,7 +74,8 @@ type Client struct {
 	Legacy       bool     `json:"legacy,omitempty"`         // created before scopes: tokens without scope param carry none
 }
 
-// User is the account that authorizes every client.
+// User is an account that authorizes clients: Config.User, or one of
+// Config.Users.
 type User struct {
 	ID       int64  `json:"id"`
 	Username string `json:"username"`
@@ -89,6 +93,11 @@ type Config struct {
 	// Clients accepted; default DefaultClients(Seed).
 	Clients []Client
 	User    User // default a fixed user
+	// Users, when set, are the accounts that may authorize, each with their
+	// own bookings, consent and tokens; the first is the default user (and
+	// replaces User). Empty: [User]. Usernames must be distinct and non
+	// empty; a zero ID becomes 7 + the user's index.
+	Users []User
 	// RateLimit is requests per second per access token on /v2/ before a
 	// 429 with Retry-After; 0: unlimited.
 	RateLimit float64
@@ -132,6 +141,9 @@ type Server struct {
 	refresh  map[string]*refreshState
 	limiters map[string]*rate.Limiter
 	deny     string // error= for the next authorizations, e.g. access_denied
+	users    []*userState
+	byName   map[string]int // username → index in users
+	consent  int            // the user who consents when the request names none
 	bookings []*booking
 	byUID    map[string]*booking
 	nextID   int64
@@ -140,6 +152,7 @@ type Server struct {
 
 // grant is what a code or token stands for.
 type grant struct {
+	user      int // index in Server.users: whose consent, whose data
 	clientID  string
 	scopes    []string // nil: unscoped (legacy)
 	challenge string   // PKCE S256 challenge of the code
@@ -165,7 +178,8 @@ type Stats struct {
 	Faults          int            `json:"faults"`
 }
 
-// New builds a simulator.
+// New builds a simulator. It panics when Config.Users has an empty or
+// repeated username, a mistake in the caller's code.
 func New(cfg Config) *Server {
 	if cfg.Bookings == 0 {
 		cfg.Bookings = 50
@@ -176,9 +190,22 @@ func New(cfg Config) *Server {
 	if cfg.Clients == nil {
 		cfg.Clients = DefaultClients(cfg.Seed)
 	}
+	if len(cfg.Users) > 0 {
+		cfg.Users = append([]User(nil), cfg.Users...)
+		cfg.User = cfg.Users[0]
+	}
 	if cfg.User.ID == 0 {
 		cfg.User = User{ID: 7, Username: "ada", Email: "ada@example.com", Name: "Ada Lovelace", TimeZone: "Europe/London"}
 	}
+	if len(cfg.Users) == 0 {
+		cfg.Users = []User{cfg.User}
+	}
+	for i := range cfg.Users {
+		if cfg.Users[i].ID == 0 {
+			cfg.Users[i].ID = 7 + int64(i)
+		}
+	}
+	cfg.User = cfg.Users[0]
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -193,6 +220,17 @@ func New(cfg Config) *Server {
 		byUID:    make(map[string]*booking),
 		nextID:   1000,
 		stats:    Stats{SecretUsed: map[string]int{}},
+		byName:   make(map[string]int),
+	}
+	for i, u := range cfg.Users {
+		if u.Username == "" {
+			panic(fmt.Sprintf("schedsim: user %d has no username", i))
+		}
+		if _, dup := s.byName[u.Username]; dup {
+			panic(fmt.Sprintf("schedsim: username %q is used twice", u.Username))
+		}
+		s.byName[u.Username] = i
+		s.users = append(s.users, &userState{User: u})
 	}
 	for i := range cfg.Clients {
 		c := cfg.Clients[i]
@@ -201,6 +239,7 @@ func New(cfg Config) *Server {
 	s.seedBookings()
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("GET "+PathAuthorize, s.handleAuthorize)
+	s.mux.HandleFunc("GET "+PathLogin, s.handleLogin)
 	s.mux.HandleFunc("POST "+PathToken, s.handleToken)
 	s.mux.HandleFunc("GET "+PathMe, s.api(ScopeProfileRead, s.handleMe))
 	s.mux.HandleFunc("GET "+PathBookings, s.api(ScopeBookingRead, s.handleBookings))
@@ -217,8 +256,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Clients returns the OAuth clients the simulator accepts.
 func (s *Server) Clients() []Client { return append([]Client(nil), s.cfg.Clients...) }
 
-// User returns the account that authorizes.
+// User returns the default account: the first of Users.
 func (s *Server) User() User { return s.cfg.User }
+
+// Users returns every account, the default first.
+func (s *Server) Users() []User { return append([]User(nil), s.cfg.Users...) }
 
 // Stats returns a copy of the counters.
 func (s *Server) Stats() Stats {
@@ -264,8 +306,8 @@ func (s *Server) ExpireAccessTokens() {
 	}
 }
 
-// RevokeRefreshTokens refuses every refresh token issued so far, as a user
-// revoking the app does.
+// RevokeRefreshTokens refuses every refresh token issued so far, of every
+// user, as every user revoking the app does.
 func (s *Server) RevokeRefreshTokens() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
