@@ -14,6 +14,7 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/formsim"
 	"github.com/syncd-dev/syncd/internal/poller"
+	"github.com/syncd-dev/syncd/internal/schedsim"
 	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 	"github.com/syncd-dev/syncd/internal/testkit"
 )
@@ -170,8 +171,54 @@ func checkAccountOutput(t *testing.T, duck *testkit.Duck, out string, a *formsAc
 // set, scheduling users) from one config.
 type manyAccounts struct {
 	forms []*formsAccount
+	sched *schedsim.Server
+	users []string // the scheduling users; account s-<user> signs in as <user>
 	w     *testkit.Workdir
 	env   []string
+}
+
+// startUsers serves n scheduling users behind one OAuth client, their
+// access tokens living expiry, and returns the scheduling section and the
+// accounts entries of their accounts.
+func (m *manyAccounts) startUsers(t *testing.T, n int, expiry time.Duration) (section, accounts string) {
+	t.Helper()
+	users := make([]schedsim.User, n)
+	for i := range users {
+		name := fmt.Sprintf("user%02d", i)
+		users[i] = schedsim.User{ID: int64(500 + i), Username: name, Email: name + "@example.com", Name: "User " + name, TimeZone: "UTC"}
+		m.users = append(m.users, name)
+	}
+	m.sched = schedsim.New(schedsim.Config{Seed: 23, Bookings: 15, TokenExpiry: expiry, Users: users, ChurnRate: 0.05, RateLimit: 5})
+	ts := httptest.NewServer(m.sched)
+	t.Cleanup(ts.Close)
+	var secret string
+	for _, c := range m.sched.Clients() {
+		if c.ID == "sim-client" {
+			secret = c.Secrets[0]
+		}
+	}
+	m.env = append(m.env, "SCHED_SECRET="+secret)
+	section = fmt.Sprintf("scheduling:\n  base_url: %s\n  authorize_url: %s%s\n  client_id: sim-client\n  client_secret: ${SCHED_SECRET}\n  redirect_uri: http://%s/callback\n  rate_limit: 4\n  max_attempts: 8\n",
+		ts.URL, ts.URL, schedsim.PathAuthorize, testkit.FreeAddr(t))
+	var b strings.Builder
+	for _, u := range m.users {
+		fmt.Fprintf(&b, "  - name: s-%s\n    scheduling: true\n", u)
+	}
+	return section, b.String()
+}
+
+// signIn signs every scheduling user in, each to their own account, with
+// `syncd auth login --account`.
+func (m *manyAccounts) signIn(t *testing.T) {
+	t.Helper()
+	for _, u := range m.users {
+		if err := m.sched.SetConsentingUser(u); err != nil {
+			t.Fatal(err)
+		}
+		if res := loginAs(t, m.w, m.env, "--account", "s-"+u); res.Code != 0 || !strings.Contains(res.Stdout, "account s-"+u+": signed in as "+u+"@example.com") {
+			t.Fatalf("auth login --account s-%s: exit %d\n%s\n%s", u, res.Code, res.Stdout, tail(res.Stderr))
+		}
+	}
 }
 
 func (m *manyAccounts) run(ctx context.Context, kill time.Duration, args ...string) testkit.Result {
@@ -238,16 +285,23 @@ func TestManyAccountsOneProcess(t *testing.T) {
 	seed := testkit.Seed(t, "SYNCD_ACCOUNTS_SEED")
 	rng := rand.New(rand.NewPCG(seed, 22))
 	m := &manyAccounts{forms: startWorkspaces(t, rng, 10)}
-	writeAccountsConfig(t, m, "", "")
+	section, users := m.startUsers(t, 10, 3*time.Second)
+	writeAccountsConfig(t, m, users, section)
+	m.signIn(t)
 	ctx := context.Background()
-	revoked := m.forms[7]
+	revoked, revokedUser := m.forms[7], m.users[3]
 	kills := 0
 	for try := 0; kills < 12; try++ {
 		if try > 60 {
 			t.Fatalf("only %d kills landed in %d runs (seed %d)", kills, try, seed)
 		}
 		if kills == 6 && revoked.multi.Revoke(revoked.key) {
-			t.Logf("revoked the key of account %s", revoked.name)
+			// The user revokes the app: the refresh token is refused once the
+			// access token (3 s) runs out.
+			if err := m.sched.RevokeUserRefreshTokens(revokedUser); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("revoked the key of account %s and the sign-in of s-%s", revoked.name, revokedUser)
 		}
 		res := m.run(ctx, time.Duration(100+rng.IntN(2500))*time.Millisecond, "once")
 		if res.Killed {
@@ -261,23 +315,61 @@ func TestManyAccountsOneProcess(t *testing.T) {
 	if !revoked.multi.Revoke(revoked.key) {
 		t.Logf("the key of %s was revoked before", revoked.name)
 	}
+	// The bookings stand still for the last pass, which the test compares
+	// with the service.
+	m.sched.SetChurnRate(0)
+	m.sched.ExpireAccessTokens()
+	time.Sleep(5 * time.Millisecond)
 	res := m.run(ctx, 0, "once")
 	if res.Code != 1 {
-		t.Fatalf("the last pass exited %d, want 1 (one account failing) (seed %d)\n%s\n%s", res.Code, seed, res.Stdout, tail(res.Stderr))
+		t.Fatalf("the last pass exited %d, want 1 (two accounts failing) (seed %d)\n%s\n%s", res.Code, seed, res.Stdout, tail(res.Stderr))
 	}
-	want := "account " + revoked.name + ": the Forms API at " + revoked.baseURL + " rejected its key"
-	if !strings.Contains(res.Stdout, want) {
-		t.Errorf("the pass does not say %q:\n%s", want, res.Stdout)
-	}
-	for _, line := range strings.Split(res.Stdout, "\n") {
-		if strings.HasPrefix(line, "FAIL") && !strings.Contains(line, revoked.name) {
-			t.Errorf("an account other than %s failed: %s", revoked.name, line)
+	for _, want := range []string{
+		"account " + revoked.name + ": the Forms API at " + revoked.baseURL + " rejected its key",
+		"account s-" + revokedUser + ": the scheduling API no longer accepts its sign-in",
+		"run `syncd auth login --account s-" + revokedUser + "`",
+	} {
+		if !strings.Contains(res.Stdout, want) {
+			t.Errorf("the pass does not say %q:\n%s", want, res.Stdout)
 		}
+	}
+	failing := 0
+	for _, line := range strings.Split(res.Stdout, "\n") {
+		if !strings.HasPrefix(line, "FAIL") {
+			continue
+		}
+		failing++
+		if !strings.Contains(line, revoked.name) && !strings.Contains(line, "s-"+revokedUser) {
+			t.Errorf("an account other than %s and s-%s failed: %s", revoked.name, revokedUser, line)
+		}
+	}
+	if failing != 2 {
+		t.Errorf("%d lines FAIL, want one per failing account:\n%s", failing, res.Stdout)
 	}
 	m.checkRates(t)
 	duck := testkit.OpenDuck(t)
 	for _, a := range m.forms {
 		checkAccountOutput(t, duck, m.w.Out, a, a != revoked)
+	}
+	for _, u := range m.users {
+		admin, err := m.sched.ForUser(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := admin.Stats(); st.Throttled > 0 {
+			t.Errorf("user %s: %d calls answered 429 (most in one second: %d)", u, st.Throttled, st.MaxPerSecond)
+		}
+		if u == revokedUser {
+			continue // what it synced before the revocation is checked for duplicates below
+		}
+		checkBookingsIn(t, duck, filepath.Join(m.w.Out, "account=s-"+u), admin.Journal())
+	}
+	var dups int
+	if err := duck.DB.QueryRow("SELECT count(*) FROM (SELECT uid, _version_time FROM " + testkit.Scan(filepath.Join(m.w.Out, "account=s-"+revokedUser), "bookings") + " GROUP BY 1, 2 HAVING count(*) > 1)").Scan(&dups); err != nil {
+		t.Fatal(err)
+	}
+	if dups != 0 {
+		t.Errorf("s-%s: %d booking versions twice", revokedUser, dups)
 	}
 	t.Logf("%d kills (seed %d)", kills, seed)
 }

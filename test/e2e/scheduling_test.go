@@ -90,7 +90,14 @@ func (e *schedEnv) run(ctx context.Context, args ...string) testkit.Result {
 // listener) and returns the command's result.
 func (e *schedEnv) login(t *testing.T) testkit.Result {
 	t.Helper()
-	cmd, rd, stderr, url := e.startLogin(t)
+	return loginAs(t, e.w, e.env)
+}
+
+// loginAs runs `syncd auth login` of installation w (extra: --account
+// NAME) and approves at the printed URL as a browser would.
+func loginAs(t *testing.T, w *testkit.Workdir, env []string, extra ...string) testkit.Result {
+	t.Helper()
+	cmd, rd, stderr, url := startLoginOf(t, w, env, extra...)
 	resp, err := http.Get(url)
 	if err != nil {
 		cmd.Process.Kill()
@@ -110,9 +117,15 @@ func (e *schedEnv) login(t *testing.T) testkit.Result {
 // authorization URL, with the rest of its output still to read.
 func (e *schedEnv) startLogin(t *testing.T) (*exec.Cmd, *bufio.Reader, *strings.Builder, string) {
 	t.Helper()
-	cmd := exec.Command(syncdBin, "auth", "login", "--config", e.w.Config)
-	cmd.Env = append(append(os.Environ(), "FORMS_API_KEY="+testkit.APIKey), e.env...)
-	cmd.Dir = e.w.Dir
+	return startLoginOf(t, e.w, e.env)
+}
+
+// startLoginOf is startLogin of installation w (extra: --account NAME).
+func startLoginOf(t *testing.T, w *testkit.Workdir, env []string, extra ...string) (*exec.Cmd, *bufio.Reader, *strings.Builder, string) {
+	t.Helper()
+	cmd := exec.Command(syncdBin, append([]string{"auth", "login", "--config", w.Config}, extra...)...)
+	cmd.Env = append(append(os.Environ(), "FORMS_API_KEY="+testkit.APIKey), env...)
+	cmd.Dir = w.Dir
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -164,8 +177,14 @@ func (e *schedEnv) settle(t *testing.T) []string {
 // uid, tombstones dropped) equal to the simulator's journal.
 func (e *schedEnv) checkBookings(t *testing.T) {
 	t.Helper()
-	duck := testkit.OpenDuck(t)
-	src := testkit.Scan(e.w.Out, "bookings")
+	checkBookingsIn(t, testkit.OpenDuck(t), e.w.Out, e.sched.Journal())
+}
+
+// checkBookingsIn checks the bookings table under out against truth, the
+// simulator's journal (of one user, or of all).
+func checkBookingsIn(t *testing.T, duck *testkit.Duck, out string, truth []schedsim.JournalEntry) {
+	t.Helper()
+	src := testkit.Scan(out, "bookings")
 	var dups int
 	if err := duck.DB.QueryRow("SELECT count(*) FROM (SELECT uid, _version_time FROM " + src + " GROUP BY 1, 2 HAVING count(*) > 1)").Scan(&dups); err != nil {
 		t.Fatal(err)
@@ -191,7 +210,6 @@ func (e *schedEnv) checkBookings(t *testing.T) {
 		}
 		latest[uid] = v
 	}
-	truth := e.sched.Journal()
 	missing := 0
 	for _, j := range truth {
 		got, ok := latest[j.UID]
