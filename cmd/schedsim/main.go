@@ -3,7 +3,12 @@
 //
 //	schedsim --addr 127.0.0.1:8089 --seed 1 --bookings 200 --token-expiry 30m \
 //	    [--legacy] [--secrets 2] [--fault-rate 0.05] [--token-fault-rate 0] \
-//	    [--rate-limit 10] [--churn-rate 0.2]
+//	    [--rate-limit 10] [--churn-rate 0.2] [--users ada,bob,carol]
+//
+// With --users the service has those accounts, each with --bookings
+// bookings of their own; a browser picks who consents by opening
+// <base>/sim/login?user=<username> before the authorize URL (without it the
+// first user consents).
 //
 // The first line on stdout is one JSON object scripts read: the base URL,
 // the authorization and token URLs, and the OAuth clients it accepts with
@@ -21,6 +26,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -46,6 +52,8 @@ type Banner struct {
 	TokenURL     string            `json:"token_url"`
 	APIVersion   string            `json:"api_version"`
 	Clients      []schedsim.Client `json:"clients"`
+	LoginURL     string            `json:"login_url"` // add ?user=<username>
+	Users        []schedsim.User   `json:"users"`
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -54,6 +62,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		addr    string
 		legacy  bool
 		secrets int
+		users   string
 	)
 	fs := flag.NewFlagSet("schedsim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -67,6 +76,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&cfg.TokenFaultRate, "token-fault-rate", 0, "share of token endpoint calls answered 500/502/503")
 	fs.Float64Var(&cfg.RateLimit, "rate-limit", 0, "requests per second per access token before 429 (0: unlimited)")
 	fs.Float64Var(&cfg.ChurnRate, "churn-rate", 0, "probability that a GET /v2/bookings first changes a booking")
+	fs.StringVar(&users, "users", "", "comma-separated usernames of the accounts (default one account, ada)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -75,6 +85,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if cfg.Bookings < 0 || cfg.TokenExpiry <= 0 || cfg.FaultRate < 0 || cfg.FaultRate > 1 || cfg.ChurnRate < 0 || cfg.ChurnRate > 1 {
 		return errors.New("--bookings, --token-expiry, --fault-rate and --churn-rate must be in range")
+	}
+	if users != "" {
+		zones := []string{"Europe/London", "America/New_York", "Asia/Tokyo", "Europe/Berlin"}
+		seen := map[string]bool{}
+		for i, name := range strings.Split(users, ",") {
+			name = strings.TrimSpace(name)
+			if name == "" || seen[name] {
+				return fmt.Errorf("--users %q: usernames must be distinct and not empty", users)
+			}
+			seen[name] = true
+			cfg.Users = append(cfg.Users, schedsim.User{Username: name, Email: name + "@example.com",
+				Name: strings.ToUpper(name[:1]) + name[1:], TimeZone: zones[i%len(zones)]})
+		}
 	}
 	clients := schedsim.DefaultClients(cfg.Seed)
 	clients[0].Secrets = clients[0].Secrets[:secrets]
@@ -90,6 +113,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	line, _ := json.Marshal(Banner{
 		BaseURL: base, AuthorizeURL: base + schedsim.PathAuthorize, TokenURL: base + schedsim.PathToken,
 		APIVersion: schedsim.APIVersion, Clients: sim.Clients(),
+		LoginURL: base + schedsim.PathLogin, Users: sim.Users(),
 	})
 	fmt.Fprintln(stdout, string(line))
 	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second}

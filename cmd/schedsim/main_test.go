@@ -51,3 +51,48 @@ func TestBannerAndServe(t *testing.T) {
 		t.Error("--secrets 3 accepted")
 	}
 }
+
+func TestUsers(t *testing.T) {
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--addr", "127.0.0.1:0", "--users", "ada, bob", "--bookings", "2"}, pw, io.Discard)
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b Banner
+	if err := json.Unmarshal([]byte(line), &b); err != nil {
+		t.Fatalf("banner %q: %v", line, err)
+	}
+	if len(b.Users) != 2 || b.Users[0].Username != "ada" || b.Users[1].Username != "bob" || b.Users[1].Email != "bob@example.com" ||
+		b.LoginURL != b.BaseURL+"/sim/login" {
+		t.Fatalf("banner = %+v", b)
+	}
+	for user, want := range map[string]int{"bob": 200, "carol": 404} {
+		resp, err := http.Get(b.LoginURL + "?user=" + user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("login as %s: %d, want %d", user, resp.StatusCode, want)
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no shutdown")
+	}
+	for _, users := range []string{"a,,b", "a,a", ","} {
+		if err := run(context.Background(), []string{"--users", users}, io.Discard, io.Discard); err == nil {
+			t.Errorf("--users %q accepted", users)
+		}
+	}
+}

@@ -47,7 +47,7 @@ type keyState struct {
 // KeyStats are the counters of one key.
 type KeyStats struct {
 	Requests    int64 // every request that carried the key, refused ones too
-	RateLimited int64 // answered 429 by the key's limiter
+	RateLimited int64 // answered 429 by the key's limiter (injected 429s are the workspace's: Server.Stats)
 	Revoked     int64 // answered 401 because the key was revoked
 	Admitted    int64 // passed on to the workspace
 	// MaxPerSecond is the most requests admitted in any sliding window of
@@ -121,8 +121,9 @@ func (m *Multi) Keys() []string {
 }
 
 // Workspace returns the Server behind key (for its admin methods, faults,
-// webhooks and journal), nil for an unknown key. Requests sent to it
-// directly bypass Multi's limiter and counters.
+// webhooks and journal), nil for an unknown key. Its Stats count only the
+// requests Multi admitted; requests sent to it directly bypass Multi's
+// limiter and counters.
 func (m *Multi) Workspace(key string) *Server {
 	if ks := m.lookup(key); ks != nil {
 		return ks.srv

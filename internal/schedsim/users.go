@@ -30,7 +30,8 @@ type UserStats struct {
 	MaxPerSecond int `json:"max_per_second"`
 }
 
-// admitted records an API call of user u admitted at now.
+// admitted records an API call of user u admitted at now, real time as the
+// rate limiter's (Config.Now may be frozen).
 func (s *Server) admitted(u int, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
