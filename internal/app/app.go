@@ -960,7 +960,7 @@ func (a *App) Reload(cfg *config.Config) error {
 	a.Accounts = next
 	a.mu.Unlock()
 	a.current.Store(cfg)
-	a.Log.Info("configuration reloaded", zap.Int("accounts", len(next)), zap.Int("opened", len(opened)))
+	a.Log.Info("accounts reloaded", zap.Int("accounts", len(next)), zap.Int("opened", len(opened)))
 	return nil
 }
 
