@@ -1,0 +1,134 @@
+package poller
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"golang.org/x/sync/semaphore"
+
+	"github.com/syncd-dev/syncd/internal/sink"
+	"github.com/syncd-dev/syncd/internal/state"
+)
+
+// gatedStream is a memStream of its own key whose reads take a while and
+// count how many run at once.
+type gatedStream struct {
+	*memStream
+	key      string
+	inFlight *atomic.Int32
+	maxSeen  *atomic.Int32
+}
+
+func (g gatedStream) Key() string { return g.key }
+
+func (g gatedStream) Read(ctx context.Context, w Window, rows *Rows) error {
+	n := g.inFlight.Add(1)
+	defer g.inFlight.Add(-1)
+	for m := g.maxSeen.Load(); n > m && !g.maxSeen.CompareAndSwap(m, n); m = g.maxSeen.Load() {
+	}
+	time.Sleep(5 * time.Millisecond)
+	return g.memStream.Read(ctx, w, rows)
+}
+
+// orderSink records the order in which batches commit.
+type orderSink struct {
+	chunkSink
+	mu    sync.Mutex
+	order []string // stream key of each committed batch
+}
+
+func (s *orderSink) Commit(_ context.Context, b sink.Batch, _ arrow.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.done[b.ID] = true
+	s.order = append(s.order, b.Table)
+	return nil
+}
+
+func (s *orderSink) Committed(_ context.Context, b sink.Batch) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done[b.ID], nil
+}
+
+func (s *orderSink) CommitRecords(ctx context.Context, b sink.Batch, recs sink.Records) (int64, error) {
+	n, err := s.chunkSink.CommitRecords(ctx, b, recs)
+	s.mu.Lock()
+	s.order = append(s.order, b.Table)
+	s.mu.Unlock()
+	return n, err
+}
+
+// TestGateServesAccountsInTurn: two accounts' pollers share a gate of one
+// batch in flight. While one backfills many batches, the other's single
+// batch waits for one slot, not for the whole backfill; and no two
+// batches are ever read at once.
+func TestGateServesAccountsInTurn(t *testing.T) {
+	ctx := context.Background()
+	store, err := state.OpenBolt(ctx, state.BoltOptions{Path: filepath.Join(t.TempDir(), "state.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	var inFlight, maxSeen atomic.Int32
+	stream := func(key string, n int) gatedStream {
+		m := &memStream{}
+		for i := range n {
+			m.times = append(m.times, now.Add(-time.Duration(n-i)*time.Minute))
+		}
+		return gatedStream{memStream: m, key: key, inFlight: &inFlight, maxSeen: &maxSeen}
+	}
+	big, small := stream("big/versions", 400), stream("small/versions", 5)
+	gate := semaphore.NewWeighted(1)
+	bigSink, smallSink := &orderSink{chunkSink: chunkSink{done: map[string]bool{}}}, &orderSink{chunkSink: chunkSink{done: map[string]bool{}}}
+	var mu sync.Mutex
+	opts := func() Options {
+		return Options{ChunkRows: 64, MaxRowsPerBatch: 20, SpoolDir: t.TempDir(), Now: func() time.Time { return now }, Gate: gate}
+	}
+	pBig, pSmall := New(bigSink, store, opts()), New(smallSink, store, opts())
+	var wg sync.WaitGroup
+	var bigDone, smallDone time.Time
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if res := pBig.Sync(ctx, big, time.Time{}); res.Err != nil {
+			t.Error(res.Err)
+		}
+		mu.Lock()
+		bigDone = time.Now()
+		mu.Unlock()
+	}()
+	// The small account's incremental pass starts once the backfill holds
+	// the gate.
+	for inFlight.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	go func() {
+		defer wg.Done()
+		if res := pSmall.Sync(ctx, small, time.Time{}); res.Err != nil {
+			t.Error(res.Err)
+		}
+		mu.Lock()
+		smallDone = time.Now()
+		mu.Unlock()
+	}()
+	wg.Wait()
+	if got := maxSeen.Load(); got != 1 {
+		t.Errorf("%d batches were read at once through a gate of 1", got)
+	}
+	bigSink.mu.Lock()
+	batches := len(bigSink.order)
+	bigSink.mu.Unlock()
+	if batches < 10 {
+		t.Fatalf("the backfill committed %d batches; the test needs many", batches)
+	}
+	if !smallDone.Before(bigDone) {
+		t.Errorf("the small account's pass ended after the backfill of %d batches: it waited for all of them", batches)
+	}
+}
