@@ -25,13 +25,10 @@ import (
 const tokenSecret = "scheduling/oauth"
 
 // TokenSecret is where the scheduling API tokens of the account of
-// namespace live in the state store.
-func TokenSecret(namespace string) string {
-	if namespace == "" {
-		return tokenSecret
-	}
-	return tokenSecret + "/" + namespace
-}
+// namespace live in the state store: named like the account's streams
+// (namespace/scheduling/oauth), so that a store split by account keeps
+// them with the account's state.
+func TokenSecret(namespace string) string { return table.StreamKey(namespace, tokenSecret) }
 
 // secretNames are what the sources of cfg's accounts keep in the state
 // store (their sign-ins): a restore of an older state keeps the newer
