@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"golang.org/x/term"
 
+	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
 )
 
@@ -91,7 +92,8 @@ var errReported = errors.New("reported")
 // globals are the flags every command shares.
 type globals struct {
 	configPath string
-	accounts   []string // --account: the accounts a command works on
+	accounts   []string   // --account: the accounts a command works on
+	shard      *app.Shard // --shard of once and backfill
 	logLevel   string
 	logFormat  string
 	stdout     io.Writer

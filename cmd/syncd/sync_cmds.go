@@ -38,7 +38,7 @@ func (g *globals) openApp(ctx context.Context, readOnly bool) (*app.App, error) 
 	if err != nil {
 		return nil, err
 	}
-	a, err := app.Open(ctx, cfg, log, app.Options{Version: version, ReadOnly: readOnly, Accounts: g.accounts})
+	a, err := app.Open(ctx, cfg, log, app.Options{Version: version, ReadOnly: readOnly, Accounts: g.accounts, Shard: g.shard})
 	if err != nil {
 		var se *app.StateError
 		if errors.As(err, &se) {
@@ -80,7 +80,7 @@ func (g *globals) account(cfg *config.Config) (config.Account, error) {
 }
 
 func newOnceCmd(g *globals) *cobra.Command {
-	var summaryPath, format string
+	var summaryPath, format, shardSpec string
 	var formIDs []string
 	var dryRun bool
 	cmd := &cobra.Command{
@@ -103,13 +103,21 @@ func newOnceCmd(g *globals) *cobra.Command {
 			if err := checkFormat(format); err != nil {
 				return err
 			}
+			if err := g.parseShard(shardSpec, len(formIDs) > 0 || dryRun); err != nil {
+				return err
+			}
 			if len(formIDs) == 0 && !dryRun {
-				// Every account (or those --account names), each on its own key.
+				// Every account (or those --account or --shard names), each on
+				// its own key.
 				a, err := g.openApp(ctx, false)
 				if err != nil {
 					return err
 				}
 				defer a.Close()
+				if g.shard != nil && len(a.Accounts) == 0 {
+					fmt.Fprintf(g.stdout, "shard %s: no account hashes to this shard; nothing to do\n", g.shard)
+					return nil
+				}
 				started := time.Now()
 				return g.finishPass(a.Pass(ctx), time.Since(started), summaryPath, format)
 			}
@@ -152,8 +160,26 @@ func newOnceCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&summaryPath, "summary", "", "also write a JSON summary per form to this file")
 	cmd.Flags().StringArrayVar(&formIDs, "form", nil, "sync only this form (repeatable): one of the configured forms, or of the account's when the config lists none")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "plan only: print the windows, requests and time the pass would take, write nothing")
+	cmd.Flags().StringVar(&shardSpec, "shard", "", "sync only the accounts of shard I of N (I/N; /N takes I from JOB_COMPLETION_INDEX): the pods of an Indexed Job split the accounts")
 	addOutputFlag(cmd, &format)
 	return cmd
+}
+
+// parseShard reads --shard into g.shard; single names what it cannot be
+// combined with (one account's form, or a dry run).
+func (g *globals) parseShard(spec string, single bool) error {
+	if spec == "" {
+		return nil
+	}
+	if single {
+		return withCode(exitUsage, errors.New("--shard splits the accounts among processes: it does not go with --form or --dry-run"))
+	}
+	s, err := app.ParseShard(spec, os.Getenv)
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	g.shard = &s
+	return nil
 }
 
 // requestCounter counts the Forms API requests a client makes (every
@@ -571,19 +597,22 @@ func runDaemon(ctx context.Context, a *app.App, g *globals) error {
 }
 
 func newBackfillCmd(g *globals) *cobra.Command {
-	var formID, from, to, summaryPath, format string
+	var formID, from, to, summaryPath, format, shardSpec string
 	var concurrency int
 	var dryRun bool
 	cmd := &cobra.Command{
-		Use:   "backfill --form ID --from DATE [--to DATE]",
-		Short: "Load a time range of one form, fetching windows in parallel; a rerun resumes",
-		Long: "Load [--from, --to) of one form. Nothing is ever committed past now - sync.safety_lag:\n" +
-			"a --to beyond it is cut there (a line says so), and the live sync takes it from there.\n" +
+		Use:   "backfill [--form ID] --from DATE [--to DATE]",
+		Short: "Load a time range of one form (or of every form of the accounts), fetching windows in parallel; a rerun resumes",
+		Long: "Load [--from, --to) of one form; without --form, of every form of every account (those\n" +
+			"--account or --shard I/N name: the pods of an Indexed Job split the accounts). Nothing is\n" +
+			"ever committed past now - sync.safety_lag: a --to beyond it is cut there (a line says\n" +
+			"so), and the live sync takes it from there.\n" +
 			"Exit codes as for once; 130 or 143 when SIGINT or SIGTERM stopped it.\n\n" +
 			"--dry-run reads only and prints the windows, estimated requests and time, as for once.",
 		Example: "  syncd backfill --form vLp2aX --from 2024-01-01\n" +
 			"  syncd backfill --form vLp2aX --from 2024-01-01 --to 2024-07-01 --concurrency 8\n" +
-			"  syncd backfill --form vLp2aX --from 2024-01-01 --dry-run",
+			"  syncd backfill --form vLp2aX --from 2024-01-01 --dry-run\n" +
+			"  syncd backfill --from 2020-01-01 --shard /4   # pod JOB_COMPLETION_INDEX of 4",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -606,6 +635,15 @@ func newBackfillCmd(g *globals) *cobra.Command {
 			}
 			if cmd.Flags().Changed("concurrency") && concurrency < 1 {
 				return withCode(exitUsage, fmt.Errorf("--concurrency %d: must be at least 1 (windows fetched at once)", concurrency))
+			}
+			if err := g.parseShard(shardSpec, formID != "" || dryRun); err != nil {
+				return err
+			}
+			if formID == "" {
+				if dryRun {
+					return withCode(exitUsage, errors.New("--dry-run plans one form's backfill: add --form"))
+				}
+				return g.backfillAll(ctx, start, end, to != "", concurrency, summaryPath, format)
 			}
 			cfg, client, counting, err := g.loadPassClient(dryRun)
 			if err != nil {
@@ -655,16 +693,59 @@ func newBackfillCmd(g *globals) *cobra.Command {
 			return g.finishPass([]poller.Result{r}, time.Since(started), summaryPath, format)
 		},
 	}
-	cmd.Flags().StringVar(&formID, "form", "", "form id (required)")
+	cmd.Flags().StringVar(&formID, "form", "", "form id (default: every form of the accounts)")
+	cmd.Flags().StringVar(&shardSpec, "shard", "", "without --form: only the accounts of shard I of N (I/N; /N takes I from JOB_COMPLETION_INDEX)")
 	cmd.Flags().StringVar(&from, "from", "", "start of the range, inclusive: 2024-01-31 or RFC 3339 (required)")
 	cmd.Flags().StringVar(&to, "to", "", "end of the range, exclusive (default and latest: now - sync.safety_lag)")
 	cmd.Flags().IntVar(&concurrency, "concurrency", 0, "windows fetched at once (default: sync.concurrency)")
 	cmd.Flags().StringVar(&summaryPath, "summary", "", "also write a JSON summary to this file")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "plan only: print the windows, requests and time the backfill would take, write nothing")
 	addOutputFlag(cmd, &format)
-	_ = cmd.MarkFlagRequired("form")
 	_ = cmd.MarkFlagRequired("from")
 	return cmd
+}
+
+// backfillAll backfills [start, end) of every form (and the bookings) of
+// every open account: accounts at once, each account's forms one after the
+// other with concurrency windows at once (they share its key).
+func (g *globals) backfillAll(ctx context.Context, start, end time.Time, endAsked bool, concurrency int, summaryPath, format string) error {
+	a, err := g.openApp(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	if g.shard != nil && len(a.Accounts) == 0 {
+		fmt.Fprintf(g.stdout, "shard %s: no account hashes to this shard; nothing to do\n", g.shard)
+		return nil
+	}
+	if concurrency < 1 {
+		concurrency = a.Cfg.Sync.Concurrency
+	}
+	if horizon := a.Accounts[0].Poller.Horizon(); end.After(horizon) {
+		if !start.Before(horizon) {
+			return withCode(exitUsage, fmt.Errorf("--from %s is not before now - sync.safety_lag (%s): there is nothing to backfill yet", start.Format(time.RFC3339), horizon.Format(time.RFC3339)))
+		}
+		if endAsked {
+			fmt.Fprintf(g.stderr, "syncd: --to %s is past now - sync.safety_lag; backfilling up to %s instead\n", end.Format(time.RFC3339), horizon.Format(time.RFC3339Nano))
+		}
+		end = horizon
+	}
+	started := time.Now()
+	out := make([][]poller.Result, len(a.Accounts))
+	var wg sync.WaitGroup
+	for i, acct := range a.Accounts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = acct.Backfill(ctx, start, end, concurrency)
+		}()
+	}
+	wg.Wait()
+	var results []poller.Result
+	for _, r := range out {
+		results = append(results, r...)
+	}
+	return g.finishPass(results, time.Since(started), summaryPath, format)
 }
 
 func newReconcileCmd(g *globals) *cobra.Command {

@@ -106,6 +106,8 @@ type Options struct {
 	// Accounts, when set, opens only these accounts (--account); an
 	// unknown name is an UnknownAccountError.
 	Accounts []string
+	// Shard, when set, opens only the accounts of that static shard.
+	Shard *Shard
 }
 
 // UnknownAccountError names account names the configuration does not have.
@@ -342,6 +344,10 @@ func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options
 	if err != nil {
 		return nil, err
 	}
+	if opts.Shard != nil && cfg.State.URL == "" {
+		return nil, ErrShardNeedsBucket
+	}
+	accounts = ShardAccounts(accounts, opts.Shard)
 	store, err := OpenStore(ctx, cfg, opts.ReadOnly)
 	if err != nil {
 		return nil, &StateError{Err: err}
@@ -709,6 +715,39 @@ func (a *App) Pass(ctx context.Context) []poller.Result {
 	var results []poller.Result
 	for _, r := range out {
 		results = append(results, r...)
+	}
+	return results
+}
+
+// Backfill loads [start, end) of every form of the account, one form after
+// the other (they share the key), concurrency windows at once, then the
+// bookings; a form failing does not stop the others.
+func (acct *Account) Backfill(ctx context.Context, start, end time.Time, concurrency int) []poller.Result {
+	jobs, err := acct.Jobs(ctx)
+	if err != nil {
+		return []poller.Result{{Account: acct.Name, Source: poller.SourceForms, Err: err}}
+	}
+	var results []poller.Result
+	for _, job := range jobs {
+		if acct.Poller.Draining() {
+			results = append(results, poller.Result{Account: acct.Name, Source: poller.SourceForms, FormID: job.FormID, Interrupted: true})
+			continue
+		}
+		from := start
+		if job.Start.After(from) {
+			from = job.Start
+		}
+		r := acct.Poller.Backfill(ctx, acct.FormStream(job), from, end, concurrency, nil)
+		r.Account = acct.Name
+		results = append(results, r)
+	}
+	if acct.Scheduling != nil && !acct.Poller.Draining() {
+		r := acct.Poller.Backfill(ctx, acct.Scheduling.Stream, start, end, 1, nil)
+		r.Account = acct.Name
+		if r.Err != nil && acct.app.Cfg.MultiAccount() {
+			r.Err = &SignInError{Account: acct.Name, Err: r.Err}
+		}
+		results = append(results, r)
 	}
 	return results
 }

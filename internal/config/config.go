@@ -182,6 +182,10 @@ type State struct {
 	// LeaseTTL is how long a writer's lease outlives its last renewal
 	// (renewed every third of it); a syncd that died is taken over after it.
 	LeaseTTL Duration `yaml:"lease_ttl"`
+	// Shared says that several syncd processes share this state (replicas
+	// of `syncd run`): each claims a fair share of the accounts, and takes
+	// over those of a replica that died or stopped. Needs URL.
+	Shared bool `yaml:"shared"`
 }
 
 // Scheduling is the scheduling API and the OAuth client syncd signs in
@@ -815,6 +819,8 @@ func (c *Config) validateRest(bad func(key, msg string) error) error {
 		if c.State.LeaseTTL < Duration(time.Second) {
 			return bad("state.lease_ttl", "must be at least 1s (30s suits GCS, which takes about one write a second per object): the lease is renewed every third of it")
 		}
+	} else if c.State.Shared {
+		return bad("state.shared", "needs state.url: processes share the state in a bucket (gs://, s3:// or azblob://), never a local file")
 	} else if c.State.Path == "" {
 		return bad("state.path", "is empty: set the file that keeps checkpoints, e.g. ./state/syncd.db")
 	}
