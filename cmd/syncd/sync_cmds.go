@@ -609,8 +609,7 @@ func newBackfillCmd(g *globals) *cobra.Command {
 			"so), and the live sync takes it from there.\n" +
 			"Exit codes as for once; 130 or 143 when SIGINT or SIGTERM stopped it.\n\n" +
 			"--dry-run reads only and prints the windows, estimated requests and time, as for once.",
-		Example: "  syncd backfill --form vLp2aX --from 2024-01-01\n" +
-			"  syncd backfill --form vLp2aX --from 2024-01-01 --to 2024-07-01 --concurrency 8\n" +
+		Example: "  syncd backfill --form vLp2aX --from 2024-01-01 --to 2024-07-01 --concurrency 8\n" +
 			"  syncd backfill --form vLp2aX --from 2024-01-01 --dry-run\n" +
 			"  syncd backfill --from 2020-01-01 --shard /4   # pod JOB_COMPLETION_INDEX of 4",
 		Args: cobra.NoArgs,
