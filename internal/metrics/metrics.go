@@ -12,9 +12,11 @@
 package metrics
 
 import (
+	"fmt"
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +28,11 @@ import (
 // Metrics are the counters and gauges an operator alerts on.
 type Metrics struct {
 	Registry *prometheus.Registry
+
+	// owned, when set, lists the accounts this replica owns (a shared
+	// state): /readyz reports them.
+	ownedMu sync.Mutex
+	owned   func() []string
 
 	requests      *prometheus.CounterVec
 	retries       *prometheus.CounterVec
@@ -374,6 +381,21 @@ func (m *Metrics) Handler(ready func() error, grace time.Duration) http.Handler 
 			return
 		}
 		w.Write([]byte("ok\n"))
+		m.ownedMu.Lock()
+		owned := m.owned
+		m.ownedMu.Unlock()
+		if owned != nil {
+			list := owned()
+			fmt.Fprintf(w, "owned accounts (%d): %s\n", len(list), strings.Join(list, ", "))
+		}
 	})
 	return mux
+}
+
+// ReportOwned makes /readyz list the accounts owned returns: the share of
+// a replica of a shared state.
+func (m *Metrics) ReportOwned(owned func() []string) {
+	m.ownedMu.Lock()
+	defer m.ownedMu.Unlock()
+	m.owned = owned
 }
