@@ -64,6 +64,11 @@ type App struct {
 	limiters *forms.Limiters
 	// gate bounds the batches in flight across accounts (sync.max_batches).
 	gate *semaphore.Weighted
+	// shared is set for `syncd run` on a shared state (state.shared): a
+	// coordinator claims the accounts, and owns says which are this
+	// replica's.
+	shared bool
+	owns   map[string]bool
 }
 
 // Account is one account's open parts: its Forms API client, its sink (its
@@ -89,6 +94,10 @@ type Account struct {
 	entries   atomic.Int64
 	closeOnce sync.Once
 	closeErr  error
+	// closed is closed once the account is closed; release lets go of its
+	// claim on the state (nil when a coordinator holds the claim).
+	closed  chan struct{}
+	release func() error
 }
 
 // StateError is a failure to open the state store: in use by another syncd,
@@ -108,6 +117,10 @@ type Options struct {
 	Accounts []string
 	// Shard, when set, opens only the accounts of that static shard.
 	Shard *Shard
+	// Shared opens no account at first: on a shared state (state.shared)
+	// `syncd run` opens the accounts a coordinator claims (SetOwned,
+	// Reload).
+	Shared bool
 }
 
 // UnknownAccountError names account names the configuration does not have.
@@ -355,6 +368,7 @@ func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options
 	a := &App{Cfg: cfg, Log: log, Store: store, Metrics: metrics.New(opts.Now), opts: opts,
 		limiters: forms.NewLimiters(), gate: semaphore.NewWeighted(int64(cfg.Sync.MaxBatches))}
 	a.current.Store(cfg)
+	a.shared = opts.Shared
 	if opts.ReadOnly {
 		return a, nil
 	}
@@ -365,7 +379,10 @@ func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options
 		log.Info("removed spool folders of syncd processes that no longer run", zap.Int("folders", n))
 	}
 	for _, ac := range accounts {
-		acct, err := a.OpenAccount(ac)
+		if a.shared {
+			break // the coordinator claims them
+		}
+		acct, err := a.OpenAccount(ctx, ac)
 		if err != nil {
 			a.Close()
 			return nil, err
@@ -375,31 +392,53 @@ func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options
 	return a, nil
 }
 
-// OpenAccount opens the parts of one account of the configuration.
-func (a *App) OpenAccount(ac config.Account) (*Account, error) {
+// claimer is a state store split by account (state.Sharded): only the
+// process that claimed an account writes its state.
+type claimer interface {
+	Claim(ctx context.Context, namespace string) error
+	Release(namespace string) error
+	Lost(namespace string) <-chan struct{}
+}
+
+// OpenAccount opens the parts of one account of the configuration. On a
+// state split by account it claims the account's state first, unless a
+// coordinator does (a shared state: see Shared).
+func (a *App) OpenAccount(ctx context.Context, ac config.Account) (*Account, error) {
 	cfg, log := a.Cfg, a.Log
 	if a.Cfg.MultiAccount() {
 		log = log.With(zap.String(logkey.Account, ac.Name))
 	}
-	acct := &Account{Name: ac.Name, Cfg: ac, Log: log, app: a}
+	acct := &Account{Name: ac.Name, Cfg: ac, Log: log, app: a, closed: make(chan struct{})}
 	var err error
 	if acct.version, err = accountVersion(ac); err != nil {
 		return nil, err
+	}
+	ns := ac.Namespace()
+	var lost <-chan struct{}
+	if c, ok := a.Store.(claimer); ok {
+		if !a.shared {
+			if err := c.Claim(ctx, ns); err != nil {
+				return nil, &StateError{Err: fmt.Errorf("claim the state of account %s: %w", ac.Name, err)}
+			}
+			acct.release = func() error { return c.Release(ns) }
+		}
+		lost = c.Lost(ns)
 	}
 	if ac.HasForms() {
 		if acct.Client, err = NewAccountClient(cfg, ac, a.limiters, log, a.Metrics.ForAccount(ac.Name)); err != nil {
 			return nil, err
 		}
 	}
-	ns := ac.Namespace()
 	if acct.Sink, err = NewAccountSink(cfg, ns, a.opts.Version, log); err != nil {
+		acct.Close()
 		return nil, fmt.Errorf("account %s: %w", ac.Name, err)
 	}
 	// A writer that loses its state lease abandons its uploads in flight.
 	if o, ok := a.Store.(*state.Object); ok {
-		if s, ok := acct.Sink.(sink.LeaseBound); ok {
-			s.StopWhen(o.Lost())
-		}
+		lost = o.Lost()
+	}
+	if s, ok := acct.Sink.(sink.LeaseBound); ok && lost != nil {
+		s.StopWhen(lost)
 	}
 	if ac.Scheduling {
 		if acct.Scheduling, err = openScheduling(cfg, ac, a.Store, log, a.Metrics.ForAccount(ac.Name)); err != nil {
@@ -500,15 +539,27 @@ func (a *App) Close() error {
 	return errors.Join(errs...)
 }
 
-// Close releases the account's sink; closing twice is closing once.
+// Close releases the account's sink and its claim on the state; closing
+// twice is closing once.
 func (acct *Account) Close() error {
 	acct.closeOnce.Do(func() {
+		var errs []error
 		if acct.Sink != nil {
-			acct.closeErr = acct.Sink.Close()
+			errs = append(errs, acct.Sink.Close())
+		}
+		if acct.release != nil {
+			errs = append(errs, acct.release())
+		}
+		acct.closeErr = errors.Join(errs...)
+		if acct.closed != nil {
+			close(acct.closed)
 		}
 	})
 	return acct.closeErr
 }
+
+// Closed is closed once the account is closed: its passes have ended.
+func (acct *Account) Closed() <-chan struct{} { return acct.closed }
 
 // Jobs are the account's forms: those it lists, or every form of the
 // account (those carrying one of its tags, when it names tags), less the
@@ -940,7 +991,7 @@ func (a *App) DaemonOptions(ctx context.Context, stopping <-chan struct{}, versi
 			if err != nil {
 				return nil, err
 			}
-			if err := a.Reload(cfg); err != nil {
+			if err := a.Reload(ctx, cfg); err != nil {
 				return nil, err
 			}
 			return a.DaemonEntries(), nil
@@ -961,7 +1012,7 @@ func (a *App) DaemonOptions(ctx context.Context, stopping <-chan struct{}, versi
 // longer synced (its state and output stay; its sink closes when its last
 // pass ends). Settings outside the accounts need a restart: a cfg that
 // changes them is refused whole, and nothing changes.
-func (a *App) Reload(cfg *config.Config) error {
+func (a *App) Reload(ctx context.Context, cfg *config.Config) error {
 	if diff := globalChange(a.Cfg, cfg); diff != "" {
 		return fmt.Errorf("the new configuration changes %s, which takes a restart of syncd; nothing was reloaded (accounts are added, changed and removed without one)", diff)
 	}
@@ -973,14 +1024,17 @@ func (a *App) Reload(cfg *config.Config) error {
 	a.mu.RUnlock()
 	next := make([]*Account, 0, len(cfg.AccountList()))
 	var opened []*Account
-	for _, ac := range cfg.AccountList() {
+	for _, ac := range ShardAccounts(cfg.AccountList(), a.opts.Shard) {
+		if a.shared && !a.owned(ac.Name) {
+			continue
+		}
 		if acct, ok := old[ac.Name]; ok {
 			if v, err := accountVersion(ac); err == nil && v == acct.version {
 				next = append(next, acct)
 				continue
 			}
 		}
-		acct, err := a.OpenAccount(ac)
+		acct, err := a.OpenAccount(ctx, ac)
 		if err != nil {
 			for _, o := range opened {
 				o.Close()
@@ -1051,4 +1105,22 @@ func globalChange(a, b *config.Config) string {
 // sink or a state: what a dry run plans with.
 func Offline(cfg *config.Config, ac config.Account, client *forms.Client) *Account {
 	return &Account{Name: ac.Name, Cfg: ac, Client: client, Log: zap.NewNop(), app: &App{Cfg: cfg}}
+}
+
+// owned reports whether this replica owns the account (shared state).
+func (a *App) owned(name string) bool {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.owns[name]
+}
+
+// SetOwned sets the accounts this replica of a shared state owns: the next
+// Reload opens those it does not have open and closes the others.
+func (a *App) SetOwned(names []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.owns = map[string]bool{}
+	for _, n := range names {
+		a.owns[n] = true
+	}
 }

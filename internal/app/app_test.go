@@ -95,7 +95,7 @@ func TestReloadAccounts(t *testing.T) {
 	next := accountsConfig(t, dir, sim.BaseURL, "", `  - {name: a, api_key: "${KEY}"}
   - {name: c, api_key: "${KEY}", tags: [events]}
 `)
-	if err := a.Reload(next); err != nil {
+	if err := a.Reload(context.Background(), next); err != nil {
 		t.Fatal(err)
 	}
 	if a.Account("a") != before {
@@ -109,7 +109,7 @@ func TestReloadAccounts(t *testing.T) {
 	}
 	global := accountsConfig(t, dir, sim.BaseURL, "  schedule: \"@every 1h\"\n", `  - {name: a, api_key: "${KEY}"}
 `)
-	err = a.Reload(global)
+	err = a.Reload(context.Background(), global)
 	if err == nil || !strings.Contains(err.Error(), "sync.schedule") || !strings.Contains(err.Error(), "restart") {
 		t.Errorf("a change of sync.schedule reloaded: %v", err)
 	}
