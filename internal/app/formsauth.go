@@ -170,3 +170,27 @@ func (acct *Account) formsClient() *forms.Client {
 	defer acct.mu.Unlock()
 	return acct.Client
 }
+
+// ReadClient is the Forms API client of acct for a command that only
+// reads the API (forms, validate, a dry run): its key, or, for an account
+// with forms_oauth, the sign-in the state holds now. It returns the base
+// URL the client uses too (a sign-in's own).
+func ReadClient(ctx context.Context, cfg *config.Config, acct config.Account, log *zap.Logger, obs forms.Observer) (*forms.Client, string, error) {
+	if !acct.FormsOAuth {
+		c, err := NewAccountClient(cfg, acct, nil, log, obs)
+		return c, acct.BaseURL, err
+	}
+	store, err := OpenStore(ctx, cfg, true)
+	if err != nil {
+		return nil, "", fmt.Errorf("read the Forms API sign-in of account %s: %w", acct.Name, err)
+	}
+	tok, err := FormsTokens{Store: store, Namespace: acct.Namespace()}.Load(ctx)
+	if cerr := store.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close the state: %w", cerr)
+	}
+	if err != nil {
+		return nil, "", &FormsSignInError{Account: acct.Name, Err: err}
+	}
+	c, err := NewTokenClient(cfg, acct, tok, nil, log, obs)
+	return c, tok.BaseURL, err
+}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/syncd-dev/syncd/internal/formsim"
 	"github.com/syncd-dev/syncd/internal/testkit"
@@ -126,6 +127,16 @@ accounts:
 			t.Errorf("auth status --source forms: exit %d, want %q\n%s\n%s", res.Code, want, res.Stdout, tail(res.Stderr))
 		}
 	}
+
+	// A command that only reads the API uses the stored sign-in too.
+	res = run("forms", "--account", "o-two")
+	noSecret("forms", res)
+	if res.Code != 0 || !strings.Contains(res.Stdout, accounts[1].forms[0]) {
+		t.Errorf("forms --account o-two: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
+	}
+	// A new process has no memory of the last one's pacing: a second
+	// apart, the simulator's window measures the pass alone.
+	time.Sleep(time.Second)
 
 	res = run("once")
 	noSecret("once", res)
