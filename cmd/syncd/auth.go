@@ -57,8 +57,12 @@ func newAuthCmd(g *globals) *cobra.Command {
 		Long: "Prints the authorization URL alone on a line of stdout and waits on scheduling.redirect_uri\n" +
 			"for the redirect (or, with --no-browser, for the redirected URL pasted on stdin), exchanges\n" +
 			"the code, checks the token with GET /v2/me and stores the tokens in the state store (never\n" +
-			"in the config or the logs). syncd then refreshes them by itself.",
-		Example: "  syncd auth login\n  syncd auth login --no-browser   # on a headless machine: paste the URL the browser ends on",
+			"in the config or the logs). syncd then refreshes them by itself.\n\n" +
+			"With --source forms, signs an account with forms_oauth: true in to the Forms API with the\n" +
+			"forms_oauth app instead: it waits on forms_oauth.redirect_uri, checks the token with\n" +
+			"GET {base_url}/forms and stores it with its base_url (these tokens do not expire).",
+		Example: "  syncd auth login\n  syncd auth login --no-browser   # on a headless machine: paste the URL the browser ends on\n" +
+			"  syncd auth login --account acme --source forms",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
