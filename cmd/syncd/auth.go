@@ -63,7 +63,7 @@ func newAuthCmd(g *globals) *cobra.Command {
 			"GET {base_url}/forms and stores it with its base_url (these tokens do not expire).",
 		Example: "  syncd auth login\n  syncd auth login --no-browser   # on a headless machine: paste the URL the browser ends on\n" +
 			"  syncd auth login --account acme --source forms",
-		Args:    cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if err := checkSource(source); err != nil {
