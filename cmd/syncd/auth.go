@@ -149,7 +149,7 @@ func newAuthCmd(g *globals) *cobra.Command {
 				return formsStatus(ctx, g, cfg, list, log)
 			}
 			if cfg.Scheduling == nil {
-				return withCode(exitUsage, errors.New("the configuration has no scheduling section: nothing signs in"))
+				return withCode(exitUsage, errors.New("the configuration has no scheduling section: nothing signs in to the scheduling API (the Forms API sign-ins: `syncd auth status --source forms`)"))
 			}
 			bad := 0
 			for _, acct := range list {
