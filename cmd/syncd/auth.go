@@ -46,8 +46,10 @@ func openStoreWaiting(ctx context.Context, cfg *config.Config, wait time.Duratio
 func newAuthCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "auth",
-		Short: "Sign in to the scheduling API (OAuth 2.0) whose bookings syncd exports",
+		Short: "Sign in to the scheduling API (OAuth 2.0) whose bookings syncd exports, or to the Forms API (--source forms)",
 	}
+	var source string
+	cmd.PersistentFlags().StringVar(&source, "source", sourceScheduling, "the API to sign in to: scheduling, or forms (the accounts with forms_oauth: true)")
 	var noBrowser bool
 	login := &cobra.Command{
 		Use:   "login",
@@ -55,14 +57,24 @@ func newAuthCmd(g *globals) *cobra.Command {
 		Long: "Prints the authorization URL alone on a line of stdout and waits on scheduling.redirect_uri\n" +
 			"for the redirect (or, with --no-browser, for the redirected URL pasted on stdin), exchanges\n" +
 			"the code, checks the token with GET /v2/me and stores the tokens in the state store (never\n" +
-			"in the config or the logs). syncd then refreshes them by itself.",
-		Example: "  syncd auth login\n  syncd auth login --no-browser   # on a headless machine: paste the URL the browser ends on",
-		Args:    cobra.NoArgs,
+			"in the config or the logs). syncd then refreshes them by itself.\n\n" +
+			"With --source forms, signs an account with forms_oauth: true in to the Forms API with the\n" +
+			"forms_oauth app instead: it waits on forms_oauth.redirect_uri, checks the token with\n" +
+			"GET {base_url}/forms and stores it with its base_url (these tokens do not expire).",
+		Example: "  syncd auth login\n  syncd auth login --no-browser   # on a headless machine: paste the URL the browser ends on\n" +
+			"  syncd auth login --account acme --source forms",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if err := checkSource(source); err != nil {
+				return err
+			}
 			cfg, log, err := g.load()
 			if err != nil {
 				return err
+			}
+			if source == sourceForms {
+				return formsLogin(ctx, g, cfg, log, noBrowser)
 			}
 			acct, err := g.schedulingAccount(cfg)
 			if err != nil {
@@ -87,7 +99,7 @@ func newAuthCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return withCode(exitFailed, err)
 			}
-			code, err := waitForCode(ctx, g, cfg, req, noBrowser)
+			code, err := waitForCode(ctx, g, cfg.Scheduling.RedirectURI, req.URL, req.State, noBrowser, "syncd auth login")
 			if err != nil {
 				return withCode(exitFailed, err)
 			}
@@ -118,10 +130,13 @@ func newAuthCmd(g *globals) *cobra.Command {
 	status := &cobra.Command{
 		Use:     "status",
 		Short:   "Who syncd is signed in as: user, scopes, expiry, legacy or not (never a token)",
-		Example: "  syncd auth status",
+		Example: "  syncd auth status\n  syncd auth status --source forms",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if err := checkSource(source); err != nil {
+				return err
+			}
 			cfg, log, err := g.load()
 			if err != nil {
 				return err
@@ -130,8 +145,11 @@ func newAuthCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return withCode(exitUsage, err)
 			}
+			if source == sourceForms {
+				return formsStatus(ctx, g, cfg, list, log)
+			}
 			if cfg.Scheduling == nil {
-				return withCode(exitUsage, errors.New("the configuration has no scheduling section: nothing signs in"))
+				return withCode(exitUsage, errors.New("the configuration has no scheduling section: nothing signs in to the scheduling API (the Forms API sign-ins: `syncd auth status --source forms`)"))
 			}
 			bad := 0
 			for _, acct := range list {
@@ -175,10 +193,16 @@ func newAuthCmd(g *globals) *cobra.Command {
 	logout := &cobra.Command{
 		Use:     "logout",
 		Short:   "Forget the scheduling API's tokens (bookings stop syncing until the next login)",
-		Example: "  syncd auth logout --yes",
+		Example: "  syncd auth logout --yes\n  syncd auth logout --account acme --source forms --yes",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if err := checkSource(source); err != nil {
+				return err
+			}
+			if source == sourceForms {
+				return formsLogout(ctx, g, yes)
+			}
 			if !yes {
 				if err := confirm(g, "Forget the scheduling API's tokens? Bookings stop syncing until `syncd auth login`.", "logout"); err != nil {
 					return err
@@ -210,29 +234,30 @@ func newAuthCmd(g *globals) *cobra.Command {
 }
 
 // waitForCode prints the authorization URL alone on a line and returns the
-// code of the redirect: from the loopback listener, or pasted on stdin.
-func waitForCode(ctx context.Context, g *globals, cfg *config.Config, req *oauth.AuthRequest, noBrowser bool) (string, error) {
+// code of the redirect to redirectURI, checked against state: from the
+// loopback listener, or pasted on stdin. login is the command to run again.
+func waitForCode(ctx context.Context, g *globals, redirectURI, authURL, state string, noBrowser bool, login string) (string, error) {
 	if noBrowser {
 		fmt.Fprintln(g.stderr, "Open this URL in a browser, approve, then paste the address the browser ends on (it may fail to load) here:")
-		fmt.Fprintln(g.stdout, req.URL)
+		fmt.Fprintln(g.stdout, authURL)
 		line, err := bufio.NewReader(os.Stdin).ReadString('\n')
 		if err != nil && strings.TrimSpace(line) == "" {
 			return "", fmt.Errorf("read the redirected URL from stdin: %w", err)
 		}
-		return oauth.ParseRedirect(line, req.State)
+		return oauth.ParseRedirect(line, state)
 	}
-	rcv, err := oauth.Listen(cfg.Scheduling.RedirectURI)
+	rcv, err := oauth.Listen(redirectURI)
 	if err != nil {
 		return "", err
 	}
 	defer rcv.Close()
-	fmt.Fprintf(g.stderr, "Open this URL in a browser and approve; syncd waits on %s (or use --no-browser):\n", cfg.Scheduling.RedirectURI)
-	fmt.Fprintln(g.stdout, req.URL)
+	fmt.Fprintf(g.stderr, "Open this URL in a browser and approve; syncd waits on %s (or use --no-browser):\n", redirectURI)
+	fmt.Fprintln(g.stdout, authURL)
 	wctx, cancel := context.WithTimeout(ctx, loginWait)
 	defer cancel()
-	code, err := rcv.Wait(wctx, req.State)
+	code, err := rcv.Wait(wctx, state)
 	if errors.Is(err, context.DeadlineExceeded) {
-		return "", fmt.Errorf("no redirect reached %s within %s: run `syncd auth login` again", cfg.Scheduling.RedirectURI, loginWait)
+		return "", fmt.Errorf("no redirect reached %s within %s: run `%s` again", redirectURI, loginWait, login)
 	}
 	return code, err
 }

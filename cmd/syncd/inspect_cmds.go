@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	tablepkg "github.com/syncd-dev/syncd/internal/table"
@@ -22,7 +23,7 @@ import (
 
 // loadClient loads the configuration and builds the Forms API client, for
 // the commands that only read the API.
-func (g *globals) loadClient() (*config.Config, *zap.Logger, *forms.Client, error) {
+func (g *globals) loadClient(ctx context.Context) (*config.Config, *zap.Logger, *forms.Client, error) {
 	cfg, log, err := g.load()
 	if err != nil {
 		return nil, nil, nil, err
@@ -34,7 +35,7 @@ func (g *globals) loadClient() (*config.Config, *zap.Logger, *forms.Client, erro
 	if !acct.HasForms() {
 		return nil, nil, nil, withCode(exitUsage, fmt.Errorf("account %s has no Forms API key: this command reads forms", acct.Name))
 	}
-	client, err := app.NewAccountClient(cfg, acct, nil, log, nil)
+	client, _, err := app.ReadClient(ctx, cfg, acct, log, nil)
 	if err != nil {
 		return nil, nil, nil, withCode(exitUsage, err)
 	}
@@ -60,7 +61,7 @@ func newFormsCmd(g *globals) *cobra.Command {
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			cfg, _, client, err := g.loadClient()
+			cfg, _, client, err := g.loadClient(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -133,7 +134,7 @@ func newSchemaCmd(g *globals) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			cfg, _, client, err := g.loadClient()
+			cfg, _, client, err := g.loadClient(ctx)
 			if err != nil {
 				return err
 			}

@@ -121,7 +121,7 @@ func newOnceCmd(g *globals) *cobra.Command {
 				started := time.Now()
 				return g.finishPass(a.Pass(ctx), time.Since(started), summaryPath, format)
 			}
-			cfg, client, counting, err := g.loadPassClient(dryRun)
+			cfg, client, counting, err := g.loadPassClient(cmd.Context(), dryRun)
 			if err != nil {
 				return err
 			}
@@ -291,8 +291,8 @@ func (g *globals) dryRun(ctx context.Context, cfg *config.Config, acct config.Ac
 
 // loadPassClient loads the configuration and the API client of a pass;
 // for a dry run the client counts its requests, which the plan reports.
-func (g *globals) loadPassClient(dryRun bool) (*config.Config, *forms.Client, *requestCounter, error) {
-	cfg, log, client, err := g.loadClient()
+func (g *globals) loadPassClient(ctx context.Context, dryRun bool) (*config.Config, *forms.Client, *requestCounter, error) {
+	cfg, log, client, err := g.loadClient(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -302,7 +302,7 @@ func (g *globals) loadPassClient(dryRun bool) (*config.Config, *forms.Client, *r
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		if client, err = app.NewAccountClient(cfg, acct, nil, log, counting); err != nil {
+		if client, _, err = app.ReadClient(ctx, cfg, acct, log, counting); err != nil {
 			return nil, nil, nil, withCode(exitUsage, err)
 		}
 	}
@@ -312,7 +312,7 @@ func (g *globals) loadPassClient(dryRun bool) (*config.Config, *forms.Client, *r
 // checkForm refuses, with exit 2 and before anything is written, a form id
 // the account does not have.
 func (g *globals) checkForm(ctx context.Context, formID string) error {
-	_, _, client, err := g.loadClient()
+	_, _, client, err := g.loadClient(ctx)
 	if err != nil {
 		return err
 	}
@@ -644,7 +644,7 @@ func newBackfillCmd(g *globals) *cobra.Command {
 				}
 				return g.backfillAll(ctx, start, end, to != "", concurrency, summaryPath, format)
 			}
-			cfg, client, counting, err := g.loadPassClient(dryRun)
+			cfg, client, counting, err := g.loadPassClient(cmd.Context(), dryRun)
 			if err != nil {
 				return err
 			}

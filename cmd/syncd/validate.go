@@ -81,12 +81,13 @@ func newValidateCmd(g *globals) *cobra.Command {
 				if cfg.MultiAccount() {
 					who = " of account " + acct.Name
 				}
-				client, err := app.NewAccountClient(&vcfg, acct, nil, log, nil)
+				client, base, err := app.ReadClient(apiCtx, &vcfg, acct, log, nil)
 				if err != nil {
 					fmt.Fprintf(out, "FAIL api%s: %v\n", who, err)
 					bad++
 					continue
 				}
+				acct.BaseURL = base // a forms_oauth sign-in's own
 				list, err := client.ListForms(apiCtx)
 				if err != nil {
 					fmt.Fprintf(out, "FAIL api%s: %s\n", who, apiFailure(acct.BaseURL, err))

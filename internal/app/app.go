@@ -77,7 +77,9 @@ type Account struct {
 	Name string
 	Cfg  config.Account
 	Log  *zap.Logger
-	// Client is the Forms API client; nil for an account without a key.
+	// Client is the Forms API client; nil for an account without a key,
+	// or with forms_oauth and no sign-in. A pass of a forms_oauth account
+	// replaces it when the stored sign-in changed (under mu).
 	Client *forms.Client
 	Sink   sink.Sink
 	Poller *poller.Poller
@@ -86,6 +88,10 @@ type Account struct {
 	Scheduling *Scheduling
 
 	app *App
+	// mu guards Client and formsToken: a forms_oauth account's passes
+	// follow its stored sign-in.
+	mu         sync.Mutex
+	formsToken string // the sign-in Client was built from
 	// version identifies what the account was opened from (its settings
 	// and key): a reload reopens it when that changes.
 	version string
@@ -192,6 +198,11 @@ func NewAccountClient(cfg *config.Config, acct config.Account, limiters *forms.L
 	if err != nil {
 		return nil, err
 	}
+	return newAccountClient(cfg, acct, key, limiters, log, obs)
+}
+
+// newAccountClient is the client of acct at its base URL with key.
+func newAccountClient(cfg *config.Config, acct config.Account, key string, limiters *forms.Limiters, log *zap.Logger, obs forms.Observer) (*forms.Client, error) {
 	c, err := forms.New(forms.Config{
 		Observer:    obs,
 		BaseURL:     acct.BaseURL,
@@ -211,6 +222,9 @@ func NewAccountClient(cfg *config.Config, acct config.Account, limiters *forms.L
 // APIKey is the account's Forms API key: api_key, or the content of
 // api_key_file (a mounted secret), read now.
 func APIKey(acct config.Account) (string, error) {
+	if acct.FormsOAuth {
+		return "", fmt.Errorf("account %s signs in to the Forms API with OAuth (forms_oauth), not a key: this command reads no sign-in; `syncd once --account %s` does", acct.Name, acct.Name)
+	}
 	if acct.APIKeyFile == "" {
 		return acct.APIKey.Reveal(), nil
 	}
@@ -424,7 +438,15 @@ func (a *App) OpenAccount(ctx context.Context, ac config.Account) (*Account, err
 		}
 		lost = c.Lost(ns)
 	}
-	if ac.HasForms() {
+	switch {
+	case ac.FormsOAuth:
+		// Its client comes from the sign-in in the state: a missing or
+		// unreadable one fails the account's passes alone (each reads it
+		// again), so the error is not the opening's.
+		signInCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_ = acct.formsSignIn(signInCtx)
+		cancel()
+	case ac.HasForms():
 		if acct.Client, err = NewAccountClient(cfg, ac, a.limiters, log, a.Metrics.ForAccount(ac.Name)); err != nil {
 			return nil, err
 		}
@@ -465,12 +487,15 @@ func (a *App) OpenAccount(ctx context.Context, ac config.Account) (*Account, err
 // accountVersion identifies an account's settings and key, so that a
 // reload reopens an account whose settings or mounted key changed.
 func accountVersion(ac config.Account) (string, error) {
-	key, err := APIKey(ac)
-	if err != nil && ac.HasForms() {
-		return "", err
+	var key string
+	if !ac.FormsOAuth { // its sign-in is read at each pass
+		var err error
+		if key, err = APIKey(ac); err != nil && ac.HasForms() {
+			return "", err
+		}
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "%q %q %q %v %v %v %v\x00", ac.Name, ac.BaseURL, ac.APIKeyFile, ac.Forms, ac.Tags, ac.Exclude, ac.Scheduling)
+	fmt.Fprintf(h, "%q %q %q %v %v %v %v %v\x00", ac.Name, ac.BaseURL, ac.APIKeyFile, ac.Forms, ac.Tags, ac.Exclude, ac.Scheduling, ac.FormsOAuth)
 	h.Write([]byte(key))
 	return hex.EncodeToString(h.Sum(nil)[:8]), nil
 }
@@ -565,7 +590,8 @@ func (acct *Account) Closed() <-chan struct{} { return acct.closed }
 // account (those carrying one of its tags, when it names tags), less the
 // excluded ones. An account without a Forms API key has none.
 func (acct *Account) Jobs(ctx context.Context) ([]poller.Job, error) {
-	if acct.Client == nil {
+	client := acct.formsClient()
+	if client == nil {
 		return nil, nil
 	}
 	start := acct.app.Cfg.Sync.StartDate.Time
@@ -582,7 +608,7 @@ func (acct *Account) Jobs(ctx context.Context) ([]poller.Job, error) {
 		}
 		return jobs, nil
 	}
-	list, err := acct.Client.ListForms(ctx)
+	list, err := client.ListForms(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list the forms of account %s (no forms listed means every form): %w", acct.Name, err)
 	}
@@ -669,7 +695,7 @@ func (acct *Account) Job(formID string) poller.Job {
 // others sync.
 func (acct *Account) missingForm(ctx context.Context, formID string, err error) error {
 	hint := ""
-	if list, lerr := acct.Client.ListForms(ctx); lerr == nil {
+	if list, lerr := acct.formsClient().ListForms(ctx); lerr == nil {
 		known := make([]string, 0, len(list))
 		for _, f := range list {
 			known = append(known, f.FormID)
@@ -810,7 +836,17 @@ func (acct *Account) Backfill(ctx context.Context, start, end time.Time, concurr
 // result says so (Source set, FormID empty) and the bookings still sync.
 func (acct *Account) Pass(ctx context.Context, jobs func(context.Context) ([]poller.Job, error), bookings bool) []poller.Result {
 	var results []poller.Result
-	list, err := jobs(ctx)
+	var signIn error
+	if acct.Cfg.FormsOAuth {
+		signIn = acct.formsSignIn(ctx)
+	}
+	var list []poller.Job
+	var err error
+	if signIn != nil {
+		err = signIn
+	} else {
+		list, err = jobs(ctx)
+	}
 	if err != nil {
 		acct.Log.Error("listing the account's forms failed; no form is synced in this pass, the other sources are", zap.String(logkey.Source, poller.SourceForms), zap.Error(err))
 		results = append(results, poller.Result{Account: acct.Name, Source: poller.SourceForms, Err: err})
@@ -820,6 +856,10 @@ func (acct *Account) Pass(ctx context.Context, jobs func(context.Context) ([]pol
 		for i := range results {
 			var ae *forms.AuthError
 			if errors.As(results[i].Err, &ae) {
+				if acct.Cfg.FormsOAuth {
+					results[i].Err = &FormsSignInError{Account: acct.Name, Err: ae}
+					continue
+				}
 				results[i].Err = &KeyError{Account: acct.Name, Err: ae}
 			}
 		}
@@ -881,7 +921,7 @@ func (e *SignInError) Unwrap() error { return e.Err }
 
 // FormStream is the stream of a form's job.
 func (acct *Account) FormStream(job poller.Job) *formsource.Stream {
-	return AccountFormStream(acct.app.Cfg, acct.Cfg.Namespace(), acct.Client, job, acct.Log)
+	return AccountFormStream(acct.app.Cfg, acct.Cfg.Namespace(), acct.formsClient(), job, acct.Log)
 }
 
 // FormStream is the stream of a form's job of the default account read

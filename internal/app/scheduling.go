@@ -39,6 +39,9 @@ func secretNames(cfg *config.Config) []string {
 		if a.Scheduling {
 			out = append(out, TokenSecret(a.Namespace()))
 		}
+		if a.FormsOAuth {
+			out = append(out, FormsTokenSecret(a.Namespace()))
+		}
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -91,5 +92,57 @@ func TestAccountsKeepSecrets(t *testing.T) {
 	}
 	if s := strings.Join([]string{cfg.Accounts[0].APIKey.String()}, ""); strings.Contains(s, "sk_secret_value") {
 		t.Errorf("the key prints: %s", s)
+	}
+}
+
+func TestAccountsFormsOAuth(t *testing.T) {
+	raw := `
+forms_oauth: {client_id: app, client_secret: '${FORMS_SECRET}'}
+accounts:
+  - name: acme
+    forms_oauth: true
+    tags: [export]
+`
+	cfg, err := Parse("t.yaml", []byte(raw), env(map[string]string{"FORMS_SECRET": "fo_secret_value"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := cfg.FormsOAuth
+	if f.AuthorizeURL != "https://build.fillout.com/authorize/oauth" || f.TokenURL != "https://server.fillout.com/public/oauth/accessToken" ||
+		f.RedirectURI != "http://127.0.0.1:8977/callback" || f.ClientSecret.Reveal() != "fo_secret_value" {
+		t.Errorf("forms_oauth = %+v", f)
+	}
+	if a := cfg.AccountList()[0]; !a.HasForms() || !a.FormsOAuth {
+		t.Errorf("account = %+v", a)
+	}
+	m, err := cfg.EffectiveMap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := fmt.Sprint(m); strings.Contains(s, "fo_secret_value") {
+		t.Errorf("the client secret prints: %s", s)
+	}
+}
+
+func TestAccountsFormsOAuthErrors(t *testing.T) {
+	section := "forms_oauth: {client_id: app, client_secret: s}\n"
+	for _, tc := range []struct {
+		name, raw, want string
+	}{
+		{"no section", "accounts: [{name: a, forms_oauth: true}]", "accounts[0].forms_oauth: account a signs in to the Forms API with OAuth, but the file has no forms_oauth section"},
+		{"beside key", section + "accounts: [{name: a, forms_oauth: true, api_key: k}]", "accounts[0].forms_oauth: is set beside api_key"},
+		{"beside file", section + "accounts: [{name: a, forms_oauth: true, api_key_file: /k}]", "accounts[0].forms_oauth: is set beside api_key_file"},
+		{"no client id", "forms_oauth: {client_secret: s}\naccounts: [{name: a, forms_oauth: true}]", "forms_oauth.client_id: is empty"},
+		{"no client secret", "forms_oauth: {client_id: c}\naccounts: [{name: a, forms_oauth: true}]", "forms_oauth.client_secret: is empty"},
+		{"secret env", "forms_oauth: {client_id: c, client_secret: '${NOPE}'}\naccounts: [{name: a, forms_oauth: true}]", "forms_oauth.client_secret: environment variable NOPE is not set"},
+		{"redirect", "forms_oauth: {client_id: c, client_secret: s, redirect_uri: 'https://example.com/cb'}\naccounts: [{name: a, forms_oauth: true}]", "forms_oauth.redirect_uri: \"https://example.com/cb\" is not a loopback http URL"},
+		{"token url", "forms_oauth: {client_id: c, client_secret: s, token_url: 'ftp://x'}\naccounts: [{name: a, forms_oauth: true}]", "forms_oauth.token_url"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("t.yaml", []byte(tc.raw), env(nil))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error = %v, want it to contain %q", err, tc.want)
+			}
+		})
 	}
 }

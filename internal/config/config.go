@@ -32,6 +32,10 @@ type Config struct {
 	// Scheduling, when present, also syncs the bookings of the scheduling
 	// API (Cal.com API v2), signed in with OAuth 2.0 by `syncd auth login`.
 	Scheduling *Scheduling `yaml:"scheduling,omitempty"`
+	// FormsOAuth, when present, is the Forms API's OAuth app every account
+	// with forms_oauth: true signs in with (`syncd auth login --source
+	// forms`), instead of an API key.
+	FormsOAuth *FormsOAuth `yaml:"forms_oauth,omitempty"`
 	Log        Log         `yaml:"log"`
 	Server     Server      `yaml:"server"`
 	// Accounts are the Forms API workspaces and scheduling users one syncd
@@ -57,6 +61,10 @@ type Account struct {
 	// either syncs no forms.
 	APIKey     Secret `yaml:"api_key"`
 	APIKeyFile string `yaml:"api_key_file"`
+	// FormsOAuth signs the account in to the Forms API with the OAuth app
+	// of the forms_oauth section instead of a key: its token, and the
+	// base_url that comes with it, live in the state store.
+	FormsOAuth bool `yaml:"forms_oauth"`
 	// Forms lists forms by id (with their table, start date and schedule);
 	// Tags adds every form carrying one of these tags; with neither, every
 	// form of the account. Exclude removes form ids from the selection.
@@ -74,8 +82,9 @@ type Account struct {
 // always kept them, and an accounts list may name it to keep them there.
 const DefaultAccount = "default"
 
-// HasForms reports whether the account syncs forms (it has a key).
-func (a *Account) HasForms() bool { return a.APIKey != "" || a.APIKeyFile != "" }
+// HasForms reports whether the account syncs forms (it has a key or signs
+// in with OAuth).
+func (a *Account) HasForms() bool { return a.APIKey != "" || a.APIKeyFile != "" || a.FormsOAuth }
 
 // Namespace is what separates the account's streams in the state and its
 // tables in the output: empty for the default account (the layout of a
@@ -208,6 +217,55 @@ type Scheduling struct {
 	MaxAttempts int      `yaml:"max_attempts"`
 	Timeout     Duration `yaml:"timeout"`
 	Bookings    Bookings `yaml:"bookings"`
+}
+
+// FormsOAuth is the Forms API's OAuth app (a Fillout OAuth application)
+// that accounts sign in with. Tokens are kept in the state store, never
+// here; they do not expire, and the service may invalidate them.
+type FormsOAuth struct {
+	AuthorizeURL string `yaml:"authorize_url"`
+	TokenURL     string `yaml:"token_url"`
+	ClientID     string `yaml:"client_id"`
+	ClientSecret Secret `yaml:"client_secret"`
+	// RedirectURI is where `syncd auth login --source forms` waits for the
+	// code: a loopback http URL registered with the app.
+	RedirectURI string `yaml:"redirect_uri"`
+}
+
+// setDefaults fills what a forms_oauth section leaves out.
+func (f *FormsOAuth) setDefaults() {
+	d := func(v *string, def string) {
+		if *v == "" {
+			*v = def
+		}
+	}
+	d(&f.AuthorizeURL, "https://build.fillout.com/authorize/oauth")
+	d(&f.TokenURL, "https://server.fillout.com/public/oauth/accessToken")
+	d(&f.RedirectURI, "http://127.0.0.1:8977/callback")
+}
+
+// validate checks the forms_oauth section, when there is one; used tells
+// whether an account signs in with it (the secret is needed then only, so
+// that a section prepared ahead of its secret still loads).
+func (f *FormsOAuth) validate(used bool, bad func(key, msg string) error) error {
+	if f == nil {
+		return nil
+	}
+	for _, u := range []struct{ key, v string }{{"forms_oauth.authorize_url", f.AuthorizeURL}, {"forms_oauth.token_url", f.TokenURL}} {
+		if !isHTTPURL(u.v) {
+			return bad(u.key, fmt.Sprintf("%q is not an http(s) URL: leave it out to use Fillout's", u.v))
+		}
+	}
+	if strings.TrimSpace(f.ClientID) == "" {
+		return bad("forms_oauth.client_id", "is empty: set the OAuth app's client id (e.g. ${FORMS_CLIENT_ID})")
+	}
+	if used && f.ClientSecret == "" {
+		return bad("forms_oauth.client_secret", "is empty: set the OAuth app's client secret from the environment (e.g. ${FORMS_CLIENT_SECRET})")
+	}
+	if p, err := url.Parse(f.RedirectURI); err != nil || p.Scheme != "http" || !isLoopback(p.Hostname()) || p.Port() == "" {
+		return bad("forms_oauth.redirect_uri", fmt.Sprintf("%q is not a loopback http URL with a port (e.g. http://127.0.0.1:8977/callback): `syncd auth login --source forms` listens there for the code", f.RedirectURI))
+	}
+	return nil
 }
 
 // Bookings is the bookings stream.
@@ -441,7 +499,8 @@ func expand(s string, lookupEnv func(string) (string, bool)) (string, error) {
 
 // secretKeys are expanded after decoding, so that their values never reach
 // a YAML error.
-var secretKeys = map[string]bool{"source.api_key": true, "scheduling.client_secret": true, "scheduling.client_secret_next": true, "server.connect_secret": true}
+var secretKeys = map[string]bool{"source.api_key": true, "scheduling.client_secret": true, "scheduling.client_secret_next": true, "server.connect_secret": true,
+	"forms_oauth.client_secret": true}
 
 // accountKey matches the secret of an account in the accounts list.
 var accountKey = regexp.MustCompile(`^accounts\[\d+\]\.api_key$`)
@@ -473,6 +532,12 @@ func (c *Config) expandSecrets(file string, lookupEnv func(string) (string, bool
 		}
 		if s.ClientSecretNext, err = expandSecret(s.ClientSecretNext, lookupEnv); err != nil {
 			return &Error{File: file, Key: "scheduling.client_secret_next", Msg: err.Error()}
+		}
+	}
+	if f := c.FormsOAuth; f != nil {
+		f.setDefaults()
+		if f.ClientSecret, err = expandSecret(f.ClientSecret, lookupEnv); err != nil {
+			return &Error{File: file, Line: c.lines["forms_oauth.client_secret"], Key: "forms_oauth.client_secret", Msg: err.Error()}
 		}
 	}
 	return nil
@@ -827,6 +892,13 @@ func (c *Config) validateRest(bad func(key, msg string) error) error {
 	if err := c.Scheduling.validate(bad); err != nil {
 		return err
 	}
+	usesFormsOAuth := false
+	for _, a := range c.Accounts {
+		usesFormsOAuth = usesFormsOAuth || a.FormsOAuth
+	}
+	if err := c.FormsOAuth.validate(usesFormsOAuth, bad); err != nil {
+		return err
+	}
 	if c.Server.PublicURL != "" && !isHTTPURL(c.Server.PublicURL) {
 		return bad("server.public_url", fmt.Sprintf("%q is not an http(s) URL: set where browsers reach this syncd, e.g. https://syncd.example.com", c.Server.PublicURL))
 	}
@@ -1042,11 +1114,21 @@ func (c *Config) validateAccounts(bad func(key, msg string) error) error {
 		if a.APIKey != "" && a.APIKeyFile != "" {
 			return bad(key+".api_key_file", "is set beside api_key: give one of them")
 		}
+		if a.FormsOAuth && (a.APIKey != "" || a.APIKeyFile != "") {
+			given := "api_key"
+			if a.APIKeyFile != "" {
+				given = "api_key_file"
+			}
+			return bad(key+".forms_oauth", fmt.Sprintf("is set beside %s: account %s signs in to the Forms API with either a key or OAuth, so remove one of them", given, a.Name))
+		}
+		if a.FormsOAuth && c.FormsOAuth == nil {
+			return bad(key+".forms_oauth", fmt.Sprintf("account %s signs in to the Forms API with OAuth, but the file has no forms_oauth section: add one with the OAuth app every account shares (client_id, client_secret), or give the account an api_key", a.Name))
+		}
 		if !a.HasForms() && (len(a.Forms) > 0 || len(a.Tags) > 0 || len(a.Exclude) > 0) {
-			return bad(key+".api_key", fmt.Sprintf("account %s selects forms but has no Forms API key: set api_key (e.g. ${%s_FORMS_KEY}) or api_key_file", a.Name, strings.ToUpper(f)))
+			return bad(key+".api_key", fmt.Sprintf("account %s selects forms but has no Forms API key: set api_key (e.g. ${%s_FORMS_KEY}), api_key_file, or forms_oauth: true", a.Name, strings.ToUpper(f)))
 		}
 		if !a.HasForms() && !a.Scheduling {
-			return bad(key, fmt.Sprintf("account %s syncs nothing: give it a Forms API key (api_key or api_key_file), or scheduling: true", a.Name))
+			return bad(key, fmt.Sprintf("account %s syncs nothing: give it a Forms API key (api_key or api_key_file), forms_oauth: true, or scheduling: true", a.Name))
 		}
 		if a.Scheduling && c.Scheduling == nil {
 			return bad(key+".scheduling", fmt.Sprintf("account %s signs in to the scheduling API, but the file has no scheduling section: add one with the OAuth client every account shares", a.Name))

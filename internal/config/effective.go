@@ -19,6 +19,9 @@ func (c *Config) Effective() Config {
 	if out.Scheduling == nil {
 		out.Scheduling = &Scheduling{Scopes: []string{}}
 	}
+	if out.FormsOAuth == nil {
+		out.FormsOAuth = &FormsOAuth{}
+	}
 	if out.Sink.BigQuery == nil {
 		out.Sink.BigQuery = &BigQuerySink{}
 	}

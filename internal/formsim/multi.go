@@ -19,8 +19,9 @@ import (
 const ServiceRateLimit = 5
 
 // Multi serves many workspaces, each a *Server with its own API key,
-// routed by the request's Bearer key, as the real service serves many
-// accounts behind one host. It is an http.Handler; its methods are safe for
+// routed by the request's Bearer key (or an OAuth access token of the
+// workspace: EnableOAuth), as the real service serves many accounts behind
+// one host. It is an http.Handler; its methods are safe for
 // concurrent use.
 //
 // Multi enforces each key's rate limit itself (the key's Config.RateLimit
@@ -29,6 +30,9 @@ const ServiceRateLimit = 5
 // against the sim's own clock rather than the client's.
 type Multi struct {
 	keys []*keyState // in the order given to NewMulti
+
+	oauthMu sync.Mutex
+	oauth   *oauthState // nil until EnableOAuth (oauth.go)
 }
 
 // keyState is one key: its workspace, limiter and counters.
@@ -182,6 +186,9 @@ func (m *Multi) lookup(key string) *keyState {
 // checks, as a single Server's: path (404), key (401), then the key's
 // revocation (401) and rate limit (429), then the workspace.
 func (m *Multi) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if m.serveOAuth(w, r) {
+		return
+	}
 	if !strings.HasPrefix(r.URL.Path, BasePath+"/") {
 		writeMsg(w, msg(http.StatusNotFound, "Not found"), "")
 		return
@@ -190,6 +197,21 @@ func (m *Multi) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var ks *keyState
 	if ok {
 		ks = m.lookup(key)
+	}
+	if ks == nil && ok {
+		// An OAuth access token authorizes its workspace as its key does,
+		// under the same limiter and counters.
+		var invalidated bool
+		if ks, invalidated = m.tokenWorkspace(key); invalidated {
+			ks.refuseInvalidated()
+			writeMsg(w, msg(http.StatusUnauthorized, "Unauthorized: access token has been invalidated"), "")
+			return
+		}
+		if ks != nil {
+			// The workspace checks its key: hand it the key the token stands for.
+			r = r.Clone(r.Context())
+			r.Header.Set("Authorization", "Bearer "+string(ks.key))
+		}
 	}
 	if ks == nil {
 		writeMsg(w, msg(http.StatusUnauthorized, "Unauthorized: missing or invalid API key"), "")

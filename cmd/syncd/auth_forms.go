@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/syncd-dev/syncd/internal/app"
+	"github.com/syncd-dev/syncd/internal/config"
+	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
+	"github.com/syncd-dev/syncd/internal/state"
+)
+
+// The APIs `syncd auth --source` signs in to.
+const (
+	sourceScheduling = "scheduling"
+	sourceForms      = "forms"
+)
+
+func checkSource(source string) error {
+	if source != sourceScheduling && source != sourceForms {
+		return withCode(exitUsage, fmt.Errorf("--source %q is not an API syncd signs in to: use scheduling (the default) or forms", source))
+	}
+	return nil
+}
+
+// formsAccount is the account `auth login --source forms` and `auth logout
+// --source forms` work on: --account, or the only account; it must sign
+// in with forms_oauth.
+func (g *globals) formsAccount(cfg *config.Config) (config.Account, error) {
+	if cfg.FormsOAuth == nil {
+		return config.Account{}, withCode(exitUsage, errors.New("the configuration has no forms_oauth section: add one with the OAuth app's client_id and client_secret (see configs/accounts.example.yaml)"))
+	}
+	acct, err := g.account(cfg)
+	if err != nil {
+		return acct, err
+	}
+	if !acct.FormsOAuth {
+		return acct, withCode(exitUsage, fmt.Errorf("account %s does not sign in to the Forms API with OAuth: set forms_oauth: true on it (instead of api_key or api_key_file)", acct.Name))
+	}
+	return acct, nil
+}
+
+// formsLogin signs an account in to the Forms API: the authorization-code
+// flow on the loopback redirect URI, the exchange, a check of the token
+// with GET {base_url}/forms, and the token saved in the state.
+func formsLogin(ctx context.Context, g *globals, cfg *config.Config, log *zap.Logger, noBrowser bool) error {
+	acct, err := g.formsAccount(cfg)
+	if err != nil {
+		return err
+	}
+	login := app.FormsLogin(acct.Name)
+	fa, err := app.NewFormsApp(cfg, cfg.FormsOAuth.RedirectURI)
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	// As for the scheduling API: the state is checked now and opened
+	// again only to save the token, not held while the person approves.
+	probe, err := app.OpenStore(ctx, cfg, false)
+	if err != nil {
+		return withCode(exitState, err)
+	}
+	if err := probe.Close(); err != nil {
+		return withCode(exitState, err)
+	}
+	req, err := fa.NewAuthRequest()
+	if err != nil {
+		return withCode(exitFailed, err)
+	}
+	code, err := waitForCode(ctx, g, fa.RedirectURI(), req.URL, req.State, noBrowser, login)
+	if err != nil {
+		return withCode(exitFailed, err)
+	}
+	tok, err := fa.Exchange(ctx, code)
+	if err != nil {
+		return withCode(exitFailed, fmt.Errorf("account %s: %w", acct.Name, err))
+	}
+	if err := app.CheckFormsToken(ctx, cfg, acct, tok, log); err != nil {
+		return withCode(exitFailed, fmt.Errorf("account %s: the new sign-in does not work, and was not stored: %w", acct.Name, err))
+	}
+	store, err := openStoreWaiting(ctx, cfg, saveWait)
+	if err != nil {
+		return withCode(exitState, fmt.Errorf("signed in, but the token could not be saved (%w): run `%s` again once the state is free", err, login))
+	}
+	defer store.Close()
+	if err := (app.FormsTokens{Store: store, Namespace: acct.Namespace()}).Save(ctx, tok); err != nil {
+		return withCode(exitFailed, err)
+	}
+	fmt.Fprintf(g.stdout, "account %s: signed in to the Forms API at %s; the token is in the state (%s)\n", acct.Name, tok.BaseURL, app.StateWhere(cfg))
+	return nil
+}
+
+// formsStatus prints the Forms API sign-in of every account of list with
+// forms_oauth, checked with GET {base_url}/forms; exit 1 when one is
+// missing or refused.
+func formsStatus(ctx context.Context, g *globals, cfg *config.Config, list []config.Account, log *zap.Logger) error {
+	if cfg.FormsOAuth == nil {
+		return withCode(exitUsage, errors.New("the configuration has no forms_oauth section: no account signs in to the Forms API with OAuth"))
+	}
+	store, err := openStoreWaiting(ctx, cfg, 5*time.Second)
+	var locked *state.LockedError
+	if errors.As(err, &locked) {
+		// A running syncd holds the state: its sign-ins can still be read.
+		store, err = app.OpenStore(ctx, cfg, true)
+	}
+	if err != nil {
+		return withCode(exitState, err)
+	}
+	defer store.Close()
+	bad := 0
+	for _, acct := range list {
+		if !acct.FormsOAuth {
+			continue
+		}
+		fmt.Fprintf(g.stdout, "account %s: ", acct.Name)
+		tok, err := app.FormsTokens{Store: store, Namespace: acct.Namespace()}.Load(ctx)
+		if err == nil {
+			err = app.CheckFormsToken(ctx, cfg, acct, tok, log)
+		}
+		var ae *forms.AuthError
+		switch {
+		case errors.Is(err, app.ErrNoFormsToken):
+			fmt.Fprintf(g.stdout, "not signed in to the Forms API: run `%s`\n", app.FormsLogin(acct.Name))
+			bad++
+		case errors.As(err, &ae):
+			fmt.Fprintf(g.stdout, "signed in to the Forms API at %s, but it refuses the token (HTTP %d: invalidated?): run `%s`\n", tok.BaseURL, ae.Status, app.FormsLogin(acct.Name))
+			bad++
+		case err != nil:
+			fmt.Fprintf(g.stdout, "could not check the Forms API sign-in: %v\n", err)
+			bad++
+		default:
+			fmt.Fprintf(g.stdout, "signed in to the Forms API at %s since %s (the token does not expire)\n", tok.BaseURL, tok.ObtainedAt.Format(time.RFC3339))
+		}
+	}
+	if bad > 0 {
+		return withCode(exitFailed, errReported)
+	}
+	return nil
+}
+
+// formsLogout forgets an account's Forms API sign-in.
+func formsLogout(ctx context.Context, g *globals, yes bool) error {
+	if !yes {
+		if err := confirm(g, "Forget the account's Forms API sign-in? Its forms stop syncing until `syncd auth login --source forms`.", "logout"); err != nil {
+			return err
+		}
+	}
+	cfg, _, err := g.load()
+	if err != nil {
+		return err
+	}
+	acct, err := g.formsAccount(cfg)
+	if err != nil {
+		return err
+	}
+	store, err := app.OpenStore(ctx, cfg, false)
+	if err != nil {
+		return withCode(exitState, err)
+	}
+	defer store.Close()
+	if err := (app.FormsTokens{Store: store, Namespace: acct.Namespace()}).Delete(ctx); err != nil {
+		return withCode(exitFailed, err)
+	}
+	fmt.Fprintf(g.stdout, "account %s: signed out of the Forms API: the token is gone from the state (the service still honours it until the workspace invalidates it)\n", acct.Name)
+	return nil
+}
