@@ -2,6 +2,7 @@ package poller
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/syncd-dev/syncd/internal/state"
@@ -124,12 +125,16 @@ type Cutter struct {
 }
 
 // Source names the source of a stream: what its key says before the "/"
-// ("scheduling/bookings"), or forms for a form (whose key is its id).
+// ("scheduling/bookings"), or forms for a form (whose key is its id). An
+// account's namespace ("acme/" in "acme/vLp2aX") is not a source.
 func Source(s Stream) string {
-	for i := 0; i < len(s.Key()); i++ {
-		if s.Key()[i] == '/' {
-			return s.Key()[:i]
-		}
+	return keySource(s.Key())
+}
+
+func keySource(k string) string {
+	_, k = table.SplitStreamKey(k)
+	if src, _, ok := strings.Cut(k, "/"); ok {
+		return src
 	}
 	return SourceForms
 }
