@@ -212,6 +212,7 @@ func newAccountClient(cfg *config.Config, acct config.Account, key string, limit
 		Timeout:     cfg.Source.Timeout.D(),
 		Limiters:    limiters,
 		Logger:      log.Named("forms"),
+		UserAgent:   processUserAgent(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("set up the Forms API client of account %s: %w", acct.Name, err)
@@ -1163,4 +1164,12 @@ func (a *App) SetOwned(names []string) {
 	for _, n := range names {
 		a.owns[n] = true
 	}
+}
+
+// processUserAgent names this process in its requests: the replicas of a
+// shared state each sync their own accounts, and the service's logs (or a
+// simulator) can tell which process made a request.
+func processUserAgent() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s (%s; pid %d)", forms.DefaultUserAgent, host, os.Getpid())
 }

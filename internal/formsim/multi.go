@@ -45,7 +45,11 @@ type keyState struct {
 	limiter  *rate.Limiter // nil: unlimited
 	window   []time.Time   // admission times within the last second, oldest first
 	inFlight int
-	stats    KeyStats
+	// clients counts the requests in flight by client (its User-Agent,
+	// which names a syncd process), to see two clients of one key at once.
+	clients map[string]int
+	seen    map[string]bool // every client that used the key
+	stats   KeyStats
 }
 
 // KeyStats are the counters of one key.
@@ -59,6 +63,12 @@ type KeyStats struct {
 	MaxPerSecond int
 	// MaxInFlight is the most admitted requests being served at once.
 	MaxInFlight int
+	// Overlaps counts requests admitted while a request of another client
+	// (another User-Agent: another syncd process) was in flight for the
+	// key: two processes syncing one account at once.
+	Overlaps int64
+	// Clients is how many distinct clients (User-Agents) used the key.
+	Clients int
 }
 
 // NewMulti builds one workspace per Config. Keys must be distinct and non
@@ -217,7 +227,8 @@ func (m *Multi) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeMsg(w, msg(http.StatusUnauthorized, "Unauthorized: missing or invalid API key"), "")
 		return
 	}
-	switch ks.admit(time.Now()) {
+	client := r.Header.Get("User-Agent")
+	switch ks.admit(time.Now(), client) {
 	case refusedRevoked:
 		writeMsg(w, msg(http.StatusUnauthorized, "Unauthorized: API key has been revoked"), "")
 		return
@@ -225,7 +236,7 @@ func (m *Multi) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeMsg(w, msg(http.StatusTooManyRequests, "Rate limit exceeded"), retryAfter(ks.srv.Faults().RetryAfter))
 		return
 	}
-	defer ks.done()
+	defer ks.done(client)
 	ks.srv.ServeHTTP(w, r)
 }
 
@@ -240,7 +251,7 @@ const (
 // admit decides on one request at now and records it. The limiter and the
 // window see the same instant under one lock, so the measured window is
 // exactly what the limiter let through, whatever the concurrency.
-func (ks *keyState) admit(now time.Time) admission {
+func (ks *keyState) admit(now time.Time, client string) admission {
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
 	ks.stats.Requests++
@@ -262,13 +273,30 @@ func (ks *keyState) admit(now time.Time) admission {
 	ks.stats.MaxPerSecond = max(ks.stats.MaxPerSecond, len(ks.window))
 	ks.inFlight++
 	ks.stats.MaxInFlight = max(ks.stats.MaxInFlight, ks.inFlight)
+	if ks.clients == nil {
+		ks.clients = map[string]int{}
+	}
+	if ks.inFlight > ks.clients[client]+1 {
+		ks.stats.Overlaps++ // another client has a request in flight
+	}
+	ks.clients[client]++
+	if ks.seen == nil {
+		ks.seen = map[string]bool{}
+	}
+	if !ks.seen[client] {
+		ks.seen[client] = true
+		ks.stats.Clients++
+	}
 	return admitted
 }
 
-// done ends an admitted request.
-func (ks *keyState) done() {
+// done ends an admitted request of client.
+func (ks *keyState) done(client string) {
 	ks.mu.Lock()
 	ks.inFlight--
+	if ks.clients[client]--; ks.clients[client] == 0 {
+		delete(ks.clients, client)
+	}
 	ks.mu.Unlock()
 }
 

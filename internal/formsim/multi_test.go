@@ -223,10 +223,10 @@ func TestMultiWindow(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ks := &keyState{key: []byte("k")}
 			for _, now := range tc.times {
-				if ks.admit(now) != admitted {
+				if ks.admit(now, "c") != admitted {
 					t.Fatal("refused without a limiter")
 				}
-				ks.done()
+				ks.done("c")
 			}
 			if ks.stats.MaxPerSecond != tc.want || ks.stats.MaxInFlight != 1 {
 				t.Errorf("MaxPerSecond %d, MaxInFlight %d; want %d, 1", ks.stats.MaxPerSecond, ks.stats.MaxInFlight, tc.want)
@@ -267,7 +267,7 @@ func TestMultiRevoke(t *testing.T) {
 		}
 	}
 	st, _ := m.Stats("key-a")
-	if want := (KeyStats{Requests: 2, Revoked: 1, Admitted: 1, MaxPerSecond: 1, MaxInFlight: 1}); st != want {
+	if want := (KeyStats{Requests: 2, Revoked: 1, Admitted: 1, MaxPerSecond: 1, MaxInFlight: 1, Clients: 1}); st != want {
 		t.Errorf("stats %+v, want %+v", st, want)
 	}
 }
@@ -288,4 +288,29 @@ func ExampleMulti() {
 	// Output:
 	// key-a 1
 	// key-b 2
+}
+
+// TestMultiCountsOverlappingClients: requests of two clients (User-Agents)
+// of one key in flight at once are counted; one client's concurrency is not.
+func TestMultiCountsOverlappingClients(t *testing.T) {
+	m, err := NewMulti(Config{APIKey: "k1", Forms: 1, Submissions: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ks := m.lookup("k1")
+	ks.admit(time.Now(), "syncd-a")
+	ks.admit(time.Now(), "syncd-a")
+	if st, _ := m.Stats("k1"); st.Overlaps != 0 || st.Clients != 1 {
+		t.Errorf("one client's two requests: overlaps %d, clients %d; want 0, 1", st.Overlaps, st.Clients)
+	}
+	ks.admit(time.Now(), "syncd-b")
+	ks.done("syncd-a")
+	ks.done("syncd-a")
+	ks.done("syncd-b")
+	ks.admit(time.Now(), "syncd-a")
+	ks.done("syncd-a")
+	if st, _ := m.Stats("k1"); st.Overlaps != 1 || st.Clients != 2 {
+		t.Errorf("overlaps %d, clients %d; want 1 (b while a was in flight), 2", st.Overlaps, st.Clients)
+	}
 }
