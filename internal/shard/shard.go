@@ -108,16 +108,16 @@ type Options struct {
 	// IsHeld reports whether a Claim error means a live peer holds the
 	// account. Other Claim errors are logged as failures.
 	IsHeld func(error) bool
-	// BeforeRelease stops the account's passes and returns once none
-	// runs, before its lease is released: a pass must not commit after
-	// another member took the account. An error (ctx done before the
+	// BeforeRelease stops the account's passes, lets no new one start,
+	// and returns once none runs; then the lease is released: a pass
+	// must not commit after another member took the account. An error (ctx done before the
 	// pass ended) keeps the account and its lease. The Coordinator, not
 	// the Claimer, makes this call so that the state's leases need know
 	// nothing of passes. Nil: nothing to stop.
 	BeforeRelease func(ctx context.Context, account string) error
 	// OnChange receives the owned accounts, sorted, after a rebalance or
 	// a drain changed them, so the daemon reloads its entries. Calls do
-	// not overlap.
+	// not overlap, and they must not call Drain (which waits for them).
 	OnChange func(owned []string)
 
 	Logger *zap.Logger      // default: no logging
@@ -135,6 +135,10 @@ type Stats struct {
 	Errors     int64 // failed heartbeats, listings, Claims and Releases
 	Members    int   // live members at the last rebalance
 	Share      int   // this member's share at the last rebalance
+	// LastClaim is when the last Claim succeeded: after a peer's death,
+	// LastClaim minus the time of death is how long its last account
+	// waited.
+	LastClaim time.Time
 }
 
 // Coordinator is one member. Its methods are safe for concurrent use.
@@ -156,8 +160,10 @@ type Coordinator struct {
 	turn      chan struct{}
 	refresh   chan struct{} // a rebalance is asked for now
 	beatNow   chan struct{} // a heartbeat is asked for now (ownership changed)
-	drained   chan struct{} // closed by Drain
+	drained   chan struct{} // closed when Drain starts
 	drainOnce sync.Once
+	drainDone chan struct{} // closed when the first Drain returns
+	doneOnce  sync.Once
 	draining  atomic.Bool
 
 	beatMu sync.Mutex        // a heartbeat or leave in flight
@@ -167,7 +173,7 @@ type Coordinator struct {
 
 	mu      sync.Mutex
 	owned   map[string]chan struct{} // account → closed when no longer owned
-	lost    []string                 // accounts reported lost, for the next rebalance
+	lostNew bool                     // a lease was lost since the last rebalance
 	expires time.Time                // of the last heartbeat written
 	stats   Stats
 }
@@ -201,7 +207,7 @@ func New(ctx context.Context, opts Options) (*Coordinator, error) {
 		beforeRelease: opts.BeforeRelease, onChange: opts.OnChange,
 		log: opts.Logger, now: opts.Now,
 		turn: make(chan struct{}, 1), refresh: make(chan struct{}, 1), beatNow: make(chan struct{}, 1),
-		drained: make(chan struct{}), owned: make(map[string]chan struct{}),
+		drained: make(chan struct{}), drainDone: make(chan struct{}), owned: make(map[string]chan struct{}),
 	}
 	if c.interval <= 0 {
 		c.interval = 5 * time.Second
@@ -233,7 +239,7 @@ func New(ctx context.Context, opts Options) (*Coordinator, error) {
 // ID is this member's ID.
 func (c *Coordinator) ID() string { return c.id }
 
-// Close closes the members' bucket. Call it after Run returned.
+// Close closes the members' bucket. Call it once Run and Drain returned.
 func (c *Coordinator) Close() error { return c.bucket.Close() }
 
 // Run heartbeats and rebalances until ctx is done (it returns ctx.Err(),
@@ -257,10 +263,10 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-c.drained:
-			// Wait for Drain to finish releasing.
+			// Wait for Drain to finish: its caller may close the bucket
+			// once Run returned.
 			select {
-			case c.turn <- struct{}{}:
-				<-c.turn
+			case <-c.drainDone:
 				return nil
 			case <-ctx.Done():
 				return ctx.Err()
@@ -336,6 +342,7 @@ func (c *Coordinator) Stats() Stats {
 func (c *Coordinator) Drain(ctx context.Context) error {
 	c.draining.Store(true)
 	c.drainOnce.Do(func() { close(c.drained) })
+	defer c.doneOnce.Do(func() { close(c.drainDone) })
 	// The record goes first: peers stop counting this member, and claim
 	// each account as soon as its Release below lands.
 	errLeave := c.leave(ctx)
@@ -478,13 +485,16 @@ func (c *Coordinator) claim(ctx context.Context, account string) bool {
 		c.log.Debug("account held by a peer", zap.String("account", account), zap.Error(err))
 		return false
 	case err != nil:
-		c.fail("claim account "+account, err)
+		if ctx.Err() == nil {
+			c.fail("claim account "+account, err)
+		}
 		return false
 	}
 	gone := make(chan struct{})
 	c.mu.Lock()
 	c.owned[account] = gone
 	c.stats.Claims++
+	c.stats.LastClaim = c.now()
 	c.mu.Unlock()
 	c.log.Info("claimed account", zap.String("account", account))
 	if l, ok := c.claimer.(loser); ok {
@@ -506,7 +516,7 @@ func (c *Coordinator) watch(account string, lost <-chan struct{}, gone chan stru
 	if c.owned[account] == gone {
 		delete(c.owned, account)
 		close(gone)
-		c.lost = append(c.lost, account)
+		c.lostNew = true
 		c.stats.Lost++
 	}
 	c.mu.Unlock()
@@ -518,9 +528,9 @@ func (c *Coordinator) watch(account string, lost <-chan struct{}, gone chan stru
 func (c *Coordinator) forgetLost() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := len(c.lost)
-	c.lost = nil
-	return n > 0
+	lost := c.lostNew
+	c.lostNew = false
+	return lost
 }
 
 // release stops account's passes, stops counting it as owned, and
