@@ -34,11 +34,17 @@ import (
 
 // openApp opens the configured parts, mapping failures to exit codes.
 func (g *globals) openApp(ctx context.Context, readOnly bool) (*app.App, error) {
+	return g.openAppShared(ctx, readOnly, false)
+}
+
+// openAppShared is openApp for `syncd run`, which on a shared state
+// (state.shared) opens no account until its coordinator claims some.
+func (g *globals) openAppShared(ctx context.Context, readOnly, shared bool) (*app.App, error) {
 	cfg, log, err := g.load()
 	if err != nil {
 		return nil, err
 	}
-	a, err := app.Open(ctx, cfg, log, app.Options{Version: version, ReadOnly: readOnly, Accounts: g.accounts, Shard: g.shard})
+	a, err := app.Open(ctx, cfg, log, app.Options{Version: version, ReadOnly: readOnly, Accounts: g.accounts, Shard: g.shard, Shared: shared && cfg.State.Shared})
 	if err != nil {
 		var se *app.StateError
 		if errors.As(err, &se) {
@@ -539,7 +545,7 @@ func newRunCmd(g *globals) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			a, err := g.openApp(ctx, false)
+			a, err := g.openAppShared(ctx, false, true)
 			if err != nil {
 				return err
 			}
@@ -575,14 +581,50 @@ func runDaemon(ctx context.Context, a *app.App, g *globals) error {
 		}
 	}()
 	var load func() (*config.Config, error)
-	var watch <-chan struct{}
+	// changes merges what makes the daemon reload its entries: the config
+	// file changing, and the accounts this replica owns changing.
+	changes := make(chan struct{}, 1)
+	kick := func() {
+		select {
+		case changes <- struct{}{}:
+		default:
+		}
+	}
 	if g.configPath != "" {
 		load = func() (*config.Config, error) { return config.Load(g.configPath, os.LookupEnv) }
-		watch = daemon.WatchFile(ctx, g.configPath, configWatchEvery)
+		go func() {
+			for range daemon.WatchFile(ctx, g.configPath, configWatchEvery) {
+				kick()
+			}
+		}()
 	}
-	opts, err := a.DaemonOptions(ctx, g.stopping, version, load, hangup, watch)
+	opts, err := a.DaemonOptions(ctx, g.stopping, version, load, hangup, changes)
 	if err != nil {
 		return withCode(exitUsage, err)
+	}
+	if a.Cfg.State.Shared {
+		coord, err := a.Coordinator(ctx, kick)
+		if err != nil {
+			return withCode(exitUsage, err)
+		}
+		defer coord.Close()
+		a.Metrics.ReportOwned(coord.Owned)
+		coordCtx, stopCoord := context.WithCancel(context.WithoutCancel(ctx))
+		coordDone := make(chan struct{})
+		go func() { defer close(coordDone); _ = coord.Run(coordCtx) }()
+		defer func() {
+			// SIGTERM: the passes have ended (daemon.Run returned); the
+			// accounts close, then their leases go back at once so that
+			// the other replicas take them at their next heartbeat.
+			_ = a.CloseAccounts()
+			drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			if err := coord.Drain(drainCtx); err != nil {
+				a.Log.Warn("handing the accounts back failed: the other replicas take them when the leases expire", zap.Error(err))
+			}
+			stopCoord()
+			<-coordDone
+		}()
 	}
 	err = daemon.Run(ctx, opts)
 	var cfgErr *daemon.ConfigError

@@ -1026,17 +1026,18 @@ func (a *App) DaemonOptions(ctx context.Context, stopping <-chan struct{}, versi
 		Entries: a.DaemonEntries(), Status: status.Handler(StateWhere(a.Cfg), a.Store, AccountsView(a.Current, a.Store)), Metrics: a.Metrics, Log: a.Log,
 		Hangup: hangup, Watch: watch,
 	}
-	if load != nil {
-		opts.Reload = func(ctx context.Context) ([]daemon.Entry, error) {
-			cfg, err := load()
-			if err != nil {
+	opts.Reload = func(ctx context.Context) ([]daemon.Entry, error) {
+		cfg := a.Current()
+		if load != nil {
+			var err error
+			if cfg, err = load(); err != nil {
 				return nil, err
 			}
-			if err := a.Reload(ctx, cfg); err != nil {
-				return nil, err
-			}
-			return a.DaemonEntries(), nil
 		}
+		if err := a.Reload(ctx, cfg); err != nil {
+			return nil, err
+		}
+		return a.DaemonEntries(), nil
 	}
 	h, err := a.ConnectHandler()
 	if err != nil {
