@@ -35,6 +35,8 @@ type ObjectOptions struct {
 	// Now is the clock for the lease and the state's timestamps; nil means
 	// time.Now.
 	Now func() time.Time
+
+	sharded bool // a Sharded store's: marks the lease (leaseRecord.Sharded)
 }
 
 // DefaultLeaseTTL is how long a writer's lease outlives its last renewal.
@@ -184,7 +186,7 @@ func openObjectIn(ctx context.Context, b *blob.Bucket, key string, opts ObjectOp
 			ttl = DefaultLeaseTTL
 		}
 		var err error
-		o.lease, err = acquireLease(ctx, leaseConfig{bucket: b, key: o.key + ".lease", shown: opts.URL, id: o.id, ttl: ttl, now: o.now})
+		o.lease, err = acquireLease(ctx, leaseConfig{bucket: b, key: o.key + ".lease", shown: opts.URL, id: o.id, ttl: ttl, now: o.now, sharded: opts.sharded})
 		if err != nil {
 			return nil, err
 		}

@@ -240,9 +240,15 @@ func (s *Sharded) Claim(ctx context.Context, ns string) error {
 		s.mu.Unlock()
 		_ = c.release() // its lease is gone already: nothing to let go of
 	}
-	o, err := openObjectIn(ctx, s.bucket, s.keyOf(ns), ObjectOptions{URL: s.shownOf(ns), LeaseTTL: s.ttl, Now: s.now}, true)
+	o, err := openObjectIn(ctx, s.bucket, s.keyOf(ns), ObjectOptions{URL: s.shownOf(ns), LeaseTTL: s.ttl, Now: s.now, sharded: true}, true)
 	if err != nil {
 		return fmt.Errorf("claim %s: %w", accountName(ns), err)
+	}
+	if ns != "" {
+		if err := s.checkUnsharded(ctx); err != nil {
+			o.Close()
+			return fmt.Errorf("claim %s: %w", accountName(ns), err)
+		}
 	}
 	if err := s.fence(ctx, ns, o); err != nil {
 		o.Close()
@@ -252,6 +258,22 @@ func (s *Sharded) Claim(ctx context.Context, ns string) error {
 	s.owned[ns] = newClaim(o)
 	s.mu.Unlock()
 	return nil
+}
+
+// checkUnsharded refuses while a syncd of the build before Sharded holds
+// the default object's lease: that one writes every account into the
+// default object, so a named account claimed beside it would be synced
+// twice (as in a rolling update, while the old pod still runs).
+func (s *Sharded) checkUnsharded(ctx context.Context) error {
+	cfg := leaseConfig{bucket: s.bucket, key: s.key + ".lease", shown: s.shown, now: s.now}
+	rec, ver, err := readLease(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if ver == "" || rec.ID == "" || rec.Sharded || !s.now().Before(rec.Expires) {
+		return nil
+	}
+	return fmt.Errorf("the state is held by a syncd that keeps every account in one object, and writes this one there too: %w", heldError(cfg, rec))
 }
 
 // fence writes ns's object, just claimed, once: with the namespace's

@@ -329,6 +329,14 @@ func TestShardedMigration(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// While the build before sharding runs, it owns every account.
+		early := openShardedT(t, ShardedOptions{URL: url})
+		for _, ns := range []string{"acme", ""} {
+			var le *LockedError
+			if err := early.Claim(ctx, ns); !errors.As(err, &le) || le.Holder == nil {
+				t.Fatalf("claim %q while the previous build holds the state: %v, want a *LockedError", ns, err)
+			}
+		}
 		if err := prev.Close(); err != nil {
 			t.Fatal(err)
 		}
