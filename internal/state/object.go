@@ -652,7 +652,9 @@ func (o *Object) fence(ctx context.Context, edit func(doc *objectDoc) error) err
 		// Not a lost race of this store's own writes: it has written
 		// nothing yet, so it may go on from what is there now.
 		o.mu.Lock()
-		o.failed = nil
+		if _, lost := o.failed.(*ConflictError); lost {
+			o.failed = nil
+		}
 		o.mu.Unlock()
 		if lerr := o.load(ctx); lerr != nil {
 			return lerr
@@ -672,6 +674,13 @@ func (o *Object) exists() bool {
 // returns the first result.
 func (o *Object) Close() error {
 	o.closeOnce.Do(func() {
+		// A write in flight ends first (it holds o.mu), under the lease;
+		// none starts after: the lease is let go of next.
+		o.mu.Lock()
+		if o.failed == nil {
+			o.failed = fmt.Errorf("state %s is closed", o.shown)
+		}
+		o.mu.Unlock()
 		var errs []error
 		if o.lease != nil {
 			errs = append(errs, o.lease.release())

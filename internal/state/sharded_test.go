@@ -444,3 +444,55 @@ func TestShardedMigration(t *testing.T) {
 		}
 	})
 }
+
+// TestShardedMigrationKeepsDamage: a damaged record of an account in the
+// single object moves damaged: that stream alone fails, naming itself,
+// until it is reset; the account's other stream moves whole.
+func TestShardedMigrationKeepsDamage(t *testing.T) {
+	eachStore(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		prev := openT(t, ObjectOptions{URL: url}, true)
+		for _, id := range []string{"acme/f1", "acme/f2"} {
+			if err := prev.Commit(ctx, id, Commit{BatchID: "b", Window: win(0), Rows: 2}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := prev.Close(); err != nil {
+			t.Fatal(err)
+		}
+		// One bit of acme/f1's rows flipped at rest.
+		root := openT(t, ObjectOptions{URL: url, ReadOnly: true}, false)
+		raw, err := root.bucket.ReadAll(ctx, root.key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := strings.Index(string(raw), `"form_id":"acme/f1"`)
+		at += strings.Index(string(raw[at:]), `"rows":`) + len(`"rows":`)
+		raw[at] ^= 1
+		if err := root.bucket.WriteAll(ctx, root.key, raw, nil); err != nil {
+			t.Fatal(err)
+		}
+
+		a := openShardedT(t, ShardedOptions{URL: url}, "acme")
+		var ce *CorruptError
+		if _, err := a.Get(ctx, "acme/f1"); !errors.As(err, &ce) || ce.Form != "acme/f1" || !strings.Contains(ce.Path, "syncd-state.accounts/acme") {
+			t.Fatalf("Get of the damaged record after the move: %v", err)
+		}
+		if err := a.SetError(ctx, "acme/f1", "x"); !errors.As(err, &ce) {
+			t.Fatalf("a write over the damaged record: %v", err)
+		}
+		if st, err := a.Get(ctx, "acme/f2"); err != nil || st.Rows != 2 {
+			t.Fatalf("the other stream after the move: %+v, %v", st, err)
+		}
+		list, err := a.List(ctx)
+		if err != nil || len(list) != 2 || list[0].Damaged == "" || list[1].Damaged != "" {
+			t.Fatalf("List after the move: %+v, %v", list, err)
+		}
+		if err := a.Reset(ctx, "acme/f1"); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := a.Get(ctx, "acme/f1"); err != nil || st.Generation != 1 {
+			t.Fatalf("after the reset: %+v, %v", st, err)
+		}
+	})
+}
