@@ -21,6 +21,9 @@ type leaseRecord struct {
 	Host    string    `json:"host"`
 	Started time.Time `json:"started"`
 	Expires time.Time `json:"expires"`
+	// Sharded is set by a Sharded store: its holder owns only the
+	// accounts the object holds now, not every account of the state.
+	Sharded bool `json:"sharded,omitempty"`
 }
 
 type leaseConfig struct {
@@ -30,6 +33,8 @@ type leaseConfig struct {
 	id     string
 	ttl    time.Duration
 	now    func() time.Time
+	// sharded marks the lease record (leaseRecord.Sharded).
+	sharded bool
 }
 
 // lease is a held lease object, renewed in the background every third of
@@ -54,7 +59,7 @@ type lease struct {
 // expired, and fails with a *LockedError when another syncd holds it.
 func acquireLease(ctx context.Context, cfg leaseConfig) (*lease, error) {
 	now := cfg.now()
-	rec := leaseRecord{ID: cfg.id, PID: os.Getpid(), Host: hostname(), Started: now.UTC(), Expires: now.Add(cfg.ttl).UTC()}
+	rec := leaseRecord{ID: cfg.id, PID: os.Getpid(), Host: hostname(), Started: now.UTC(), Expires: now.Add(cfg.ttl).UTC(), Sharded: cfg.sharded}
 	cur, ver, err := readLease(ctx, cfg)
 	if err != nil {
 		return nil, err

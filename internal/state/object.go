@@ -35,6 +35,8 @@ type ObjectOptions struct {
 	// Now is the clock for the lease and the state's timestamps; nil means
 	// time.Now.
 	Now func() time.Time
+
+	sharded bool // a Sharded store's: marks the lease (leaseRecord.Sharded)
 }
 
 // DefaultLeaseTTL is how long a writer's lease outlives its last renewal.
@@ -102,7 +104,8 @@ type Object struct {
 	seq    int64
 	failed error // a lost compare-and-swap: every later write fails with it
 
-	lease *lease // nil when read-only
+	lease     *lease // nil when read-only
+	ownBucket bool   // Close closes bucket (not when Sharded shares it)
 
 	chunks chunkLimits
 	// readers count the Versions reading chunk objects; trash holds the
@@ -127,28 +130,54 @@ func OpenObject(ctx context.Context, opts ObjectOptions) (*Object, error) {
 }
 
 func openObject(ctx context.Context, opts ObjectOptions, withLease bool) (*Object, error) {
-	loc, err := blobstore.Parse(opts.URL)
+	loc, err := parseStateURL(opts.URL)
 	if err != nil {
-		return nil, fmt.Errorf("open state: %w: set state.url to gs://bucket/prefix/syncd-state", err)
-	}
-	switch loc.Scheme {
-	case "gs", "s3", "azblob":
-	default:
-		return nil, fmt.Errorf("open state %s: a %s:// URL cannot keep the state (compare-and-swap needs conditional writes on the object's version, which only gs://, s3:// and azblob:// have): use one of those, or state.path for a local file", opts.URL, loc.Scheme)
-	}
-	if loc.Prefix == "" {
-		return nil, fmt.Errorf("open state %s: the URL names a bucket but no object: add one, e.g. %s/syncd-state", opts.URL, opts.URL)
+		return nil, err
 	}
 	b, err := blobstore.Open(ctx, loc, false)
 	if err != nil {
 		return nil, fmt.Errorf("open state: %w", err)
 	}
-	o := &Object{bucket: b, key: loc.Prefix, shown: opts.URL, readOnly: opts.ReadOnly, now: opts.Now, id: newID(), chunks: chunkLimits{max: objectChunkMax, small: objectChunkSmall}}
-	if o.now == nil {
-		o.now = time.Now
-	}
-	if err := o.load(ctx); err != nil {
+	o, err := openObjectIn(ctx, b, loc.Prefix, opts, withLease)
+	if err != nil {
 		b.Close()
+		return nil, err
+	}
+	o.ownBucket = true
+	return o, nil
+}
+
+// parseStateURL checks that url can name a state object.
+func parseStateURL(url string) (blobstore.Location, error) {
+	loc, err := blobstore.Parse(url)
+	if err != nil {
+		return loc, fmt.Errorf("open state: %w: set state.url to gs://bucket/prefix/syncd-state", err)
+	}
+	switch loc.Scheme {
+	case "gs", "s3", "azblob":
+	default:
+		return loc, fmt.Errorf("open state %s: a %s:// URL cannot keep the state (compare-and-swap needs conditional writes on the object's version, which only gs://, s3:// and azblob:// have): use one of those, or state.path for a local file", url, loc.Scheme)
+	}
+	if loc.Prefix == "" {
+		return loc, fmt.Errorf("open state %s: the URL names a bucket but no object: add one, e.g. %s/syncd-state", url, url)
+	}
+	return loc, nil
+}
+
+// newObject is the state object at key in b, not read yet; shown is its
+// URL. Its Close leaves b open.
+func newObject(b *blob.Bucket, key, shown string, readOnly bool, now func() time.Time) *Object {
+	if now == nil {
+		now = time.Now
+	}
+	return &Object{bucket: b, key: key, shown: shown, readOnly: readOnly, now: now, id: newID(), chunks: chunkLimits{max: objectChunkMax, small: objectChunkSmall}}
+}
+
+// openObjectIn is openObject on the object at key in b (opts.URL names
+// it), which the caller keeps open and closes after the store.
+func openObjectIn(ctx context.Context, b *blob.Bucket, key string, opts ObjectOptions, withLease bool) (*Object, error) {
+	o := newObject(b, key, opts.URL, opts.ReadOnly, opts.Now)
+	if err := o.load(ctx); err != nil {
 		return nil, err
 	}
 	if !opts.ReadOnly && withLease {
@@ -156,9 +185,9 @@ func openObject(ctx context.Context, opts ObjectOptions, withLease bool) (*Objec
 		if ttl <= 0 {
 			ttl = DefaultLeaseTTL
 		}
-		o.lease, err = acquireLease(ctx, leaseConfig{bucket: b, key: o.key + ".lease", shown: opts.URL, id: o.id, ttl: ttl, now: o.now})
+		var err error
+		o.lease, err = acquireLease(ctx, leaseConfig{bucket: b, key: o.key + ".lease", shown: opts.URL, id: o.id, ttl: ttl, now: o.now, sharded: opts.sharded})
 		if err != nil {
-			b.Close()
 			return nil, err
 		}
 		// The state may have moved while the previous holder's lease ran out.
@@ -604,15 +633,61 @@ func (o *Object) write(ctx context.Context, raw []byte) (blobstore.Version, erro
 	}
 }
 
+// fence writes the object again, as edit changes it (nil: as it is), so
+// that its version moves on: a writer that read an earlier version, such
+// as a previous holder of the lease that has not noticed it lost it, fails
+// its next compare-and-swap with a *ConflictError. An absent object is
+// created. When another write landed since this store last read the
+// object, fence reads it again and returns the *ConflictError: the caller
+// may fence again, over what it now holds.
+func (o *Object) fence(ctx context.Context, edit func(doc *objectDoc) error) error {
+	err := o.mutate(ctx, "fence", func(doc *objectDoc) error {
+		if edit == nil {
+			return nil
+		}
+		return edit(doc)
+	})
+	var ce *ConflictError
+	if errors.As(err, &ce) {
+		// Not a lost race of this store's own writes: it has written
+		// nothing yet, so it may go on from what is there now.
+		o.mu.Lock()
+		if _, lost := o.failed.(*ConflictError); lost {
+			o.failed = nil
+		}
+		o.mu.Unlock()
+		if lerr := o.load(ctx); lerr != nil {
+			return lerr
+		}
+	}
+	return err
+}
+
+// exists reports whether the object was there when last read or written.
+func (o *Object) exists() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.ver != ""
+}
+
 // Close stops renewing the lease and lets go of it. Calling it again
 // returns the first result.
 func (o *Object) Close() error {
 	o.closeOnce.Do(func() {
+		// A write in flight ends first (it holds o.mu), under the lease;
+		// none starts after: the lease is let go of next.
+		o.mu.Lock()
+		if o.failed == nil {
+			o.failed = fmt.Errorf("state %s is closed", o.shown)
+		}
+		o.mu.Unlock()
 		var errs []error
 		if o.lease != nil {
 			errs = append(errs, o.lease.release())
 		}
-		errs = append(errs, o.bucket.Close())
+		if o.ownBucket {
+			errs = append(errs, o.bucket.Close())
+		}
 		if err := errors.Join(errs...); err != nil {
 			o.closeErr = fmt.Errorf("close state %s: %w", o.shown, err)
 		}

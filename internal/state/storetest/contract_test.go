@@ -2,11 +2,16 @@ package storetest_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 	"gocloud.dev/blob"
@@ -41,6 +46,18 @@ func TestStoreContract(t *testing.T) {
 				n++
 				return &objectPlace{url: url(fmt.Sprintf("run%d/syncd-state", n))}
 			})
+			// The same over a sharded state: its default account, which
+			// lives in the state object itself, and a named one, which
+			// lives in an object of its own (and whose fixture is seeded
+			// where the build before sharding kept it: in the state object).
+			for _, ns := range []string{"", "acme"} {
+				t.Run("sharded/"+cmp.Or(ns, "default"), func(t *testing.T) {
+					storetest.Run(t, func(t *testing.T) storetest.Place {
+						n++
+						return &shardedPlace{objectPlace: objectPlace{url: url(fmt.Sprintf("run%d/syncd-state", n))}, ns: ns}
+					})
+				})
+			}
 		})
 	}
 }
@@ -145,3 +162,164 @@ func (p *objectPlace) Seed(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// shardedPlace is one namespace of a sharded state. Its stores claim the
+// namespace and name every form and secret in it (ns/key), as the app
+// does, and show the suite the keys without it.
+type shardedPlace struct {
+	objectPlace        // the state object: the default namespace's
+	ns          string // "" for the default namespace
+}
+
+func (p *shardedPlace) Open(ctx context.Context, o storetest.Options) (state.Store, error) {
+	s, err := state.OpenSharded(ctx, state.ShardedOptions{URL: p.url, ReadOnly: o.ReadOnly, Now: o.Now, LeaseTTL: o.LeaseTTL})
+	if err != nil {
+		return nil, err
+	}
+	if !o.ReadOnly {
+		if err := s.Claim(ctx, p.ns); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return &nsStore{s: s, ns: p.ns}, nil
+}
+
+// Damage flips the bit in the namespace's own object.
+func (p *shardedPlace) Damage(t *testing.T, formID string) {
+	t.Helper()
+	if p.ns == "" {
+		p.objectPlace.Damage(t, formID)
+		return
+	}
+	url := p.url + ".accounts/" + p.ns
+	if base, query, ok := strings.Cut(p.url, "?"); ok {
+		url = base + ".accounts/" + p.ns + "?" + query
+	}
+	(&objectPlace{url: url}).Damage(t, p.ns+"/"+formID)
+}
+
+// Seed writes the fixture into the state object, its forms and secret
+// named in the namespace: a named account's state as the build before
+// sharding kept it, which the namespace's first claim moves out.
+func (p *shardedPlace) Seed(t *testing.T) {
+	t.Helper()
+	raw, err := os.ReadFile(storetest.FixtureObject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ns != "" {
+		for _, name := range []string{"form-a", "form-b", "scheduling/refresh_token"} {
+			raw = bytes.ReplaceAll(raw, []byte(`"`+name+`"`), []byte(`"`+p.ns+"/"+name+`"`))
+		}
+		if !json.Valid(raw) {
+			t.Fatal("the renamed fixture is not JSON")
+		}
+	}
+	b, key := p.bucket(t)
+	defer b.Close()
+	if err := b.WriteAll(context.Background(), key, raw, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// nsStore is a Sharded seen from inside one namespace.
+type nsStore struct {
+	s  *state.Sharded
+	ns string
+}
+
+func (n *nsStore) key(k string) string {
+	if n.ns == "" || k == "" {
+		return k
+	}
+	return n.ns + "/" + k
+}
+
+// fix names a damaged form as the suite does.
+func (n *nsStore) fix(err error) error {
+	var ce *state.CorruptError
+	if n.ns != "" && errors.As(err, &ce) {
+		ce.Form = strings.TrimPrefix(ce.Form, n.ns+"/")
+	}
+	return err
+}
+
+func (n *nsStore) Lost() <-chan struct{} { return n.s.Lost(n.ns) }
+
+func (n *nsStore) Get(ctx context.Context, id string) (state.FormState, error) {
+	st, err := n.s.Get(ctx, n.key(id))
+	if n.ns != "" {
+		st.FormID = strings.TrimPrefix(st.FormID, n.ns+"/")
+	}
+	return st, n.fix(err)
+}
+
+func (n *nsStore) List(ctx context.Context) ([]state.FormState, error) {
+	list, err := n.s.List(ctx)
+	for i := range list {
+		if n.ns != "" {
+			list[i].FormID = strings.TrimPrefix(list[i].FormID, n.ns+"/")
+		}
+	}
+	return list, err
+}
+
+func (n *nsStore) RecordIntent(ctx context.Context, id string, in state.Intent) error {
+	return n.fix(n.s.RecordIntent(ctx, n.key(id), in))
+}
+
+func (n *nsStore) Commit(ctx context.Context, id string, c state.Commit) error {
+	return n.fix(n.s.Commit(ctx, n.key(id), c))
+}
+
+func (n *nsStore) DropIntent(ctx context.Context, id, batchID string) error {
+	return n.fix(n.s.DropIntent(ctx, n.key(id), batchID))
+}
+
+func (n *nsStore) SetSchema(ctx context.Context, id string, schema json.RawMessage) error {
+	return n.fix(n.s.SetSchema(ctx, n.key(id), schema))
+}
+
+func (n *nsStore) SetError(ctx context.Context, id, msg string) error {
+	return n.fix(n.s.SetError(ctx, n.key(id), msg))
+}
+
+func (n *nsStore) SetSucceeded(ctx context.Context, id string, t time.Time) error {
+	return n.fix(n.s.SetSucceeded(ctx, n.key(id), t))
+}
+
+func (n *nsStore) Reset(ctx context.Context, id string) error {
+	return n.fix(n.s.Reset(ctx, n.key(id)))
+}
+
+func (n *nsStore) Uncommit(ctx context.Context, id string, from time.Time) error {
+	return n.fix(n.s.Uncommit(ctx, n.key(id), from))
+}
+
+func (n *nsStore) BeginRefresh(ctx context.Context, id string, r state.Refresh) error {
+	return n.fix(n.s.BeginRefresh(ctx, n.key(id), r))
+}
+
+func (n *nsStore) FinishRefresh(ctx context.Context, id string) error {
+	return n.fix(n.s.FinishRefresh(ctx, n.key(id)))
+}
+
+func (n *nsStore) Versions(ctx context.Context, id string, from, to time.Time, fn func(state.Entry) error) error {
+	return n.fix(n.s.Versions(ctx, n.key(id), from, to, fn))
+}
+
+func (n *nsStore) SetReconciled(ctx context.Context, id string, t time.Time) error {
+	return n.fix(n.s.SetReconciled(ctx, n.key(id), t))
+}
+
+func (n *nsStore) GetSecret(ctx context.Context, name string) ([]byte, error) {
+	v, err := n.s.GetSecret(ctx, n.key(name))
+	return v, n.fix(err)
+}
+
+func (n *nsStore) PutSecret(ctx context.Context, name string, value []byte) error {
+	return n.fix(n.s.PutSecret(ctx, n.key(name), value))
+}
+
+func (n *nsStore) Close() error { return n.s.Close() }
