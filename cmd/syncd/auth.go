@@ -25,12 +25,12 @@ const loginWait = 10 * time.Minute
 // state to finish, to save the tokens.
 const saveWait = 2 * time.Minute
 
-// openStoreWaiting opens the state for writing, waiting up to wait while
-// another syncd holds it (a pass that will end).
-func openStoreWaiting(ctx context.Context, cfg *config.Config, wait time.Duration) (state.Store, error) {
+// openStoreWaiting opens the state to write the account of namespace,
+// waiting up to wait while another syncd holds it (a pass that will end).
+func openStoreWaiting(ctx context.Context, cfg *config.Config, namespace string, wait time.Duration) (state.Store, error) {
 	deadline := time.Now().Add(wait)
 	for {
-		store, err := app.OpenStore(ctx, cfg, false)
+		store, err := app.OpenStoreOf(ctx, cfg, namespace)
 		var locked *state.LockedError
 		if err == nil || !errors.As(err, &locked) || time.Now().After(deadline) {
 			return store, err
@@ -88,7 +88,7 @@ func newAuthCmd(g *globals) *cobra.Command {
 			// times): a pass may run meanwhile. It is checked now, so that a
 			// state that cannot take the tokens fails before the approval,
 			// and opened again only to save them.
-			probe, err := app.OpenStore(ctx, cfg, false)
+			probe, err := app.OpenStoreOf(ctx, cfg, acct.Namespace())
 			if err != nil {
 				return withCode(exitState, err)
 			}
@@ -108,7 +108,7 @@ func newAuthCmd(g *globals) *cobra.Command {
 				return withCode(exitFailed, err)
 			}
 			tok = app.WhoAmI(ctx, cfg, log, tok)
-			store, err := openStoreWaiting(ctx, cfg, saveWait)
+			store, err := openStoreWaiting(ctx, cfg, acct.Namespace(), saveWait)
 			if err != nil {
 				return withCode(exitState, fmt.Errorf("signed in, but the tokens could not be saved (%w): run `syncd auth login` again once the state is free", err))
 			}
@@ -216,7 +216,7 @@ func newAuthCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			store, err := app.OpenStore(ctx, cfg, false)
+			store, err := app.OpenStoreOf(ctx, cfg, acct.Namespace())
 			if err != nil {
 				return withCode(exitState, err)
 			}
@@ -266,7 +266,7 @@ func waitForCode(ctx context.Context, g *globals, redirectURI, authURL, state st
 // (app.CheckSignIn) when the state can be opened for writing; beside a
 // running syncd that holds the state, it is read only (local set).
 func signInStatus(ctx context.Context, cfg *config.Config, namespace string, log *zap.Logger) (tok oauth.Token, local bool, err error) {
-	store, err := openStoreWaiting(ctx, cfg, 5*time.Second)
+	store, err := openStoreWaiting(ctx, cfg, namespace, 5*time.Second)
 	var locked *state.LockedError
 	if errors.As(err, &locked) {
 		ro, rerr := app.OpenStore(ctx, cfg, true)

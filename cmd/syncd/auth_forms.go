@@ -59,7 +59,7 @@ func formsLogin(ctx context.Context, g *globals, cfg *config.Config, log *zap.Lo
 	}
 	// As for the scheduling API: the state is checked now and opened
 	// again only to save the token, not held while the person approves.
-	probe, err := app.OpenStore(ctx, cfg, false)
+	probe, err := app.OpenStoreOf(ctx, cfg, acct.Namespace())
 	if err != nil {
 		return withCode(exitState, err)
 	}
@@ -81,7 +81,7 @@ func formsLogin(ctx context.Context, g *globals, cfg *config.Config, log *zap.Lo
 	if err := app.CheckFormsToken(ctx, cfg, acct, tok, log); err != nil {
 		return withCode(exitFailed, fmt.Errorf("account %s: the new sign-in does not work, and was not stored: %w", acct.Name, err))
 	}
-	store, err := openStoreWaiting(ctx, cfg, saveWait)
+	store, err := openStoreWaiting(ctx, cfg, acct.Namespace(), saveWait)
 	if err != nil {
 		return withCode(exitState, fmt.Errorf("signed in, but the token could not be saved (%w): run `%s` again once the state is free", err, login))
 	}
@@ -100,7 +100,7 @@ func formsStatus(ctx context.Context, g *globals, cfg *config.Config, list []con
 	if cfg.FormsOAuth == nil {
 		return withCode(exitUsage, errors.New("the configuration has no forms_oauth section: no account signs in to the Forms API with OAuth"))
 	}
-	store, err := openStoreWaiting(ctx, cfg, 5*time.Second)
+	store, err := openStoreWaiting(ctx, cfg, "", 5*time.Second)
 	var locked *state.LockedError
 	if errors.As(err, &locked) {
 		// A running syncd holds the state: its sign-ins can still be read.
@@ -156,7 +156,7 @@ func formsLogout(ctx context.Context, g *globals, yes bool) error {
 	if err != nil {
 		return err
 	}
-	store, err := app.OpenStore(ctx, cfg, false)
+	store, err := app.OpenStoreOf(ctx, cfg, acct.Namespace())
 	if err != nil {
 		return withCode(exitState, err)
 	}

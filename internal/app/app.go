@@ -340,13 +340,34 @@ func NewAccountSink(cfg *config.Config, namespace, version string, log *zap.Logg
 	}
 }
 
-// OpenStore opens the state store the configuration names: the object at
-// state.url (a writer takes its lease), or the local file state.path.
+// OpenStore opens the state store the configuration names: the objects at
+// state.url (a writer claims the accounts it writes), or the local file
+// state.path.
 func OpenStore(ctx context.Context, cfg *config.Config, readOnly bool) (state.Store, error) {
 	if cfg.State.URL != "" {
-		return state.OpenObject(ctx, state.ObjectOptions{URL: cfg.State.URL, ReadOnly: readOnly, LeaseTTL: cfg.State.LeaseTTL.D()})
+		// Each account's state in its own object under its own lease: a
+		// writer claims the accounts it syncs (Claim), and processes that
+		// share the bucket sync different accounts at once.
+		return state.OpenSharded(ctx, state.ShardedOptions{URL: cfg.State.URL, ReadOnly: readOnly, LeaseTTL: cfg.State.LeaseTTL.D()})
 	}
 	return state.OpenBolt(ctx, state.BoltOptions{Path: cfg.State.Path, ReadOnly: readOnly})
+}
+
+// OpenStoreOf opens the state to write what the account of namespace keeps
+// there (its sign-ins): on a state split by account it claims that account,
+// and a *state.LockedError names the syncd that holds it.
+func OpenStoreOf(ctx context.Context, cfg *config.Config, namespace string) (state.Store, error) {
+	store, err := OpenStore(ctx, cfg, false)
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := store.(claimer); ok {
+		if err := c.Claim(ctx, namespace); err != nil {
+			store.Close()
+			return nil, err
+		}
+	}
+	return store, nil
 }
 
 // StateWhere is where the configured state lives, for messages.
