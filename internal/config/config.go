@@ -182,6 +182,9 @@ type State struct {
 	// LeaseTTL is how long a writer's lease outlives its last renewal
 	// (renewed every third of it); a syncd that died is taken over after it.
 	LeaseTTL Duration `yaml:"lease_ttl"`
+	// Shared, with URL, says several syncd processes share this state:
+	// `syncd run` replicas claim its accounts between them.
+	Shared bool `yaml:"shared"`
 }
 
 // Scheduling is the scheduling API and the OAuth client syncd signs in
