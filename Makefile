@@ -95,12 +95,14 @@ CHAOS_BUCKET_SUBMISSIONS ?= 1500
 CHAOS_AZBLOB_KILLS ?= 1000
 CHAOS_AZBLOB_SUBMISSIONS ?= 150
 CHAOS_BUCKET_KILL_PCT ?= 30
+CHAOS_SHARDS_SECONDS ?= 180
 chaos: tools
 	SYNCD_CHAOS_KILLS=$(CHAOS_KILLS) SYNCD_CHAOS_SUBMISSIONS=$(CHAOS_SUBMISSIONS) SYNCD_CHAOS_FORMS=$(CHAOS_FORMS) SYNCD_CHAOS_SINK_EVERY=3 \
 		SYNCD_CHAOS_BUCKET_KILLS=$(CHAOS_BUCKET_KILLS) SYNCD_CHAOS_BUCKET_SUBMISSIONS=$(CHAOS_BUCKET_SUBMISSIONS) \
 		SYNCD_CHAOS_AZBLOB_KILLS=$(CHAOS_AZBLOB_KILLS) SYNCD_CHAOS_AZBLOB_SUBMISSIONS=$(CHAOS_AZBLOB_SUBMISSIONS) \
 		SYNCD_CHAOS_BUCKET_KILL_PCT=$(CHAOS_BUCKET_KILL_PCT) \
 		$(GO) test -count=1 -v -timeout 150m -run '^(TestChaosCampaign|TestChaosBuckets)$$' ./test/chaos
+	SYNCD_SHARDS_SECONDS=$(CHAOS_SHARDS_SECONDS) $(GO) test -count=1 -v -timeout 30m -run '^TestShardedDaemons$$' ./test/e2e
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSubmissionPage$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/source/forms/api
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeWebhook$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/source/forms/api
 	$(GO) test -run '^$$' -fuzz '^FuzzAppend$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/source/forms/schema

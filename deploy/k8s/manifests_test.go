@@ -4,8 +4,10 @@ package k8s_test
 // `kubectl apply -k`), decodes every object strictly into the typed
 // Kubernetes API structs, so a misspelt or misplaced field fails here rather
 // than at `kubectl apply`, and checks what an operator relies on: one writer
-// per state file, hardened pods, the API key from a Secret only, and a config
-// that syncd itself accepts and that writes only to volumes.
+// per state file (or, for the sharded overlays, a state in a bucket shared on
+// purpose and shards that add up), hardened pods, the API keys from Secrets
+// only, and a config that syncd itself accepts and that writes only to
+// volumes or buckets.
 
 import (
 	"fmt"
@@ -26,6 +28,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -42,11 +47,18 @@ const (
 )
 
 // The kustomizations that must exist (more are rendered if found), and the
-// one workload each runs: exactly one, since a state file has one writer.
-var want = map[string]string{
-	"base":            "CronJob",
-	"overlays/daemon": "Deployment",
-	"overlays/bucket": "CronJob",
+// one workload each runs. Exactly one workload per kustomization; without a
+// shared state (state.shared) it runs one pod at a time, since a state file
+// has one writer. The sharded overlays must share their state in a bucket.
+var want = map[string]struct {
+	kind   string
+	shared bool
+}{
+	"base":                      {"CronJob", false},
+	"overlays/daemon":           {"Deployment", false},
+	"overlays/bucket":           {"CronJob", false},
+	"overlays/sharded-backfill": {"Job", true},
+	"overlays/sharded-daemon":   {"Deployment", true},
 }
 
 // kinds maps apiVersion/kind to the typed struct it must decode into. A kind
@@ -57,7 +69,11 @@ var kinds = map[string]func() any{
 	"v1/PersistentVolumeClaim": func() any { return &corev1.PersistentVolumeClaim{} },
 	"v1/Service":               func() any { return &corev1.Service{} },
 	"batch/v1/CronJob":         func() any { return &batchv1.CronJob{} },
+	"batch/v1/Job":             func() any { return &batchv1.Job{} },
 	"apps/v1/Deployment":       func() any { return &appsv1.Deployment{} },
+	"policy/v1/PodDisruptionBudget": func() any {
+		return &policyv1.PodDisruptionBudget{}
+	},
 }
 
 type rendered struct {
@@ -67,7 +83,9 @@ type rendered struct {
 	accounts    map[string]*corev1.ServiceAccount
 	services    []*corev1.Service
 	cronJobs    []*batchv1.CronJob
+	jobs        []*batchv1.Job
 	deployments []*appsv1.Deployment
+	pdbs        []*policyv1.PodDisruptionBudget
 }
 
 func TestManifests(t *testing.T) {
@@ -82,18 +100,33 @@ func TestManifests(t *testing.T) {
 		t.Run(dir, func(t *testing.T) {
 			t.Parallel()
 			r := render(t, dir)
-			n := len(r.cronJobs) + len(r.deployments)
+			n := len(r.cronJobs) + len(r.jobs) + len(r.deployments)
 			if n != 1 {
-				t.Fatalf("%d syncd workloads (CronJobs + Deployments), want exactly 1: one writer per state file", n)
+				t.Fatalf("%d syncd workloads (CronJobs + Jobs + Deployments), want exactly 1: one writer per state file, or one workload sharing it", n)
 			}
-			if w, ok := want[dir]; ok && (w == "CronJob") != (len(r.cronJobs) == 1) {
-				t.Fatalf("want a %s", w)
-			}
+			var kind string
+			var cfg *config.Config
 			for _, cj := range r.cronJobs {
-				checkCronJob(t, r, cj, example)
+				kind, cfg = "CronJob", checkCronJob(t, r, cj, example)
+			}
+			for _, j := range r.jobs {
+				kind, cfg = "Job", checkJob(t, r, j, example)
 			}
 			for _, d := range r.deployments {
-				checkDeployment(t, r, d, example)
+				kind, cfg = "Deployment", checkDeployment(t, r, d, example)
+			}
+			w, ok := want[dir]
+			if ok && w.kind != kind {
+				t.Errorf("a %s, want a %s", kind, w.kind)
+			}
+			switch {
+			case ok && cfg != nil && w.shared && !cfg.State.Shared:
+				t.Errorf("the config does not set state.shared: true: the %s's pods share the state", kind)
+			case ok && cfg != nil && !w.shared && cfg.State.Shared:
+				t.Errorf("the config sets state.shared: true, but this %s is the single writer of its state", kind)
+			}
+			if len(r.pdbs) > 0 && len(r.deployments) == 0 {
+				t.Errorf("a PodDisruptionBudget without a Deployment to protect")
 			}
 		})
 	}
@@ -163,8 +196,12 @@ func render(t *testing.T, dir string) *rendered {
 			r.services = append(r.services, o)
 		case *batchv1.CronJob:
 			r.cronJobs = append(r.cronJobs, o)
+		case *batchv1.Job:
+			r.jobs = append(r.jobs, o)
 		case *appsv1.Deployment:
 			r.deployments = append(r.deployments, o)
+		case *policyv1.PodDisruptionBudget:
+			r.pdbs = append(r.pdbs, o)
 		}
 	}
 	if t.Failed() {
@@ -196,7 +233,7 @@ func TestStrictDecodeCatchesTypos(t *testing.T) {
 
 // ---- workloads ----------------------------------------------------------
 
-func checkCronJob(t *testing.T, r *rendered, cj *batchv1.CronJob, example *config.Config) {
+func checkCronJob(t *testing.T, r *rendered, cj *batchv1.CronJob, example *config.Config) *config.Config {
 	where := "CronJob " + cj.Name
 	s := cj.Spec
 	if s.ConcurrencyPolicy != batchv1.ForbidConcurrent {
@@ -218,35 +255,127 @@ func checkCronJob(t *testing.T, r *rendered, cj *batchv1.CronJob, example *confi
 	if rp := js.Template.Spec.RestartPolicy; rp != corev1.RestartPolicyNever && rp != corev1.RestartPolicyOnFailure {
 		t.Errorf("%s: restartPolicy %q, want Never or OnFailure", where, rp)
 	}
-	c, args, _ := checkPod(t, r, where, &js.Template, example)
+	c, args, cfg := checkPod(t, r, where, &js.Template, example)
 	if c == nil {
-		return
+		return cfg
 	}
+	checkOnce(t, where, &js.Template.Spec, c, args)
+	if _, ok := flag(args, "--shard"); ok {
+		t.Errorf("%s: args %q: --shard in a CronJob: one Job runs every account; shard with an Indexed Job (overlays/sharded-backfill)", where, c.Args)
+	}
+	return cfg
+}
+
+// checkOnce: `syncd once ... --summary FILE`, the summary on an emptyDir.
+func checkOnce(t *testing.T, where string, ps *corev1.PodSpec, c *corev1.Container, args []string) {
+	t.Helper()
 	if len(args) == 0 || args[0] != "once" {
 		t.Errorf("%s: args %q, want `once ...`", where, c.Args)
 	}
 	if p, ok := flag(args, "--summary"); !ok {
 		t.Errorf("%s: args %q: no --summary FILE", where, c.Args)
 	} else {
-		writable(t, where, &js.Template.Spec, c, p, "emptyDir")
+		writable(t, where, ps, c, p, "emptyDir")
 	}
 }
 
-func checkDeployment(t *testing.T, r *rendered, d *appsv1.Deployment, example *config.Config) {
+// checkJob: a one-off Job. Without a shared state it is one pod at a time;
+// with one (overlays/sharded-backfill) it is N shards of one pass: Indexed,
+// completions = parallelism = N, and `once --shard /N`, each pod's shard
+// being its JOB_COMPLETION_INDEX.
+func checkJob(t *testing.T, r *rendered, j *batchv1.Job, example *config.Config) *config.Config {
+	where := "Job " + j.Name
+	s := j.Spec
+	if s.BackoffLimit == nil && s.BackoffLimitPerIndex == nil {
+		t.Errorf("%s: backoffLimit or backoffLimitPerIndex must be set", where)
+	}
+	if s.ActiveDeadlineSeconds == nil || *s.ActiveDeadlineSeconds <= 0 {
+		t.Errorf("%s: activeDeadlineSeconds must be set", where)
+	}
+	rp := s.Template.Spec.RestartPolicy
+	switch {
+	case (s.BackoffLimitPerIndex != nil || s.PodFailurePolicy != nil) && rp != corev1.RestartPolicyNever:
+		t.Errorf("%s: restartPolicy %q, want Never (backoffLimitPerIndex and podFailurePolicy require it)", where, rp)
+	case rp != corev1.RestartPolicyNever && rp != corev1.RestartPolicyOnFailure:
+		t.Errorf("%s: restartPolicy %q, want Never or OnFailure", where, rp)
+	}
+	if s.BackoffLimitPerIndex != nil && (s.CompletionMode == nil || *s.CompletionMode != batchv1.IndexedCompletion) {
+		t.Errorf("%s: backoffLimitPerIndex needs completionMode: Indexed", where)
+	}
+	if pfp := s.PodFailurePolicy; pfp != nil {
+		for i, rule := range pfp.Rules {
+			if rule.Action == batchv1.PodFailurePolicyActionFailIndex && s.BackoffLimitPerIndex == nil {
+				t.Errorf("%s: podFailurePolicy.rules[%d]: FailIndex needs backoffLimitPerIndex", where, i)
+			}
+			if e := rule.OnExitCodes; e != nil && (e.ContainerName == nil || *e.ContainerName != container) {
+				t.Errorf("%s: podFailurePolicy.rules[%d]: onExitCodes must name containerName %s (syncd's exit codes)", where, i, container)
+			}
+		}
+	}
+	c, args, cfg := checkPod(t, r, where, &s.Template, example)
+	if c == nil {
+		return cfg
+	}
+	checkOnce(t, where, &s.Template.Spec, c, args)
+	one := func(p *int32) int32 {
+		if p == nil {
+			return 1
+		}
+		return *p
+	}
+	shard, hasShard := flag(args, "--shard")
+	if cfg == nil || !cfg.State.Shared {
+		if one(s.Parallelism) != 1 {
+			t.Errorf("%s: parallelism %d: one writer per state file (to shard, share a state in a bucket: state.url and state.shared: true)", where, one(s.Parallelism))
+		}
+		if hasShard {
+			t.Errorf("%s: --shard without state.shared: true: shards share the state", where)
+		}
+		return cfg
+	}
+	if s.CompletionMode == nil || *s.CompletionMode != batchv1.IndexedCompletion {
+		t.Errorf("%s: completionMode must be Indexed: each shard's pod gets its index as JOB_COMPLETION_INDEX", where)
+	}
+	if s.Completions == nil || s.Parallelism == nil || *s.Completions != *s.Parallelism {
+		t.Errorf("%s: completions %d and parallelism %d must be set and equal: N shards, all at once", where, one(s.Completions), one(s.Parallelism))
+	}
+	if !hasShard {
+		t.Errorf("%s: args %q: no --shard /N", where, c.Args)
+	} else if i, nStr, ok := strings.Cut(shard, "/"); !ok || i != "" {
+		t.Errorf("%s: --shard %q, want /N: the shard's index comes from JOB_COMPLETION_INDEX", where, shard)
+	} else if n, err := strconv.Atoi(nStr); err != nil || n < 1 {
+		t.Errorf("%s: --shard %q: N is not a count", where, shard)
+	} else if int32(n) != one(s.Completions) {
+		t.Errorf("%s: --shard /%d but completions %d: shards would be missed or run twice", where, n, one(s.Completions))
+	}
+	for _, e := range c.Env {
+		if e.Name == "JOB_COMPLETION_INDEX" {
+			t.Errorf("%s: env JOB_COMPLETION_INDEX overrides the index the Job gives each pod", where)
+		}
+	}
+	return cfg
+}
+
+func checkDeployment(t *testing.T, r *rendered, d *appsv1.Deployment, example *config.Config) *config.Config {
 	where := "Deployment " + d.Name
-	if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {
-		t.Errorf("%s: replicas must be exactly 1 (one writer per state file)", where)
-	}
-	if d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
-		t.Errorf("%s: strategy %q, want Recreate (a rolling update would run two writers)", where, d.Spec.Strategy.Type)
-	}
 	tpl := &d.Spec.Template
 	if d.Spec.Selector == nil || !subset(d.Spec.Selector.MatchLabels, tpl.Labels) || len(d.Spec.Selector.MatchLabels) == 0 {
 		t.Errorf("%s: selector %v does not match the template's labels %v", where, d.Spec.Selector, tpl.Labels)
 	}
 	c, args, cfg := checkPod(t, r, where, tpl, example)
-	if c == nil {
-		return
+	if c == nil || cfg == nil {
+		return cfg
+	}
+	if cfg.State.Shared {
+		checkSharedDeployment(t, r, where, d)
+	} else {
+		if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {
+			t.Errorf("%s: replicas must be exactly 1 (one writer per state file)", where)
+		}
+		if d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+			t.Errorf("%s: strategy %q, want Recreate (a rolling update would run two writers)", where, d.Spec.Strategy.Type)
+		}
+		checkBackupSidecar(t, r, where, tpl, c)
 	}
 	if len(args) == 0 || args[0] != "run" {
 		t.Errorf("%s: args %q, want `run ...`", where, c.Args)
@@ -287,7 +416,6 @@ func checkDeployment(t *testing.T, r *rendered, d *appsv1.Deployment, example *c
 	if c.StartupProbe != nil {
 		probe("startup", c.StartupProbe, "/healthz")
 	}
-	checkBackupSidecar(t, r, where, tpl, c)
 	a := tpl.Annotations
 	if a["prometheus.io/scrape"] != "true" || a["prometheus.io/port"] != portStr || a["prometheus.io/path"] != "/metrics" {
 		t.Errorf("%s: pod annotations %v, want prometheus.io/scrape \"true\", port %q, path /metrics", where, a, portStr)
@@ -305,6 +433,54 @@ func checkDeployment(t *testing.T, r *rendered, d *appsv1.Deployment, example *c
 	}
 	if !found {
 		t.Errorf("%s: no Service selects the pod and targets the metrics port %d", where, port)
+	}
+	return cfg
+}
+
+// checkSharedDeployment: N replicas of `syncd run` sharing the state
+// (overlays/sharded-daemon) are spread over nodes, drained one at a time,
+// and keep no state-backup sidecar each.
+func checkSharedDeployment(t *testing.T, r *rendered, where string, d *appsv1.Deployment) {
+	t.Helper()
+	tpl := &d.Spec.Template
+	if d.Spec.Replicas == nil || *d.Spec.Replicas < 2 {
+		t.Errorf("%s: replicas must be more than 1: the state is shared (state.shared: true) to spread its accounts over replicas", where)
+	}
+	selects := func(ls *metav1.LabelSelector) bool {
+		if ls == nil {
+			return false
+		}
+		sel, err := metav1.LabelSelectorAsSelector(ls)
+		return err == nil && !sel.Empty() && sel.Matches(labels.Set(tpl.Labels))
+	}
+	pdb := false
+	for _, p := range r.pdbs {
+		if !selects(p.Spec.Selector) {
+			continue
+		}
+		pdb = true
+		if p.Spec.MinAvailable != nil || p.Spec.MaxUnavailable == nil || p.Spec.MaxUnavailable.String() != "1" {
+			t.Errorf("%s: PodDisruptionBudget %s: want maxUnavailable 1 (and no minAvailable): one replica's accounts move at a time", where, p.Name)
+		}
+	}
+	if !pdb {
+		t.Errorf("%s: no PodDisruptionBudget selects the pods", where)
+	}
+	spread := false
+	if a := tpl.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+		for _, w := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+			if w.Weight > 0 && w.PodAffinityTerm.TopologyKey == corev1.LabelHostname && selects(w.PodAffinityTerm.LabelSelector) {
+				spread = true
+			}
+		}
+	}
+	if !spread {
+		t.Errorf("%s: no preferred pod anti-affinity on %s selecting the pods: replicas may share a node, and lose their accounts together", where, corev1.LabelHostname)
+	}
+	for _, c := range tpl.Spec.Containers {
+		if c.Name == "state-backup" {
+			t.Errorf("%s: a state-backup sidecar in every replica copies the same shared state N times: turn on the bucket's Object Versioning instead", where)
+		}
 	}
 }
 
@@ -375,7 +551,7 @@ func checkPod(t *testing.T, r *rendered, where string, tpl *corev1.PodTemplateSp
 	}
 	switch {
 	case keyEnv == nil:
-		t.Errorf("%s: no env %s", where, secretKey)
+		// Required unless the config has an accounts list (below).
 	case keyEnv.ValueFrom == nil || keyEnv.ValueFrom.SecretKeyRef == nil:
 		t.Errorf("%s: env %s must come from secretKeyRef", where, secretKey)
 	default:
@@ -418,10 +594,16 @@ func checkPod(t *testing.T, r *rendered, where string, tpl *corev1.PodTemplateSp
 		t.Errorf("%s: --config %s: ConfigMap %s has no key %s", where, cfgPath, cm.Name, key)
 		return syncd, args, nil
 	}
-	noLiteralKey(t, where+": ConfigMap "+cm.Name+" "+key, []byte(raw), syncd)
+	noLiteralKey(t, where+": ConfigMap "+cm.Name+" "+key, []byte(raw), ps, syncd)
 	cfg := parseConfig(t, "ConfigMap "+cm.Name+" "+key, []byte(raw), envNames)
 	if cfg == nil {
 		return syncd, args, nil
+	}
+	if keyEnv == nil && !cfg.MultiAccount() {
+		t.Errorf("%s: no env %s", where, secretKey)
+	}
+	if cfg.State.Shared && cfg.State.URL == "" {
+		t.Errorf("%s: state.shared: true without state.url: only a state in a bucket can be shared", where)
 	}
 	sameAsExample(t, where, cfg, example)
 	if ps.TerminationGracePeriodSeconds == nil || float64(*ps.TerminationGracePeriodSeconds) <= cfg.Sync.ShutdownGrace.D().Seconds() {
@@ -511,12 +693,14 @@ func checkContainer(t *testing.T, where string, ps *corev1.PodSpec, c *corev1.Co
 	writable(t, where, ps, c, "/tmp/x", "emptyDir")
 }
 
-// checkBucket: with the state in a bucket the pod needs no volume, and
-// signs in to Google Cloud with Workload Identity rather than a key.
+// checkBucket: with the state in a bucket the pod needs no volume, and on
+// Cloud Storage signs in to Google Cloud with Workload Identity rather than
+// a key.
 func checkBucket(t *testing.T, r *rendered, where string, ps *corev1.PodSpec, cfg *config.Config) {
 	t.Helper()
-	if !strings.HasPrefix(cfg.State.URL, "gs://") {
-		t.Errorf("%s: state.url %q is not a gs:// URL", where, cfg.State.URL)
+	scheme, _, _ := strings.Cut(cfg.State.URL, "://")
+	if !slices.Contains([]string{"gs", "s3", "azblob"}, scheme) {
+		t.Errorf("%s: state.url %q is not a gs://, s3:// or azblob:// URL", where, cfg.State.URL)
 	}
 	for _, v := range ps.Volumes {
 		if v.PersistentVolumeClaim != nil {
@@ -525,6 +709,9 @@ func checkBucket(t *testing.T, r *rendered, where string, ps *corev1.PodSpec, cf
 	}
 	if len(r.pvcs) > 0 {
 		t.Errorf("%s: PersistentVolumeClaims rendered with nothing to hold", where)
+	}
+	if scheme != "gs" {
+		return
 	}
 	sa := r.accounts[ps.ServiceAccountName]
 	if sa == nil || !strings.HasSuffix(sa.Annotations["iam.gke.io/gcp-service-account"], ".iam.gserviceaccount.com") {
@@ -563,28 +750,76 @@ func parseConfig(t *testing.T, name string, raw []byte, env map[string]bool) *co
 }
 
 // noLiteralKey: source.api_key must be exactly ${VAR} (no default: that would
-// be a key in the ConfigMap), and VAR must be the Secret-fed variable.
-func noLiteralKey(t *testing.T, where string, raw []byte, c *corev1.Container) {
+// be a key in the ConfigMap), and VAR must be the Secret-fed variable. Each
+// account of an accounts list has its key either as ${VAR}, VAR set from a
+// Secret (secretKeyRef, not optional), or in a file (api_key_file) of a
+// read-only Secret volume.
+func noLiteralKey(t *testing.T, where string, raw []byte, ps *corev1.PodSpec, c *corev1.Container) {
 	t.Helper()
 	var doc struct {
 		Source struct {
 			APIKey *string `yaml:"api_key"`
 		} `yaml:"source"`
+		Accounts []struct {
+			Name       string  `yaml:"name"`
+			APIKey     *string `yaml:"api_key"`
+			APIKeyFile *string `yaml:"api_key_file"`
+		} `yaml:"accounts"`
 	}
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
 		t.Errorf("%s: %v", where, err)
 		return
 	}
-	if doc.Source.APIKey == nil {
-		return // the default, ${FORMS_API_KEY}
-	}
-	m := regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$`).FindStringSubmatch(*doc.Source.APIKey)
-	if m == nil {
-		t.Errorf("%s: source.api_key is not a bare ${VARIABLE} reference: a literal key (or a ${VAR:-default}) would be stored in a ConfigMap", where)
-		return
-	}
-	if m[1] != secretKey {
-		t.Errorf("%s: source.api_key reads $%s, but the Secret feeds $%s", where, m[1], secretKey)
+	ref := regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$`)
+	if doc.Source.APIKey != nil {
+		m := ref.FindStringSubmatch(*doc.Source.APIKey)
+		if m == nil {
+			t.Errorf("%s: source.api_key is not a bare ${VARIABLE} reference: a literal key (or a ${VAR:-default}) would be stored in a ConfigMap", where)
+		} else if m[1] != secretKey {
+			t.Errorf("%s: source.api_key reads $%s, but the Secret feeds $%s", where, m[1], secretKey)
+		}
+	} // else the default, ${FORMS_API_KEY}, or an accounts list
+	for i, a := range doc.Accounts {
+		key := fmt.Sprintf("accounts[%d] (%s)", i, a.Name)
+		if a.APIKey != nil {
+			m := ref.FindStringSubmatch(*a.APIKey)
+			if m == nil {
+				t.Errorf("%s: %s.api_key is not a bare ${VARIABLE} reference: a literal key (or a ${VAR:-default}) would be stored in a ConfigMap", where, key)
+				continue
+			}
+			var env *corev1.EnvVar
+			for j := range c.Env {
+				if c.Env[j].Name == m[1] {
+					env = &c.Env[j]
+				}
+			}
+			switch {
+			case env == nil:
+				t.Errorf("%s: %s.api_key reads $%s, which the container does not set", where, key, m[1])
+			case env.ValueFrom == nil || env.ValueFrom.SecretKeyRef == nil:
+				t.Errorf("%s: %s.api_key reads $%s, which must come from a secretKeyRef", where, key, m[1])
+			case env.ValueFrom.SecretKeyRef.Optional != nil && *env.ValueFrom.SecretKeyRef.Optional:
+				t.Errorf("%s: %s.api_key reads $%s from an optional Secret key", where, key, m[1])
+			}
+		}
+		if a.APIKeyFile != nil {
+			f := *a.APIKeyFile
+			m, v := mountOf(ps, c, f)
+			switch {
+			case !path.IsAbs(f):
+				t.Errorf("%s: %s.api_key_file %q is relative: it would be resolved against the config's folder", where, key, f)
+			case m == nil || v == nil || v.Secret == nil:
+				t.Errorf("%s: %s.api_key_file %q is not on a Secret volume", where, key, f)
+			case !m.ReadOnly:
+				t.Errorf("%s: %s.api_key_file %q: the Secret mount %s must be readOnly", where, key, f, m.MountPath)
+			case v.Secret.Optional != nil && *v.Secret.Optional:
+				t.Errorf("%s: %s.api_key_file %q: the Secret volume %s must not be optional", where, key, f, v.Name)
+			case len(v.Secret.Items) > 0 && !slices.ContainsFunc(v.Secret.Items, func(it corev1.KeyToPath) bool {
+				return path.Join(m.MountPath, it.Path) == path.Clean(f)
+			}):
+				t.Errorf("%s: %s.api_key_file %q is not among the items of the Secret volume %s", where, key, f, v.Name)
+			}
+		}
 	}
 }
 
@@ -598,13 +833,17 @@ func sameAsExample(t *testing.T, where string, got, example *config.Config) {
 	e := *example
 	e.State.Path, e.Sink.Parquet.Path, e.Log.Format, e.Server.Addr = got.State.Path, got.Sink.Parquet.Path, got.Log.Format, got.Server.Addr
 	e.State.URL = got.State.URL // the bucket overlay
+	e.State.Shared = got.State.Shared
+	if got.MultiAccount() { // the sharded overlays: configs/accounts.example.yaml
+		e.Source.APIKey, e.Forms, e.Accounts = got.Source.APIKey, got.Forms, got.Accounts
+	}
 	g, w := reflect.ValueOf(*got), reflect.ValueOf(e)
 	for i := range g.NumField() {
 		if !g.Type().Field(i).IsExported() {
 			continue // bookkeeping of the parser (line numbers), not configuration
 		}
 		if !reflect.DeepEqual(g.Field(i).Interface(), w.Field(i).Interface()) {
-			t.Errorf("%s: %s differs from configs/syncd.example.yaml (only state.path, state.url, sink.parquet.path, log.format and server.addr may):\n got  %+v\n want %+v",
+			t.Errorf("%s: %s differs from configs/syncd.example.yaml (only state.path, state.url, state.shared, sink.parquet.path, log.format, server.addr and an accounts list may):\n got  %+v\n want %+v",
 				where, g.Type().Field(i).Tag.Get("yaml"), g.Field(i).Interface(), w.Field(i).Interface())
 		}
 	}
@@ -797,5 +1036,16 @@ func checkBackupSidecar(t *testing.T, r *rendered, where string, tpl *corev1.Pod
 	}
 	if !strings.Contains(dest, "://") {
 		writable(t, where, &tpl.Spec, sc, dest+"x", "persistentVolumeClaim")
+	}
+}
+
+// TestShardedConfigsAgree: the sharded Job and daemon serve the same
+// accounts from the same shared state, so their configs are one file, held
+// twice (kustomize reads no file outside its root).
+func TestShardedConfigsAgree(t *testing.T) {
+	a := readFile(t, "overlays/sharded-backfill/syncd.yaml")
+	b := readFile(t, "overlays/sharded-daemon/syncd.yaml")
+	if string(a) != string(b) {
+		t.Errorf("overlays/sharded-backfill/syncd.yaml and overlays/sharded-daemon/syncd.yaml differ: keep them the same")
 	}
 }
