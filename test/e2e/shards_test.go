@@ -189,11 +189,11 @@ func TestShardedDaemons(t *testing.T) {
 	seed := testkit.Seed(t, "SYNCD_SHARDS_SEED")
 	rng := rand.New(rand.NewPCG(seed, 24))
 	accounts := 200
-	chaos := 30 * time.Second
+	chaos := 20 * time.Second
 	if v, err := strconv.Atoi(os.Getenv("SYNCD_SHARDS_SECONDS")); err == nil && v > 0 {
 		chaos = time.Duration(v) * time.Second
 	}
-	s := startSharded(t, rng, accounts, "  schedule: \"@every 2s\"\n  concurrency: 1\n  max_batches: 64\n", "  shared: true\n  lease_ttl: 2s\n")
+	s := startSharded(t, rng, accounts, "  schedule: \"@every 2s\"\n  concurrency: 1\n  max_batches: 64\n", "  shared: true\n  lease_ttl: 6s\n")
 	var live []*replica
 	for range 4 {
 		live = append(live, s.startReplica(t))
