@@ -122,7 +122,7 @@ clean:
 # The figures and what limits them: bench/RESULTS.md.
 BENCH_CPU_SUBMISSIONS      ?= 200000
 BENCH_CPU_WIDE_SUBMISSIONS ?= 30000
-bench: build
+bench: build $(TOOLS)/.versitygw-$(VERSITYGW_VERSION)
 	$(GO) test -run '^$$' -bench . -benchtime 5x -cpu 1 ./bench
 	$(GO) test -run '^$$' -bench ServePages -benchtime 2000x ./internal/formsim
 	$(GO) test -run '^$$' -bench AccountMemory -benchtime 1x ./internal/formsim
@@ -133,3 +133,5 @@ bench: build
 	$(GO) run ./bench/e2e -syncd $(BIN)/syncd -scenario incremental
 	$(GO) run ./bench/e2e -syncd $(BIN)/syncd -scenario account
 	$(GO) run ./bench/e2e -syncd $(BIN)/syncd -scenario reconcile
+	$(GO) run ./bench/e2e -syncd $(BIN)/syncd -scenario accounts
+	$(GO) run ./bench/e2e -syncd $(BIN)/syncd -scenario shards
