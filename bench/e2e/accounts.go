@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -172,7 +175,11 @@ func maxBatchesLine(n int) string {
 
 // manyAccounts syncs n customers for the first time in one `syncd once`
 // under the service's limit, then runs a pass with nothing new.
-func manyAccounts(ctx context.Context, bin string, n, dense, denseSubs, maxBatches int) {
+//
+// With heapFile set, syncd serves --pprof and the first sync's heap is
+// profiled every 2 s into heapFile (the last profile before it exits: what
+// the finished accounts still hold).
+func manyAccounts(ctx context.Context, bin string, n, dense, denseSubs, maxBatches int, heapFile string) {
 	cfgs, list := customers(n, dense, denseSubs, customerForms, formsim.ServiceRateLimit, 22)
 	m := startMulti(cfgs, list)
 	defer m.stop()
@@ -197,7 +204,20 @@ func manyAccounts(ctx context.Context, bin string, n, dense, denseSubs, maxBatch
 			slowest = c
 		}
 	}
-	first := runSyncdEnv(ctx, bin, cfg, env, "once")
+	var first result
+	if heapFile == "" {
+		first = runSyncdEnv(ctx, bin, cfg, env, "once")
+	} else {
+		addr := freeAddr()
+		done := make(chan struct{})
+		heapDone := make(chan struct{})
+		var peak uint64
+		go func() { defer close(heapDone); peak = sampleHeap(ctx, addr, done, heapFile) }()
+		first = runSyncdEnv(ctx, bin, cfg, env, "once", "--pprof", addr)
+		close(done)
+		<-heapDone
+		fmt.Printf("Heap (sampled every second): at most %.0f MB allocated (HeapAlloc); its profile: %s\n\n", float64(peak)/(1<<20), heapFile)
+	}
 	t1 := m.totals()
 	files := countFiles(filepath.Join(dir, "out"))
 	// Every account made at least its own minimum of requests: none was
@@ -256,3 +276,46 @@ func maxForms(list []customer) int {
 	}
 	return n
 }
+
+// sampleHeap polls syncd's heap every second until done and saves into
+// file the profile of the sample with the most heap allocated (HeapAlloc,
+// Go's own count), which it returns.
+func sampleHeap(ctx context.Context, addr string, done <-chan struct{}, file string) (peak uint64) {
+	get := func(query string) []byte {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/heap"+query, nil)
+		if err != nil {
+			return nil
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return nil
+		}
+		return body
+	}
+	for {
+		select {
+		case <-done:
+			return peak
+		case <-time.After(time.Second):
+		}
+		m := heapAlloc.FindSubmatch(get("?debug=1"))
+		if m == nil {
+			continue
+		}
+		n, _ := strconv.ParseUint(string(m[1]), 10, 64)
+		if n <= peak {
+			continue
+		}
+		if body := get(""); body != nil {
+			peak = n
+			_ = os.WriteFile(file, body, 0o644)
+		}
+	}
+}
+
+var heapAlloc = regexp.MustCompile(`# HeapAlloc = (\d+)`)

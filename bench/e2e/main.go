@@ -55,9 +55,10 @@ func main() {
 		accN         = flag.Int("accounts", 100, "accounts: simulated customers in one syncd")
 		accDense     = flag.Int("accounts-dense", 5, "accounts: customers with one dense form")
 		accDenseSubs = flag.Int("accounts-dense-submissions", 20_000, "accounts: submissions of a dense form (over 90 days)")
+		accHeap      = flag.String("accounts-heap", "", "accounts: a file for syncd's heap profile near the end of the first sync (taken every 2 s)")
 		maxBatches   = flag.Int("max-batches", 0, "accounts, shards: sync.max_batches of syncd (0: syncd's default)")
 		shN          = flag.Int("shards-accounts", 200, "shards: simulated customers")
-		shForms      = flag.Int("shards-max-forms", 8, "shards: most forms of a customer (2 to this many)")
+		shForms      = flag.Int("shards-max-forms", 3, "shards: most forms of a customer (2 to this many)")
 		shProcs      = flag.String("shards-procs", "1,2,4", "shards: syncd processes to compare")
 		shCPU        = flag.Bool("shards-cpu-bound", true, "shards: also run with the rate limit off")
 		shTakeover   = flag.Bool("shards-takeover", true, "shards: also measure the takeover of a SIGKILLed replica's accounts")
@@ -117,7 +118,7 @@ func main() {
 		account(ctx, bin, 50, 2, 200_000)
 	}
 	if run("accounts") {
-		manyAccounts(ctx, bin, *accN, *accDense, *accDenseSubs, *maxBatches)
+		manyAccounts(ctx, bin, *accN, *accDense, *accDenseSubs, *maxBatches, *accHeap)
 	}
 	if run("shards") {
 		shards(ctx, bin, shardsOptions{accounts: *shN, maxForms: *shForms, procs: *shProcs, maxBatches: *maxBatches, cpuBound: *shCPU, takeover: *shTakeover})
