@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -89,12 +88,7 @@ func startMulti(cfgs []formsim.Config, list []customer) *multiSim {
 	if err != nil {
 		fatalf("many-account simulator: %v", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fatalf("listen: %v", err)
-	}
-	srv := &http.Server{Handler: m, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
+	base, closeSrv := serveLoopback(m)
 	for i := range list {
 		ws := m.Workspace(list[i].key)
 		list[i].subs, list[i].ideal = 0, 1 // the listing of the account's forms
@@ -104,8 +98,8 @@ func startMulti(cfgs []formsim.Config, list []customer) *multiSim {
 			list[i].ideal += ideal(n)
 		}
 	}
-	return &multiSim{Multi: m, base: "http://" + ln.Addr().String() + formsim.BasePath, stop: func() {
-		_ = srv.Close()
+	return &multiSim{Multi: m, base: base, stop: func() {
+		closeSrv()
 		_ = m.Close()
 	}}
 }

@@ -161,16 +161,23 @@ func startSim(cfg formsim.Config) *sim {
 	if err != nil {
 		fatalf("simulator: %v", err)
 	}
+	base, closeSrv := serveLoopback(s)
+	return &sim{Server: s, base: base, stop: func() {
+		closeSrv()
+		_ = s.Close()
+	}}
+}
+
+// serveLoopback serves h on a loopback port: its base URL (with the API's
+// path) and how to stop it.
+func serveLoopback(h http.Handler) (base string, stop func()) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fatalf("listen: %v", err)
 	}
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
-	return &sim{Server: s, base: "http://" + ln.Addr().String() + formsim.BasePath, stop: func() {
-		_ = srv.Close()
-		_ = s.Close()
-	}}
+	return "http://" + ln.Addr().String() + formsim.BasePath, func() { _ = srv.Close() }
 }
 
 // history ends an hour ago so that a pass with no safety lag covers it all.
