@@ -237,7 +237,7 @@ func manyAccounts(ctx context.Context, bin string, n, dense, denseSubs, maxBatch
 		mb = fmt.Sprint(maxBatches)
 	}
 	fmt.Printf("## Many accounts in one syncd: first sync of %d accounts at 5 requests/s per key (sync.max_batches: %s, sink.parquet.partition: %s)\n\n", n, mb, partition)
-	fmt.Printf("%d accounts, %d forms (%d-%d a account), %d submissions; %d accounts hold one dense form of %d submissions over 90 days, every other form 100-500 over 1-5 years. Simulator and client: 5 requests/s per key.\n\n",
+	fmt.Printf("%d accounts, %d forms (%d-%d per account), %d submissions; %d accounts hold one dense form of %d submissions over 90 days, every other form 100-500 over 1-5 years. Simulator and client: 5 requests/s per key.\n\n",
 		n, forms, minForms(list), maxForms(list), subs, denseN, denseSubs)
 	fmt.Println("| pass | requests | ideal (sum of accounts' minimums) | slowest account's minimum | its wait at 5 req/s (the ideal wall) | wall | wall / ideal | CPU (user+sys) | CPU-s per 1k submissions | CPU-ms per file | peak RSS | files |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")

@@ -233,9 +233,13 @@ func staticShards(ctx context.Context, bin string, s3 *s3Server, o shardsOptions
 	fmt.Println("| processes | accounts per process | wall | speed-up vs the first row | CPU, all processes (user+sys) | CPU-s per 1k submissions | peak RSS (largest process) | requests | most admitted per key in a second | 429s | requests overlapping another process's on one key | accounts not synced |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
-		fmt.Printf("| %d | %s | %.1f s | %.2fx | %.1f s | %.3f | %.0f MB | %d | %d | %d | %d | %d |\n", r.procs, joinInts(r.perShard), r.wall.Seconds(),
+		perSecond := strconv.Itoa(r.maxPerSecond)
+		if limit == 0 {
+			perSecond = "(no limit)"
+		}
+		fmt.Printf("| %d | %s | %.1f s | %.2fx | %.1f s | %.3f | %.0f MB | %d | %s | %d | %d | %d |\n", r.procs, joinInts(r.perShard), r.wall.Seconds(),
 			rows[0].wall.Seconds()/r.wall.Seconds(), r.cpu.Seconds(), r.cpu.Seconds()/(float64(subs)/1000),
-			float64(r.rss)/(1<<20), r.requests, r.maxPerSecond, r.limited, r.overlaps, r.shortN)
+			float64(r.rss)/(1<<20), r.requests, perSecond, r.limited, r.overlaps, r.shortN)
 	}
 	fmt.Println()
 }
