@@ -42,6 +42,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/state"
 	"github.com/syncd-dev/syncd/internal/status"
 	"github.com/syncd-dev/syncd/internal/suggest"
+	"github.com/syncd-dev/syncd/internal/webhook"
 )
 
 // App holds the open parts of a sync: the state store and metrics every
@@ -104,6 +105,13 @@ type Account struct {
 	// claim on the state (nil when a coordinator holds the claim).
 	closed  chan struct{}
 	release func() error
+	// hookMu guards the webhooks record's read-modify-write (the entries of
+	// one account's forms run at once), listed and noHookScope.
+	hookMu sync.Mutex
+	// listed are the forms of the last full listing (nil: none yet).
+	listed map[string]bool
+	// noHookScope: the scheduling sign-in lacks WEBHOOK_WRITE (said once).
+	noHookScope bool
 }
 
 // StateError is a failure to open the state store: in use by another syncd,
@@ -999,8 +1007,7 @@ func (acct *Account) DaemonEntries() []daemon.Entry {
 			}}
 	}
 	if len(acct.Cfg.Forms) == 0 {
-		return []daemon.Entry{entry("sync.schedule", cfg.Sync.Schedule,
-			func(ctx context.Context) []poller.Result { return acct.Pass(ctx, acct.Jobs, true) })}
+		return []daemon.Entry{entry("sync.schedule", cfg.Sync.Schedule, acct.withWebhooks(acct.Jobs, true))}
 	}
 	entries := make([]daemon.Entry, 0, len(acct.Cfg.Forms)+1)
 	for _, fc := range acct.Cfg.Forms {
@@ -1013,13 +1020,11 @@ func (acct *Account) DaemonEntries() []daemon.Entry {
 			spec = cfg.Sync.Schedule
 		}
 		one := func(context.Context) ([]poller.Job, error) { return []poller.Job{job}, nil }
-		entries = append(entries, entry("schedule of form "+fc.ID, spec,
-			func(ctx context.Context) []poller.Result { return acct.Pass(ctx, one, false) }))
+		entries = append(entries, entry("schedule of form "+fc.ID, spec, acct.withWebhooks(one, false)))
 	}
 	if acct.Scheduling != nil {
 		none := func(context.Context) ([]poller.Job, error) { return nil, nil }
-		entries = append(entries, entry("sync.schedule", cfg.Sync.Schedule,
-			func(ctx context.Context) []poller.Result { return acct.Pass(ctx, none, true) }))
+		entries = append(entries, entry("sync.schedule", cfg.Sync.Schedule, acct.withWebhooks(none, true)))
 	}
 	return entries
 }
@@ -1064,8 +1069,12 @@ func (a *App) DaemonOptions(ctx context.Context, stopping <-chan struct{}, versi
 	if err != nil {
 		return daemon.Options{}, err
 	}
+	opts.Handlers = map[string]http.Handler{}
 	if h != nil {
-		opts.Handlers = map[string]http.Handler{connect.PathConnect: h, connect.PathCallback: h}
+		opts.Handlers[connect.PathConnect], opts.Handlers[connect.PathCallback] = h, h
+	}
+	if wh, stop := a.webhookHandler(ctx); wh != nil {
+		opts.Handlers[webhook.PathPrefix], opts.Stop = wh, stop
 	}
 	return opts, nil
 }

@@ -1,0 +1,405 @@
+package app
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/syncd-dev/syncd/internal/config"
+	"github.com/syncd-dev/syncd/internal/daemon"
+	"github.com/syncd-dev/syncd/internal/logkey"
+	"github.com/syncd-dev/syncd/internal/oauth"
+	"github.com/syncd-dev/syncd/internal/poller"
+	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
+	"github.com/syncd-dev/syncd/internal/source/scheduling"
+	"github.com/syncd-dev/syncd/internal/state"
+	"github.com/syncd-dev/syncd/internal/table"
+	"github.com/syncd-dev/syncd/internal/webhook"
+)
+
+// webhooksSecret is where an account's webhook registrations live in the
+// state store, beside its streams (a store split by account keeps them
+// with the account).
+const webhooksSecret = "webhooks"
+
+// WebhooksSecret is the state record of the webhooks of the account of
+// namespace.
+func WebhooksSecret(namespace string) string { return table.StreamKey(namespace, webhooksSecret) }
+
+// Webhooks are the webhooks syncd registered for one account: their ids,
+// never their URLs (a forms URL holds its path token).
+type Webhooks struct {
+	Forms      map[string]Registered `json:"forms,omitempty"`
+	Scheduling *Registered           `json:"scheduling,omitempty"`
+}
+
+// Registered is one webhook syncd registered.
+type Registered struct {
+	ID int64 `json:"id"`
+	// URL identifies the URL registered (a hash: the URL holds the token):
+	// a changed public_url or secret registers again.
+	URL        string    `json:"url"`
+	Registered time.Time `json:"registered"`
+}
+
+func urlHash(u string) string {
+	h := sha256.Sum256([]byte(u))
+	return hex.EncodeToString(h[:8])
+}
+
+// LoadWebhooks reads the account's webhook record (empty when none).
+func LoadWebhooks(ctx context.Context, store state.Store, namespace string) (Webhooks, error) {
+	raw, err := store.GetSecret(ctx, WebhooksSecret(namespace))
+	if err != nil {
+		return Webhooks{}, fmt.Errorf("read the webhooks of the state: %w", err)
+	}
+	var w Webhooks
+	if raw != nil {
+		if err := json.Unmarshal(raw, &w); err != nil {
+			return Webhooks{}, fmt.Errorf("the webhooks record of the state cannot be read (%v): run `syncd webhooks remove`, and the next pass registers them again", err)
+		}
+	}
+	if w.Forms == nil {
+		w.Forms = map[string]Registered{}
+	}
+	return w, nil
+}
+
+// SaveWebhooks stores the account's webhook record durably (none: deleted).
+func SaveWebhooks(ctx context.Context, store state.Store, namespace string, w Webhooks) error {
+	var raw []byte
+	if len(w.Forms) > 0 || w.Scheduling != nil {
+		var err error
+		if raw, err = json.Marshal(w); err != nil {
+			return fmt.Errorf("encode the webhooks record: %w", err)
+		}
+	}
+	if err := store.PutSecret(ctx, WebhooksSecret(namespace), raw); err != nil {
+		return fmt.Errorf("store the webhooks record: %w", err)
+	}
+	return nil
+}
+
+func (a *App) webhookSecret() []byte { return []byte(a.Cfg.Sync.Webhooks.Secret.Reveal()) }
+
+// withWebhooks is a daemon pass that, with sync.webhooks set, first makes
+// sure the account's forms (those jobs lists) and bookings have their
+// webhooks: a failure to register is logged, and the pass polls as always.
+func (acct *Account) withWebhooks(jobs func(context.Context) ([]poller.Job, error), bookings bool) func(context.Context) []poller.Result {
+	if !acct.app.Cfg.Sync.Webhooks.Enabled() {
+		return func(ctx context.Context) []poller.Result { return acct.Pass(ctx, jobs, bookings) }
+	}
+	return func(ctx context.Context) []poller.Result {
+		listed := func(ctx context.Context) ([]poller.Job, error) {
+			list, err := jobs(ctx)
+			if err == nil {
+				acct.noteForms(list)
+				acct.registerForms(ctx, list)
+			}
+			return list, err
+		}
+		if bookings && acct.Scheduling != nil {
+			acct.registerScheduling(ctx)
+		}
+		return acct.Pass(ctx, listed, bookings)
+	}
+}
+
+// noteForms remembers the forms a full listing found, so that a delivery of
+// a form the account no longer has is refused.
+func (acct *Account) noteForms(list []poller.Job) {
+	if len(acct.Cfg.Forms) > 0 {
+		return // configured forms: the configuration says which
+	}
+	set := make(map[string]bool, len(list))
+	for _, j := range list {
+		set[j.FormID] = true
+	}
+	acct.hookMu.Lock()
+	acct.listed = set
+	acct.hookMu.Unlock()
+}
+
+// hasForm says whether formID is one of the account's forms, as far as
+// this process knows: configured, or in the last listing (before the first
+// listing, any form whose token is valid).
+func (acct *Account) hasForm(formID string) bool {
+	if slices.Contains(acct.Cfg.Exclude, formID) {
+		return false
+	}
+	if len(acct.Cfg.Forms) > 0 {
+		return slices.ContainsFunc(acct.Cfg.Forms, func(f config.FormConfig) bool { return f.ID == formID })
+	}
+	acct.hookMu.Lock()
+	defer acct.hookMu.Unlock()
+	return acct.listed == nil || acct.listed[formID]
+}
+
+// registerForms registers a webhook for each form of list that has none
+// (or one with another URL: public_url or the secret changed). The Forms
+// API cannot list webhooks: the state's record is what syncd knows.
+func (acct *Account) registerForms(ctx context.Context, list []poller.Job) {
+	client := acct.formsClient()
+	if client == nil || len(list) == 0 {
+		return
+	}
+	acct.hookMu.Lock()
+	defer acct.hookMu.Unlock()
+	ns := acct.Cfg.Namespace()
+	rec, err := LoadWebhooks(ctx, acct.app.Store, ns)
+	if err != nil {
+		acct.Log.Warn("webhooks not registered; polling goes on", zap.Error(err))
+		return
+	}
+	w := acct.app.Cfg.Sync.Webhooks
+	for _, job := range list {
+		u := webhook.FormsURL(w.PublicURL, acct.app.webhookSecret(), acct.Name, job.FormID)
+		old, ok := rec.Forms[job.FormID]
+		if ok && old.URL == urlHash(u) {
+			continue
+		}
+		id, err := client.CreateWebhook(ctx, job.FormID, u)
+		if err != nil {
+			acct.Log.Warn("registering the form's webhook failed; its submissions arrive by polling, and the next pass tries again",
+				zap.String(logkey.Stream, job.FormID), zap.Error(err))
+			continue
+		}
+		rec.Forms[job.FormID] = Registered{ID: id, URL: urlHash(u), Registered: time.Now().UTC()}
+		if err := SaveWebhooks(ctx, acct.app.Store, ns, rec); err != nil {
+			acct.Log.Warn("the form's webhook was registered but could not be recorded; removing it", zap.String(logkey.Stream, job.FormID), zap.Error(err))
+			_ = client.DeleteWebhook(ctx, id)
+			return
+		}
+		acct.Log.Info("webhook registered", zap.String(logkey.Stream, job.FormID), zap.Int64("webhook_id", id))
+		if ok {
+			// The old URL no longer verifies: remove its webhook.
+			if err := client.DeleteWebhook(ctx, old.ID); err != nil {
+				acct.Log.Warn("removing the form's previous webhook failed", zap.String(logkey.Stream, job.FormID), zap.Int64("webhook_id", old.ID), zap.Error(err))
+			}
+		}
+	}
+}
+
+// registerScheduling makes sure the account's scheduling user has syncd's
+// webhook: listed by the API (it re-registers one that disappeared), with
+// syncd's URL. A sign-in without WEBHOOK_WRITE gets one clear line per
+// process, and the bookings are polled as always.
+func (acct *Account) registerScheduling(ctx context.Context) {
+	c := acct.Scheduling.Client
+	acct.hookMu.Lock()
+	defer acct.hookMu.Unlock()
+	if acct.noHookScope {
+		return
+	}
+	ns := acct.Cfg.Namespace()
+	rec, err := LoadWebhooks(ctx, acct.app.Store, ns)
+	if err != nil {
+		acct.Log.Warn("webhooks not registered; polling goes on", zap.Error(err))
+		return
+	}
+	u := webhook.SchedulingURL(acct.app.Cfg.Sync.Webhooks.PublicURL, acct.Name)
+	if old := rec.Scheduling; old != nil && old.URL == urlHash(u) {
+		list, err := c.ListWebhooks(ctx)
+		if err == nil && slices.ContainsFunc(list, func(h scheduling.Webhook) bool { return h.ID == old.ID && h.SubscriberURL == u && h.Active }) {
+			return
+		}
+		var se *oauth.ScopeError
+		if err != nil && !errors.As(err, &se) {
+			acct.Log.Warn("listing the scheduling webhooks failed; the next pass tries again", zap.Error(err))
+			return
+		}
+		if err != nil {
+			return // no WEBHOOK_READ: the record is all syncd can know
+		}
+		acct.Log.Info("the bookings webhook disappeared; registering it again", zap.Int64("webhook_id", old.ID))
+		_ = c.DeleteWebhook(ctx, old.ID) // inactive, or another URL: gone either way
+	}
+	id, err := c.CreateWebhook(ctx, u, webhook.SchedulingSecret(acct.app.webhookSecret(), acct.Name))
+	var se *oauth.ScopeError
+	if errors.As(err, &se) {
+		acct.noHookScope = true
+		acct.Log.Warn("the scheduling sign-in lacks WEBHOOK_WRITE: bookings arrive by polling only; sign in again with that scope for webhooks", zap.String(logkey.Account, acct.Name))
+		return
+	}
+	if err != nil {
+		acct.Log.Warn("registering the bookings webhook failed; bookings arrive by polling, and the next pass tries again", zap.Error(err))
+		return
+	}
+	rec.Scheduling = &Registered{ID: id, URL: urlHash(u), Registered: time.Now().UTC()}
+	if err := SaveWebhooks(ctx, acct.app.Store, ns, rec); err != nil {
+		acct.Log.Warn("the bookings webhook was registered but could not be recorded; removing it", zap.Error(err))
+		_ = c.DeleteWebhook(ctx, id)
+		return
+	}
+	acct.Log.Info("webhook registered", zap.String(logkey.Source, "scheduling"), zap.Int64("webhook_id", id))
+}
+
+// webhookPresence is where a delivery's stream is synced: Here when this
+// process has the account open (it owns it) and the stream is one of its,
+// Elsewhere when another replica of a shared state owns it.
+func (a *App) webhookPresence(s webhook.Stream) webhook.Presence {
+	has := func(acct *Account) bool {
+		if s.Source == webhook.SourceScheduling {
+			return acct.Scheduling != nil
+		}
+		return acct.Cfg.HasForms() || acct.Cfg.FormsOAuth
+	}
+	if acct := a.Account(s.Account); acct != nil {
+		if !has(acct) || (s.Source == webhook.SourceForms && !acct.hasForm(s.Stream)) {
+			return webhook.Unknown
+		}
+		return webhook.Here
+	}
+	if !a.shared {
+		return webhook.Unknown
+	}
+	for _, ac := range a.Current().AccountList() {
+		if ac.Name == s.Account {
+			if (s.Source == webhook.SourceScheduling && ac.Scheduling) || (s.Source == webhook.SourceForms && !slices.Contains(ac.Exclude, s.Stream)) {
+				return webhook.Elsewhere
+			}
+		}
+	}
+	return webhook.Unknown
+}
+
+// triggeredPass is the pass a delivery rang for: one form, or the
+// bookings, through the same engine, limiter and exactly-once path as a
+// scheduled pass.
+func (a *App) triggeredPass(ctx context.Context, s webhook.Stream) (busy, ok bool) {
+	acct := a.Account(s.Account)
+	if acct == nil {
+		return false, false // released since (a reload, another replica took it)
+	}
+	var results []poller.Result
+	if s.Source == webhook.SourceScheduling {
+		if acct.Scheduling == nil {
+			return false, false
+		}
+		none := func(context.Context) ([]poller.Job, error) { return nil, nil }
+		results = acct.Pass(ctx, none, true)
+	} else {
+		job := acct.Job(s.Stream)
+		one := func(context.Context) ([]poller.Job, error) { return []poller.Job{job}, nil }
+		results = acct.Pass(ctx, one, false)
+	}
+	ok = len(results) > 0
+	for _, r := range results {
+		if errors.Is(r.Err, poller.ErrBusy) {
+			return true, false
+		}
+		if r.Err != nil || r.Interrupted {
+			ok = false
+		}
+	}
+	a.Metrics.ObserveTriggered(acct.Name, s.Source, streamName(s))
+	daemon.Report(acct.Log, a.Metrics, results)
+	return false, ok
+}
+
+// streamName is the stream label of s: the form, or the bookings' key.
+func streamName(s webhook.Stream) string {
+	if s.Stream != "" {
+		return s.Stream
+	}
+	return "bookings"
+}
+
+// webhookHandler is the receiver and the bell `syncd run` serves with
+// sync.webhooks set, and the Stop that ends the bell.
+func (a *App) webhookHandler(ctx context.Context) (http.Handler, func()) {
+	w := a.Cfg.Sync.Webhooks
+	if !w.Enabled() {
+		return nil, nil
+	}
+	bell := &webhook.Bell{
+		Lag: a.Cfg.Sync.SafetyLag.D(), Debounce: w.Debounce.D(), Retry: time.Second,
+		Run: a.triggeredPass, Now: a.opts.Now,
+		Latency: func(s webhook.Stream, d time.Duration) { a.Metrics.ObserveWebhookLatency(s.Source, d) },
+	}
+	bell.Start(ctx)
+	rc := &webhook.Receiver{
+		Secret: a.webhookSecret(), MaxBody: w.MaxBody,
+		Lookup: a.webhookPresence, Ring: bell.Ring, Observe: a.Metrics.ObserveDelivery,
+		Now: a.opts.Now, Log: a.Log.Named("webhook"),
+	}
+	a.Log.Info("receiving webhooks", zap.String("path", webhook.PathPrefix), zap.Duration("debounce", w.Debounce.D()),
+		zap.Duration("safety_lag", a.Cfg.Sync.SafetyLag.D()))
+	return rc, bell.Close
+}
+
+// WebhookRow is one registered webhook, as `syncd webhooks` lists it.
+type WebhookRow struct {
+	Account    string    `json:"account"`
+	Source     string    `json:"source"`
+	Stream     string    `json:"stream"`
+	ID         int64     `json:"id"`
+	Registered time.Time `json:"registered"`
+}
+
+// WebhookRows are the webhooks of a record, sorted.
+func WebhookRows(account string, w Webhooks) []WebhookRow {
+	var out []WebhookRow
+	for form, r := range w.Forms {
+		out = append(out, WebhookRow{Account: account, Source: webhook.SourceForms, Stream: form, ID: r.ID, Registered: r.Registered})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Stream < out[j].Stream })
+	if r := w.Scheduling; r != nil {
+		out = append(out, WebhookRow{Account: account, Source: webhook.SourceScheduling, Stream: "bookings", ID: r.ID, Registered: r.Registered})
+	}
+	return out
+}
+
+// RemoveWebhooks deletes every webhook syncd registered for the account at
+// the services, and forgets those it deleted (or that were gone already).
+// It returns the rows removed; a failure keeps the others in the record.
+func (acct *Account) RemoveWebhooks(ctx context.Context) ([]WebhookRow, error) {
+	acct.hookMu.Lock()
+	defer acct.hookMu.Unlock()
+	ns := acct.Cfg.Namespace()
+	rec, err := LoadWebhooks(ctx, acct.app.Store, ns)
+	if err != nil {
+		return nil, err
+	}
+	var removed []WebhookRow
+	var errs []error
+	client := acct.formsClient()
+	for _, row := range WebhookRows(acct.Name, rec) {
+		var derr error
+		switch {
+		case row.Source == webhook.SourceScheduling && acct.Scheduling != nil:
+			derr = acct.Scheduling.Client.DeleteWebhook(ctx, row.ID)
+		case row.Source == webhook.SourceForms && client != nil:
+			derr = client.DeleteWebhook(ctx, row.ID)
+			var nf *forms.NotFoundError
+			if errors.As(derr, &nf) && nf.What == "webhook" {
+				derr = nil // gone already
+			}
+		default:
+			derr = fmt.Errorf("account %s no longer reads %s: its webhook %d stays registered; remove it at the service", acct.Name, row.Source, row.ID)
+		}
+		if derr != nil {
+			errs = append(errs, fmt.Errorf("remove the webhook of %s %s: %w", row.Source, row.Stream, derr))
+			continue
+		}
+		if row.Source == webhook.SourceScheduling {
+			rec.Scheduling = nil
+		} else {
+			delete(rec.Forms, row.Stream)
+		}
+		removed = append(removed, row)
+	}
+	if err := SaveWebhooks(ctx, acct.app.Store, ns, rec); err != nil {
+		errs = append(errs, err)
+	}
+	return removed, errors.Join(errs...)
+}
