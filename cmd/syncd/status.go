@@ -48,6 +48,9 @@ func printStateTable(w io.Writer, v stateView) {
 		if f.LastSuccess != nil {
 			fmt.Fprintf(w, ", last success %s", f.LastSuccess.Format(time.RFC3339))
 		}
+		if f.FreshnessSeconds != nil {
+			fmt.Fprintf(w, ", fresh to %s (%s ago)", fmtTime(*f.FreshTo), (time.Duration(*f.FreshnessSeconds * float64(time.Second))).Round(time.Second))
+		}
 		fmt.Fprintln(w)
 		for _, iv := range f.Committed {
 			fmt.Fprintf(w, "  committed [%s, %s)\n", fmtTime(iv.Start), fmtTime(iv.End))

@@ -111,6 +111,12 @@ type Form struct {
 	OpenBatches []OpenBatch `json:"open_batches"`
 	Refresh     *Refresh    `json:"refresh"` // null unless a refresh is under way
 	LastError   string      `json:"last_error"`
+	// FreshTo is where the stream's committed history ends: every record
+	// before it is in the output (null: nothing committed yet);
+	// FreshnessSeconds is how far behind now that is, when the view was
+	// made. With webhooks it is the last triggered or scheduled pass's.
+	FreshTo          *time.Time `json:"fresh_to"`
+	FreshnessSeconds *float64   `json:"freshness_seconds"`
 	// Damaged is set when the form's record in the state is damaged, or
 	// its committed windows reach past now (see poller.FutureCommitError):
 	// the sentence says how to repair it.
@@ -180,6 +186,11 @@ func Of(where string, list []state.FormState, now time.Time, withSchema bool) Vi
 		}
 		f.Reconcile = Reconcile{Last: TimePtr(st.Reconciled), IndexedFrom: TimePtr(st.IndexedFrom), Indexed: st.Indexed,
 			Windows: st.ReconciledWindows, Versions: st.VersionsWritten, Tombstones: st.Tombstones}
+		if end := st.Committed.End(); !end.IsZero() {
+			f.FreshTo = TimePtr(end)
+			lag := now.Sub(end).Seconds()
+			f.FreshnessSeconds = &lag
+		}
 		if end := st.Committed.End(); end.After(now) {
 			f.Damaged = (&poller.FutureCommitError{FormID: st.FormID, End: end, LastSuccess: st.LastSuccess}).Error()
 		}
