@@ -2,6 +2,7 @@ package formsim
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -84,6 +85,10 @@ func (s *Server) SetWebhookFaults(f simhook.Faults) error { return s.hooksOut.Se
 
 // WebhookFaults returns the delivery faults.
 func (s *Server) WebhookFaults() simhook.Faults { return s.hooksOut.Faults() }
+
+// DrainWebhooks waits until every delivery so far has been attempted and
+// answered (delays included), or ctx ends.
+func (s *Server) DrainWebhooks(ctx context.Context) error { return s.hooksOut.Drain(ctx) }
 
 // Submitted is a submission SubmitNow created.
 type Submitted struct {

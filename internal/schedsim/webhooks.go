@@ -1,6 +1,7 @@
 package schedsim
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -406,6 +407,10 @@ func (s *Server) WebhookFaults() simhook.Faults { return s.hooksOut.Faults() }
 
 // WebhookStats counts deliveries and their injected faults.
 func (s *Server) WebhookStats() simhook.Stats { return s.hooksOut.Stats() }
+
+// DrainWebhooks waits until every delivery so far has been attempted and
+// answered (delays included), or ctx ends.
+func (s *Server) DrainWebhooks(ctx context.Context) error { return s.hooksOut.Drain(ctx) }
 
 // Close ends webhook deliveries in flight (and their delays) and waits for
 // them. It does not stop an http.Server serving s.

@@ -136,18 +136,24 @@ type Message struct {
 	Header func(body []byte, forged bool) http.Header
 }
 
+// maxPosting bounds the attempts of one Deliverer posting at once, so a
+// burst of events does not open a connection each.
+const maxPosting = 16
+
 // Deliverer sends messages in the background. Safe for concurrent use.
 type Deliverer struct {
 	client *http.Client
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	slots  chan struct{} // bounds the attempts posting at once
 
-	mu     sync.Mutex
-	closed bool
-	rng    *rand.Rand
-	faults Faults
-	stats  Stats
+	mu      sync.Mutex
+	closed  bool
+	pending int // attempts not finished, delays included
+	rng     *rand.Rand
+	faults  Faults
+	stats   Stats
 }
 
 // New returns a Deliverer whose fault decisions come from seed and whose
@@ -170,6 +176,7 @@ func New(seed uint64, timeout time.Duration, f Faults) (*Deliverer, error) {
 		},
 		ctx:    ctx,
 		cancel: cancel,
+		slots:  make(chan struct{}, maxPosting),
 		rng:    rand.New(rand.NewPCG(seed, 0x3e6b_00c5)),
 		faults: f,
 	}, nil
@@ -264,6 +271,7 @@ func (d *Deliverer) Send(m Message) {
 	}
 	for _, delay := range p.delays {
 		d.wg.Add(1) // under mu, so Close's Wait sees it
+		d.pending++
 		go d.attempt(m.URL, p.body, h, delay)
 	}
 }
@@ -279,6 +287,7 @@ func (d *Deliverer) attempt(url string, body []byte, h http.Header, delay time.D
 		} else {
 			d.stats.Failed++
 		}
+		d.pending--
 		d.mu.Unlock()
 	}()
 	if delay > 0 {
@@ -290,10 +299,36 @@ func (d *Deliverer) attempt(url string, body []byte, h http.Header, delay time.D
 			return
 		}
 	}
+	select {
+	case d.slots <- struct{}{}:
+		defer func() { <-d.slots }()
+	case <-d.ctx.Done():
+		return
+	}
 	d.mu.Lock()
 	d.stats.Attempted++
 	d.mu.Unlock()
 	ok = d.post(url, body, h) == nil
+}
+
+// Drain waits until every delivery handed to Send so far has been
+// attempted and answered (delays included), or ctx ends.
+func (d *Deliverer) Drain(ctx context.Context) error {
+	t := time.NewTicker(2 * time.Millisecond)
+	defer t.Stop()
+	for {
+		d.mu.Lock()
+		n := d.pending
+		d.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("webhook deliveries: %d attempts still pending: %w", n, ctx.Err())
+		case <-t.C:
+		}
+	}
 }
 
 // post makes one attempt; the error never names the URL.
