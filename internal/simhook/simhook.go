@@ -19,6 +19,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -38,6 +39,7 @@ type Faults struct {
 	// Each copy waits a delay drawn uniformly from [DelayMin, DelayMax]
 	// before it is sent; copies are delayed independently, which reorders
 	// deliveries (and the copies of one) whenever DelayMax > DelayMin.
+	// DelayMax 0 with DelayMin set is a fixed delay.
 	DelayMin, DelayMax time.Duration
 	// BareRate is the share of deliveries sent in the bare shape
 	// (Message.Bare) instead of Message.Body; no effect without one.
@@ -61,10 +63,28 @@ func (f Faults) Validate() error {
 	switch {
 	case f.DelayMin < 0 || f.DelayMax < 0:
 		return fmt.Errorf("webhook delays %s..%s must not be negative", f.DelayMin, f.DelayMax)
-	case f.DelayMax < f.DelayMin:
+	case f.DelayMax != 0 && f.DelayMax < f.DelayMin:
 		return fmt.Errorf("webhook delay max %s is less than min %s: give max >= min (or max 0 for a fixed delay)", f.DelayMax, f.DelayMin)
 	}
 	return nil
+}
+
+// AddFlags registers the knobs on fs as --webhook-drop-rate,
+// --webhook-duplicate-rate, --webhook-delay-min, --webhook-delay-max, and
+// --webhook-bare-rate when the service has a bare shape (bare) and
+// --webhook-bad-signature-rate when it signs (signed). Check Validate
+// after parsing.
+func (f *Faults) AddFlags(fs *flag.FlagSet, bare, signed bool) {
+	fs.Float64Var(&f.DropRate, "webhook-drop-rate", f.DropRate, "share of webhook deliveries never sent")
+	fs.Float64Var(&f.DuplicateRate, "webhook-duplicate-rate", f.DuplicateRate, "share of webhook deliveries sent twice or three times")
+	fs.DurationVar(&f.DelayMin, "webhook-delay-min", f.DelayMin, "least delay of a webhook delivery")
+	fs.DurationVar(&f.DelayMax, "webhook-delay-max", f.DelayMax, "most delay of a webhook delivery, each drawn on its own (reorders them); 0: --webhook-delay-min")
+	if bare {
+		fs.Float64Var(&f.BareRate, "webhook-bare-rate", f.BareRate, "share of webhook deliveries sent as the bare submission instead of the envelope")
+	}
+	if signed {
+		fs.Float64Var(&f.BadSignatureRate, "webhook-bad-signature-rate", f.BadSignatureRate, "share of webhook deliveries signed with a wrong secret")
+	}
 }
 
 // faultsJSON is Faults on the wire of the admin endpoints: durations as Go
@@ -245,7 +265,7 @@ func (d *Deliverer) decide(m *Message) plan {
 	}
 	for range n {
 		delay := f.DelayMin
-		if span := f.DelayMax - f.DelayMin; span > 0 {
+		if span := max(f.DelayMax, f.DelayMin) - f.DelayMin; span > 0 {
 			delay += time.Duration(d.rng.Int64N(int64(span) + 1))
 		}
 		if delay > 0 {

@@ -231,6 +231,7 @@ func TestFaultsValidateAndJSON(t *testing.T) {
 		{Faults{BareRate: math.NaN()}, "bare rate"},
 		{Faults{BadSignatureRate: 2}, "bad signature rate"},
 		{Faults{DelayMin: -time.Second}, "must not be negative"},
+		{Faults{DelayMin: time.Second}, ""}, // fixed delay
 		{Faults{DelayMin: time.Second, DelayMax: time.Millisecond}, "max 1ms is less than min 1s"},
 	} {
 		err := tc.f.Validate()
