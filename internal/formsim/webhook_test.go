@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -288,6 +289,41 @@ func TestMultiWebhooks(t *testing.T) {
 	for _, p := range []string{"/_admin/accounts/sk_nope/webhooks", "/_admin/webhooks"} {
 		if status, _ := adminDo(t, "GET", root+p, ""); status != 404 {
 			t.Errorf("GET %s: %d, want 404", p, status)
+		}
+	}
+}
+
+// Submissions the simulator makes itself while a client pages (arrivals,
+// back-dated imports) and those created through the API are delivered
+// too; in-progress ones are not submissions yet.
+func TestWebhookLiveArrivals(t *testing.T) {
+	sink := newHookSink(t)
+	s := start(t, testConfig(8, 1, 30))
+	form := s.FormIDs()[0]
+	if status, _, _ := s.do(t, "POST", "/webhook/create", map[string]string{"formId": form, "url": sink.url}); status != 200 {
+		t.Fatal(status)
+	}
+	before := s.ExpectedIDs(form)
+	s.SetFaults(Faults{ArrivalsPerPage: 2, BackdatedPerPage: 1})
+	s.walk(t, form, url.Values{}, 10) // four pages: 12 new submissions
+	s.SetFaults(Faults{})
+	if status, body, _ := s.do(t, "POST", "/forms/"+form+"/submissions", `{"submissions":[{}]}`); status != 200 {
+		t.Fatalf("create: %d %s", status, body)
+	}
+	drainHooks(t, s.Server)
+	var added []string
+	for _, id := range s.ExpectedIDs(form) {
+		if !slices.Contains(before, id) {
+			added = append(added, id)
+		}
+	}
+	got, _, _ := sink.snapshot()
+	if len(added) < 13 || len(got) != len(added) {
+		t.Fatalf("%d submissions added, %d delivered", len(added), len(got))
+	}
+	for _, id := range added {
+		if got[id] != 1 {
+			t.Errorf("%s delivered %d times", id, got[id])
 		}
 	}
 }

@@ -357,21 +357,23 @@ func TestWebhookAdminForget(t *testing.T) {
 	if st != 200 || json.Unmarshal(body, &c) != nil || c.UID == "" || c.Username != "bob" || c.CreatedAt.IsZero() {
 		t.Fatalf("create booking: %d %s", st, body)
 	}
+	b, _ := h.ForUser("bob")
+	b.Churn(4) // each change announces itself once
 	drainHooks(t, h.Server)
-	if got := sink.deliveries(); len(got) != 1 || got[0].Payload["uid"] != c.UID {
-		t.Fatalf("before forgetting: %d deliveries", len(got))
+	got := sink.deliveries()
+	if len(got) != 5 || !slices.ContainsFunc(got, func(d calDelivery) bool { return d.Trigger == TriggerBookingCreated && d.Payload["uid"] == c.UID }) {
+		t.Fatalf("before forgetting: %d deliveries, want 5 with %s's creation", len(got), c.UID)
 	}
 	for _, want := range []int{204, 404} {
 		if st, _ := admin("DELETE", "/_admin/webhooks/"+listed[0].ID, ""); st != want {
 			t.Errorf("forget: %d, want %d", st, want)
 		}
 	}
-	b, _ := h.ForUser("bob")
 	b.CreateBooking()
 	b.Churn(5)
 	drainHooks(t, h.Server)
-	if got := sink.deliveries(); len(got) != 1 {
-		t.Errorf("a forgotten webhook got %d deliveries more", len(got)-1)
+	if got := sink.deliveries(); len(got) != 5 {
+		t.Errorf("a forgotten webhook got %d deliveries more", len(got)-5)
 	}
 	for _, tc := range []struct {
 		body   string
@@ -390,7 +392,7 @@ func TestWebhookAdminForget(t *testing.T) {
 	}
 	st, body = admin("GET", "/_admin/stats", "")
 	var stats Stats
-	if st != 200 || json.Unmarshal(body, &stats) != nil || stats.Webhooks.Delivered != 1 {
+	if st != 200 || json.Unmarshal(body, &stats) != nil || stats.Webhooks.Delivered != 5 {
 		t.Errorf("stats: %d %s", st, body)
 	}
 }
