@@ -138,8 +138,8 @@ type Webhook struct {
 func (s *Server) routeWebhooks() {
 	s.mux.HandleFunc("POST "+PathWebhooks, s.api(ScopeWebhookWrite, s.handleCreateWebhook))
 	s.mux.HandleFunc("GET "+PathWebhooks, s.api(ScopeWebhookRead, s.handleListWebhooks))
-	s.mux.HandleFunc("GET "+PathWebhooks+"/{id}", s.api(ScopeWebhookRead, s.handleGetWebhook))
-	s.mux.HandleFunc("DELETE "+PathWebhooks+"/{id}", s.api(ScopeWebhookWrite, s.handleDeleteWebhook))
+	s.mux.HandleFunc("GET "+PathWebhooks+"/{id}", s.api(ScopeWebhookRead, s.handleWebhook(false)))
+	s.mux.HandleFunc("DELETE "+PathWebhooks+"/{id}", s.api(ScopeWebhookWrite, s.handleWebhook(true)))
 }
 
 func success(w http.ResponseWriter, status int, data any) {
@@ -260,29 +260,23 @@ func (s *Server) ownedHook(w http.ResponseWriter, r *http.Request, g *grant) (in
 	return i, true
 }
 
-func (s *Server) handleGetWebhook(w http.ResponseWriter, r *http.Request, g *grant) {
-	s.mu.Lock()
-	i, ok := s.ownedHook(w, r, g)
-	if !ok {
+// handleWebhook answers GET /v2/webhooks/{id}, or DELETE when del: both
+// answer the webhook (the deleted one for DELETE).
+func (s *Server) handleWebhook(del bool) func(w http.ResponseWriter, r *http.Request, g *grant) {
+	return func(w http.ResponseWriter, r *http.Request, g *grant) {
+		s.mu.Lock()
+		i, ok := s.ownedHook(w, r, g)
+		if !ok {
+			s.mu.Unlock()
+			return
+		}
+		out := s.hooks[i].output(s.users[g.user].ID)
+		if del {
+			s.hooks = slices.Delete(s.hooks, i, i+1)
+		}
 		s.mu.Unlock()
-		return
+		success(w, http.StatusOK, out)
 	}
-	out := s.hooks[i].output(s.users[g.user].ID)
-	s.mu.Unlock()
-	success(w, http.StatusOK, out)
-}
-
-func (s *Server) handleDeleteWebhook(w http.ResponseWriter, r *http.Request, g *grant) {
-	s.mu.Lock()
-	i, ok := s.ownedHook(w, r, g)
-	if !ok {
-		s.mu.Unlock()
-		return
-	}
-	out := s.hooks[i].output(s.users[g.user].ID)
-	s.hooks = slices.Delete(s.hooks, i, i+1)
-	s.mu.Unlock()
-	success(w, http.StatusOK, out)
 }
 
 // emit delivers trigger for booking b to every active webhook of its host

@@ -73,27 +73,6 @@ func (h *harness) tokenFor(t *testing.T, username, scope string) string {
 	return at
 }
 
-// call makes an API request with a bearer token and decodes the answer.
-func (h *harness) call(t *testing.T, method, path, access string, body any) (int, map[string]any) {
-	t.Helper()
-	var r io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		r = strings.NewReader(string(b))
-	}
-	req, _ := http.NewRequest(method, h.srv.URL+path, r)
-	req.Header.Set("Authorization", "Bearer "+access)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out map[string]any
-	_ = json.NewDecoder(resp.Body).Decode(&out)
-	return resp.StatusCode, out
-}
-
 func drainHooks(t *testing.T, s *Server) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
