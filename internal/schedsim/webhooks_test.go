@@ -182,14 +182,22 @@ func TestWebhookEndpoints(t *testing.T) {
 func TestWebhookDeliveriesSigned(t *testing.T) {
 	h := newHarness(t, Config{Seed: 12, Bookings: 4, Users: []User{{Username: "ada"}, {Username: "bob"}}})
 	t.Cleanup(func() { h.Close() })
-	signed, unsigned, created := newCalSink(t, "whsec_right"), newCalSink(t, ""), newCalSink(t, "whsec_c")
+	signed, unsigned, created, inactive := newCalSink(t, "whsec_right"), newCalSink(t, ""), newCalSink(t, "whsec_c"), newCalSink(t, "")
 	ada := h.tokenFor(t, "ada", "WEBHOOK_WRITE")
+	var createdID string
 	for _, hk := range []struct {
 		sink     *calSink
 		triggers []string
-	}{{signed, booking3}, {unsigned, booking3}, {created, []string{TriggerBookingCreated}}} {
-		if st, body := h.call(t, "POST", PathWebhooks, ada, hookBody(hk.sink.url, hk.sink.secret, hk.triggers...)); st != 201 {
+		active   bool
+	}{{signed, booking3, true}, {unsigned, booking3, true}, {created, []string{TriggerBookingCreated}, true}, {inactive, booking3, false}} {
+		in := hookBody(hk.sink.url, hk.sink.secret, hk.triggers...)
+		in["active"] = hk.active
+		st, body := h.call(t, "POST", PathWebhooks, ada, in)
+		if st != 201 {
 			t.Fatalf("create: %d %v", st, body)
+		}
+		if hk.sink == created {
+			createdID = body["data"].(map[string]any)["id"].(string)
 		}
 	}
 	a, _ := h.ForUser("ada")
@@ -241,8 +249,23 @@ func TestWebhookDeliveriesSigned(t *testing.T) {
 	if Sign("whsec_right", body) == Sign("whsec_wrong", body) || Sign("whsec_right", body) != Sign("whsec_right", body) {
 		t.Error("Sign does not depend on the secret alone")
 	}
+	if got := inactive.deliveries(); len(got) != 0 {
+		t.Errorf("an inactive webhook got %d deliveries", len(got))
+	}
 	if st := h.WebhookStats(); st.Deliveries != 7 || st.Delivered != 7 || st.Failed != 0 {
 		t.Errorf("stats %+v", st)
+	}
+	// Deleted by its owner: nothing more.
+	if st, body := h.call(t, "DELETE", PathWebhooks+"/"+createdID, ada, nil); st != 200 {
+		t.Fatalf("delete: %d %v", st, body)
+	}
+	a.CreateBooking()
+	drainHooks(t, h.Server)
+	if got := created.deliveries(); len(got) != 1 {
+		t.Errorf("a deleted webhook got %d deliveries more", len(got)-1)
+	}
+	if got := signed.deliveries(); len(got) != 4 {
+		t.Errorf("the webhook left got %d deliveries, want 4", len(got))
 	}
 }
 
