@@ -43,6 +43,10 @@ func (s *Server) putBuf(p *[]byte) {
 // checks: path, API key (401), rate limit (429), injected faults, delays,
 // then the endpoint itself.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, AdminPrefix) {
+		s.admin.ServeHTTP(w, r)
+		return
+	}
 	s.mu.Lock()
 	s.stats.Requests++
 	s.mu.Unlock()
