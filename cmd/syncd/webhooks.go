@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -102,7 +101,7 @@ func printWebhooks(g *globals, format string, rows []app.WebhookRow) error {
 	}
 	out := make([][]string, 0, len(rows))
 	for _, r := range rows {
-		out = append(out, []string{r.Account, r.Source, r.Stream, strconv.FormatInt(r.ID, 10), r.Registered.Format(time.RFC3339)})
+		out = append(out, []string{r.Account, r.Source, r.Stream, r.ID, r.Registered.Format(time.RFC3339)})
 	}
 	return tabular(g.stdout, []string{"ACCOUNT", "SOURCE", "STREAM", "WEBHOOK ID", "REGISTERED"}, out)
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"go.uber.org/zap"
@@ -44,7 +45,9 @@ type Webhooks struct {
 
 // Registered is one webhook syncd registered.
 type Registered struct {
-	ID int64 `json:"id"`
+	// ID is the service's id: a number for the Forms API, a string (a
+	// UUID) for the scheduling API.
+	ID string `json:"id"`
 	// URL identifies the URL registered (a hash: the URL holds the token):
 	// a changed public_url or secret registers again.
 	URL        string    `json:"url"`
@@ -173,7 +176,7 @@ func (acct *Account) registerForms(ctx context.Context, list []poller.Job) {
 				zap.String(logkey.Stream, job.FormID), zap.Error(err))
 			continue
 		}
-		rec.Forms[job.FormID] = Registered{ID: id, URL: urlHash(u), Registered: time.Now().UTC()}
+		rec.Forms[job.FormID] = Registered{ID: strconv.FormatInt(id, 10), URL: urlHash(u), Registered: time.Now().UTC()}
 		if err := SaveWebhooks(ctx, acct.app.Store, ns, rec); err != nil {
 			acct.Log.Warn("the form's webhook was registered but could not be recorded; removing it", zap.String(logkey.Stream, job.FormID), zap.Error(err))
 			_ = client.DeleteWebhook(ctx, id)
@@ -182,8 +185,8 @@ func (acct *Account) registerForms(ctx context.Context, list []poller.Job) {
 		acct.Log.Info("webhook registered", zap.String(logkey.Stream, job.FormID), zap.Int64("webhook_id", id))
 		if ok {
 			// The old URL no longer verifies: remove its webhook.
-			if err := client.DeleteWebhook(ctx, old.ID); err != nil {
-				acct.Log.Warn("removing the form's previous webhook failed", zap.String(logkey.Stream, job.FormID), zap.Int64("webhook_id", old.ID), zap.Error(err))
+			if err := deleteFormsWebhook(ctx, client, old.ID); err != nil {
+				acct.Log.Warn("removing the form's previous webhook failed", zap.String(logkey.Stream, job.FormID), zap.String("webhook_id", old.ID), zap.Error(err))
 			}
 		}
 	}
@@ -207,7 +210,10 @@ func (acct *Account) registerScheduling(ctx context.Context) {
 		return
 	}
 	u := webhook.SchedulingURL(acct.app.Cfg.Sync.Webhooks.PublicURL, acct.Name)
-	if old := rec.Scheduling; old != nil && old.URL == urlHash(u) {
+	signing := webhook.SchedulingSecret(acct.app.webhookSecret(), acct.Name)
+	// The URL does not change with the secret: the record's hash covers both.
+	ident := urlHash(u + "\x00" + signing)
+	if old := rec.Scheduling; old != nil && old.URL == ident {
 		list, err := c.ListWebhooks(ctx)
 		if err == nil && slices.ContainsFunc(list, func(h scheduling.Webhook) bool { return h.ID == old.ID && h.SubscriberURL == u && h.Active }) {
 			return
@@ -220,10 +226,26 @@ func (acct *Account) registerScheduling(ctx context.Context) {
 		if err != nil {
 			return // no WEBHOOK_READ: the record is all syncd can know
 		}
-		acct.Log.Info("the bookings webhook disappeared; registering it again", zap.Int64("webhook_id", old.ID))
+		acct.Log.Info("the bookings webhook disappeared; registering it again", zap.String("webhook_id", old.ID))
 		_ = c.DeleteWebhook(ctx, old.ID) // inactive, or another URL: gone either way
+	} else if old != nil {
+		_ = c.DeleteWebhook(ctx, old.ID) // public_url or the secret changed
 	}
-	id, err := c.CreateWebhook(ctx, u, webhook.SchedulingSecret(acct.app.webhookSecret(), acct.Name))
+	id, err := c.CreateWebhook(ctx, u, signing)
+	var ae *scheduling.APIError
+	if errors.As(err, &ae) && ae.Status == http.StatusConflict {
+		// The user has a webhook at this URL that the state does not know
+		// (a state restored or reset): its secret may be another's; it is
+		// replaced.
+		if list, lerr := c.ListWebhooks(ctx); lerr == nil {
+			for _, h := range list {
+				if h.SubscriberURL == u {
+					_ = c.DeleteWebhook(ctx, h.ID)
+				}
+			}
+			id, err = c.CreateWebhook(ctx, u, signing)
+		}
+	}
 	var se *oauth.ScopeError
 	if errors.As(err, &se) {
 		acct.noHookScope = true
@@ -234,13 +256,13 @@ func (acct *Account) registerScheduling(ctx context.Context) {
 		acct.Log.Warn("registering the bookings webhook failed; bookings arrive by polling, and the next pass tries again", zap.Error(err))
 		return
 	}
-	rec.Scheduling = &Registered{ID: id, URL: urlHash(u), Registered: time.Now().UTC()}
+	rec.Scheduling = &Registered{ID: id, URL: ident, Registered: time.Now().UTC()}
 	if err := SaveWebhooks(ctx, acct.app.Store, ns, rec); err != nil {
 		acct.Log.Warn("the bookings webhook was registered but could not be recorded; removing it", zap.Error(err))
 		_ = c.DeleteWebhook(ctx, id)
 		return
 	}
-	acct.Log.Info("webhook registered", zap.String(logkey.Source, "scheduling"), zap.Int64("webhook_id", id))
+	acct.Log.Info("webhook registered", zap.String(logkey.Source, "scheduling"), zap.String("webhook_id", id))
 }
 
 // webhookPresence is where a delivery's stream is synced: Here when this
@@ -342,7 +364,7 @@ type WebhookRow struct {
 	Account    string    `json:"account"`
 	Source     string    `json:"source"`
 	Stream     string    `json:"stream"`
-	ID         int64     `json:"id"`
+	ID         string    `json:"id"`
 	Registered time.Time `json:"registered"`
 }
 
@@ -379,13 +401,9 @@ func (acct *Account) RemoveWebhooks(ctx context.Context) ([]WebhookRow, error) {
 		case row.Source == webhook.SourceScheduling && acct.Scheduling != nil:
 			derr = acct.Scheduling.Client.DeleteWebhook(ctx, row.ID)
 		case row.Source == webhook.SourceForms && client != nil:
-			derr = client.DeleteWebhook(ctx, row.ID)
-			var nf *forms.NotFoundError
-			if errors.As(derr, &nf) && nf.What == "webhook" {
-				derr = nil // gone already
-			}
+			derr = deleteFormsWebhook(ctx, client, row.ID)
 		default:
-			derr = fmt.Errorf("account %s no longer reads %s: its webhook %d stays registered; remove it at the service", acct.Name, row.Source, row.ID)
+			derr = fmt.Errorf("account %s no longer reads %s: its webhook %s stays registered; remove it at the service", acct.Name, row.Source, row.ID)
 		}
 		if derr != nil {
 			errs = append(errs, fmt.Errorf("remove the webhook of %s %s: %w", row.Source, row.Stream, derr))
@@ -402,4 +420,19 @@ func (acct *Account) RemoveWebhooks(ctx context.Context) ([]WebhookRow, error) {
 		errs = append(errs, err)
 	}
 	return removed, errors.Join(errs...)
+}
+
+// deleteFormsWebhook deletes a Forms API webhook by its recorded id; one
+// gone already is not an error.
+func deleteFormsWebhook(ctx context.Context, client *forms.Client, id string) error {
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil {
+		return fmt.Errorf("the recorded webhook id %q is not a number", id)
+	}
+	err = client.DeleteWebhook(ctx, n)
+	var nf *forms.NotFoundError
+	if errors.As(err, &nf) && nf.What == "webhook" {
+		return nil
+	}
+	return err
 }

@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
+	"net/url"
+	"strings"
 
 	"github.com/syncd-dev/syncd/internal/httpapi"
 )
@@ -15,31 +16,31 @@ import (
 // booking, and each only rings for a pass of the bookings.
 var BookingTriggers = []string{"BOOKING_CREATED", "BOOKING_RESCHEDULED", "BOOKING_CANCELLED"}
 
-// Webhook is one of the user's webhooks (GET /v2/webhooks).
+// Webhook is one of the user's webhooks (GET /v2/webhooks). Cal.com's ids
+// are strings (UUIDs) although its output type says number: both are read.
 type Webhook struct {
-	ID            int64    `json:"id"`
+	ID            string   `json:"-"`
 	SubscriberURL string   `json:"subscriberUrl"`
 	Triggers      []string `json:"triggers"`
 	Active        bool     `json:"active"`
 }
 
-// webhookID reads an id given as a number or a numeric string.
-type webhookID int64
+// webhookID reads an id given as a string or a number.
+type webhookID string
 
 func (w *webhookID) UnmarshalJSON(b []byte) error {
-	var n json.Number
-	if err := json.Unmarshal(b, &n); err != nil {
-		var s string
-		if serr := json.Unmarshal(b, &s); serr != nil {
-			return fmt.Errorf("id %.40s is not a number", b)
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		var n json.Number
+		if nerr := json.Unmarshal(b, &n); nerr != nil {
+			return fmt.Errorf("id %.40s is neither a string nor a number", b)
 		}
-		n = json.Number(s)
+		s = n.String()
 	}
-	v, err := strconv.ParseInt(string(n), 10, 64)
-	if err != nil || v <= 0 {
-		return fmt.Errorf("id %.40s is not a webhook id", b)
+	if s == "" || strings.ContainsAny(s, "/?#") {
+		return fmt.Errorf("id %.40q is not a webhook id", s)
 	}
-	*w = webhookID(v)
+	*w = webhookID(s)
 	return nil
 }
 
@@ -60,7 +61,7 @@ func (c *Client) ListWebhooks(ctx context.Context) ([]Webhook, error) {
 		}
 		out = make([]Webhook, 0, len(list))
 		for _, w := range list {
-			w.Webhook.ID = int64(w.ID)
+			w.Webhook.ID = string(w.ID)
 			out = append(out, w.Webhook)
 		}
 		return nil
@@ -74,7 +75,7 @@ func (c *Client) ListWebhooks(ctx context.Context) ([]Webhook, error) {
 // CreateWebhook subscribes url to the booking events, deliveries signed
 // with secret; it needs WEBHOOK_WRITE. The url and the secret are never put
 // in errors or logs.
-func (c *Client) CreateWebhook(ctx context.Context, subscriberURL, secret string) (int64, error) {
+func (c *Client) CreateWebhook(ctx context.Context, subscriberURL, secret string) (string, error) {
 	body, err := json.Marshal(struct {
 		SubscriberURL string   `json:"subscriberUrl"`
 		Triggers      []string `json:"triggers"`
@@ -82,9 +83,9 @@ func (c *Client) CreateWebhook(ctx context.Context, subscriberURL, secret string
 		Secret        string   `json:"secret"`
 	}{subscriberURL, BookingTriggers, true, secret})
 	if err != nil {
-		return 0, fmt.Errorf("create the bookings webhook: encode the request: %w", err)
+		return "", fmt.Errorf("create the bookings webhook: encode the request: %w", err)
 	}
-	var id int64
+	var id string
 	err = c.call(ctx, &httpapi.Request{Method: http.MethodPost, Path: "/v2/webhooks", Route: RouteCreateWebhook, Body: body, Mutating: true},
 		ScopeWebhookWrite, func(b []byte) error {
 			var env struct {
@@ -95,25 +96,25 @@ func (c *Client) CreateWebhook(ctx context.Context, subscriberURL, secret string
 			if err := json.Unmarshal(b, &env); err != nil {
 				return err
 			}
-			if env.Data.ID == 0 {
+			if env.Data.ID == "" {
 				return errors.New("data has no webhook id")
 			}
-			id = int64(env.Data.ID)
+			id = string(env.Data.ID)
 			return nil
 		})
 	if err != nil {
-		return 0, err
+		return "", err
 	}
 	return id, nil
 }
 
 // DeleteWebhook removes one of the user's webhooks; it needs WEBHOOK_WRITE.
 // A webhook that is gone already is not an error.
-func (c *Client) DeleteWebhook(ctx context.Context, id int64) error {
-	if id <= 0 {
-		return fmt.Errorf("delete webhook: %d is not a webhook id", id)
+func (c *Client) DeleteWebhook(ctx context.Context, id string) error {
+	if id == "" || strings.ContainsAny(id, "/?#") {
+		return fmt.Errorf("delete webhook: %q is not a webhook id", id)
 	}
-	err := c.call(ctx, &httpapi.Request{Method: http.MethodDelete, Path: "/v2/webhooks/" + strconv.FormatInt(id, 10), Route: RouteDeleteWebhook, Mutating: true},
+	err := c.call(ctx, &httpapi.Request{Method: http.MethodDelete, Path: "/v2/webhooks/" + url.PathEscape(id), Route: RouteDeleteWebhook, Mutating: true},
 		ScopeWebhookWrite, func([]byte) error { return nil })
 	var ae *APIError
 	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
