@@ -44,7 +44,12 @@ type hookEnv struct {
 
 func startHooks(t *testing.T) *hookEnv {
 	t.Helper()
-	e := signedIn(t, schedOptions{scopes: "[BOOKING_READ, PROFILE_READ, WEBHOOK_READ, WEBHOOK_WRITE]"})
+	return startHooksScopes(t, "[BOOKING_READ, PROFILE_READ, WEBHOOK_READ, WEBHOOK_WRITE]")
+}
+
+func startHooksScopes(t *testing.T, scopes string) *hookEnv {
+	t.Helper()
+	e := signedIn(t, schedOptions{scopes: scopes})
 	h := &hookEnv{schedEnv: e, addr: testkit.FreeAddr(t), env: append(slices.Clone(e.env), "SYNCD_WEBHOOK_SECRET="+hookSecret)}
 	raw, err := os.ReadFile(e.w.Config)
 	if err != nil {
@@ -421,6 +426,75 @@ func TestWebhooksFaultsAndForgeries(t *testing.T) {
 	h.onceRequests(t)
 	checkOutput(t, h.forms, h.w, events[len(events)-1].created)
 	h.checkBookings(t)
+	h.listAndRemove(t)
+}
+
+// listAndRemove: `syncd webhooks -o json` lists the form's and the user's
+// webhooks as the simulators have them; `syncd webhooks remove` deletes
+// them at both and in the state.
+func (h *hookEnv) listAndRemove(t *testing.T) {
+	t.Helper()
+	type row struct {
+		Account, Source, Stream, ID string
+	}
+	list := func(args ...string) []row {
+		t.Helper()
+		res := testkit.RunEnv(context.Background(), syncdBin, h.w, h.env, append(args, "-o", "json")...)
+		if res.Code != 0 {
+			t.Fatalf("syncd %v: exit %d\n%s", args, res.Code, tail(res.Stderr))
+		}
+		var rows []row
+		if err := json.Unmarshal([]byte(res.Stdout), &rows); err != nil {
+			t.Fatalf("syncd %v -o json: %v\n%s", args, err, res.Stdout)
+		}
+		return rows
+	}
+	rows := list("webhooks")
+	fh, sh := h.forms.Webhooks(), h.sched.Webhooks()
+	if len(rows) != 2 || len(fh) != 1 || len(sh) != 1 ||
+		rows[0] != (row{"default", "forms", h.forms.FormIDs()[0], strconv.FormatInt(fh[0].ID, 10)}) ||
+		rows[1] != (row{"default", "scheduling", "bookings", sh[0].ID}) {
+		t.Fatalf("syncd webhooks lists %+v; the simulators have %+v and %+v", rows, fh, sh)
+	}
+	if removed := list("webhooks", "remove"); len(removed) != 2 {
+		t.Errorf("syncd webhooks remove removed %+v", removed)
+	}
+	if len(h.forms.Webhooks()) != 0 || len(h.sched.Webhooks()) != 0 {
+		t.Errorf("webhooks left at the services: %+v, %+v", h.forms.Webhooks(), h.sched.Webhooks())
+	}
+	if rows := list("webhooks"); len(rows) != 0 {
+		t.Errorf("syncd webhooks still lists %+v after remove", rows)
+	}
+}
+
+// TestWebhooksWithoutScope: a scheduling sign-in without WEBHOOK_WRITE is
+// one warning line; the form's webhook is registered and the bookings are
+// polled as always.
+func TestWebhooksWithoutScope(t *testing.T) {
+	h := startHooksScopes(t, "[BOOKING_READ, PROFILE_READ]")
+	cmd, _, stderr, err := testkit.StartEnv(syncdBin, h.w, h.env, "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	ok := eventually(60*time.Second, func() bool {
+		return len(h.forms.Webhooks()) == 1 &&
+			scrape(t, h.addr, `syncd_last_success_timestamp_seconds{account="default",source="scheduling"`) > 0
+	})
+	if !ok {
+		t.Fatalf("the first pass did not register the form's webhook or sync the bookings\n%s", tail(stderr.String()))
+	}
+	failures := scrape(t, h.addr, `syncd_pass_failures_total{account="default",source="scheduling"`)
+	stop(t, cmd, stderr)
+	if n := strings.Count(stderr.String(), "lacks WEBHOOK_WRITE"); n != 1 {
+		t.Errorf("%d lines about the missing scope, want 1\n%s", n, tail(stderr.String()))
+	}
+	if len(h.sched.Webhooks()) != 0 {
+		t.Errorf("a bookings webhook was registered without the scope")
+	}
+	if failures > 0 {
+		t.Errorf("the bookings pass failed without the webhook scope")
+	}
 }
 
 // TestWebhooksKilled: `syncd run` SIGKILLed at random instants while
