@@ -112,6 +112,10 @@ type Account struct {
 	listed map[string]bool
 	// noHookScope: the scheduling sign-in lacks WEBHOOK_WRITE (said once).
 	noHookScope bool
+	// delivered is when the last delivery of each form arrived; scheduled
+	// when its last scheduled pass started (a silent webhook: see
+	// reregisterSilent).
+	delivered, scheduled map[string]time.Time
 }
 
 // StateError is a failure to open the state store: in use by another syncd,

@@ -113,8 +113,57 @@ func (acct *Account) withWebhooks(jobs func(context.Context) ([]poller.Job, erro
 		if bookings && acct.Scheduling != nil {
 			acct.registerScheduling(ctx)
 		}
-		return acct.Pass(ctx, listed, bookings)
+		start := time.Now()
+		results := acct.Pass(ctx, listed, bookings)
+		acct.reregisterSilent(ctx, results, start)
+		return results
 	}
+}
+
+// noteDelivery records that an authentic delivery of a form arrived.
+func (acct *Account) noteDelivery(formID string, at time.Time) {
+	acct.hookMu.Lock()
+	defer acct.hookMu.Unlock()
+	if acct.delivered == nil {
+		acct.delivered = map[string]time.Time{}
+	}
+	if at.After(acct.delivered[formID]) {
+		acct.delivered[formID] = at
+	}
+}
+
+// reregisterSilent registers again the webhook of each form whose
+// scheduled pass, started at start, found new submissions while no delivery
+// of the form arrived since its previous scheduled pass in this process:
+// the Forms API cannot list webhooks, and a webhook the service lost is
+// silent. A delivery dropped on the way looks the same; its cost is a
+// webhook created and the old one deleted (two requests).
+func (acct *Account) reregisterSilent(ctx context.Context, results []poller.Result, start time.Time) {
+	var silent []poller.Job
+	acct.hookMu.Lock()
+	if acct.scheduled == nil {
+		acct.scheduled = map[string]time.Time{}
+	}
+	for _, r := range results {
+		if r.Source != poller.SourceForms || r.FormID == "" || r.Err != nil || r.Interrupted {
+			continue
+		}
+		prev := acct.scheduled[r.FormID]
+		acct.scheduled[r.FormID] = start
+		fresh := r.Rows - r.Versions - r.Tombstones // reconciles' edits and deletions are not announced
+		if !prev.IsZero() && fresh > 0 && acct.delivered[r.FormID].Before(prev) {
+			silent = append(silent, acct.Job(r.FormID))
+		}
+	}
+	acct.hookMu.Unlock()
+	if len(silent) == 0 {
+		return
+	}
+	for _, j := range silent {
+		acct.Log.Info("a scheduled pass found new submissions that no delivery announced since the previous one: registering the form's webhook again",
+			zap.String(logkey.Stream, j.FormID))
+	}
+	acct.registerFormsAgain(ctx, silent)
 }
 
 // noteForms remembers the forms a full listing found, so that a delivery of
@@ -151,6 +200,16 @@ func (acct *Account) hasForm(formID string) bool {
 // (or one with another URL: public_url or the secret changed). The Forms
 // API cannot list webhooks: the state's record is what syncd knows.
 func (acct *Account) registerForms(ctx context.Context, list []poller.Job) {
+	acct.registerFormsWith(ctx, list, false)
+}
+
+// registerFormsAgain registers new webhooks for the forms of list and
+// deletes their previous ones.
+func (acct *Account) registerFormsAgain(ctx context.Context, list []poller.Job) {
+	acct.registerFormsWith(ctx, list, true)
+}
+
+func (acct *Account) registerFormsWith(ctx context.Context, list []poller.Job, again bool) {
 	client := acct.formsClient()
 	if client == nil || len(list) == 0 {
 		return
@@ -167,7 +226,7 @@ func (acct *Account) registerForms(ctx context.Context, list []poller.Job) {
 	for _, job := range list {
 		u := webhook.FormsURL(w.PublicURL, acct.app.webhookSecret(), acct.Name, job.FormID)
 		old, ok := rec.Forms[job.FormID]
-		if ok && old.URL == urlHash(u) {
+		if ok && old.URL == urlHash(u) && !again {
 			continue
 		}
 		id, err := client.CreateWebhook(ctx, job.FormID, u)
@@ -184,7 +243,8 @@ func (acct *Account) registerForms(ctx context.Context, list []poller.Job) {
 		}
 		acct.Log.Info("webhook registered", zap.String(logkey.Stream, job.FormID), zap.Int64("webhook_id", id))
 		if ok {
-			// The old URL no longer verifies: remove its webhook.
+			// The old URL no longer verifies, or the webhook went silent:
+			// remove it (a lost one is gone already).
 			if err := deleteFormsWebhook(ctx, client, old.ID); err != nil {
 				acct.Log.Warn("removing the form's previous webhook failed", zap.String(logkey.Stream, job.FormID), zap.String("webhook_id", old.ID), zap.Error(err))
 			}
@@ -349,9 +409,15 @@ func (a *App) webhookHandler(ctx context.Context) (http.Handler, func()) {
 		Latency: func(s webhook.Stream, d time.Duration) { a.Metrics.ObserveWebhookLatency(s.Source, d) },
 	}
 	bell.Start(ctx)
+	ring := func(s webhook.Stream, at time.Time) bool {
+		if acct := a.Account(s.Account); acct != nil && s.Source == webhook.SourceForms {
+			acct.noteDelivery(s.Stream, at)
+		}
+		return bell.Ring(s, at)
+	}
 	rc := &webhook.Receiver{
 		Secret: a.webhookSecret(), MaxBody: w.MaxBody,
-		Lookup: a.webhookPresence, Ring: bell.Ring, Observe: a.Metrics.ObserveDelivery,
+		Lookup: a.webhookPresence, Ring: ring, Observe: a.Metrics.ObserveDelivery,
 		Now: a.opts.Now, Log: a.Log.Named("webhook"),
 	}
 	a.Log.Info("receiving webhooks", zap.String("path", webhook.PathPrefix), zap.Duration("debounce", w.Debounce.D()),

@@ -49,6 +49,13 @@ func startHooks(t *testing.T) *hookEnv {
 
 func startHooksScopes(t *testing.T, scopes string) *hookEnv {
 	t.Helper()
+	return startHooksWith(t, scopes, "0 * * * *")
+}
+
+// startHooksWith is startHooks with the scheduling scopes and sync.schedule
+// given.
+func startHooksWith(t *testing.T, scopes, schedule string) *hookEnv {
+	t.Helper()
 	e := signedIn(t, schedOptions{scopes: scopes})
 	h := &hookEnv{schedEnv: e, addr: testkit.FreeAddr(t), env: append(slices.Clone(e.env), "SYNCD_WEBHOOK_SECRET="+hookSecret)}
 	raw, err := os.ReadFile(e.w.Config)
@@ -57,7 +64,7 @@ func startHooksScopes(t *testing.T, scopes string) *hookEnv {
 	}
 	// A 1-hour cron; a safety lag of 1s (a triggered pass covers up to now
 	// - 1s, so it starts 1s after the delivery).
-	sync := "sync:\n  safety_lag: 1s\n  schedule: \"0 * * * *\"\n  jitter: 0s\n  webhooks:\n    public_url: http://" + h.addr +
+	sync := "sync:\n  safety_lag: 1s\n  schedule: \"" + schedule + "\"\n  jitter: 0s\n  webhooks:\n    public_url: http://" + h.addr +
 		"\n    secret: ${SYNCD_WEBHOOK_SECRET}\n    debounce: 250ms\n"
 	cfg := strings.Replace(string(raw), "sync:\n  safety_lag: 0s\n", sync, 1)
 	if cfg == string(raw) {
@@ -495,6 +502,43 @@ func TestWebhooksWithoutScope(t *testing.T) {
 	if failures > 0 {
 		t.Errorf("the bookings pass failed without the webhook scope")
 	}
+}
+
+// TestWebhooksLostRegistered: the Forms API forgets a webhook without
+// telling (it cannot be listed); the next scheduled pass finds submissions no
+// delivery announced and registers it again, and deliveries resume.
+func TestWebhooksLostRegistered(t *testing.T) {
+	h := startHooksWith(t, "[BOOKING_READ, PROFILE_READ, WEBHOOK_READ, WEBHOOK_WRITE]", "@every 8s")
+	cmd, stderr := h.daemon(t)
+	lost := h.forms.Webhooks()[0].ID
+	if !h.forms.ForgetWebhook(lost) {
+		t.Fatal("the simulator did not have the webhook")
+	}
+	form := h.forms.FormIDs()[0]
+	for range 3 {
+		if _, err := h.forms.SubmitNow(form); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ok := eventually(40*time.Second, func() bool {
+		hs := h.forms.Webhooks()
+		return len(hs) == 1 && hs[0].ID != lost
+	})
+	if !ok {
+		t.Fatalf("the lost webhook was not registered again: %+v\n%s", h.forms.Webhooks(), tail(stderr.String()))
+	}
+	accepted := func() float64 {
+		return max(0, scrape(t, h.addr, `syncd_webhook_deliveries_total{outcome="accepted",source="forms"}`)) +
+			max(0, scrape(t, h.addr, `syncd_webhook_deliveries_total{outcome="debounced",source="forms"}`))
+	}
+	before := accepted()
+	if _, err := h.forms.SubmitNow(form); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(10*time.Second, func() bool { return accepted() > before }) {
+		t.Errorf("no delivery through the new webhook")
+	}
+	stop(t, cmd, stderr)
 }
 
 // TestWebhooksKilled: `syncd run` SIGKILLed at random instants while
