@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,29 +19,29 @@ func newWebhooksCmd(g *globals) *cobra.Command {
 		Long: "The webhooks `syncd run` registered with sync.webhooks.public_url set, from the state:\n" +
 			"account, source (forms, scheduling), stream (a form id, or bookings), the service's webhook\n" +
 			"id and when it was registered. Their URLs are never shown: a forms URL holds its path token.\n" +
-			"Read the state while syncd run is stopped (the state file is its alone while it runs).",
+			"Beside a running syncd run, read from its /status?webhooks=1.",
 		Example: "  syncd webhooks\n  syncd webhooks -o json | jq length\n  syncd webhooks remove",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			a, err := g.openApp(cmd.Context(), true)
+			cfg, _, err := g.load()
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			accounts, err := app.SelectAccounts(a.Cfg, g.accounts)
-			if err != nil {
+			if _, err := app.SelectAccounts(cfg, g.accounts); err != nil {
 				return withCode(exitUsage, err)
 			}
+			v, err := readState(cmd.Context(), cfg, "?webhooks=1")
+			if err != nil {
+				return err
+			}
 			rows := []app.WebhookRow{}
-			for _, ac := range accounts {
-				rec, err := app.LoadWebhooks(cmd.Context(), a.Store, ac.Namespace())
-				if err != nil {
-					return withCode(exitState, err)
+			for _, r := range v.Webhooks {
+				if len(g.accounts) == 0 || slices.Contains(g.accounts, r.Account) {
+					rows = append(rows, r)
 				}
-				rows = append(rows, app.WebhookRows(ac.Name, rec)...)
 			}
 			return printWebhooks(g, format, rows)
 		},

@@ -23,6 +23,7 @@ import (
 	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 	"github.com/syncd-dev/syncd/internal/source/scheduling"
 	"github.com/syncd-dev/syncd/internal/state"
+	"github.com/syncd-dev/syncd/internal/status"
 	"github.com/syncd-dev/syncd/internal/table"
 	"github.com/syncd-dev/syncd/internal/webhook"
 )
@@ -426,12 +427,23 @@ func (a *App) webhookHandler(ctx context.Context) (http.Handler, func()) {
 }
 
 // WebhookRow is one registered webhook, as `syncd webhooks` lists it.
-type WebhookRow struct {
-	Account    string    `json:"account"`
-	Source     string    `json:"source"`
-	Stream     string    `json:"stream"`
-	ID         string    `json:"id"`
-	Registered time.Time `json:"registered"`
+type WebhookRow = status.Webhook
+
+// WebhooksView reads the webhooks registered for the configured accounts
+// (current's) from store: what /status?webhooks=1 and `syncd webhooks`
+// show.
+func WebhooksView(current func() *config.Config, store state.Store) func(ctx context.Context) ([]WebhookRow, error) {
+	return func(ctx context.Context) ([]WebhookRow, error) {
+		var rows []WebhookRow
+		for _, ac := range current().AccountList() {
+			rec, err := LoadWebhooks(ctx, store, ac.Namespace())
+			if err != nil {
+				return nil, fmt.Errorf("account %s: %w", ac.Name, err)
+			}
+			rows = append(rows, WebhookRows(ac.Name, rec)...)
+		}
+		return rows, nil
+	}
 }
 
 // WebhookRows are the webhooks of a record, sorted.

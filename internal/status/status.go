@@ -26,6 +26,19 @@ type View struct {
 	// Accounts summarizes each configured account (only /status?accounts=1
 	// and `syncd accounts` carry it).
 	Accounts []Account `json:"accounts,omitempty"`
+	// Webhooks are the webhooks `syncd run` registered (only
+	// /status?webhooks=1 and `syncd webhooks` carry them).
+	Webhooks []Webhook `json:"webhooks,omitempty"`
+}
+
+// Webhook is one webhook syncd registered, as `syncd webhooks` lists it:
+// never its URL (a forms URL holds its path token).
+type Webhook struct {
+	Account    string    `json:"account"`
+	Source     string    `json:"source"` // forms, scheduling
+	Stream     string    `json:"stream"` // a form id, or bookings
+	ID         string    `json:"id"`     // the service's webhook id
+	Registered time.Time `json:"registered"`
 }
 
 // Account is one account as `syncd accounts` shows it.
@@ -211,6 +224,12 @@ func Of(where string, list []state.FormState, now time.Time, withSchema bool) Vi
 //
 // accounts, when not nil, adds the accounts' summary for ?accounts=1.
 func Handler(where string, store state.Store, accounts func(ctx context.Context, v View) []Account) http.HandlerFunc {
+	return HandlerWith(where, store, accounts, nil)
+}
+
+// HandlerWith is Handler with webhooks, when not nil, adding the registered
+// webhooks for ?webhooks=1.
+func HandlerWith(where string, store state.Store, accounts func(ctx context.Context, v View) []Account, webhooks func(ctx context.Context) ([]Webhook, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
 			http.Error(w, "use GET", http.StatusMethodNotAllowed)
@@ -235,6 +254,15 @@ func Handler(where string, store state.Store, accounts func(ctx context.Context,
 		v := Of(where, list, time.Now(), r.URL.Query().Get("schema") == "1")
 		if accounts != nil && r.URL.Query().Get("accounts") == "1" {
 			v.Accounts = accounts(ctx, v)
+		}
+		if webhooks != nil && r.URL.Query().Get("webhooks") == "1" {
+			if v.Webhooks, err = webhooks(ctx); err != nil {
+				http.Error(w, "read the webhooks: "+err.Error(), http.StatusInternalServerError)
+				return
+			}
+			if v.Webhooks == nil {
+				v.Webhooks = []Webhook{}
+			}
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(v)

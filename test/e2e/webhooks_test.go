@@ -294,6 +294,12 @@ func TestWebhooksLatency(t *testing.T) {
 	formsLat, bookingsLat := h.arrived(t, events, 60*time.Second)
 	spent := sumMetric(t, h.addr, "syncd_requests_total") - before
 	passes := sumMetric(t, h.addr, "syncd_webhook_passes_total")
+	// Beside the running daemon, `syncd webhooks` reads its /status.
+	res := testkit.RunEnv(context.Background(), syncdBin, h.w, h.env, "webhooks", "-o", "json")
+	var listed []struct{ Source, ID string }
+	if err := json.Unmarshal([]byte(res.Stdout), &listed); res.Code != 0 || err != nil || len(listed) != 2 {
+		t.Errorf("syncd webhooks beside the daemon: exit %d, %v, %s\n%s", res.Code, err, res.Stdout, tail(res.Stderr))
+	}
 	hist := scrape(t, h.addr, `syncd_webhook_latency_seconds_count{source="forms"}`)
 	stop(t, cmd, stderr)
 	if hist <= 0 {
