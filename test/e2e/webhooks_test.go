@@ -435,6 +435,11 @@ func TestWebhooksFaultsAndForgeries(t *testing.T) {
 		t.Errorf("no forms delivery accepted")
 	}
 	stop(t, cmd, stderr)
+	for _, secret := range []string{hookSecret, webhook.FormToken([]byte(hookSecret), "default", form), webhook.SchedulingSecret([]byte(hookSecret), "default")} {
+		if strings.Contains(stderr.String(), secret) {
+			t.Error("the daemon's log holds the webhook secret, a path token or a signing secret")
+		}
+	}
 	// The next scheduled pass (the same as `syncd once`) makes it exact.
 	h.onceRequests(t)
 	checkOutput(t, h.forms, h.w, events[len(events)-1].created)
