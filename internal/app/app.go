@@ -105,9 +105,11 @@ type Account struct {
 	// claim on the state (nil when a coordinator holds the claim).
 	closed  chan struct{}
 	release func() error
-	// hookMu guards the webhooks record's read-modify-write (the entries of
-	// one account's forms run at once), listed and noHookScope.
-	hookMu sync.Mutex
+	// regMu guards the webhooks record's read-modify-write (the entries of
+	// one account's forms run at once) and noHookScope; seenMu guards
+	// listed, delivered and scheduled, which deliveries read and write
+	// without waiting for a registration's requests.
+	regMu, seenMu sync.Mutex
 	// listed are the forms of the last full listing (nil: none yet).
 	listed map[string]bool
 	// noHookScope: the scheduling sign-in lacks WEBHOOK_WRITE (said once).

@@ -123,8 +123,8 @@ func (acct *Account) withWebhooks(jobs func(context.Context) ([]poller.Job, erro
 
 // noteDelivery records that an authentic delivery of a form arrived.
 func (acct *Account) noteDelivery(formID string, at time.Time) {
-	acct.hookMu.Lock()
-	defer acct.hookMu.Unlock()
+	acct.seenMu.Lock()
+	defer acct.seenMu.Unlock()
 	if acct.delivered == nil {
 		acct.delivered = map[string]time.Time{}
 	}
@@ -141,7 +141,7 @@ func (acct *Account) noteDelivery(formID string, at time.Time) {
 // webhook created and the old one deleted (two requests).
 func (acct *Account) reregisterSilent(ctx context.Context, results []poller.Result, start time.Time) {
 	var silent []poller.Job
-	acct.hookMu.Lock()
+	acct.seenMu.Lock()
 	if acct.scheduled == nil {
 		acct.scheduled = map[string]time.Time{}
 	}
@@ -156,7 +156,7 @@ func (acct *Account) reregisterSilent(ctx context.Context, results []poller.Resu
 			silent = append(silent, acct.Job(r.FormID))
 		}
 	}
-	acct.hookMu.Unlock()
+	acct.seenMu.Unlock()
 	if len(silent) == 0 {
 		return
 	}
@@ -177,9 +177,9 @@ func (acct *Account) noteForms(list []poller.Job) {
 	for _, j := range list {
 		set[j.FormID] = true
 	}
-	acct.hookMu.Lock()
+	acct.seenMu.Lock()
 	acct.listed = set
-	acct.hookMu.Unlock()
+	acct.seenMu.Unlock()
 }
 
 // hasForm says whether formID is one of the account's forms, as far as
@@ -192,8 +192,8 @@ func (acct *Account) hasForm(formID string) bool {
 	if len(acct.Cfg.Forms) > 0 {
 		return slices.ContainsFunc(acct.Cfg.Forms, func(f config.FormConfig) bool { return f.ID == formID })
 	}
-	acct.hookMu.Lock()
-	defer acct.hookMu.Unlock()
+	acct.seenMu.Lock()
+	defer acct.seenMu.Unlock()
 	return acct.listed == nil || acct.listed[formID]
 }
 
@@ -215,8 +215,8 @@ func (acct *Account) registerFormsWith(ctx context.Context, list []poller.Job, a
 	if client == nil || len(list) == 0 {
 		return
 	}
-	acct.hookMu.Lock()
-	defer acct.hookMu.Unlock()
+	acct.regMu.Lock()
+	defer acct.regMu.Unlock()
 	ns := acct.Cfg.Namespace()
 	rec, err := LoadWebhooks(ctx, acct.app.Store, ns)
 	if err != nil {
@@ -259,8 +259,8 @@ func (acct *Account) registerFormsWith(ctx context.Context, list []poller.Job, a
 // process, and the bookings are polled as always.
 func (acct *Account) registerScheduling(ctx context.Context) {
 	c := acct.Scheduling.Client
-	acct.hookMu.Lock()
-	defer acct.hookMu.Unlock()
+	acct.regMu.Lock()
+	defer acct.regMu.Unlock()
 	if acct.noHookScope {
 		return
 	}
@@ -463,8 +463,8 @@ func WebhookRows(account string, w Webhooks) []WebhookRow {
 // the services, and forgets those it deleted (or that were gone already).
 // It returns the rows removed; a failure keeps the others in the record.
 func (acct *Account) RemoveWebhooks(ctx context.Context) ([]WebhookRow, error) {
-	acct.hookMu.Lock()
-	defer acct.hookMu.Unlock()
+	acct.regMu.Lock()
+	defer acct.regMu.Unlock()
 	ns := acct.Cfg.Namespace()
 	rec, err := LoadWebhooks(ctx, acct.app.Store, ns)
 	if err != nil {
