@@ -149,11 +149,12 @@ func (acct *Account) reregisterSilent(ctx context.Context, results []poller.Resu
 		if r.Source != poller.SourceForms || r.FormID == "" || r.Err != nil || r.Interrupted {
 			continue
 		}
-		prev := acct.scheduled[r.FormID]
-		acct.scheduled[r.FormID] = start
+		_, form := table.SplitStreamKey(r.FormID) // a result names the stream's key: account/form
+		prev := acct.scheduled[form]
+		acct.scheduled[form] = start
 		fresh := r.Rows - r.Versions - r.Tombstones // reconciles' edits and deletions are not announced
-		if !prev.IsZero() && fresh > 0 && acct.delivered[r.FormID].Before(prev) {
-			silent = append(silent, acct.Job(r.FormID))
+		if !prev.IsZero() && fresh > 0 && acct.delivered[form].Before(prev) {
+			silent = append(silent, acct.Job(form))
 		}
 	}
 	acct.seenMu.Unlock()
@@ -375,7 +376,10 @@ func (a *App) triggeredPass(ctx context.Context, s webhook.Stream) (busy, ok boo
 		one := func(context.Context) ([]poller.Job, error) { return []poller.Job{job}, nil }
 		results = acct.Pass(ctx, one, false)
 	}
-	ok = len(results) > 0
+	if len(results) == 0 {
+		return false, false
+	}
+	ok = true
 	for _, r := range results {
 		if errors.Is(r.Err, poller.ErrBusy) {
 			return true, false
@@ -384,17 +388,10 @@ func (a *App) triggeredPass(ctx context.Context, s webhook.Stream) (busy, ok boo
 			ok = false
 		}
 	}
-	a.Metrics.ObserveTriggered(acct.Name, s.Source, streamName(s))
+	// Labelled as the pass's other series are: by the stream's key.
+	a.Metrics.ObserveTriggered(acct.Name, s.Source, results[len(results)-1].FormID)
 	daemon.Report(acct.Log, a.Metrics, results)
 	return false, ok
-}
-
-// streamName is the stream label of s: the form, or the bookings' key.
-func streamName(s webhook.Stream) string {
-	if s.Stream != "" {
-		return s.Stream
-	}
-	return "bookings"
 }
 
 // webhookHandler is the receiver and the bell `syncd run` serves with
