@@ -349,7 +349,9 @@ func TestWebhooksFaultsAndForgeries(t *testing.T) {
 	if err := h.forms.SetWebhookFaults(bare); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.sched.SetWebhookFaults(faults); err != nil {
+	signed := faults
+	signed.BadSignatureRate = 0.15 // the simulator's own forgeries: refused 401
+	if err := h.sched.SetWebhookFaults(signed); err != nil {
 		t.Fatal(err)
 	}
 	cmd, stderr := h.daemon(t)
@@ -429,6 +431,11 @@ func TestWebhooksFaultsAndForgeries(t *testing.T) {
 	t.Logf("forms deliveries: %+v; scheduling: %+v", st, h.sched.WebhookStats())
 	if st.Dropped == 0 || st.Duplicated == 0 {
 		t.Errorf("the faults were not exercised: %+v", st)
+	}
+	if bad := h.sched.WebhookStats().BadSignature; bad == 0 {
+		t.Errorf("no delivery with a bad signature was sent")
+	} else if got := scrape(t, h.addr, `syncd_webhook_deliveries_total{outcome="refused_auth",source="scheduling"}`); got < float64(bad) {
+		t.Errorf("%.0f scheduling deliveries refused for their signature, want at least the %d the simulator forged", got, bad)
 	}
 	accepted := scrape(t, h.addr, `syncd_webhook_deliveries_total{outcome="accepted",source="forms"}`)
 	if accepted <= 0 {
