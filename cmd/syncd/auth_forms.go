@@ -59,12 +59,8 @@ func formsLogin(ctx context.Context, g *globals, cfg *config.Config, log *zap.Lo
 	}
 	// As for the scheduling API: the state is checked now and opened
 	// again only to save the token, not held while the person approves.
-	probe, err := app.OpenStoreOf(ctx, cfg, acct.Namespace())
-	if err != nil {
-		return withCode(exitState, err)
-	}
-	if err := probe.Close(); err != nil {
-		return withCode(exitState, err)
+	if err := probeForLogin(ctx, g, cfg, acct.Namespace()); err != nil {
+		return err
 	}
 	req, err := fa.NewAuthRequest()
 	if err != nil {
@@ -81,15 +77,14 @@ func formsLogin(ctx context.Context, g *globals, cfg *config.Config, log *zap.Lo
 	if err := app.CheckFormsToken(ctx, cfg, acct, tok, log); err != nil {
 		return withCode(exitFailed, fmt.Errorf("account %s: the new sign-in does not work, and was not stored: %w", acct.Name, err))
 	}
-	store, err := openStoreWaiting(ctx, cfg, acct.Namespace(), saveWait)
+	save := func(store state.Store) error {
+		return (app.FormsTokens{Store: store, Namespace: acct.Namespace()}).Save(ctx, tok)
+	}
+	how, err := saveSignIn(ctx, cfg, acct, sourceForms, tok, save, login, "token")
 	if err != nil {
-		return withCode(exitState, fmt.Errorf("signed in, but the token could not be saved (%w): run `%s` again once the state is free", err, login))
+		return err
 	}
-	defer store.Close()
-	if err := (app.FormsTokens{Store: store, Namespace: acct.Namespace()}).Save(ctx, tok); err != nil {
-		return withCode(exitFailed, err)
-	}
-	fmt.Fprintf(g.stdout, "account %s: signed in to the Forms API at %s; the token is in the state (%s)\n", acct.Name, tok.BaseURL, app.StateWhere(cfg))
+	fmt.Fprintf(g.stdout, "account %s: signed in to the Forms API at %s; the token is in the state (%s)%s\n", acct.Name, tok.BaseURL, app.StateWhere(cfg), how)
 	return nil
 }
 
