@@ -331,6 +331,16 @@ func signInStatus(ctx context.Context, cfg *config.Config, namespace string, log
 	var locked *state.LockedError
 	if errors.As(err, &locked) {
 		ro, rerr := app.OpenStore(ctx, cfg, true)
+		if held, ok := heldByDaemon(rerr); ok {
+			// A state file its daemon writes cannot be read beside it: the
+			// daemon reads the sign-in (its facts, never a token).
+			c, cerr := daemonControl(ctx, cfg, held)
+			if cerr != nil {
+				return tok, true, cerr
+			}
+			tok, err = c.signInStatus(ctx, namespace)
+			return tok, true, err
+		}
 		if rerr != nil {
 			return tok, true, rerr
 		}

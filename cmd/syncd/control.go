@@ -47,6 +47,7 @@ const (
 	controlBackfill = "/v1/backfill"
 	controlSignIn   = "/v1/signin"
 	controlPing     = "/v1/ping"
+	controlSignedIn = "/v1/signin/status"
 )
 
 // controlInfo is the content of the control file.
@@ -146,6 +147,7 @@ func startControl(ctx context.Context, a *app.App, g *globals, wait time.Duratio
 	})))
 	mux.Handle(controlBackfill, requireToken(token, http.HandlerFunc(c.backfill)))
 	mux.Handle(controlSignIn, requireToken(token, http.HandlerFunc(c.signIn)))
+	mux.Handle(controlSignedIn, requireToken(token, http.HandlerFunc(c.signedIn)))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	info, _ := json.Marshal(controlInfo{Addr: ln.Addr().String(), Token: token, PID: os.Getpid()})
 	if err := writePrivate(path, info); err != nil {
@@ -417,6 +419,58 @@ func (c *controlServer) signIn(w http.ResponseWriter, r *http.Request) {
 	c.log.Info("sign-in stored on request of syncd auth login", zap.String("account", req.Account), zap.String("source", req.Source))
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = io.WriteString(w, `{"ok":true}`+"\n")
+}
+
+// signedInRequest asks for the stored scheduling sign-in of an account.
+type signedInRequest struct {
+	Namespace string `json:"namespace"`
+}
+
+// signedInAnswer is the stored sign-in's facts (oauth.Summary: no token).
+type signedInAnswer struct {
+	NoToken bool          `json:"no_token,omitempty"`
+	Summary oauth.Summary `json:"summary"`
+}
+
+// signedIn answers `syncd auth status` beside the daemon from its state.
+func (c *controlServer) signedIn(w http.ResponseWriter, r *http.Request) {
+	var req signedInRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil {
+		writeControlError(w, http.StatusBadRequest, errors.New("read the sign-in status request: not JSON"))
+		return
+	}
+	tok, err := (app.StateTokens{Store: c.a.Store, Namespace: req.Namespace}).Load(r.Context())
+	var ans signedInAnswer
+	switch {
+	case errors.Is(err, oauth.ErrNoToken):
+		ans.NoToken = true
+	case err != nil:
+		writeControlError(w, http.StatusInternalServerError, err)
+		return
+	default:
+		ans.Summary = tok.Summary()
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(ans)
+}
+
+// signInStatus is the stored sign-in of namespace as the daemon reads it:
+// its facts only (the token's secrets stay in the daemon).
+func (c *controlClient) signInStatus(ctx context.Context, namespace string) (oauth.Token, error) {
+	resp, err := c.post(ctx, controlSignedIn, signedInRequest{Namespace: namespace})
+	if err != nil {
+		return oauth.Token{}, err
+	}
+	defer resp.Body.Close()
+	var ans signedInAnswer
+	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
+		return oauth.Token{}, fmt.Errorf("read the daemon's answer: %w", err)
+	}
+	if ans.NoToken {
+		return oauth.Token{}, oauth.ErrNoToken
+	}
+	s := ans.Summary
+	return oauth.Token{ClientID: s.ClientID, User: s.User, UserID: s.UserID, Scopes: s.Scopes, Legacy: s.Legacy, Expiry: s.Expiry, IssuedAt: s.IssuedAt}, nil
 }
 
 // controlClient is a command's side of the control endpoint.

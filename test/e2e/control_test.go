@@ -1,0 +1,232 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/syncd-dev/syncd/internal/formsim"
+	"github.com/syncd-dev/syncd/internal/schedsim"
+	"github.com/syncd-dev/syncd/internal/testkit"
+)
+
+// startDaemon starts `syncd run` of w with env and waits for its control
+// file; it is stopped (SIGTERM) at the test's end unless stopDaemon ran.
+func startDaemon(t *testing.T, w *testkit.Workdir, env []string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(syncdBin, "run", "--config", w.Config)
+	cmd.Env = append(append(os.Environ(), "FORMS_API_KEY="+testkit.APIKey), env...)
+	cmd.Dir = w.Dir
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &bytes.Buffer{}, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+	if !eventually(20*time.Second, func() bool { _, err := os.Stat(w.State + ".control"); return err == nil }) {
+		t.Fatalf("syncd run wrote no control file %s.control\n%s", w.State, tail(stderr.String()))
+	}
+	return cmd, &stderr
+}
+
+// stopDaemon sends SIGTERM and wants a clean exit.
+func stopDaemon(t *testing.T, cmd *exec.Cmd, stderr *bytes.Buffer) {
+	t.Helper()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("syncd run did not exit 0 on SIGTERM: %v\n%s", err, tail(stderr.String()))
+	}
+}
+
+// controlFile is the daemon's control file: its address and token.
+func controlFile(t *testing.T, w *testkit.Workdir) (addr, token string) {
+	t.Helper()
+	p := w.State + ".control"
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("control file %s has mode %v, want 0600 (the token lets its reader write through the daemon)", p, fi.Mode().Perm())
+	}
+	var ci struct{ Addr, Token string }
+	if err := json.Unmarshal(mustRead(t, p), &ci); err != nil || ci.Addr == "" || ci.Token == "" {
+		t.Fatalf("control file %s: %v %+v", p, err, ci)
+	}
+	if !strings.HasPrefix(ci.Addr, "127.0.0.1:") {
+		t.Errorf("control endpoint %s is not on loopback", ci.Addr)
+	}
+	return ci.Addr, ci.Token
+}
+
+func parquetCount(t *testing.T, w *testkit.Workdir) int {
+	t.Helper()
+	if _, err := os.Stat(w.Out); os.IsNotExist(err) {
+		return 0
+	}
+	return len(testkit.ParquetFiles(t, w.Out))
+}
+
+// TestBackfillBesideDaemon: with `syncd run` holding the state (a yearly
+// schedule: its first pass only), `syncd backfill` has the daemon load the
+// range before the form's start_date, through its engine: exit 0, the
+// standalone command's -o json, and every submission exactly once. A
+// control request without the token, or with a wrong one, is refused and
+// writes nothing; an unknown form exits 2 and writes nothing; `state
+// restore` is refused with the line that says what to do, and changes
+// nothing.
+func TestBackfillBesideDaemon(t *testing.T) {
+	start, end := history(6)
+	sim := testkit.StartSim(t, formsim.Config{Seed: 83, Forms: 1, Submissions: 900, Start: start, End: end})
+	form := sim.FormIDs()[0]
+	mid := start.AddDate(0, 0, 3)
+	addr := testkit.FreeAddr(t)
+	w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{
+		Forms: fmt.Sprintf("forms:\n  - id: %s\n    start_date: %s\n", form, mid.Format(time.RFC3339)),
+		Sync:  "  safety_lag: 0s\n  schedule: \"0 0 1 1 *\"\n  jitter: 0s\n  max_rows_per_batch: 100\n",
+		Extra: "server:\n  addr: " + addr + "\n",
+	})
+	ctx := context.Background()
+	backup := filepath.Join(t.TempDir(), "before.db")
+	// A backup before the daemon: what a restore beside it would put back.
+	if res := testkit.Run(ctx, syncdBin, w, "once"); res.Code != 0 {
+		t.Fatalf("once: exit %d\n%s", res.Code, tail(res.Stderr))
+	}
+	if res := testkit.Run(ctx, syncdBin, w, "state", "backup", backup); res.Code != 0 {
+		t.Fatalf("state backup: exit %d\n%s", res.Code, tail(res.Stderr))
+	}
+	daemon, stderr := startDaemon(t, w, nil)
+	success := `syncd_last_success_timestamp_seconds{account="default",source="forms",stream="` + form + `"}`
+	if !eventually(20*time.Second, func() bool { return scrape(t, addr, success) > 0 }) {
+		t.Fatalf("the daemon's first pass never succeeded\n%s", tail(stderr.String()))
+	}
+	ctlAddr, token := controlFile(t, w)
+
+	files := parquetCount(t, w)
+	pages := sim.Stats().PagesServed
+	body := fmt.Sprintf(`{"form":%q,"from":%q,"to":%q}`, form, start.Format(time.RFC3339), mid.Format(time.RFC3339))
+	for _, auth := range []string{"", "Bearer wrong-token", "Bearer " + token + "x", token} {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+ctlAddr+"/v1/backfill", strings.NewReader(body))
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("a control request with Authorization %q: %s, want 401", strings.ReplaceAll(auth, token, "<token>"), resp.Status)
+		}
+	}
+	for _, p := range []string{"/v1/signin", "/v1/ping"} {
+		if resp, err := http.Post("http://"+ctlAddr+p, "application/json", strings.NewReader(`{}`)); err != nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("POST %s without the token: %v %v, want 401", p, err, resp)
+		} else {
+			resp.Body.Close()
+		}
+	}
+	if n := parquetCount(t, w); n != files || sim.Stats().PagesServed != pages {
+		t.Fatalf("refused control requests wrote %d files and fetched %d pages", n-files, sim.Stats().PagesServed-pages)
+	}
+
+	bad := testkit.Run(ctx, syncdBin, w, "backfill", "--form", "nosuchform", "--from", start.Format(time.RFC3339))
+	if bad.Code != 2 || parquetCount(t, w) != files {
+		t.Errorf("backfill of an unknown form beside the daemon: exit %d, %d new files; want 2 and none\n%s", bad.Code, parquetCount(t, w)-files, tail(bad.Stderr))
+	}
+
+	res := testkit.Run(ctx, syncdBin, w, "backfill", "--form", form, "--from", start.Format(time.RFC3339), "--to", mid.Format(time.RFC3339), "-o", "json")
+	if res.Code != 0 {
+		t.Fatalf("backfill beside the daemon: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
+	}
+	if !strings.Contains(res.Stderr, "the backfill runs in it") {
+		t.Errorf("backfill beside the daemon did not say the daemon runs it:\n%s", tail(res.Stderr))
+	}
+	var summary []map[string]any
+	if err := json.Unmarshal([]byte(res.Stdout), &summary); err != nil || len(summary) != 1 {
+		t.Fatalf("backfill -o json beside the daemon: %v\n%s", err, res.Stdout)
+	}
+	for _, k := range []string{"account", "source", "form_id", "table", "status", "rows", "batches", "requests", "duration_seconds", "covered_start", "covered_end", "clamped_to", "error"} {
+		if _, ok := summary[0][k]; !ok {
+			t.Errorf("backfill -o json beside the daemon lacks %q: %s", k, res.Stdout)
+		}
+	}
+	if summary[0]["status"] != "ok" || summary[0]["rows"].(float64) == 0 {
+		t.Errorf("backfill beside the daemon: %s", res.Stdout)
+	}
+	// Again: the range is committed, nothing is fetched twice.
+	again := testkit.Run(ctx, syncdBin, w, "backfill", "--form", form, "--from", start.Format(time.RFC3339), "--to", mid.Format(time.RFC3339), "-o", "json")
+	if again.Code != 0 || !strings.Contains(again.Stdout, `"rows": 0`) {
+		t.Errorf("second backfill of the range beside the daemon: exit %d\n%s\n%s", again.Code, again.Stdout, tail(again.Stderr))
+	}
+
+	restore := testkit.Run(ctx, syncdBin, w, "state", "restore", backup)
+	if restore.Code != 3 || !strings.Contains(restore.Stderr, "state restore is refused while a syncd runs") || !strings.Contains(restore.Stderr, "then start it again") {
+		t.Errorf("state restore beside the daemon: exit %d, want 3 with the line saying what to do\n%s", restore.Code, tail(restore.Stderr))
+	}
+	if aside, _ := filepath.Glob(w.State + ".replaced-*"); len(aside) > 0 {
+		t.Errorf("the refused restore replaced the state: %v", aside)
+	}
+
+	stopDaemon(t, daemon, stderr)
+	if _, err := os.Stat(w.State + ".control"); !os.IsNotExist(err) {
+		t.Errorf("the control file is still there after the daemon stopped: %v", err)
+	}
+	got := testkit.OpenDuck(t).IDCounts(t, w.Out, defaultTable(form))
+	testkit.CheckExactlyOnce(t, got, sim.ExpectedIDs(form))
+}
+
+// TestLoginBesideDaemon: a sign-in whose refresh token the server revoked
+// fails the daemon's passes; `syncd auth login` beside the daemon completes
+// (the daemon stores the tokens through its open store), and the daemon's
+// next passes sync the bookings with them. auth status beside it reads the
+// state through it.
+func TestLoginBesideDaemon(t *testing.T) {
+	addr := testkit.FreeAddr(t)
+	e := signedIn(t, schedOptions{
+		sim:   schedsim.Config{Bookings: 30, TokenExpiry: time.Second},
+		sync:  "  safety_lag: 0s\n  schedule: \"@every 1s\"\n  jitter: 0s\n",
+		extra: "server:\n  addr: " + addr + "\n",
+	})
+	daemon, stderr := startDaemon(t, e.w, e.env)
+	success := `syncd_last_success_timestamp_seconds{account="default",source="scheduling"`
+	if !eventually(20*time.Second, func() bool { return scrape(t, addr, success) > 0 }) {
+		t.Fatalf("the daemon never synced the bookings\n%s", tail(stderr.String()))
+	}
+	e.sched.RevokeRefreshTokens()
+	time.Sleep(2 * time.Second) // past the access token's life: the daemon needs the revoked refresh token
+	res := loginAs(t, e.w, e.env)
+	if res.Code != 0 || !strings.Contains(res.Stdout, "stored by the running syncd") {
+		t.Fatalf("auth login beside the daemon: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
+	}
+	signedInAt := float64(time.Now().Unix())
+	for range 3 {
+		e.sched.Create()
+	}
+	if !eventually(20*time.Second, func() bool { return scrape(t, addr, success) > signedInAt+1 }) {
+		t.Fatalf("the daemon did not sync the bookings with the new sign-in\n%s", tail(stderr.String()))
+	}
+	st := e.run(context.Background(), "auth", "status")
+	if st.Code != 0 || !strings.Contains(st.Stdout, e.sched.User().Email) || !strings.Contains(st.Stdout, "a running syncd holds it") {
+		t.Errorf("auth status beside the daemon: exit %d\n%s\n%s", st.Code, st.Stdout, tail(st.Stderr))
+	}
+	stopDaemon(t, daemon, stderr)
+	for _, o := range []string{res.Stdout, res.Stderr, stderr.String()} {
+		if strings.Contains(o, "sim_rt_") || strings.Contains(o, "sim_at_") {
+			t.Fatal("a token appears in the output")
+		}
+	}
+	e.settle(t)
+	e.checkBookings(t)
+}
