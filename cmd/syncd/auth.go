@@ -60,7 +60,10 @@ func newAuthCmd(g *globals) *cobra.Command {
 			"in the config or the logs). syncd then refreshes them by itself.\n\n" +
 			"With --source forms, signs an account with forms_oauth: true in to the Forms API with the\n" +
 			"forms_oauth app instead: it waits on forms_oauth.redirect_uri, checks the token with\n" +
-			"GET {base_url}/forms and stores it with its base_url (these tokens do not expire).",
+			"GET {base_url}/forms and stores it with its base_url (these tokens do not expire).\n\n" +
+			"Beside a running `syncd run` that holds the state, the daemon stores the tokens (through\n" +
+			"its control endpoint) and its next pass uses them; beside a `syncd once`, the login waits\n" +
+			"up to 2 minutes for the pass to end to save them.",
 		Example: "  syncd auth login\n  syncd auth login --no-browser   # on a headless machine: paste the URL the browser ends on\n" +
 			"  syncd auth login --account acme --source forms",
 		Args: cobra.NoArgs,
@@ -124,7 +127,7 @@ func newAuthCmd(g *globals) *cobra.Command {
 	login.Flags().BoolVar(&noBrowser, "no-browser", false, "read the URL the browser was redirected to from stdin instead of listening for it")
 	status := &cobra.Command{
 		Use:     "status",
-		Short:   "Who syncd is signed in as: user, scopes, expiry, legacy or not (never a token)",
+		Short:   "Who syncd is signed in as: user, scopes, expiry, legacy or not (never a token); beside a running syncd, read through it",
 		Example: "  syncd auth status\n  syncd auth status --source forms",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -119,7 +119,8 @@ func newStateRestoreCmd(g *globals) *cobra.Command {
 		Short: "Replace the state with a backup, after checking it (refused, exit 3, while a syncd runs: stop it first)",
 		Long: "Replace the configured state with the backup FILE (a path or a bucket URL) that\n" +
 			"`syncd state backup` wrote. The backup is checked whole first (every checksum, a format\n" +
-			"this syncd reads); the restore is refused while a syncd holds the state. The state\n" +
+			"this syncd reads); the restore is refused (exit 3) while a syncd holds the state: stop\n" +
+			"it, restore, start it again (a daemon does not swap its state live). The state\n" +
 			"it replaces is kept beside it (<state>.replaced-<UTC time>). Then the restored state\n" +
 			"adopts what the output holds (`syncd state adopt`): batches committed after the backup\n" +
 			"was taken count as committed, so nothing is written a second time. Sign-ins the\n" +

@@ -656,6 +656,10 @@ func newBackfillCmd(g *globals) *cobra.Command {
 			"ever committed past now - sync.safety_lag: a --to beyond it is cut there (a line says\n" +
 			"so), and the live sync takes it from there.\n" +
 			"Exit codes as for once; 130 or 143 when SIGINT or SIGTERM stopped it.\n\n" +
+			"Beside a running `syncd run` that holds the state, the daemon runs the backfill through\n" +
+			"its control endpoint (its open state and engine; a stream's scheduled pass is waited for,\n" +
+			"never run at once): the same output and exit codes. Interrupting this command cancels\n" +
+			"the daemon's backfill; what it committed stays committed.\n\n" +
 			"--dry-run reads only and prints the windows, estimated requests and time, as for once.",
 		Example: "  syncd backfill --form vLp2aX --from 2024-01-01 --to 2024-07-01 --concurrency 8\n" +
 			"  syncd backfill --form vLp2aX --from 2024-01-01 --dry-run\n" +
