@@ -230,3 +230,61 @@ func TestLoginBesideDaemon(t *testing.T) {
 	e.settle(t)
 	e.checkBookings(t)
 }
+
+// TestInterruptedBackfillBesideDaemon: SIGINT to a backfill the daemon runs
+// cancels the daemon's backfill (exit 130) and nothing else: the daemon
+// stays up, and a rerun completes the range, every submission once.
+func TestInterruptedBackfillBesideDaemon(t *testing.T) {
+	start, end := history(6)
+	sim := testkit.StartSim(t, formsim.Config{Seed: 89, Forms: 1, Submissions: 3000, Start: start, End: end})
+	form := sim.FormIDs()[0]
+	mid := start.AddDate(0, 0, 3)
+	addr := testkit.FreeAddr(t)
+	w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{
+		Forms: fmt.Sprintf("forms:\n  - id: %s\n    start_date: %s\n", form, mid.Format(time.RFC3339)),
+		Sync:  "  safety_lag: 0s\n  schedule: \"0 0 1 1 *\"\n  jitter: 0s\n  max_rows_per_batch: 100\n",
+		Extra: "server:\n  addr: " + addr + "\n",
+	})
+	daemon, stderr := startDaemon(t, w, nil)
+	success := `syncd_last_success_timestamp_seconds{account="default",source="forms",stream="` + form + `"}`
+	if !eventually(30*time.Second, func() bool { return scrape(t, addr, success) > 0 }) {
+		t.Fatalf("the daemon's first pass never succeeded\n%s", tail(stderr.String()))
+	}
+	sim.SetFaults(formsim.Faults{Latency: 40 * time.Millisecond})
+	pages := sim.Stats().PagesServed
+	cmd := exec.Command(syncdBin, "backfill", "--config", w.Config, "--form", form, "--from", start.Format(time.RFC3339), "--to", mid.Format(time.RFC3339), "--concurrency", "2")
+	cmd.Env = append(os.Environ(), "FORMS_API_KEY="+testkit.APIKey)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(30*time.Second, func() bool { return sim.Stats().PagesServed > pages+3 }) {
+		cmd.Process.Kill()
+		t.Fatalf("the backfill beside the daemon never got going\n%s", tail(errOut.String()))
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(out.String(), "INTERRUPTED") {
+		t.Fatalf("SIGINT to the backfill beside the daemon: exit %d, want 130 saying INTERRUPTED\n%s\n%s", code, out.String(), tail(errOut.String()))
+	}
+	// The daemon's backfill ends with the request: the pages stop coming.
+	time.Sleep(500 * time.Millisecond)
+	stopped := sim.Stats().PagesServed
+	time.Sleep(time.Second)
+	if n := sim.Stats().PagesServed - stopped; n > 0 {
+		t.Errorf("the daemon fetched %d more pages after the command was interrupted", n)
+	}
+	if status(addr, "/healthz") != http.StatusOK {
+		t.Fatalf("the daemon is down after the interrupted backfill\n%s", tail(stderr.String()))
+	}
+	sim.SetFaults(formsim.Faults{})
+	res := testkit.Run(context.Background(), syncdBin, w, "backfill", "--form", form, "--from", start.Format(time.RFC3339), "--to", mid.Format(time.RFC3339))
+	if res.Code != 0 {
+		t.Fatalf("backfill again beside the daemon: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
+	}
+	stopDaemon(t, daemon, stderr)
+	testkit.CheckExactlyOnce(t, testkit.OpenDuck(t).IDCounts(t, w.Out, defaultTable(form)), sim.ExpectedIDs(form))
+}
