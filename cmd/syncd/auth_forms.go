@@ -10,6 +10,7 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
+	"github.com/syncd-dev/syncd/internal/formsauth"
 	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 	"github.com/syncd-dev/syncd/internal/state"
 )
@@ -101,18 +102,30 @@ func formsStatus(ctx context.Context, g *globals, cfg *config.Config, list []con
 		// A running syncd holds the state: its sign-ins can still be read.
 		store, err = app.OpenStore(ctx, cfg, true)
 	}
+	// A state file the daemon writes cannot be read beside it: the daemon
+	// reads and checks the sign-ins.
+	var daemon *controlClient
+	if held, ok := heldByDaemon(err); ok {
+		if daemon, err = daemonControl(ctx, cfg, held); err == nil {
+			fmt.Fprintf(g.stderr, "syncd: the state is in use by the running syncd (pid %d): it checks the sign-ins\n", daemon.info.PID)
+		}
+	}
 	if err != nil {
 		return withCode(exitState, err)
 	}
-	defer store.Close()
+	if store != nil {
+		defer store.Close()
+	}
 	bad := 0
 	for _, acct := range list {
 		if !acct.FormsOAuth {
 			continue
 		}
 		fmt.Fprintf(g.stdout, "account %s: ", acct.Name)
-		tok, err := app.FormsTokens{Store: store, Namespace: acct.Namespace()}.Load(ctx)
-		if err == nil {
+		var tok formsauth.Token
+		if daemon != nil {
+			tok, err = daemon.formsSignInStatus(ctx, acct.Name)
+		} else if tok, err = (app.FormsTokens{Store: store, Namespace: acct.Namespace()}).Load(ctx); err == nil {
 			err = app.CheckFormsToken(ctx, cfg, acct, tok, log)
 		}
 		var ae *forms.AuthError

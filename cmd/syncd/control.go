@@ -39,6 +39,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/formsauth"
 	"github.com/syncd-dev/syncd/internal/oauth"
 	"github.com/syncd-dev/syncd/internal/poller"
+	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 	"github.com/syncd-dev/syncd/internal/state"
 )
 
@@ -421,15 +422,25 @@ func (c *controlServer) signIn(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, `{"ok":true}`+"\n")
 }
 
-// signedInRequest asks for the stored scheduling sign-in of an account.
+// signedInRequest asks for the stored sign-in of an account: the
+// scheduling API's (by namespace), or, with Source forms, the Forms API's of
+// the account named Account, which the daemon checks with GET /forms.
 type signedInRequest struct {
 	Namespace string `json:"namespace"`
+	Source    string `json:"source,omitempty"`
+	Account   string `json:"account,omitempty"`
 }
 
-// signedInAnswer is the stored sign-in's facts (oauth.Summary: no token).
+// signedInAnswer is the stored sign-in's facts, never a token: the
+// scheduling API's summary, or the Forms API's base URL, when it was
+// obtained and how its check went.
 type signedInAnswer struct {
-	NoToken bool          `json:"no_token,omitempty"`
-	Summary oauth.Summary `json:"summary"`
+	NoToken    bool          `json:"no_token,omitempty"`
+	Summary    oauth.Summary `json:"summary"`
+	BaseURL    string        `json:"base_url,omitempty"`
+	ObtainedAt time.Time     `json:"obtained_at,omitzero"`
+	AuthStatus int           `json:"auth_status,omitempty"` // the Forms API refused the token with this status
+	Error      string        `json:"error,omitempty"`       // the check failed otherwise
 }
 
 // signedIn answers `syncd auth status` beside the daemon from its state.
@@ -437,6 +448,10 @@ func (c *controlServer) signedIn(w http.ResponseWriter, r *http.Request) {
 	var req signedInRequest
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil {
 		writeControlError(w, http.StatusBadRequest, errors.New("read the sign-in status request: not JSON"))
+		return
+	}
+	if req.Source == sourceForms {
+		c.formsSignedIn(w, r, req)
 		return
 	}
 	tok, err := (app.StateTokens{Store: c.a.Store, Namespace: req.Namespace}).Load(r.Context())
@@ -452,6 +467,56 @@ func (c *controlServer) signedIn(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(ans)
+}
+
+// formsSignedIn reads and checks the Forms API sign-in of req.Account.
+func (c *controlServer) formsSignedIn(w http.ResponseWriter, r *http.Request, req signedInRequest) {
+	acct := c.a.Account(req.Account)
+	if acct == nil {
+		writeControlError(w, http.StatusConflict, &app.NotOpenError{Account: req.Account, Shared: c.a.Cfg.State.Shared})
+		return
+	}
+	var ans signedInAnswer
+	tok, err := app.FormsTokens{Store: c.a.Store, Namespace: acct.Cfg.Namespace()}.Load(r.Context())
+	if err == nil {
+		ans.BaseURL, ans.ObtainedAt = tok.BaseURL, tok.ObtainedAt
+		err = app.CheckFormsToken(r.Context(), c.a.Current(), acct.Cfg, tok, c.log)
+	}
+	var ae *forms.AuthError
+	switch {
+	case errors.Is(err, app.ErrNoFormsToken):
+		ans.NoToken = true
+	case errors.As(err, &ae):
+		ans.AuthStatus = ae.Status
+	case err != nil:
+		ans.Error = err.Error()
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(ans)
+}
+
+// formsSignInStatus is the Forms API sign-in of account as the daemon
+// reads and checks it: what FormsTokens.Load and CheckFormsToken return.
+func (c *controlClient) formsSignInStatus(ctx context.Context, account string) (formsauth.Token, error) {
+	resp, err := c.post(ctx, controlSignedIn, signedInRequest{Source: sourceForms, Account: account})
+	if err != nil {
+		return formsauth.Token{}, err
+	}
+	defer resp.Body.Close()
+	var ans signedInAnswer
+	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
+		return formsauth.Token{}, fmt.Errorf("read the daemon's answer: %w", err)
+	}
+	tok := formsauth.Token{BaseURL: ans.BaseURL, ObtainedAt: ans.ObtainedAt}
+	switch {
+	case ans.NoToken:
+		return tok, app.ErrNoFormsToken
+	case ans.AuthStatus != 0:
+		return tok, &forms.AuthError{BaseURL: ans.BaseURL, Status: ans.AuthStatus}
+	case ans.Error != "":
+		return tok, errors.New(ans.Error)
+	}
+	return tok, nil
 }
 
 // signInStatus is the stored sign-in of namespace as the daemon reads it:
