@@ -106,6 +106,7 @@ func formsStatus(ctx context.Context, g *globals, cfg *config.Config, list []con
 	// reads and checks the sign-ins.
 	var daemon *controlClient
 	if held, ok := heldByDaemon(err); ok {
+		store = nil // OpenStore's failed open may be a nil store in a non-nil interface
 		if daemon, err = daemonControl(ctx, cfg, held); err == nil {
 			fmt.Fprintf(g.stderr, "syncd: the state is in use by the running syncd (pid %d): it checks the sign-ins\n", daemon.info.PID)
 		}
