@@ -214,15 +214,13 @@ func newAuthCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			store, err := app.OpenStoreOf(ctx, cfg, acct.Namespace())
+			how, err := forgetSignIn(ctx, cfg, acct, sourceScheduling, func(store state.Store) error {
+				return (app.StateTokens{Store: store, Namespace: acct.Namespace()}).Delete(ctx)
+			})
 			if err != nil {
-				return withCode(exitState, err)
+				return err
 			}
-			defer store.Close()
-			if err := (app.StateTokens{Store: store, Namespace: acct.Namespace()}).Delete(ctx); err != nil {
-				return withCode(exitFailed, err)
-			}
-			fmt.Fprintln(g.stdout, "signed out: the tokens are gone from the state")
+			fmt.Fprintf(g.stdout, "signed out: the tokens are gone from the state%s\n", how)
 			return nil
 		},
 	}

@@ -165,14 +165,12 @@ func formsLogout(ctx context.Context, g *globals, yes bool) error {
 	if err != nil {
 		return err
 	}
-	store, err := app.OpenStoreOf(ctx, cfg, acct.Namespace())
+	how, err := forgetSignIn(ctx, cfg, acct, sourceForms, func(store state.Store) error {
+		return (app.FormsTokens{Store: store, Namespace: acct.Namespace()}).Delete(ctx)
+	})
 	if err != nil {
-		return withCode(exitState, err)
+		return err
 	}
-	defer store.Close()
-	if err := (app.FormsTokens{Store: store, Namespace: acct.Namespace()}).Delete(ctx); err != nil {
-		return withCode(exitFailed, err)
-	}
-	fmt.Fprintf(g.stdout, "account %s: signed out of the Forms API: the token is gone from the state (the service still honours it until the workspace invalidates it)\n", acct.Name)
+	fmt.Fprintf(g.stdout, "account %s: signed out of the Forms API: the token is gone from the state%s (the service still honours it until the workspace invalidates it)\n", acct.Name, how)
 	return nil
 }

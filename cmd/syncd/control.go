@@ -49,6 +49,7 @@ const (
 	controlSignIn   = "/v1/signin"
 	controlPing     = "/v1/ping"
 	controlSignedIn = "/v1/signin/status"
+	controlSignOut  = "/v1/signout"
 )
 
 // controlInfo is the content of the control file.
@@ -149,6 +150,7 @@ func startControl(ctx context.Context, a *app.App, g *globals, wait time.Duratio
 	mux.Handle(controlBackfill, requireToken(token, http.HandlerFunc(c.backfill)))
 	mux.Handle(controlSignIn, requireToken(token, http.HandlerFunc(c.signIn)))
 	mux.Handle(controlSignedIn, requireToken(token, http.HandlerFunc(c.signedIn)))
+	mux.Handle(controlSignOut, requireToken(token, http.HandlerFunc(c.signOut)))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	info, _ := json.Marshal(controlInfo{Addr: ln.Addr().String(), Token: token, PID: os.Getpid()})
 	if err := writePrivate(path, info); err != nil {
@@ -319,20 +321,9 @@ func (c *controlServer) runBackfill(ctx context.Context, req backfillRequest, ev
 		results := []poller.Result{r}
 		return results, c.code(results), nil
 	}
-	out := make([][]poller.Result, len(accounts))
-	var wg sync.WaitGroup
-	for i, acct := range accounts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[i] = acct.Backfill(ctx, req.From, end, concurrency, onBusy)
-		}()
-	}
-	wg.Wait()
-	var results []poller.Result
-	for _, r := range out {
-		results = append(results, r...)
-	}
+	results := app.ForEach(accounts, func(acct *app.Account) []poller.Result {
+		return acct.Backfill(ctx, req.From, end, concurrency, onBusy)
+	})
 	return results, c.code(results), nil
 }
 
@@ -498,14 +489,9 @@ func (c *controlServer) formsSignedIn(w http.ResponseWriter, r *http.Request, re
 // formsSignInStatus is the Forms API sign-in of account as the daemon
 // reads and checks it: what FormsTokens.Load and CheckFormsToken return.
 func (c *controlClient) formsSignInStatus(ctx context.Context, account string) (formsauth.Token, error) {
-	resp, err := c.post(ctx, controlSignedIn, signedInRequest{Source: sourceForms, Account: account})
+	ans, err := c.askSignedIn(ctx, signedInRequest{Source: sourceForms, Account: account})
 	if err != nil {
 		return formsauth.Token{}, err
-	}
-	defer resp.Body.Close()
-	var ans signedInAnswer
-	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
-		return formsauth.Token{}, fmt.Errorf("read the daemon's answer: %w", err)
 	}
 	tok := formsauth.Token{BaseURL: ans.BaseURL, ObtainedAt: ans.ObtainedAt}
 	switch {
@@ -522,20 +508,44 @@ func (c *controlClient) formsSignInStatus(ctx context.Context, account string) (
 // signInStatus is the stored sign-in of namespace as the daemon reads it:
 // its facts only (the token's secrets stay in the daemon).
 func (c *controlClient) signInStatus(ctx context.Context, namespace string) (oauth.Token, error) {
-	resp, err := c.post(ctx, controlSignedIn, signedInRequest{Namespace: namespace})
+	ans, err := c.askSignedIn(ctx, signedInRequest{Namespace: namespace})
 	if err != nil {
 		return oauth.Token{}, err
-	}
-	defer resp.Body.Close()
-	var ans signedInAnswer
-	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
-		return oauth.Token{}, fmt.Errorf("read the daemon's answer: %w", err)
 	}
 	if ans.NoToken {
 		return oauth.Token{}, oauth.ErrNoToken
 	}
 	s := ans.Summary
 	return oauth.Token{ClientID: s.ClientID, User: s.User, UserID: s.UserID, Scopes: s.Scopes, Legacy: s.Legacy, Expiry: s.Expiry, IssuedAt: s.IssuedAt}, nil
+}
+
+// askSignedIn asks the daemon for a stored sign-in's facts.
+func (c *controlClient) askSignedIn(ctx context.Context, req signedInRequest) (signedInAnswer, error) {
+	var ans signedInAnswer
+	resp, err := c.post(ctx, controlSignedIn, req)
+	if err != nil {
+		return ans, err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
+		return ans, fmt.Errorf("read the daemon's answer: %w", err)
+	}
+	return ans, nil
+}
+
+// signOut forgets a sign-in through the daemon's open store.
+func (c *controlServer) signOut(w http.ResponseWriter, r *http.Request) {
+	var req signInRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil {
+		writeControlError(w, http.StatusBadRequest, errors.New("read the sign-out request: not JSON"))
+		return
+	}
+	if err := c.a.ForgetSignIn(r.Context(), req.Account, req.Source); err != nil {
+		writeControlError(w, http.StatusConflict, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, `{"ok":true}`+"\n")
 }
 
 // controlClient is a command's side of the control endpoint.
@@ -547,10 +557,16 @@ type controlClient struct {
 // daemonControl is the control endpoint of the daemon that holds cfg's
 // state (held is the error that says so), checked with a ping; the error
 // says what to do when there is none.
-func daemonControl(ctx context.Context, cfg *config.Config, held error) (*controlClient, error) {
+func daemonControl(ctx context.Context, cfg *config.Config, held *state.LockedError) (*controlClient, error) {
 	ci, err := readControl(cfg)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%w (and it has no control endpoint, %s: a `syncd once`, or a syncd on another host, holds it; let it finish, or run this command where it runs)", held, controlPath(cfg))
+	// A control file of another process than the holder is a stale one (a
+	// daemon killed with SIGKILL), beside a `syncd once`, say.
+	if errors.Is(err, os.ErrNotExist) || err == nil && held.Holder != nil && held.Holder.PID != 0 && held.Holder.PID != ci.PID {
+		msg := fmt.Sprintf("%v (and it has no control endpoint, %s: a `syncd once`, or a syncd on another host, holds it; let it finish, or run this command where it runs)", held, controlPath(cfg))
+		if cfg.State.Shared {
+			msg += "; with state.shared, in the pod of the replica whose /readyz lists the account"
+		}
+		return nil, errors.New(msg)
 	}
 	if err != nil {
 		return nil, heldHint(cfg, held, err)
@@ -626,6 +642,42 @@ func (c *controlClient) signIn(ctx context.Context, account, source string, tok 
 	}
 	resp.Body.Close()
 	return nil
+}
+
+// signOut has the daemon forget the sign-in of account (source:
+// scheduling or forms).
+func (c *controlClient) signOut(ctx context.Context, account, source string) error {
+	resp, err := c.post(ctx, controlSignOut, signInRequest{Account: account, Source: source})
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return nil
+}
+
+// forgetSignIn deletes the sign-in of acct (source: scheduling or forms)
+// with del when the state opens for writing, or through the running syncd
+// that holds it. how is "" or says the daemon did it.
+func forgetSignIn(ctx context.Context, cfg *config.Config, acct config.Account, source string, del func(state.Store) error) (how string, err error) {
+	store, err := app.OpenStoreOf(ctx, cfg, acct.Namespace())
+	if held, ok := heldByDaemon(err); ok {
+		c, cerr := daemonControl(ctx, cfg, held)
+		if cerr != nil {
+			return "", withCode(exitState, cerr)
+		}
+		if err := c.signOut(ctx, acct.Name, source); err != nil {
+			return "", withCode(exitFailed, err)
+		}
+		return fmt.Sprintf(" (by the running syncd, pid %d)", c.info.PID), nil
+	}
+	if err != nil {
+		return "", withCode(exitState, err)
+	}
+	defer store.Close()
+	if err := del(store); err != nil {
+		return "", withCode(exitFailed, err)
+	}
+	return "", nil
 }
 
 // backfill runs req in the daemon: notes and progress as they come, then

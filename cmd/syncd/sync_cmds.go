@@ -844,20 +844,9 @@ func (g *globals) backfillAll(ctx context.Context, start, end time.Time, endAske
 		end = horizon
 	}
 	started := time.Now()
-	out := make([][]poller.Result, len(a.Accounts))
-	var wg sync.WaitGroup
-	for i, acct := range a.Accounts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[i] = acct.Backfill(ctx, start, end, concurrency, nil)
-		}()
-	}
-	wg.Wait()
-	var results []poller.Result
-	for _, r := range out {
-		results = append(results, r...)
-	}
+	results := app.ForEach(a.Accounts, func(acct *app.Account) []poller.Result {
+		return acct.Backfill(ctx, start, end, concurrency, nil)
+	})
 	return g.finishPass(results, time.Since(started), summaryPath, format)
 }
 

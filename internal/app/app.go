@@ -798,24 +798,7 @@ func CheckForms(ctx context.Context, client *forms.Client, ids []string) error {
 // accounts wait on their own keys' rate limits, and the batches in flight
 // across all of them are bounded by sync.max_batches.
 func (a *App) Pass(ctx context.Context) []poller.Result {
-	a.mu.RLock()
-	accounts := append([]*Account(nil), a.Accounts...)
-	a.mu.RUnlock()
-	out := make([][]poller.Result, len(accounts))
-	var wg sync.WaitGroup
-	for i, acct := range accounts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[i] = acct.Pass(ctx, acct.Jobs, true)
-		}()
-	}
-	wg.Wait()
-	var results []poller.Result
-	for _, r := range out {
-		results = append(results, r...)
-	}
-	return results
+	return ForEach(a.OpenAccounts(), func(acct *Account) []poller.Result { return acct.Pass(ctx, acct.Jobs, true) })
 }
 
 // Backfill loads [start, end) of every form of the account, one form after

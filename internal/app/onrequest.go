@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -23,6 +24,27 @@ func (a *App) OpenAccounts() []*Account {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	return append([]*Account(nil), a.Accounts...)
+}
+
+// ForEach runs f for every account of accounts at once, each in its own
+// goroutine (accounts wait on their own keys' rate limits), and gathers
+// the results in the accounts' order.
+func ForEach(accounts []*Account, f func(*Account) []poller.Result) []poller.Result {
+	out := make([][]poller.Result, len(accounts))
+	var wg sync.WaitGroup
+	for i, acct := range accounts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = f(acct)
+		}()
+	}
+	wg.Wait()
+	var results []poller.Result
+	for _, r := range out {
+		results = append(results, r...)
+	}
+	return results
 }
 
 // NotOpenError is an account this process does not sync: not configured,
@@ -73,6 +95,34 @@ func (a *App) StoreFormsSignIn(ctx context.Context, name string, tok formsauth.T
 		return err
 	}
 	acct.Log.Info("the account's Forms API sign-in was stored on request of `syncd auth login`")
+	return nil
+}
+
+// ForgetSignIn forgets the sign-in of the account named name (source:
+// "scheduling" or "forms") through the daemon's open store: the account's
+// next pass of that source fails, naming `syncd auth login`.
+func (a *App) ForgetSignIn(ctx context.Context, name, source string) error {
+	acct := a.Account(name)
+	if acct == nil {
+		return &NotOpenError{Account: name, Shared: a.Cfg.State.Shared}
+	}
+	ns := acct.Cfg.Namespace()
+	switch source {
+	case "scheduling":
+		if err := (StateTokens{Store: a.Store, Namespace: ns}).Delete(ctx); err != nil {
+			return err
+		}
+		if acct.Scheduling != nil {
+			acct.Scheduling.Tokens.Reload() // drop the cached access token too
+		}
+	case "forms":
+		if err := (FormsTokens{Store: a.Store, Namespace: ns}).Delete(ctx); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("source %q: use scheduling or forms", source)
+	}
+	acct.Log.Info("the account's sign-in was forgotten on request of `syncd auth logout`", zap.String("source", source))
 	return nil
 }
 

@@ -78,6 +78,41 @@ func parquetCount(t *testing.T, w *testkit.Workdir) int {
 	return len(testkit.ParquetFiles(t, w.Out))
 }
 
+// backfillBeside is a form whose config starts at mid (the daemon's passes
+// sync [mid, now)), history from start before it to backfill, and a daemon
+// configuration on a yearly schedule: its first pass only.
+type backfillBeside struct {
+	sim        *testkit.Sim
+	form, addr string
+	start, mid time.Time
+	w          *testkit.Workdir
+}
+
+func newBackfillBeside(t *testing.T, seed int64, submissions int) *backfillBeside {
+	t.Helper()
+	start, end := history(6)
+	b := &backfillBeside{sim: testkit.StartSim(t, formsim.Config{Seed: seed, Forms: 1, Submissions: submissions, Start: start, End: end}),
+		start: start, mid: start.AddDate(0, 0, 3), addr: testkit.FreeAddr(t)}
+	b.form = b.sim.FormIDs()[0]
+	b.w = testkit.NewWorkdir(t, b.sim.BaseURL, testkit.Config{
+		Forms: fmt.Sprintf("forms:\n  - id: %s\n    start_date: %s\n", b.form, b.mid.Format(time.RFC3339)),
+		Sync:  "  safety_lag: 0s\n  schedule: \"0 0 1 1 *\"\n  jitter: 0s\n  max_rows_per_batch: 100\n",
+		Extra: "server:\n  addr: " + b.addr + "\n",
+	})
+	return b
+}
+
+// startDaemon starts the daemon and waits for its first pass to succeed.
+func (b *backfillBeside) startDaemon(t *testing.T) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	daemon, stderr := startDaemon(t, b.w, nil)
+	success := `syncd_last_success_timestamp_seconds{account="default",source="forms",stream="` + b.form + `"}`
+	if !eventually(30*time.Second, func() bool { return scrape(t, b.addr, success) > 0 }) {
+		t.Fatalf("the daemon's first pass never succeeded\n%s", tail(stderr.String()))
+	}
+	return daemon, stderr
+}
+
 // TestBackfillBesideDaemon: with `syncd run` holding the state (a yearly
 // schedule: its first pass only), `syncd backfill` has the daemon load the
 // range before the form's start_date, through its engine: exit 0, the
@@ -87,16 +122,8 @@ func parquetCount(t *testing.T, w *testkit.Workdir) int {
 // restore` is refused with the line that says what to do, and changes
 // nothing.
 func TestBackfillBesideDaemon(t *testing.T) {
-	start, end := history(6)
-	sim := testkit.StartSim(t, formsim.Config{Seed: 83, Forms: 1, Submissions: 900, Start: start, End: end})
-	form := sim.FormIDs()[0]
-	mid := start.AddDate(0, 0, 3)
-	addr := testkit.FreeAddr(t)
-	w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{
-		Forms: fmt.Sprintf("forms:\n  - id: %s\n    start_date: %s\n", form, mid.Format(time.RFC3339)),
-		Sync:  "  safety_lag: 0s\n  schedule: \"0 0 1 1 *\"\n  jitter: 0s\n  max_rows_per_batch: 100\n",
-		Extra: "server:\n  addr: " + addr + "\n",
-	})
+	b := newBackfillBeside(t, 83, 900)
+	sim, form, start, mid, w := b.sim, b.form, b.start, b.mid, b.w
 	ctx := context.Background()
 	backup := filepath.Join(t.TempDir(), "before.db")
 	// A backup before the daemon: what a restore beside it would put back.
@@ -106,11 +133,7 @@ func TestBackfillBesideDaemon(t *testing.T) {
 	if res := testkit.Run(ctx, syncdBin, w, "state", "backup", backup); res.Code != 0 {
 		t.Fatalf("state backup: exit %d\n%s", res.Code, tail(res.Stderr))
 	}
-	daemon, stderr := startDaemon(t, w, nil)
-	success := `syncd_last_success_timestamp_seconds{account="default",source="forms",stream="` + form + `"}`
-	if !eventually(20*time.Second, func() bool { return scrape(t, addr, success) > 0 }) {
-		t.Fatalf("the daemon's first pass never succeeded\n%s", tail(stderr.String()))
-	}
+	daemon, stderr := b.startDaemon(t)
 	ctlAddr, token := controlFile(t, w)
 
 	files := parquetCount(t, w)
@@ -191,7 +214,7 @@ func TestBackfillBesideDaemon(t *testing.T) {
 // fails the daemon's passes; `syncd auth login` beside the daemon completes
 // (the daemon stores the tokens through its open store), and the daemon's
 // next passes sync the bookings with them. auth status beside it reads the
-// state through it.
+// state through it; auth logout has it forget the sign-in.
 func TestLoginBesideDaemon(t *testing.T) {
 	addr := testkit.FreeAddr(t)
 	e := signedIn(t, schedOptions{
@@ -221,6 +244,17 @@ func TestLoginBesideDaemon(t *testing.T) {
 	if st.Code != 0 || !strings.Contains(st.Stdout, e.sched.User().Email) || !strings.Contains(st.Stdout, "a running syncd holds it") {
 		t.Errorf("auth status beside the daemon: exit %d\n%s\n%s", st.Code, st.Stdout, tail(st.Stderr))
 	}
+	// Sign out beside the daemon, and in again.
+	out := e.run(context.Background(), "auth", "logout", "--yes")
+	if out.Code != 0 || !strings.Contains(out.Stdout, "by the running syncd") {
+		t.Fatalf("auth logout beside the daemon: exit %d\n%s\n%s", out.Code, out.Stdout, tail(out.Stderr))
+	}
+	if st := e.run(context.Background(), "auth", "status"); st.Code != 1 || !strings.Contains(st.Stdout, "not signed in") {
+		t.Errorf("auth status beside the daemon after the logout: exit %d\n%s\n%s", st.Code, st.Stdout, tail(st.Stderr))
+	}
+	if res := loginAs(t, e.w, e.env); res.Code != 0 || !strings.Contains(res.Stdout, "stored by the running syncd") {
+		t.Fatalf("auth login beside the daemon after the logout: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
+	}
 	stopDaemon(t, daemon, stderr)
 	for _, o := range []string{res.Stdout, res.Stderr, stderr.String()} {
 		if strings.Contains(o, "sim_rt_") || strings.Contains(o, "sim_at_") {
@@ -235,21 +269,9 @@ func TestLoginBesideDaemon(t *testing.T) {
 // cancels the daemon's backfill (exit 130) and nothing else: the daemon
 // stays up, and a rerun completes the range, every submission once.
 func TestInterruptedBackfillBesideDaemon(t *testing.T) {
-	start, end := history(6)
-	sim := testkit.StartSim(t, formsim.Config{Seed: 89, Forms: 1, Submissions: 3000, Start: start, End: end})
-	form := sim.FormIDs()[0]
-	mid := start.AddDate(0, 0, 3)
-	addr := testkit.FreeAddr(t)
-	w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{
-		Forms: fmt.Sprintf("forms:\n  - id: %s\n    start_date: %s\n", form, mid.Format(time.RFC3339)),
-		Sync:  "  safety_lag: 0s\n  schedule: \"0 0 1 1 *\"\n  jitter: 0s\n  max_rows_per_batch: 100\n",
-		Extra: "server:\n  addr: " + addr + "\n",
-	})
-	daemon, stderr := startDaemon(t, w, nil)
-	success := `syncd_last_success_timestamp_seconds{account="default",source="forms",stream="` + form + `"}`
-	if !eventually(30*time.Second, func() bool { return scrape(t, addr, success) > 0 }) {
-		t.Fatalf("the daemon's first pass never succeeded\n%s", tail(stderr.String()))
-	}
+	b := newBackfillBeside(t, 89, 3000)
+	sim, form, start, mid, addr, w := b.sim, b.form, b.start, b.mid, b.addr, b.w
+	daemon, stderr := b.startDaemon(t)
 	sim.SetFaults(formsim.Faults{Latency: 40 * time.Millisecond})
 	pages := sim.Stats().PagesServed
 	cmd := exec.Command(syncdBin, "backfill", "--config", w.Config, "--form", form, "--from", start.Format(time.RFC3339), "--to", mid.Format(time.RFC3339), "--concurrency", "2")
