@@ -68,10 +68,25 @@ func controlPath(cfg *config.Config) string {
 	return filepath.Join(os.TempDir(), "syncd-"+hex.EncodeToString(sum[:8])+".control")
 }
 
-// readControl reads the control file of cfg's state.
+// readControl reads the control file of cfg's state. A file that another
+// user owns, or that others may read, is refused: in a shared temporary
+// directory it could be planted to have the tokens of a sign-in sent
+// elsewhere.
 func readControl(cfg *config.Config) (controlInfo, error) {
 	p := controlPath(cfg)
-	raw, err := os.ReadFile(p)
+	f, err := os.Open(p)
+	if err != nil {
+		return controlInfo{}, fmt.Errorf("read the daemon's control file %s: %w", p, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return controlInfo{}, fmt.Errorf("read the daemon's control file %s: %w", p, err)
+	}
+	if err := privateFile(fi); err != nil {
+		return controlInfo{}, fmt.Errorf("the daemon's control file %s is not to be trusted (%w): remove it and restart the daemon", p, err)
+	}
+	raw, err := io.ReadAll(io.LimitReader(f, 4096))
 	if err != nil {
 		return controlInfo{}, fmt.Errorf("read the daemon's control file %s: %w", p, err)
 	}
@@ -80,6 +95,25 @@ func readControl(cfg *config.Config) (controlInfo, error) {
 		return controlInfo{}, fmt.Errorf("the daemon's control file %s cannot be read: restart the daemon", p)
 	}
 	return ci, nil
+}
+
+// privateFile checks that fi is a regular file of this process's user that
+// no one else may read or write.
+func privateFile(fi os.FileInfo) error {
+	if !fi.Mode().IsRegular() {
+		return errors.New("not a regular file")
+	}
+	uid, ok := fileOwner(fi)
+	if !ok {
+		return nil // no owner nor unix mode to check (Windows: the folder's ACL guards it)
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Errorf("mode %v: others may read it", perm)
+	}
+	if uid != os.Getuid() {
+		return fmt.Errorf("owned by uid %d, not by this user (uid %d)", uid, os.Getuid())
+	}
+	return nil
 }
 
 // authorized reports whether r carries token (compared in constant time).
@@ -117,7 +151,6 @@ func writeControlError(w http.ResponseWriter, code int, err error) {
 // controlServer serves the control endpoint of one `syncd run`.
 type controlServer struct {
 	a        *app.App
-	g        *globals
 	stopping <-chan struct{}
 	log      *zap.Logger
 }
@@ -141,7 +174,7 @@ func startControl(ctx context.Context, a *app.App, g *globals, wait time.Duratio
 		log.Warn("no control endpoint: backfill and auth login beside this daemon will refuse", zap.Error(err))
 		return func() {}
 	}
-	c := &controlServer{a: a, g: g, stopping: g.stopping, log: log}
+	c := &controlServer{a: a, stopping: g.stopping, log: log}
 	mux := http.NewServeMux()
 	mux.Handle(controlPing, requireToken(token, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -75,6 +75,15 @@ func TestControlFile(t *testing.T) {
 	if err != nil || ci.Addr != "127.0.0.1:1" || ci.Token != "t" {
 		t.Fatalf("readControl = %+v, %v", ci, err)
 	}
+	if err := os.Chmod(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readControl(cfg); err == nil || !strings.Contains(err.Error(), "not to be trusted") {
+		t.Errorf("a control file others may read: %v", err)
+	}
+	if err := os.Chmod(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(p, []byte(`{"addr":""}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
