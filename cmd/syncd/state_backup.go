@@ -190,7 +190,7 @@ func newStateRestoreCmd(g *globals) *cobra.Command {
 // leases, all stand on the state it opened; swapping it means stopping all
 // of them, which is a restart, and a restart is what the line asks for.
 func restoreRefused(cfg *config.Config, backup string, held *state.LockedError) error {
-	msg := fmt.Sprintf("state restore is refused while a syncd runs on the state %s (%s): stop it (kubectl scale deployment/syncd --replicas=0, or systemctl stop syncd), run `syncd state restore %s`, then start it again; nothing was changed",
+	msg := fmt.Sprintf("state restore is refused: the state %s is in use by a running syncd (%s): stop it (kubectl scale deployment/syncd --replicas=0, or systemctl stop syncd), run `syncd state restore %s`, then start it again; nothing was changed",
 		app.StateWhere(cfg), held.Holder, backup)
 	if cfg.State.Shared {
 		msg += " (with state.shared: stop every replica)"

@@ -195,7 +195,7 @@ func TestBackfillBesideDaemon(t *testing.T) {
 	}
 
 	restore := testkit.Run(ctx, syncdBin, w, "state", "restore", backup)
-	if restore.Code != 3 || !strings.Contains(restore.Stderr, "state restore is refused while a syncd runs") || !strings.Contains(restore.Stderr, "then start it again") {
+	if restore.Code != 3 || !strings.Contains(restore.Stderr, "state restore is refused: the state "+w.State+" is in use by a running syncd") || !strings.Contains(restore.Stderr, "then start it again") {
 		t.Errorf("state restore beside the daemon: exit %d, want 3 with the line saying what to do\n%s", restore.Code, tail(restore.Stderr))
 	}
 	if aside, _ := filepath.Glob(w.State + ".replaced-*"); len(aside) > 0 {
