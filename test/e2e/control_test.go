@@ -310,3 +310,36 @@ func TestInterruptedBackfillBesideDaemon(t *testing.T) {
 	stopDaemon(t, daemon, stderr)
 	testkit.CheckExactlyOnce(t, testkit.OpenDuck(t).IDCounts(t, w.Out, defaultTable(form)), sim.ExpectedIDs(form))
 }
+
+// TestDaemonStoppedDuringBackfill: SIGTERM to the daemon while it runs a
+// backfill on request: its batches in flight commit, the command reports
+// the stop and exits 1 (the range is not done), the daemon exits 0, and a
+// backfill after it completes the range, every submission once.
+func TestDaemonStoppedDuringBackfill(t *testing.T) {
+	b := newBackfillBeside(t, 97, 3000)
+	daemon, stderr := b.startDaemon(t)
+	b.sim.SetFaults(formsim.Faults{Latency: 40 * time.Millisecond})
+	pages := b.sim.Stats().PagesServed
+	cmd := exec.Command(syncdBin, "backfill", "--config", b.w.Config, "--form", b.form, "--from", b.start.Format(time.RFC3339), "--to", b.mid.Format(time.RFC3339), "--concurrency", "2")
+	cmd.Env = append(os.Environ(), "FORMS_API_KEY="+testkit.APIKey)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	if !eventually(30*time.Second, func() bool { return b.sim.Stats().PagesServed > pages+3 }) {
+		t.Fatalf("the backfill beside the daemon never got going\n%s", tail(errOut.String()))
+	}
+	stopDaemon(t, daemon, stderr)
+	_ = cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(out.String(), "STOP "+b.form) {
+		t.Fatalf("backfill whose daemon was stopped: exit %d, want 1 with a STOP line\n%s\n%s", code, out.String(), tail(errOut.String()))
+	}
+	b.sim.SetFaults(formsim.Faults{})
+	res := testkit.Run(context.Background(), syncdBin, b.w, "backfill", "--form", b.form, "--from", b.start.Format(time.RFC3339), "--to", b.mid.Format(time.RFC3339))
+	if res.Code != 0 || strings.Contains(res.Stderr, "runs in it") {
+		t.Fatalf("backfill after the daemon stopped: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
+	}
+	testkit.CheckExactlyOnce(t, testkit.OpenDuck(t).IDCounts(t, b.w.Out, defaultTable(b.form)), b.sim.ExpectedIDs(b.form))
+}
