@@ -812,30 +812,22 @@ func CheckForms(ctx context.Context, client *forms.Client, ids []string) error {
 // accounts wait on their own keys' rate limits, and the batches in flight
 // across all of them are bounded by sync.max_batches.
 func (a *App) Pass(ctx context.Context) []poller.Result {
-	a.mu.RLock()
-	accounts := append([]*Account(nil), a.Accounts...)
-	a.mu.RUnlock()
-	out := make([][]poller.Result, len(accounts))
-	var wg sync.WaitGroup
-	for i, acct := range accounts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[i] = acct.Pass(ctx, acct.Jobs, true)
-		}()
-	}
-	wg.Wait()
-	var results []poller.Result
-	for _, r := range out {
-		results = append(results, r...)
-	}
-	return results
+	return ForEach(a.OpenAccounts(), func(acct *Account) []poller.Result { return acct.Pass(ctx, acct.Jobs, true) })
 }
 
 // Backfill loads [start, end) of every form of the account, one form after
 // the other (they share the key), concurrency windows at once, then the
-// bookings; a form failing does not stop the others.
-func (acct *Account) Backfill(ctx context.Context, start, end time.Time, concurrency int) []poller.Result {
+// bookings; a form failing does not stop the others. With onBusy set (the
+// daemon, on request) a stream whose scheduled pass is running is waited
+// for (BackfillWaiting), and onBusy told; without, it fails with
+// poller.ErrBusy.
+func (acct *Account) Backfill(ctx context.Context, start, end time.Time, concurrency int, onBusy func(stream string)) []poller.Result {
+	backfill := func(s poller.Stream, from time.Time, concurrency int) poller.Result {
+		if onBusy == nil {
+			return acct.Poller.Backfill(ctx, s, from, end, concurrency, nil)
+		}
+		return BackfillWaiting(ctx, acct.Poller, s, from, end, concurrency, nil, onBusy)
+	}
 	jobs, err := acct.Jobs(ctx)
 	if err != nil {
 		return []poller.Result{{Account: acct.Name, Source: poller.SourceForms, Err: err}}
@@ -850,12 +842,12 @@ func (acct *Account) Backfill(ctx context.Context, start, end time.Time, concurr
 		if job.Start.After(from) {
 			from = job.Start
 		}
-		r := acct.Poller.Backfill(ctx, acct.FormStream(job), from, end, concurrency, nil)
+		r := backfill(acct.FormStream(job), from, concurrency)
 		r.Account = acct.Name
 		results = append(results, r)
 	}
 	if acct.Scheduling != nil && !acct.Poller.Draining() {
-		r := acct.Poller.Backfill(ctx, acct.Scheduling.Stream, start, end, 1, nil)
+		r := backfill(acct.Scheduling.Stream, start, 1)
 		r.Account = acct.Name
 		if r.Err != nil && acct.app.Cfg.MultiAccount() {
 			r.Err = &SignInError{Account: acct.Name, Err: r.Err}
