@@ -18,6 +18,9 @@ import (
 	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 )
 
+// readTimeout bounds the reading of a delivery's body.
+const readTimeout = 10 * time.Second
+
 // Presence is what this replica knows of a delivery's stream.
 type Presence int
 
@@ -206,6 +209,9 @@ func hexSignature(h string) ([]byte, error) {
 // read reads the body, at most MaxBody bytes; it has answered 413 when it
 // reports false.
 func (rc *Receiver) read(w http.ResponseWriter, r *http.Request, source string) ([]byte, bool) {
+	// A delivery is small: a client that trickles its body is cut off
+	// (the server itself has no read timeout, for /status and /metrics).
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(readTimeout))
 	if r.ContentLength > rc.MaxBody {
 		rc.refuse(w, source, OutcomeRefusedSize, http.StatusRequestEntityTooLarge, fmt.Sprintf("a delivery is at most %d bytes", rc.MaxBody))
 		return nil, false
