@@ -42,6 +42,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/state"
 	"github.com/syncd-dev/syncd/internal/status"
 	"github.com/syncd-dev/syncd/internal/suggest"
+	"github.com/syncd-dev/syncd/internal/webhook"
 )
 
 // App holds the open parts of a sync: the state store and metrics every
@@ -104,6 +105,19 @@ type Account struct {
 	// claim on the state (nil when a coordinator holds the claim).
 	closed  chan struct{}
 	release func() error
+	// regMu guards the webhooks record's read-modify-write (the entries of
+	// one account's forms run at once) and noHookScope; seenMu guards
+	// listed, delivered and scheduled, which deliveries read and write
+	// without waiting for a registration's requests.
+	regMu, seenMu sync.Mutex
+	// listed are the forms of the last full listing (nil: none yet).
+	listed map[string]bool
+	// noHookScope: the scheduling sign-in lacks WEBHOOK_WRITE (said once).
+	noHookScope bool
+	// delivered is when the last delivery of each form arrived; scheduled
+	// when its last scheduled pass started (a silent webhook: see
+	// reregisterSilent).
+	delivered, scheduled map[string]time.Time
 }
 
 // StateError is a failure to open the state store: in use by another syncd,
@@ -991,8 +1005,7 @@ func (acct *Account) DaemonEntries() []daemon.Entry {
 			}}
 	}
 	if len(acct.Cfg.Forms) == 0 {
-		return []daemon.Entry{entry("sync.schedule", cfg.Sync.Schedule,
-			func(ctx context.Context) []poller.Result { return acct.Pass(ctx, acct.Jobs, true) })}
+		return []daemon.Entry{entry("sync.schedule", cfg.Sync.Schedule, acct.withWebhooks(acct.Jobs, true))}
 	}
 	entries := make([]daemon.Entry, 0, len(acct.Cfg.Forms)+1)
 	for _, fc := range acct.Cfg.Forms {
@@ -1005,13 +1018,11 @@ func (acct *Account) DaemonEntries() []daemon.Entry {
 			spec = cfg.Sync.Schedule
 		}
 		one := func(context.Context) ([]poller.Job, error) { return []poller.Job{job}, nil }
-		entries = append(entries, entry("schedule of form "+fc.ID, spec,
-			func(ctx context.Context) []poller.Result { return acct.Pass(ctx, one, false) }))
+		entries = append(entries, entry("schedule of form "+fc.ID, spec, acct.withWebhooks(one, false)))
 	}
 	if acct.Scheduling != nil {
 		none := func(context.Context) ([]poller.Job, error) { return nil, nil }
-		entries = append(entries, entry("sync.schedule", cfg.Sync.Schedule,
-			func(ctx context.Context) []poller.Result { return acct.Pass(ctx, none, true) }))
+		entries = append(entries, entry("sync.schedule", cfg.Sync.Schedule, acct.withWebhooks(none, true)))
 	}
 	return entries
 }
@@ -1036,7 +1047,7 @@ func (a *App) DaemonOptions(ctx context.Context, stopping <-chan struct{}, versi
 	opts := daemon.Options{
 		Stopping: stopping, Version: version, Addr: a.Cfg.Server.Addr,
 		UnreadyAfter: a.Cfg.Server.UnreadyAfter.D(), Jitter: a.Cfg.Sync.Jitter.D(), Grace: a.Cfg.Sync.ShutdownGrace.D(),
-		Entries: a.DaemonEntries(), Status: status.Handler(StateWhere(a.Cfg), a.Store, AccountsView(a.Current, a.Store)), Metrics: a.Metrics, Log: a.Log,
+		Entries: a.DaemonEntries(), Status: status.HandlerWith(StateWhere(a.Cfg), a.Store, AccountsView(a.Current, a.Store), WebhooksView(a.Current, a.Store)), Metrics: a.Metrics, Log: a.Log,
 		Hangup: hangup, Watch: watch,
 	}
 	opts.Reload = func(ctx context.Context) ([]daemon.Entry, error) {
@@ -1056,8 +1067,12 @@ func (a *App) DaemonOptions(ctx context.Context, stopping <-chan struct{}, versi
 	if err != nil {
 		return daemon.Options{}, err
 	}
+	opts.Handlers = map[string]http.Handler{}
 	if h != nil {
-		opts.Handlers = map[string]http.Handler{connect.PathConnect: h, connect.PathCallback: h}
+		opts.Handlers[connect.PathConnect], opts.Handlers[connect.PathCallback] = h, h
+	}
+	if wh, stop := a.webhookHandler(ctx); wh != nil {
+		opts.Handlers[webhook.PathPrefix], opts.Stop = wh, stop
 	}
 	return opts, nil
 }
