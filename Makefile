@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 BIN     := bin
 
-.PHONY: all build demo test vet fmt clean chaos bench tools
+.PHONY: all build demo test vet fmt clean chaos bench bench-webhooks tools
 
 all: build
 
@@ -103,6 +103,7 @@ chaos: tools
 		SYNCD_CHAOS_BUCKET_KILL_PCT=$(CHAOS_BUCKET_KILL_PCT) \
 		$(GO) test -count=1 -v -timeout 150m -run '^(TestChaosCampaign|TestChaosBuckets)$$' ./test/chaos
 	SYNCD_SHARDS_SECONDS=$(CHAOS_SHARDS_SECONDS) $(GO) test -count=1 -v -timeout 30m -run '^TestShardedDaemons$$' ./test/e2e
+	SYNCD_WEBHOOK_SECONDS=$(CHAOS_SHARDS_SECONDS) $(GO) test -count=1 -v -timeout 30m -run '^(TestWebhooksKilled|TestWebhooksFaultsAndForgeries)$$' ./test/e2e
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSubmissionPage$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/source/forms/api
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeWebhook$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/source/forms/api
 	$(GO) test -run '^$$' -fuzz '^FuzzAppend$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/source/forms/schema
@@ -139,3 +140,12 @@ bench: build $(TOOLS)/.versitygw-$(VERSITYGW_VERSION)
 	$(GO) run ./bench/e2e -syncd $(BIN)/syncd -scenario reconcile
 	$(GO) run ./bench/e2e -syncd $(BIN)/syncd -scenario accounts
 	$(GO) run ./bench/e2e -syncd $(BIN)/syncd -scenario shards
+	$(MAKE) bench-webhooks
+
+# Webhook latency (creation -> committed row, p50/p99) and request cost,
+# through the real binary on a 1-hour cron; figures appended to
+# bench/webhooks.txt (bench/RESULTS.md quotes them).
+WEBHOOK_SECONDS ?= 180
+bench-webhooks:
+	SYNCD_WEBHOOK_SECONDS=$(WEBHOOK_SECONDS) SYNCD_WEBHOOK_RESULTS=$(CURDIR)/bench/webhooks.txt \
+		$(GO) test -count=1 -v -timeout 20m -run '^TestWebhooksLatency$$' ./test/e2e

@@ -17,6 +17,22 @@
 // simulator keys, so printing them is harmless.
 //
 //	formsim --addr 127.0.0.1:8088 --accounts 3 --key-prefix sk_sim_ --rate-limit 5
+//
+// Webhooks registered with POST /webhook/create receive each new submission
+// (created through the API, arrivals, or the admin endpoint below), with
+// delivery faults set by --webhook-drop-rate, --webhook-duplicate-rate,
+// --webhook-delay-min/--webhook-delay-max (reorders deliveries) and
+// --webhook-bare-rate (the bare submission instead of the envelope), per
+// account, seeded by --seed. Admin endpoints, without authentication, on
+// the server root (with --accounts, under /_admin/accounts/<key>/ instead
+// of /_admin/; PUT /_admin/webhook-faults sets every account's):
+//
+//	GET    /_admin/webhooks                    registrations: id, formId, url (the url may carry the receiver's secret)
+//	DELETE /_admin/webhooks/{id}               forget one behind the client's back
+//	GET    /_admin/webhook-faults              delivery faults
+//	PUT    /_admin/webhook-faults              {"drop_rate","duplicate_rate","delay_min","delay_max","bare_rate"}
+//	GET    /_admin/stats                       counters; deliveries under "Webhooks"
+//	POST   /_admin/forms/{formId}/submissions  one submission now: {"formId","submissionId","submissionTime"}
 package main
 
 import (
@@ -74,6 +90,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	fs.Float64Var(&cfg.RateLimit, "rate-limit", 0, "requests per second before 429 (0: unlimited)")
 	fs.IntVar(&cfg.RateBurst, "rate-burst", 0, "rate limiter burst (0: one second's worth)")
 	fs.DurationVar(&cfg.WebhookTimeout, "webhook-timeout", 5*time.Second, "timeout of one webhook delivery")
+	cfg.WebhookFaults.AddFlags(fs, true, false)
 
 	fs.DurationVar(&faults.Latency, "latency", 0, "latency added to every request")
 	fs.Float64Var(&faults.ServerErrorRate, "error-rate", 0, "share of requests answered 500/502/503")
@@ -96,6 +113,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err := cfg.WebhookFaults.Validate(); err != nil {
+		return fmt.Errorf("--webhook-*: %w", err)
 	}
 	switch {
 	case n < 0:

@@ -125,6 +125,8 @@ func TestFlagErrors(t *testing.T) {
 		{"negative accounts", []string{"--accounts", "-1"}},
 		{"key and accounts", []string{"--accounts", "2", "--api-key", "k"}},
 		{"empty prefix", []string{"--accounts", "2", "--key-prefix", ""}},
+		{"drop rate over 1", []string{"--api-key", "k", "--webhook-drop-rate", "1.5"}},
+		{"delays the wrong way", []string{"--api-key", "k", "--webhook-delay-min", "1s", "--webhook-delay-max", "1ms"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := run(context.Background(), tc.args, io.Discard, io.Discard, func(string) string { return "" })
@@ -132,5 +134,22 @@ func TestFlagErrors(t *testing.T) {
 				t.Fatal("run accepted the flags")
 			}
 		})
+	}
+}
+
+// The webhook fault flags reach the simulator, and its admin endpoints
+// show them.
+func TestWebhookFlags(t *testing.T) {
+	_, base := serve(t, "--api-key", "k", "--forms", "1", "--submissions", "2", "--webhook-drop-rate", "0.2",
+		"--webhook-duplicate-rate", "0.1", "--webhook-delay-min", "5ms", "--webhook-delay-max", "1s", "--webhook-bare-rate", "0.5")
+	root := strings.TrimSuffix(base, "/v1/api")
+	status, body := get(t, root+"/_admin/webhook-faults", "")
+	var f map[string]any
+	if status != http.StatusOK || json.Unmarshal(body, &f) != nil {
+		t.Fatalf("GET /_admin/webhook-faults: %d %s", status, body)
+	}
+	want := map[string]any{"drop_rate": 0.2, "duplicate_rate": 0.1, "delay_min": "5ms", "delay_max": "1s", "bare_rate": 0.5, "bad_signature_rate": 0.0}
+	if fmt.Sprint(f) != fmt.Sprint(want) {
+		t.Errorf("faults %v, want %v", f, want)
 	}
 }

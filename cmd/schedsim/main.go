@@ -13,6 +13,22 @@
 // The first line on stdout is one JSON object scripts read: the base URL,
 // the authorization and token URLs, and the OAuth clients it accepts with
 // their (simulated, throwaway) secrets. It serves until SIGINT or SIGTERM.
+//
+// Users register webhooks with POST /v2/webhooks (scope WEBHOOK_WRITE;
+// GET needs WEBHOOK_READ) and receive BOOKING_CREATED, BOOKING_RESCHEDULED
+// and BOOKING_CANCELLED signed with X-Cal-Signature-256, with delivery
+// faults set by --webhook-drop-rate, --webhook-duplicate-rate,
+// --webhook-delay-min/--webhook-delay-max (reorders deliveries) and
+// --webhook-bad-signature-rate, seeded by --seed. Admin endpoints, without
+// authentication (see internal/schedsim for all of them):
+//
+//	POST   /_admin/users/{username}/bookings   a booking now: {"uid","id","username","createdAt"}
+//	GET    /_admin/webhooks                    registrations of every user (no secrets)
+//	GET    /_admin/users/{username}/webhooks   one user's
+//	DELETE /_admin/webhooks/{id}               forget one behind the client's back
+//	GET    /_admin/webhook-faults              delivery faults
+//	PUT    /_admin/webhook-faults              {"drop_rate","duplicate_rate","delay_min","delay_max","bad_signature_rate"}
+//	GET    /_admin/webhook-stats               delivery counters
 package main
 
 import (
@@ -54,6 +70,8 @@ type Banner struct {
 	Clients      []schedsim.Client `json:"clients"`
 	LoginURL     string            `json:"login_url"` // add ?user=<username>
 	Users        []schedsim.User   `json:"users"`
+	WebhooksURL  string            `json:"webhooks_url"` // POST/GET, DELETE /{id}
+	AdminURL     string            `json:"admin_url"`    // the admin endpoints' prefix
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -77,6 +95,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&cfg.RateLimit, "rate-limit", 0, "requests per second per access token before 429 (0: unlimited)")
 	fs.Float64Var(&cfg.ChurnRate, "churn-rate", 0, "probability that a GET /v2/bookings first changes a booking")
 	fs.StringVar(&users, "users", "", "comma-separated usernames of the accounts (default one account, ada)")
+	fs.DurationVar(&cfg.WebhookTimeout, "webhook-timeout", 5*time.Second, "timeout of one webhook delivery")
+	cfg.WebhookFaults.AddFlags(fs, false, true)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -85,6 +105,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if cfg.Bookings < 0 || cfg.TokenExpiry <= 0 || cfg.FaultRate < 0 || cfg.FaultRate > 1 || cfg.ChurnRate < 0 || cfg.ChurnRate > 1 {
 		return errors.New("--bookings, --token-expiry, --fault-rate and --churn-rate must be in range")
+	}
+	if err := cfg.WebhookFaults.Validate(); err != nil {
+		return fmt.Errorf("--webhook-*: %w", err)
 	}
 	if users != "" {
 		zones := []string{"Europe/London", "America/New_York", "Asia/Tokyo", "Europe/Berlin"}
@@ -104,6 +127,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	clients[0].Legacy = legacy
 	cfg.Clients = clients
 	sim := schedsim.New(cfg)
+	defer sim.Close()
 
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -114,6 +138,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		BaseURL: base, AuthorizeURL: base + schedsim.PathAuthorize, TokenURL: base + schedsim.PathToken,
 		APIVersion: schedsim.APIVersion, Clients: sim.Clients(),
 		LoginURL: base + schedsim.PathLogin, Users: sim.Users(),
+		WebhooksURL: base + schedsim.PathWebhooks, AdminURL: base + schedsim.PathAdmin,
 	})
 	fmt.Fprintln(stdout, string(line))
 	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second}
@@ -125,6 +150,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case <-ctx.Done():
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
+		sim.Close() // ends pending deliveries and their delays
 		return srv.Shutdown(sctx)
 	}
 }

@@ -16,7 +16,7 @@ func TestBannerAndServe(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"--addr", "127.0.0.1:0", "--secrets", "1", "--legacy", "--bookings", "3"}, pw, io.Discard)
+		done <- run(ctx, []string{"--addr", "127.0.0.1:0", "--secrets", "1", "--legacy", "--bookings", "3", "--webhook-bad-signature-rate", "0.3"}, pw, io.Discard)
 	}()
 	line, err := bufio.NewReader(pr).ReadString('\n')
 	if err != nil {
@@ -30,6 +30,9 @@ func TestBannerAndServe(t *testing.T) {
 		len(b.Clients) != 3 || len(b.Clients[0].Secrets) != 1 || !b.Clients[0].Legacy {
 		t.Fatalf("banner = %+v", b)
 	}
+	if b.WebhooksURL != b.BaseURL+"/v2/webhooks" || b.AdminURL != b.BaseURL+"/_admin/" {
+		t.Errorf("banner webhooks %q admin %q", b.WebhooksURL, b.AdminURL)
+	}
 	resp, err := http.Get(b.BaseURL + "/_admin/stats")
 	if err != nil {
 		t.Fatal(err)
@@ -37,6 +40,16 @@ func TestBannerAndServe(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Errorf("stats = %d", resp.StatusCode)
+	}
+	resp, err = http.Get(b.AdminURL + "webhook-faults")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&f)
+	resp.Body.Close()
+	if f["bad_signature_rate"] != 0.3 {
+		t.Errorf("faults %v: --webhook-bad-signature-rate did not reach the simulator", f)
 	}
 	cancel()
 	select {
@@ -47,8 +60,10 @@ func TestBannerAndServe(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no shutdown")
 	}
-	if err := run(context.Background(), []string{"--secrets", "3"}, io.Discard, io.Discard); err == nil {
-		t.Error("--secrets 3 accepted")
+	for _, args := range [][]string{{"--secrets", "3"}, {"--webhook-bad-signature-rate", "-0.1"}, {"--webhook-duplicate-rate", "2"}} {
+		if err := run(context.Background(), args, io.Discard, io.Discard); err == nil {
+			t.Errorf("%v accepted", args)
+		}
 	}
 }
 

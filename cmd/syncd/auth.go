@@ -60,7 +60,10 @@ func newAuthCmd(g *globals) *cobra.Command {
 			"in the config or the logs). syncd then refreshes them by itself.\n\n" +
 			"With --source forms, signs an account with forms_oauth: true in to the Forms API with the\n" +
 			"forms_oauth app instead: it waits on forms_oauth.redirect_uri, checks the token with\n" +
-			"GET {base_url}/forms and stores it with its base_url (these tokens do not expire).",
+			"GET {base_url}/forms and stores it with its base_url (these tokens do not expire).\n\n" +
+			"Beside a running `syncd run` that holds the state, the daemon stores the tokens (through\n" +
+			"its control endpoint) and its next pass uses them; beside a `syncd once`, the login waits\n" +
+			"up to 2 minutes for the pass to end to save them.",
 		Example: "  syncd auth login\n  syncd auth login --no-browser   # on a headless machine: paste the URL the browser ends on\n" +
 			"  syncd auth login --account acme --source forms",
 		Args: cobra.NoArgs,
@@ -88,12 +91,8 @@ func newAuthCmd(g *globals) *cobra.Command {
 			// times): a pass may run meanwhile. It is checked now, so that a
 			// state that cannot take the tokens fails before the approval,
 			// and opened again only to save them.
-			probe, err := app.OpenStoreOf(ctx, cfg, acct.Namespace())
-			if err != nil {
-				return withCode(exitState, err)
-			}
-			if err := probe.Close(); err != nil {
-				return withCode(exitState, err)
+			if err := probeForLogin(ctx, g, cfg, acct.Namespace()); err != nil {
+				return err
 			}
 			req, err := oc.NewAuthRequest()
 			if err != nil {
@@ -108,18 +107,17 @@ func newAuthCmd(g *globals) *cobra.Command {
 				return withCode(exitFailed, err)
 			}
 			tok = app.WhoAmI(ctx, cfg, log, tok)
-			store, err := openStoreWaiting(ctx, cfg, acct.Namespace(), saveWait)
-			if err != nil {
-				return withCode(exitState, fmt.Errorf("signed in, but the tokens could not be saved (%w): run `syncd auth login` again once the state is free", err))
+			save := func(store state.Store) error {
+				return (app.StateTokens{Store: store, Namespace: acct.Namespace()}).Save(ctx, tok)
 			}
-			defer store.Close()
-			if err := (app.StateTokens{Store: store, Namespace: acct.Namespace()}).Save(ctx, tok); err != nil {
-				return withCode(exitFailed, err)
+			how, err := saveSignIn(ctx, cfg, acct, sourceScheduling, tok, save, "syncd auth login", "tokens")
+			if err != nil {
+				return err
 			}
 			if cfg.MultiAccount() {
 				fmt.Fprintf(g.stdout, "account %s: ", acct.Name)
 			}
-			fmt.Fprintf(g.stdout, "signed in as %s; the tokens are in the state (%s)\n", orDash(tok.User), app.StateWhere(cfg))
+			fmt.Fprintf(g.stdout, "signed in as %s; the tokens are in the state (%s)%s\n", orDash(tok.User), app.StateWhere(cfg), how)
 			if tok.Legacy {
 				fmt.Fprintln(g.stdout, "note: a legacy client (no scopes): "+oauth.LegacyMigrationStep)
 			}
@@ -129,7 +127,7 @@ func newAuthCmd(g *globals) *cobra.Command {
 	login.Flags().BoolVar(&noBrowser, "no-browser", false, "read the URL the browser was redirected to from stdin instead of listening for it")
 	status := &cobra.Command{
 		Use:     "status",
-		Short:   "Who syncd is signed in as: user, scopes, expiry, legacy or not (never a token)",
+		Short:   "Who syncd is signed in as: user, scopes, expiry, legacy or not (never a token); beside a running syncd, read through it",
 		Example: "  syncd auth status\n  syncd auth status --source forms",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -216,21 +214,85 @@ func newAuthCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			store, err := app.OpenStoreOf(ctx, cfg, acct.Namespace())
+			how, err := forgetSignIn(ctx, cfg, acct, sourceScheduling, func(store state.Store) error {
+				return (app.StateTokens{Store: store, Namespace: acct.Namespace()}).Delete(ctx)
+			})
 			if err != nil {
-				return withCode(exitState, err)
+				return err
 			}
-			defer store.Close()
-			if err := (app.StateTokens{Store: store, Namespace: acct.Namespace()}).Delete(ctx); err != nil {
-				return withCode(exitFailed, err)
-			}
-			fmt.Fprintln(g.stdout, "signed out: the tokens are gone from the state")
+			fmt.Fprintf(g.stdout, "signed out: the tokens are gone from the state%s\n", how)
 			return nil
 		},
 	}
 	logout.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	cmd.AddCommand(login, status, logout)
 	return cmd
+}
+
+// probeForLogin checks, before the person approves, that the sign-in can
+// be saved: the state opens for writing, or the running syncd that holds
+// it answers on its control endpoint (it will store the tokens).
+func probeForLogin(ctx context.Context, g *globals, cfg *config.Config, namespace string) error {
+	probe, err := app.OpenStoreOf(ctx, cfg, namespace)
+	if held, ok := heldByDaemon(err); ok {
+		if _, cerr := daemonControl(ctx, cfg, held); cerr != nil {
+			return withCode(exitState, cerr)
+		}
+		fmt.Fprintf(g.stderr, "syncd: the state is in use by the running syncd (%s): it will store the sign-in\n", held.Holder)
+		return nil
+	}
+	if err != nil {
+		return withCode(exitState, err)
+	}
+	if err := probe.Close(); err != nil {
+		return withCode(exitState, err)
+	}
+	return nil
+}
+
+// saveSignIn stores the sign-in tok of acct (source: scheduling or forms;
+// what: "tokens" or "token"): with save, when the state opens for writing,
+// or by the running syncd that holds it, through its control endpoint.
+// While a pass without a control endpoint (`syncd once`) holds the state, it
+// waits up to saveWait for it to end. how is "" or says that the daemon
+// stored it. The person's consent is never dropped for a state that is
+// merely busy.
+func saveSignIn(ctx context.Context, cfg *config.Config, acct config.Account, source string, tok any, save func(state.Store) error, login, what string) (how string, err error) {
+	deadline := time.Now().Add(saveWait)
+	for {
+		store, err := app.OpenStoreOf(ctx, cfg, acct.Namespace())
+		if err == nil {
+			defer store.Close()
+			if err := save(store); err != nil {
+				return "", withCode(exitFailed, err)
+			}
+			return "", nil
+		}
+		held, ok := heldByDaemon(err)
+		if !ok {
+			return "", withCode(exitState, fmt.Errorf("signed in, but the %s could not be saved (%w): run `%s` again once the state is free", what, err, login))
+		}
+		c, cerr := daemonControl(ctx, cfg, held)
+		if cerr == nil {
+			serr := c.signIn(ctx, acct.Name, source, tok)
+			if serr == nil {
+				return fmt.Sprintf(", stored by the running syncd (pid %d), whose next pass uses the sign-in", c.info.PID), nil
+			}
+			var refused *controlRefusal
+			if errors.As(serr, &refused) {
+				return "", withCode(exitFailed, fmt.Errorf("signed in, but the %s could not be saved (%w): run `%s` again", what, serr, login))
+			}
+			cerr = serr
+		}
+		if time.Now().After(deadline) {
+			return "", withCode(exitState, fmt.Errorf("signed in, but the %s could not be saved (%w): run `%s` again once the state is free", what, cerr, login))
+		}
+		select {
+		case <-ctx.Done():
+			return "", withCode(exitInterrupted, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 // waitForCode prints the authorization URL alone on a line and returns the
@@ -270,6 +332,16 @@ func signInStatus(ctx context.Context, cfg *config.Config, namespace string, log
 	var locked *state.LockedError
 	if errors.As(err, &locked) {
 		ro, rerr := app.OpenStore(ctx, cfg, true)
+		if held, ok := heldByDaemon(rerr); ok {
+			// A state file its daemon writes cannot be read beside it: the
+			// daemon reads the sign-in (its facts, never a token).
+			c, cerr := daemonControl(ctx, cfg, held)
+			if cerr != nil {
+				return tok, true, cerr
+			}
+			tok, err = c.signInStatus(ctx, namespace)
+			return tok, true, err
+		}
 		if rerr != nil {
 			return tok, true, rerr
 		}

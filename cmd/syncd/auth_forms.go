@@ -10,6 +10,7 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
+	"github.com/syncd-dev/syncd/internal/formsauth"
 	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 	"github.com/syncd-dev/syncd/internal/state"
 )
@@ -59,12 +60,8 @@ func formsLogin(ctx context.Context, g *globals, cfg *config.Config, log *zap.Lo
 	}
 	// As for the scheduling API: the state is checked now and opened
 	// again only to save the token, not held while the person approves.
-	probe, err := app.OpenStoreOf(ctx, cfg, acct.Namespace())
-	if err != nil {
-		return withCode(exitState, err)
-	}
-	if err := probe.Close(); err != nil {
-		return withCode(exitState, err)
+	if err := probeForLogin(ctx, g, cfg, acct.Namespace()); err != nil {
+		return err
 	}
 	req, err := fa.NewAuthRequest()
 	if err != nil {
@@ -81,15 +78,14 @@ func formsLogin(ctx context.Context, g *globals, cfg *config.Config, log *zap.Lo
 	if err := app.CheckFormsToken(ctx, cfg, acct, tok, log); err != nil {
 		return withCode(exitFailed, fmt.Errorf("account %s: the new sign-in does not work, and was not stored: %w", acct.Name, err))
 	}
-	store, err := openStoreWaiting(ctx, cfg, acct.Namespace(), saveWait)
+	save := func(store state.Store) error {
+		return (app.FormsTokens{Store: store, Namespace: acct.Namespace()}).Save(ctx, tok)
+	}
+	how, err := saveSignIn(ctx, cfg, acct, sourceForms, tok, save, login, "token")
 	if err != nil {
-		return withCode(exitState, fmt.Errorf("signed in, but the token could not be saved (%w): run `%s` again once the state is free", err, login))
+		return err
 	}
-	defer store.Close()
-	if err := (app.FormsTokens{Store: store, Namespace: acct.Namespace()}).Save(ctx, tok); err != nil {
-		return withCode(exitFailed, err)
-	}
-	fmt.Fprintf(g.stdout, "account %s: signed in to the Forms API at %s; the token is in the state (%s)\n", acct.Name, tok.BaseURL, app.StateWhere(cfg))
+	fmt.Fprintf(g.stdout, "account %s: signed in to the Forms API at %s; the token is in the state (%s)%s\n", acct.Name, tok.BaseURL, app.StateWhere(cfg), how)
 	return nil
 }
 
@@ -106,18 +102,31 @@ func formsStatus(ctx context.Context, g *globals, cfg *config.Config, list []con
 		// A running syncd holds the state: its sign-ins can still be read.
 		store, err = app.OpenStore(ctx, cfg, true)
 	}
+	// A state file the daemon writes cannot be read beside it: the daemon
+	// reads and checks the sign-ins.
+	var daemon *controlClient
+	if held, ok := heldByDaemon(err); ok {
+		store = nil // OpenStore's failed open may be a nil store in a non-nil interface
+		if daemon, err = daemonControl(ctx, cfg, held); err == nil {
+			fmt.Fprintf(g.stderr, "syncd: the state is in use by the running syncd (pid %d): it checks the sign-ins\n", daemon.info.PID)
+		}
+	}
 	if err != nil {
 		return withCode(exitState, err)
 	}
-	defer store.Close()
+	if store != nil {
+		defer store.Close()
+	}
 	bad := 0
 	for _, acct := range list {
 		if !acct.FormsOAuth {
 			continue
 		}
 		fmt.Fprintf(g.stdout, "account %s: ", acct.Name)
-		tok, err := app.FormsTokens{Store: store, Namespace: acct.Namespace()}.Load(ctx)
-		if err == nil {
+		var tok formsauth.Token
+		if daemon != nil {
+			tok, err = daemon.formsSignInStatus(ctx, acct.Name)
+		} else if tok, err = (app.FormsTokens{Store: store, Namespace: acct.Namespace()}).Load(ctx); err == nil {
 			err = app.CheckFormsToken(ctx, cfg, acct, tok, log)
 		}
 		var ae *forms.AuthError
@@ -156,14 +165,12 @@ func formsLogout(ctx context.Context, g *globals, yes bool) error {
 	if err != nil {
 		return err
 	}
-	store, err := app.OpenStoreOf(ctx, cfg, acct.Namespace())
+	how, err := forgetSignIn(ctx, cfg, acct, sourceForms, func(store state.Store) error {
+		return (app.FormsTokens{Store: store, Namespace: acct.Namespace()}).Delete(ctx)
+	})
 	if err != nil {
-		return withCode(exitState, err)
+		return err
 	}
-	defer store.Close()
-	if err := (app.FormsTokens{Store: store, Namespace: acct.Namespace()}).Delete(ctx); err != nil {
-		return withCode(exitFailed, err)
-	}
-	fmt.Fprintf(g.stdout, "account %s: signed out of the Forms API: the token is gone from the state (the service still honours it until the workspace invalidates it)\n", acct.Name)
+	fmt.Fprintf(g.stdout, "account %s: signed out of the Forms API: the token is gone from the state%s (the service still honours it until the workspace invalidates it)\n", acct.Name, how)
 	return nil
 }

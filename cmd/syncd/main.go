@@ -181,6 +181,7 @@ func newRoot(stdout, stderr io.Writer) (*cobra.Command, *globals) {
 		newValidateCmd(g),
 		newVersionCmd(g),
 		newConfigCmd(g),
+		newWebhooksCmd(g),
 	)
 	addPprofFlags(root, g)
 	return root, g

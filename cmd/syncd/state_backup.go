@@ -116,10 +116,11 @@ func backupOnce(ctx context.Context, g *globals, cfg *config.Config, dest string
 func newStateRestoreCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "restore FILE",
-		Short: "Replace the state with a backup, after checking it (refused while a syncd runs)",
+		Short: "Replace the state with a backup, after checking it (refused, exit 3, while a syncd runs: stop it first)",
 		Long: "Replace the configured state with the backup FILE (a path or a bucket URL) that\n" +
 			"`syncd state backup` wrote. The backup is checked whole first (every checksum, a format\n" +
-			"this syncd reads); the restore is refused while a syncd holds the state. The state\n" +
+			"this syncd reads); the restore is refused (exit 3) while a syncd holds the state: stop\n" +
+			"it, restore, start it again (a daemon does not swap its state live). The state\n" +
 			"it replaces is kept beside it (<state>.replaced-<UTC time>). Then the restored state\n" +
 			"adopts what the output holds (`syncd state adopt`): batches committed after the backup\n" +
 			"was taken count as committed, so nothing is written a second time. Sign-ins the\n" +
@@ -133,6 +134,9 @@ func newStateRestoreCmd(g *globals) *cobra.Command {
 			}
 			ctx := cmd.Context()
 			keep, err := app.KeepSecrets(ctx, cfg)
+			if held, ok := heldByDaemon(err); ok {
+				return restoreRefused(cfg, args[0], held)
+			}
 			if err != nil {
 				return withCode(exitState, err)
 			}
@@ -142,6 +146,9 @@ func newStateRestoreCmd(g *globals) *cobra.Command {
 			}
 			if cfg.State.URL != "" {
 				info, err := state.RestoreObject(ctx, state.ObjectOptions{URL: cfg.State.URL, LeaseTTL: cfg.State.LeaseTTL.D()}, raw)
+				if held, ok := heldByDaemon(err); ok {
+					return restoreRefused(cfg, args[0], held)
+				}
 				if err != nil {
 					return withCode(restoreCode(err), err)
 				}
@@ -161,6 +168,9 @@ func newStateRestoreCmd(g *globals) *cobra.Command {
 				}
 			}
 			info, aside, err := state.RestoreBolt(ctx, cfg.State.Path, local)
+			if held, ok := heldByDaemon(err); ok {
+				return restoreRefused(cfg, args[0], held)
+			}
 			if err != nil {
 				return withCode(restoreCode(err), err)
 			}
@@ -172,6 +182,20 @@ func newStateRestoreCmd(g *globals) *cobra.Command {
 			return g.afterRestore(ctx, keep)
 		},
 	}
+}
+
+// restoreRefused is the one line a restore beside a running syncd gets
+// (exit 3). The daemon does not swap its state live: its open store, its
+// accounts' token sources and batches in flight, and on a shared state its
+// leases, all stand on the state it opened; swapping it means stopping all
+// of them, which is a restart, and a restart is what the line asks for.
+func restoreRefused(cfg *config.Config, backup string, held *state.LockedError) error {
+	msg := fmt.Sprintf("state restore is refused: the state %s is in use by a running syncd (%s): stop it (kubectl scale deployment/syncd --replicas=0, or systemctl stop syncd), run `syncd state restore %s`, then start it again; nothing was changed",
+		app.StateWhere(cfg), held.Holder, backup)
+	if cfg.State.Shared {
+		msg += " (with state.shared: stop every replica)"
+	}
+	return withCode(exitState, errors.New(msg))
 }
 
 // afterRestore puts back the sign-ins the replaced state held, then adopts

@@ -48,6 +48,9 @@ func printStateTable(w io.Writer, v stateView) {
 		if f.LastSuccess != nil {
 			fmt.Fprintf(w, ", last success %s", f.LastSuccess.Format(time.RFC3339))
 		}
+		if f.FreshnessSeconds != nil {
+			fmt.Fprintf(w, ", fresh to %s (%s ago)", fmtTime(*f.FreshTo), (time.Duration(*f.FreshnessSeconds * float64(time.Second))).Round(time.Second))
+		}
 		fmt.Fprintln(w)
 		for _, iv := range f.Committed {
 			fmt.Fprintf(w, "  committed [%s, %s)\n", fmtTime(iv.Start), fmtTime(iv.End))
@@ -84,7 +87,8 @@ func printStateTable(w io.Writer, v stateView) {
 
 // statusHandler serves GET /status (status.Handler).
 func statusHandler(cfg *config.Config, store state.Store) http.HandlerFunc {
-	return status.Handler(app.StateWhere(cfg), store, app.AccountsView(func() *config.Config { return cfg }, store))
+	current := func() *config.Config { return cfg }
+	return status.HandlerWith(app.StateWhere(cfg), store, app.AccountsView(current, store), app.WebhooksView(current, store))
 }
 
 // daemonURL is where a client on this host reaches the daemon's listener
@@ -146,6 +150,11 @@ func readState(ctx context.Context, cfg *config.Config, query string) (stateView
 		v := viewOf(app.StateWhere(cfg), list, time.Now(), strings.Contains(query, "schema=1"))
 		if strings.Contains(query, "accounts=1") {
 			v.Accounts = app.AccountsView(func() *config.Config { return cfg }, st)(ctx, v)
+		}
+		if strings.Contains(query, "webhooks=1") {
+			if v.Webhooks, err = app.WebhooksView(func() *config.Config { return cfg }, st)(ctx); err != nil {
+				return stateView{}, withCode(exitState, err)
+			}
 		}
 		return v, nil
 	}

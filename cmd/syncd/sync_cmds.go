@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -27,6 +28,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/poller"
 	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 	"github.com/syncd-dev/syncd/internal/source/scheduling"
+	"github.com/syncd-dev/syncd/internal/state"
 	"github.com/syncd-dev/syncd/internal/status"
 	"github.com/syncd-dev/syncd/internal/suggest"
 	tablepkg "github.com/syncd-dev/syncd/internal/table"
@@ -626,6 +628,10 @@ func runDaemon(ctx context.Context, a *app.App, g *globals) error {
 			<-coordDone
 		}()
 	}
+	// Commands beside the daemon (backfill, auth login) have it do their
+	// work; the endpoint stops before the accounts close.
+	stopControl := startControl(ctx, a, g, a.Cfg.Sync.ShutdownGrace.D()+5*time.Second)
+	defer stopControl()
 	err = daemon.Run(ctx, opts)
 	var cfgErr *daemon.ConfigError
 	switch {
@@ -650,6 +656,10 @@ func newBackfillCmd(g *globals) *cobra.Command {
 			"ever committed past now - sync.safety_lag: a --to beyond it is cut there (a line says\n" +
 			"so), and the live sync takes it from there.\n" +
 			"Exit codes as for once; 130 or 143 when SIGINT or SIGTERM stopped it.\n\n" +
+			"Beside a running `syncd run` that holds the state, the daemon runs the backfill through\n" +
+			"its control endpoint (its open state and engine; a stream's scheduled pass is waited for,\n" +
+			"never run at once): the same output and exit codes. Interrupting this command cancels\n" +
+			"the daemon's backfill; what it committed stays committed.\n\n" +
 			"--dry-run reads only and prints the windows, estimated requests and time, as for once.",
 		Example: "  syncd backfill --form vLp2aX --from 2024-01-01 --to 2024-07-01 --concurrency 8\n" +
 			"  syncd backfill --form vLp2aX --from 2024-01-01 --dry-run\n" +
@@ -705,6 +715,10 @@ func newBackfillCmd(g *globals) *cobra.Command {
 				return g.dryRun(ctx, cfg, acctCfg, client, "backfill", []poller.Job{job}, start, end, counting.n.Load(), format, false)
 			}
 			a, err := g.openApp(ctx, false)
+			if held, ok := heldByDaemon(err); ok {
+				req := backfillRequest{Accounts: g.accounts, Form: formID, From: start, To: end, ToAsked: to != "", Concurrency: concurrency}
+				return g.backfillInDaemon(ctx, cfg, held, req, summaryPath, format)
+			}
 			if err != nil {
 				return err
 			}
@@ -746,11 +760,69 @@ func newBackfillCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
+// backfillInDaemon has the running syncd that holds the state (held) do
+// the backfill, through its control endpoint: its progress and notes on
+// stderr, then the summary and the exit code the command alone would have
+// printed and had. Interrupting the command cancels the daemon's backfill
+// (its request ends): what it committed stays committed, and the batches in
+// flight are resolved by the next pass, as after a second signal.
+func (g *globals) backfillInDaemon(ctx context.Context, cfg *config.Config, held *state.LockedError, req backfillRequest, summaryPath, format string) error {
+	c, err := daemonControl(ctx, cfg, held)
+	if err != nil {
+		return withCode(exitState, err)
+	}
+	fmt.Fprintf(g.stderr, "syncd: the state is in use by the running syncd (pid %d): the backfill runs in it\n", c.info.PID)
+	_, log, err := g.load()
+	if err != nil {
+		return err
+	}
+	report := newProgressReporter(g.stderr, log, orDash(req.Form))
+	started := time.Now()
+	done, err := c.backfill(ctx, req, func(s string) { fmt.Fprintln(g.stderr, "syncd:", s) }, report.update)
+	report.finish()
+	if code, stopped := g.interruption(); stopped {
+		fmt.Fprintln(g.stdout, "INTERRUPTED: the daemon's backfill was cancelled with this command; what it committed stays committed")
+		return withCode(code, errors.New("interrupted: run the backfill again to load the rest"))
+	}
+	if err != nil {
+		var refused *controlRefusal
+		if errors.As(err, &refused) && refused.status < 500 && refused.status != http.StatusUnauthorized {
+			return withCode(exitUsage, err)
+		}
+		return withCode(exitFailed, err)
+	}
+	if done.Results == nil {
+		if done.Code == exitOK {
+			done.Code = exitFailed
+		}
+		return withCode(done.Code, errors.New(done.Error))
+	}
+	took := time.Duration(done.Seconds * float64(time.Second))
+	if took == 0 {
+		took = time.Since(started)
+	}
+	if err := g.finishPass(resultsOf(done.Results), took, summaryPath, format); err != nil && done.Code == exitOK {
+		return err
+	}
+	if done.Code != exitOK {
+		return withCode(done.Code, errReported)
+	}
+	return nil
+}
+
 // backfillAll backfills [start, end) of every form (and the bookings) of
 // every open account: accounts at once, each account's forms one after the
 // other with concurrency windows at once (they share its key).
 func (g *globals) backfillAll(ctx context.Context, start, end time.Time, endAsked bool, concurrency int, summaryPath, format string) error {
 	a, err := g.openApp(ctx, false)
+	if held, ok := heldByDaemon(err); ok && g.shard == nil {
+		cfg, _, lerr := g.load()
+		if lerr != nil {
+			return lerr
+		}
+		req := backfillRequest{Accounts: g.accounts, From: start, To: end, ToAsked: endAsked, Concurrency: concurrency}
+		return g.backfillInDaemon(ctx, cfg, held, req, summaryPath, format)
+	}
 	if err != nil {
 		return err
 	}
@@ -772,20 +844,9 @@ func (g *globals) backfillAll(ctx context.Context, start, end time.Time, endAske
 		end = horizon
 	}
 	started := time.Now()
-	out := make([][]poller.Result, len(a.Accounts))
-	var wg sync.WaitGroup
-	for i, acct := range a.Accounts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[i] = acct.Backfill(ctx, start, end, concurrency)
-		}()
-	}
-	wg.Wait()
-	var results []poller.Result
-	for _, r := range out {
-		results = append(results, r...)
-	}
+	results := app.ForEach(a.Accounts, func(acct *app.Account) []poller.Result {
+		return acct.Backfill(ctx, start, end, concurrency, nil)
+	})
 	return g.finishPass(results, time.Since(started), summaryPath, format)
 }
 

@@ -95,7 +95,7 @@ func TestManifests(t *testing.T) {
 			t.Errorf("kustomization %s/kustomization.yaml is missing", d)
 		}
 	}
-	example := parseConfig(t, "configs/syncd.example.yaml", readFile(t, "../../configs/syncd.example.yaml"), map[string]bool{secretKey: true})
+	example := parseConfig(t, "configs/syncd.example.yaml", uncommentScheduling(t, readFile(t, "../../configs/syncd.example.yaml")), schedulingEnv)
 	for _, dir := range dirs {
 		t.Run(dir, func(t *testing.T) {
 			t.Parallel()
@@ -595,6 +595,7 @@ func checkPod(t *testing.T, r *rendered, where string, tpl *corev1.PodTemplateSp
 		return syncd, args, nil
 	}
 	noLiteralKey(t, where+": ConfigMap "+cm.Name+" "+key, []byte(raw), ps, syncd)
+	schedulingFromSecret(t, where+": ConfigMap "+cm.Name+" "+key, []byte(raw), syncd)
 	cfg := parseConfig(t, "ConfigMap "+cm.Name+" "+key, []byte(raw), envNames)
 	if cfg == nil {
 		return syncd, args, nil
@@ -834,6 +835,15 @@ func sameAsExample(t *testing.T, where string, got, example *config.Config) {
 	e.State.Path, e.Sink.Parquet.Path, e.Log.Format, e.Server.Addr = got.State.Path, got.Sink.Parquet.Path, got.Log.Format, got.Server.Addr
 	e.State.URL = got.State.URL // the bucket overlay
 	e.State.Shared = got.State.Shared
+	// The scheduling section: absent, or the one the example shows (commented
+	// out there), with a start date of the pod's own.
+	if got.Scheduling == nil {
+		e.Scheduling = nil
+	} else if e.Scheduling != nil {
+		sc := *e.Scheduling
+		sc.Bookings.StartDate = got.Scheduling.Bookings.StartDate
+		e.Scheduling = &sc
+	}
 	if got.MultiAccount() { // the sharded overlays: configs/accounts.example.yaml
 		e.Source.APIKey, e.Forms, e.Accounts = got.Source.APIKey, got.Forms, got.Accounts
 	}
@@ -849,6 +859,124 @@ func sameAsExample(t *testing.T, where string, got, example *config.Config) {
 	}
 	if got.Log.Format != "json" {
 		t.Errorf("%s: log.format %q, want json in a pod", where, got.Log.Format)
+	}
+}
+
+// ---- the scheduling API's OAuth client -----------------------------------
+
+// schedulingSecret is the Secret the scheduling section's client id and
+// secrets come from (secrets.example.yaml).
+const schedulingSecret = "syncd-scheduling"
+
+// schedulingEnv are the variables a parsed config may read.
+var schedulingEnv = map[string]bool{secretKey: true, "SCHEDULING_CLIENT_ID": true, "SCHEDULING_CLIENT_SECRET": true, "SCHEDULING_CLIENT_SECRET_NEXT": true}
+
+// uncommentScheduling is the example config with its commented-out
+// scheduling section taken in, so that the pods' section is compared with
+// the one the example documents.
+func uncommentScheduling(t *testing.T, raw []byte) []byte {
+	t.Helper()
+	lines := strings.Split(string(raw), "\n")
+	in := false
+	found := false
+	for i, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "# scheduling:"):
+			lines[i], in, found = strings.TrimPrefix(l, "# "), true, true
+		case in && strings.HasPrefix(l, "#   "):
+			lines[i] = strings.TrimPrefix(l, "# ")
+		default:
+			in = false
+		}
+	}
+	if !found {
+		t.Fatal("configs/syncd.example.yaml shows no commented-out scheduling section")
+	}
+	return []byte(strings.Join(lines, "\n"))
+}
+
+// schedulingFromSecret: a scheduling section's client_id, client_secret
+// and client_secret_next are bare ${VAR} (or ${VAR:-}: empty for a public
+// client) references, each VAR set from the Secret syncd-scheduling, key
+// VAR; the client id's key is not optional.
+func schedulingFromSecret(t *testing.T, where string, raw []byte, c *corev1.Container) {
+	t.Helper()
+	var doc struct {
+		Scheduling map[string]any `yaml:"scheduling"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Errorf("%s: %v", where, err)
+		return
+	}
+	if doc.Scheduling == nil {
+		return
+	}
+	ref := regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*)(:-)?\}$`)
+	for _, k := range []string{"client_id", "client_secret", "client_secret_next"} {
+		v, _ := doc.Scheduling[k].(string)
+		m := ref.FindStringSubmatch(v)
+		if m == nil {
+			t.Errorf("%s: scheduling.%s %q is not a bare ${VARIABLE} reference: take it from the Secret %s through env", where, k, v, schedulingSecret)
+			continue
+		}
+		var env *corev1.EnvVar
+		for i := range c.Env {
+			if c.Env[i].Name == m[1] {
+				env = &c.Env[i]
+			}
+		}
+		switch {
+		case env == nil:
+			t.Errorf("%s: scheduling.%s reads $%s, which the container does not set", where, k, m[1])
+		case env.ValueFrom == nil || env.ValueFrom.SecretKeyRef == nil:
+			t.Errorf("%s: scheduling.%s reads $%s, which must come from a secretKeyRef", where, k, m[1])
+		case env.ValueFrom.SecretKeyRef.Name != schedulingSecret || env.ValueFrom.SecretKeyRef.Key != m[1]:
+			t.Errorf("%s: $%s from Secret %s key %s, want Secret %s key %s", where, m[1], env.ValueFrom.SecretKeyRef.Name, env.ValueFrom.SecretKeyRef.Key, schedulingSecret, m[1])
+		case k == "client_id" && (m[2] != "" || env.ValueFrom.SecretKeyRef.Optional != nil && *env.ValueFrom.SecretKeyRef.Optional):
+			t.Errorf("%s: scheduling.client_id must not be optional (no default, the Secret key required)", where)
+		}
+	}
+}
+
+// TestSecretsExample: secrets.example.yaml decodes strictly into Secrets
+// and defines every Secret key the single-state workloads read.
+func TestSecretsExample(t *testing.T) {
+	defined := map[string]bool{}
+	for i, doc := range strings.Split(string(readFile(t, "secrets.example.yaml")), "\n---\n") {
+		var s corev1.Secret
+		if err := decodeStrict([]byte(doc), &s); err != nil {
+			t.Fatalf("secrets.example.yaml document %d does not decode strictly into a Secret: %v", i, err)
+		}
+		if s.Kind != "Secret" || s.Name == "" {
+			t.Fatalf("secrets.example.yaml document %d: kind %q name %q", i, s.Kind, s.Name)
+		}
+		for k := range s.StringData {
+			defined[s.Name+"/"+k] = true
+		}
+	}
+	for _, dir := range []string{"base", "overlays/daemon", "overlays/bucket"} {
+		r := render(t, dir)
+		var pods []corev1.PodSpec
+		for _, cj := range r.cronJobs {
+			pods = append(pods, cj.Spec.JobTemplate.Spec.Template.Spec)
+		}
+		for _, d := range r.deployments {
+			pods = append(pods, d.Spec.Template.Spec)
+		}
+		for _, ps := range pods {
+			for _, c := range append(ps.InitContainers, ps.Containers...) {
+				for _, e := range c.Env {
+					if e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
+						continue
+					}
+					ref := e.ValueFrom.SecretKeyRef
+					optional := ref.Optional != nil && *ref.Optional
+					if !defined[ref.Name+"/"+ref.Key] && !optional {
+						t.Errorf("%s container %s: env %s reads Secret %s key %s, which secrets.example.yaml does not define", dir, c.Name, e.Name, ref.Name, ref.Key)
+					}
+				}
+			}
+		}
 	}
 }
 

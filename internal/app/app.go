@@ -42,6 +42,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/state"
 	"github.com/syncd-dev/syncd/internal/status"
 	"github.com/syncd-dev/syncd/internal/suggest"
+	"github.com/syncd-dev/syncd/internal/webhook"
 )
 
 // App holds the open parts of a sync: the state store and metrics every
@@ -104,6 +105,19 @@ type Account struct {
 	// claim on the state (nil when a coordinator holds the claim).
 	closed  chan struct{}
 	release func() error
+	// regMu guards the webhooks record's read-modify-write (the entries of
+	// one account's forms run at once) and noHookScope; seenMu guards
+	// listed, delivered and scheduled, which deliveries read and write
+	// without waiting for a registration's requests.
+	regMu, seenMu sync.Mutex
+	// listed are the forms of the last full listing (nil: none yet).
+	listed map[string]bool
+	// noHookScope: the scheduling sign-in lacks WEBHOOK_WRITE (said once).
+	noHookScope bool
+	// delivered is when the last delivery of each form arrived; scheduled
+	// when its last scheduled pass started (a silent webhook: see
+	// reregisterSilent).
+	delivered, scheduled map[string]time.Time
 }
 
 // StateError is a failure to open the state store: in use by another syncd,
@@ -798,30 +812,22 @@ func CheckForms(ctx context.Context, client *forms.Client, ids []string) error {
 // accounts wait on their own keys' rate limits, and the batches in flight
 // across all of them are bounded by sync.max_batches.
 func (a *App) Pass(ctx context.Context) []poller.Result {
-	a.mu.RLock()
-	accounts := append([]*Account(nil), a.Accounts...)
-	a.mu.RUnlock()
-	out := make([][]poller.Result, len(accounts))
-	var wg sync.WaitGroup
-	for i, acct := range accounts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[i] = acct.Pass(ctx, acct.Jobs, true)
-		}()
-	}
-	wg.Wait()
-	var results []poller.Result
-	for _, r := range out {
-		results = append(results, r...)
-	}
-	return results
+	return ForEach(a.OpenAccounts(), func(acct *Account) []poller.Result { return acct.Pass(ctx, acct.Jobs, true) })
 }
 
 // Backfill loads [start, end) of every form of the account, one form after
 // the other (they share the key), concurrency windows at once, then the
-// bookings; a form failing does not stop the others.
-func (acct *Account) Backfill(ctx context.Context, start, end time.Time, concurrency int) []poller.Result {
+// bookings; a form failing does not stop the others. With onBusy set (the
+// daemon, on request) a stream whose scheduled pass is running is waited
+// for (BackfillWaiting), and onBusy told; without, it fails with
+// poller.ErrBusy.
+func (acct *Account) Backfill(ctx context.Context, start, end time.Time, concurrency int, onBusy func(stream string)) []poller.Result {
+	backfill := func(s poller.Stream, from time.Time, concurrency int) poller.Result {
+		if onBusy == nil {
+			return acct.Poller.Backfill(ctx, s, from, end, concurrency, nil)
+		}
+		return BackfillWaiting(ctx, acct.Poller, s, from, end, concurrency, nil, onBusy)
+	}
 	jobs, err := acct.Jobs(ctx)
 	if err != nil {
 		return []poller.Result{{Account: acct.Name, Source: poller.SourceForms, Err: err}}
@@ -836,12 +842,12 @@ func (acct *Account) Backfill(ctx context.Context, start, end time.Time, concurr
 		if job.Start.After(from) {
 			from = job.Start
 		}
-		r := acct.Poller.Backfill(ctx, acct.FormStream(job), from, end, concurrency, nil)
+		r := backfill(acct.FormStream(job), from, concurrency)
 		r.Account = acct.Name
 		results = append(results, r)
 	}
 	if acct.Scheduling != nil && !acct.Poller.Draining() {
-		r := acct.Poller.Backfill(ctx, acct.Scheduling.Stream, start, end, 1, nil)
+		r := backfill(acct.Scheduling.Stream, start, 1)
 		r.Account = acct.Name
 		if r.Err != nil && acct.app.Cfg.MultiAccount() {
 			r.Err = &SignInError{Account: acct.Name, Err: r.Err}
@@ -999,8 +1005,7 @@ func (acct *Account) DaemonEntries() []daemon.Entry {
 			}}
 	}
 	if len(acct.Cfg.Forms) == 0 {
-		return []daemon.Entry{entry("sync.schedule", cfg.Sync.Schedule,
-			func(ctx context.Context) []poller.Result { return acct.Pass(ctx, acct.Jobs, true) })}
+		return []daemon.Entry{entry("sync.schedule", cfg.Sync.Schedule, acct.withWebhooks(acct.Jobs, true))}
 	}
 	entries := make([]daemon.Entry, 0, len(acct.Cfg.Forms)+1)
 	for _, fc := range acct.Cfg.Forms {
@@ -1013,13 +1018,11 @@ func (acct *Account) DaemonEntries() []daemon.Entry {
 			spec = cfg.Sync.Schedule
 		}
 		one := func(context.Context) ([]poller.Job, error) { return []poller.Job{job}, nil }
-		entries = append(entries, entry("schedule of form "+fc.ID, spec,
-			func(ctx context.Context) []poller.Result { return acct.Pass(ctx, one, false) }))
+		entries = append(entries, entry("schedule of form "+fc.ID, spec, acct.withWebhooks(one, false)))
 	}
 	if acct.Scheduling != nil {
 		none := func(context.Context) ([]poller.Job, error) { return nil, nil }
-		entries = append(entries, entry("sync.schedule", cfg.Sync.Schedule,
-			func(ctx context.Context) []poller.Result { return acct.Pass(ctx, none, true) }))
+		entries = append(entries, entry("sync.schedule", cfg.Sync.Schedule, acct.withWebhooks(none, true)))
 	}
 	return entries
 }
@@ -1044,7 +1047,7 @@ func (a *App) DaemonOptions(ctx context.Context, stopping <-chan struct{}, versi
 	opts := daemon.Options{
 		Stopping: stopping, Version: version, Addr: a.Cfg.Server.Addr,
 		UnreadyAfter: a.Cfg.Server.UnreadyAfter.D(), Jitter: a.Cfg.Sync.Jitter.D(), Grace: a.Cfg.Sync.ShutdownGrace.D(),
-		Entries: a.DaemonEntries(), Status: status.Handler(StateWhere(a.Cfg), a.Store, AccountsView(a.Current, a.Store)), Metrics: a.Metrics, Log: a.Log,
+		Entries: a.DaemonEntries(), Status: status.HandlerWith(StateWhere(a.Cfg), a.Store, AccountsView(a.Current, a.Store), WebhooksView(a.Current, a.Store)), Metrics: a.Metrics, Log: a.Log,
 		Hangup: hangup, Watch: watch,
 	}
 	opts.Reload = func(ctx context.Context) ([]daemon.Entry, error) {
@@ -1064,8 +1067,12 @@ func (a *App) DaemonOptions(ctx context.Context, stopping <-chan struct{}, versi
 	if err != nil {
 		return daemon.Options{}, err
 	}
+	opts.Handlers = map[string]http.Handler{}
 	if h != nil {
-		opts.Handlers = map[string]http.Handler{connect.PathConnect: h, connect.PathCallback: h}
+		opts.Handlers[connect.PathConnect], opts.Handlers[connect.PathCallback] = h, h
+	}
+	if wh, stop := a.webhookHandler(ctx); wh != nil {
+		opts.Handlers[webhook.PathPrefix], opts.Stop = wh, stop
 	}
 	return opts, nil
 }

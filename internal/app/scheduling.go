@@ -314,13 +314,10 @@ func (a *App) ConnectHandler() (*connect.Handler, error) {
 				return fmt.Errorf("account %s is no longer configured to sign in to the scheduling API", name)
 			}
 			tok = WhoAmI(ctx, cfg, acct.Log, tok)
-			if err := (StateTokens{Store: a.Store, Namespace: acct.Cfg.Namespace()}).Save(ctx, tok); err != nil {
+			if err := a.StoreSchedulingSignIn(ctx, name, tok); err != nil {
 				return err
 			}
-			// The running token source may hold a refused sign-in: the next
-			// pass starts from the new one.
-			acct.Scheduling.Tokens.Reload()
-			acct.Log.Info("the account's user signed in through the connect page", zap.String("user", tok.User))
+			logSignIn(acct, "through the connect page", tok.User)
 			return nil
 		},
 		Logger: a.Log.Named("connect"),

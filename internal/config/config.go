@@ -141,7 +141,29 @@ type Sync struct {
 	// ReconcileEvery is how often a pass also reconciles a form's lookback
 	// (0: every pass).
 	ReconcileEvery Duration `yaml:"reconcile_every"`
+	// Webhooks lets deliveries ring the bell for an immediate pass of their
+	// stream (README, "Webhooks"); the scheduled passes stay the safety net.
+	Webhooks Webhooks `yaml:"webhooks"`
 }
+
+// Webhooks configures `syncd run`'s webhook receiver and the registration
+// of its webhooks with the services.
+type Webhooks struct {
+	// PublicURL is where the Forms and scheduling services reach this
+	// syncd's server (server.addr); empty: no webhooks.
+	PublicURL string `yaml:"public_url"`
+	// Secret derives every path token and every signing secret (one per
+	// form, one per scheduling user), so that none is stored.
+	Secret Secret `yaml:"secret"`
+	// MaxBody is the largest delivery body read, in bytes.
+	MaxBody int64 `yaml:"max_body"`
+	// Debounce is how long a first delivery waits for others of its
+	// stream before the pass it triggers starts.
+	Debounce Duration `yaml:"debounce"`
+}
+
+// Enabled reports whether the webhooks are configured.
+func (w Webhooks) Enabled() bool { return w.PublicURL != "" }
 
 // Sink chooses and configures the destination.
 type Sink struct {
@@ -342,6 +364,7 @@ func Defaults() Config {
 			ShutdownGrace:   Duration(30 * time.Second),
 			Lookback:        Duration(30 * 24 * time.Hour),
 			ReconcileEvery:  Duration(24 * time.Hour),
+			Webhooks:        Webhooks{MaxBody: 1 << 20, Debounce: Duration(500 * time.Millisecond)},
 		},
 		Sink: Sink{
 			Type:    "parquet",
@@ -519,6 +542,9 @@ func (c *Config) expandSecrets(file string, lookupEnv func(string) (string, bool
 	}
 	if c.Server.ConnectSecret, err = expandSecret(c.Server.ConnectSecret, lookupEnv); err != nil {
 		return &Error{File: file, Line: c.lines["server.connect_secret"], Key: "server.connect_secret", Msg: err.Error()}
+	}
+	if c.Sync.Webhooks.Secret, err = expandSecret(c.Sync.Webhooks.Secret, lookupEnv); err != nil {
+		return &Error{File: file, Line: c.lines["sync.webhooks.secret"], Key: "sync.webhooks.secret", Msg: err.Error()}
 	}
 	for i := range c.Accounts {
 		if c.Accounts[i].APIKey, err = expandSecret(c.Accounts[i].APIKey, lookupEnv); err != nil {
@@ -717,7 +743,7 @@ func checkKeys(file string, n *yaml.Node, t reflect.Type, path string) error {
 			ft, ok := fields[k.Value]
 			if !ok && path == "" && k.Value == "webhook" {
 				return &Error{File: file, Line: k.Line, Key: "webhook",
-					Msg: "syncd never used this key (it syncs by polling; there is no webhook receiver) and no longer accepts it: remove the webhook section"}
+					Msg: "syncd never used this key and no longer accepts it: remove the webhook section (webhooks are configured under sync.webhooks, see the README)"}
 			}
 			if !ok {
 				where := "at the top level"
@@ -901,6 +927,20 @@ func (c *Config) validateRest(bad func(key, msg string) error) error {
 	}
 	if c.Server.PublicURL != "" && !isHTTPURL(c.Server.PublicURL) {
 		return bad("server.public_url", fmt.Sprintf("%q is not an http(s) URL: set where browsers reach this syncd, e.g. https://syncd.example.com", c.Server.PublicURL))
+	}
+	if w := c.Sync.Webhooks; w.PublicURL != "" {
+		if !isHTTPURL(w.PublicURL) {
+			return bad("sync.webhooks.public_url", fmt.Sprintf("%q is not an http(s) URL: set where the Forms and scheduling services reach this syncd's server, e.g. https://syncd.example.com", w.PublicURL))
+		}
+		if len(w.Secret) < 16 {
+			return bad("sync.webhooks.secret", "must be set, at least 16 characters, with sync.webhooks.public_url: it derives the webhooks' path tokens and signing secrets; use a long random value (openssl rand -hex 32), kept in the environment")
+		}
+	}
+	if c.Sync.Webhooks.MaxBody < 1024 {
+		return bad("sync.webhooks.max_body", fmt.Sprintf("%d bytes cannot hold a delivery: use at least 1024 (default 1048576)", c.Sync.Webhooks.MaxBody))
+	}
+	if c.Sync.Webhooks.Debounce < 0 || c.Sync.Webhooks.Debounce.D() > time.Minute {
+		return bad("sync.webhooks.debounce", "must be between 0s and 1m")
 	}
 	if c.Server.ConnectSecret != "" {
 		if len(c.Server.ConnectSecret) < 16 {

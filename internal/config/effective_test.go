@@ -10,12 +10,13 @@ import (
 
 func TestKeysCoversTheStruct(t *testing.T) {
 	keys := strings.Join(Keys(), " ")
-	for _, want := range []string{"source.api_key", "forms[].id", "forms[].start_date", "sync.shutdown_grace", "sink.parquet.path", "sink.bigquery.max_backoff", "state.lease_ttl", "server.unready_after"} {
+	for _, want := range []string{"source.api_key", "forms[].id", "forms[].start_date", "sync.shutdown_grace", "sink.parquet.path", "sink.bigquery.max_backoff", "state.lease_ttl", "server.unready_after", "sync.webhooks.public_url", "sync.webhooks.secret"} {
 		if !strings.Contains(" "+keys+" ", " "+want+" ") {
 			t.Errorf("Keys() lacks %s: %s", want, keys)
 		}
 	}
-	if strings.Contains(keys, "lines") || strings.Contains(keys, "webhook") {
+	// The old top-level webhook key is refused; sync.webhooks is the new one.
+	if strings.Contains(keys, "lines") || strings.Contains(" "+keys, " webhook") {
 		t.Errorf("Keys() lists a key the file does not take: %s", keys)
 	}
 }

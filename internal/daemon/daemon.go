@@ -78,8 +78,13 @@ type Options struct {
 	// that the configuration file changed (see WatchFile). Either may be nil.
 	Hangup, Watch <-chan struct{}
 	// Handlers are served beside /status and /metrics, by path (the
-	// connect page).
+	// connect page, the webhook receiver).
 	Handlers map[string]http.Handler
+	// Stop, if set, is called once no scheduled pass starts any more, and
+	// before the daemon waits for the passes in flight: it stops what
+	// starts passes besides the schedule (the webhooks' bell) and waits for
+	// the passes it started.
+	Stop func()
 }
 
 // ConfigError is a configuration the daemon cannot run with (an address in
@@ -162,6 +167,9 @@ loop:
 	}
 	log.Info("stopping: no new passes; batches in flight may commit", zap.Duration("grace", opts.Grace))
 	<-d.cron.Stop().Done()
+	if opts.Stop != nil {
+		opts.Stop()
+	}
 	d.mu.Lock()
 	for _, r := range d.entries {
 		d.remove(r, false)
@@ -446,6 +454,12 @@ func (d *daemon) observe(r *running, results []poller.Result) {
 	for a, err := range listing {
 		m.ForAccount(a).ObserveFailure(err)
 	}
+	Report(log, m, results)
+}
+
+// Report reports the results of a pass of streams in the metrics and the
+// log: a scheduled pass's, or one a webhook delivery triggered.
+func Report(log *zap.Logger, m *metrics.Metrics, results []poller.Result) {
 	for _, res := range results {
 		if res.FormID == "" {
 			continue // the source itself failed (listing the forms): logged where it failed

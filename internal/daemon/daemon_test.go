@@ -420,3 +420,45 @@ func TestWatchFileSymlinkSwap(t *testing.T) {
 	}
 	recv(t, "a signal for the swapped content", ch)
 }
+
+// TestStopAndHandlers: a handler of Options.Handlers is served beside
+// /metrics, and Options.Stop runs once at the stop, after the schedule
+// stopped and before Run returns.
+func TestStopAndHandlers(t *testing.T) {
+	core, logs := observer.New(zapcore.DebugLevel)
+	stopping := make(chan struct{})
+	var stops atomic.Int32
+	done := make(chan error, 1)
+	opts := Options{
+		Stopping: stopping, Version: "test", Addr: "127.0.0.1:0",
+		Status: http.NotFoundHandler(), Metrics: metrics.New(nil), Log: zap.New(core),
+		Handlers: map[string]http.Handler{"/webhooks/": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusAccepted) })},
+		Stop:     func() { stops.Add(1) },
+	}
+	go func() { done <- Run(context.Background(), opts) }()
+	var addr string
+	eventually(t, "the server's address in the log", func() bool {
+		for _, e := range logs.FilterMessage("serving /metrics, /healthz, /readyz, /status").All() {
+			addr, _ = e.ContextMap()["addr"].(string)
+		}
+		return addr != ""
+	})
+	resp, err := http.Post("http://"+addr+"/webhooks/forms/a/b/c", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Errorf("POST /webhooks/...: %d, want the handler's 202", resp.StatusCode)
+	}
+	if stops.Load() != 0 {
+		t.Fatal("Stop ran before the stop")
+	}
+	close(stopping)
+	if err := recv(t, "Run to return", done); err != nil {
+		t.Fatal(err)
+	}
+	if n := stops.Load(); n != 1 {
+		t.Errorf("Stop ran %d times, want once", n)
+	}
+}

@@ -3,6 +3,8 @@ package formsim
 import (
 	"maps"
 	"time"
+
+	"github.com/syncd-dev/syncd/internal/simhook"
 )
 
 // Faults are the knobs of fault injection; the zero value injects nothing.
@@ -87,8 +89,10 @@ type Stats struct {
 	MetadataReads     int64
 	Created           int64 // submissions added: create calls, Insert, arrival and back-dated faults
 	Deleted           int64 // submissions deleted: delete calls, Delete, delete faults
-	WebhooksDelivered int64 // deliveries answered 2xx
-	WebhookFailures   int64 // deliveries that failed or were answered otherwise
+	WebhooksDelivered int64 // delivery attempts answered 2xx (Webhooks.Delivered)
+	WebhookFailures   int64 // attempts that failed or were answered otherwise (Webhooks.Failed)
+	// Webhooks counts deliveries and their injected faults.
+	Webhooks simhook.Stats
 }
 
 func (s Stats) clone() Stats {

@@ -28,6 +28,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/syncd-dev/syncd/internal/simhook"
 	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 )
 
@@ -54,6 +55,9 @@ type Config struct {
 	Now func() time.Time
 	// WebhookTimeout bounds one webhook delivery; default 5s.
 	WebhookTimeout time.Duration
+	// WebhookFaults are the delivery faults (drops, duplicates, delays,
+	// bare bodies), drawn from Seed; SetWebhookFaults changes them later.
+	WebhookFaults simhook.Faults
 	// Shapes, when set, shape form i (an account has sparse forms and
 	// dense ones): a zero field keeps Submissions or Start.
 	Shapes []FormShape
@@ -85,11 +89,11 @@ type Server struct {
 	bufs    sync.Pool     // *[]byte response buffers
 	bad     atomic.Int64  // misfit answers rendered (rendering runs outside mu)
 
-	hookClient *http.Client
-	ctx        context.Context // cancelled by Close: ends deliveries and delays
-	cancel     context.CancelFunc
-	wg         sync.WaitGroup // webhook deliveries
-	closeOnce  sync.Once
+	hooksOut  *simhook.Deliverer // webhook deliveries, with their faults
+	admin     *http.ServeMux     // AdminPrefix endpoints (webhook.go)
+	ctx       context.Context    // cancelled by Close: ends injected delays
+	cancel    context.CancelFunc
+	closeOnce sync.Once
 
 	mu        sync.Mutex
 	closed    bool
@@ -146,21 +150,24 @@ func New(cfg Config) (*Server, error) {
 	if cfg.WebhookTimeout <= 0 {
 		cfg.WebhookTimeout = 5 * time.Second
 	}
+	// Its own source, so delivery faults do not shift the data's draws.
+	hooksOut, err := simhook.New(uint64(cfg.Seed)^0xf0e5_400c, cfg.WebhookTimeout, cfg.WebhookFaults)
+	if err != nil {
+		return nil, fmt.Errorf("formsim: %w", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		cfg:    cfg,
-		ids:    newIDCodec(cfg.Seed),
-		ctx:    ctx,
-		cancel: cancel,
-		rng:    rand.New(rand.NewPCG(uint64(cfg.Seed), 0x5eed_f0e5)),
-		byID:   map[string]*formState{},
-		stats:  Stats{Injected: map[FaultKind]int64{}, ByStatus: map[int]int64{}},
-		hooks:  map[int64]webhook{},
-		hookClient: &http.Client{
-			Timeout:   cfg.WebhookTimeout,
-			Transport: &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second},
-		},
+		cfg:      cfg,
+		ids:      newIDCodec(cfg.Seed),
+		ctx:      ctx,
+		cancel:   cancel,
+		rng:      rand.New(rand.NewPCG(uint64(cfg.Seed), 0x5eed_f0e5)),
+		byID:     map[string]*formState{},
+		stats:    Stats{Injected: map[FaultKind]int64{}, ByStatus: map[int]int64{}},
+		hooks:    map[int64]webhook{},
+		hooksOut: hooksOut,
 	}
+	s.admin = s.routeAdmin()
 	s.bufs.New = func() any { b := make([]byte, 0, 64<<10); return &b }
 	if cfg.RateLimit > 0 {
 		burst := cfg.RateBurst
@@ -187,8 +194,7 @@ func (s *Server) Close() error {
 		s.closed = true
 		s.mu.Unlock()
 		s.cancel()
-		s.wg.Wait()
-		s.hookClient.CloseIdleConnections()
+		s.hooksOut.Close()
 	})
 	return nil
 }
@@ -215,6 +221,8 @@ func (s *Server) Stats() Stats {
 	s.mu.Lock()
 	st := s.stats.clone()
 	s.mu.Unlock()
+	st.Webhooks = s.hooksOut.Stats()
+	st.WebhooksDelivered, st.WebhookFailures = st.Webhooks.Delivered, st.Webhooks.Failed
 	if n := s.bad.Load(); n > 0 {
 		st.Injected[FaultBadValue] = n
 	}

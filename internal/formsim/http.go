@@ -39,10 +39,15 @@ func (s *Server) putBuf(p *[]byte) {
 	s.bufs.Put(p)
 }
 
-// ServeHTTP answers the documented endpoints under BasePath. Order of
-// checks: path, API key (401), rate limit (429), injected faults, delays,
-// then the endpoint itself.
+// ServeHTTP answers the documented endpoints under BasePath, and the admin
+// endpoints under AdminPrefix (webhook.go). Order of checks: path, API key
+// (401), rate limit (429), injected faults, delays, then the endpoint
+// itself.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, AdminPrefix) {
+		s.admin.ServeHTTP(w, r)
+		return
+	}
 	s.mu.Lock()
 	s.stats.Requests++
 	s.mu.Unlock()

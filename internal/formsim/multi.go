@@ -196,6 +196,10 @@ func (m *Multi) lookup(key string) *keyState {
 // checks, as a single Server's: path (404), key (401), then the key's
 // revocation (401) and rate limit (429), then the workspace.
 func (m *Multi) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, AdminPrefix) {
+		m.serveAdmin(w, r)
+		return
+	}
 	if m.serveOAuth(w, r) {
 		return
 	}
@@ -311,4 +315,38 @@ func writeMsg(w http.ResponseWriter, resp response, retry string) {
 	}
 	w.WriteHeader(resp.status)
 	_, _ = w.Write(resp.body) // a client that left is not an error of ours
+}
+
+// serveAdmin serves the admin endpoints of each workspace under
+// /_admin/accounts/{apiKey}/ (the Server's AdminPrefix endpoints), and
+// PUT /_admin/webhook-faults, which sets every workspace's delivery faults.
+func (m *Multi) serveAdmin(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == AdminPrefix+"webhook-faults" && r.Method == http.MethodPut {
+		f, err := readFaults(r)
+		for _, ks := range m.keys {
+			if err == nil {
+				err = ks.srv.SetWebhookFaults(f)
+			}
+		}
+		if err != nil {
+			adminError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	rest, ok := strings.CutPrefix(r.URL.Path, AdminPrefix+"accounts/")
+	key, sub, _ := strings.Cut(rest, "/")
+	var ks *keyState
+	if ok {
+		ks = m.lookup(key)
+	}
+	if ks == nil {
+		adminError(w, http.StatusNotFound, "no such admin endpoint or account: use /_admin/accounts/{apiKey}/...")
+		return
+	}
+	r2 := r.Clone(r.Context())
+	r2.URL.Path = AdminPrefix + sub
+	r2.URL.RawPath = ""
+	ks.srv.admin.ServeHTTP(w, r2)
 }

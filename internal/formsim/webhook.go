@@ -1,18 +1,26 @@
 package formsim
 
 import (
-	"bytes"
+	"cmp"
 	"context"
-	"io"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/syncd-dev/syncd/internal/simhook"
 )
 
-// deliver posts each new submission to every webhook of the form, in the
-// background: best effort, one attempt, bounded by Config.WebhookTimeout and
-// by Close. The body is the envelope the service sends in practice:
-// {"formId", "formName", "submission"}. Callers hold s.mu (which orders
-// wg.Add before Close's Wait).
+// deliver hands each new submission to every webhook of the form, for
+// delivery in the background (simhook: best effort, one attempt per copy,
+// bounded by Config.WebhookTimeout and by Close, with the delivery faults).
+// The body is the envelope the service sends in practice,
+// {"formId", "formName", "submission"}; the bare shape (the submission
+// alone, as the contract words it) goes out at Faults.BareRate. Callers
+// hold s.mu.
 func (s *Server) deliver(f *formState, refs []rowRef) {
 	s.journalCreated(f, refs)
 	if s.closed || len(refs) == 0 || len(s.hooks) == 0 {
@@ -24,49 +32,161 @@ func (s *Server) deliver(f *formState, refs []rowRef) {
 			urls = append(urls, h.url)
 		}
 	}
-	if len(urls) == 0 {
-		return
-	}
-	slices.Sort(urls) // map order is random; delivery order need not be
-	view := f.view
-	refs = slices.Clone(refs)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		for _, ref := range refs {
-			b := append([]byte(`{"formId":`), appendString(nil, view.id)...)
-			b = append(b, `,"formName":`...)
-			b = appendString(b, view.name)
-			b = append(b, `,"submission":`...)
-			b, _ = view.appendSubmission(b, ref, renderOpts{})
-			b = append(b, '}')
-			for _, u := range urls {
-				ok := s.post(s.ctx, u, b)
-				s.mu.Lock()
-				if ok {
-					s.stats.WebhooksDelivered++
-				} else {
-					s.stats.WebhookFailures++
-				}
-				s.mu.Unlock()
-			}
+	slices.Sort(urls) // map order is random; the order of fault draws must not be
+	for _, ref := range refs {
+		if len(urls) == 0 {
+			break
 		}
-	}()
+		bare, _ := f.view.appendSubmission(nil, ref, renderOpts{})
+		env := append([]byte(`{"formId":`), appendString(nil, f.view.id)...)
+		env = append(env, `,"formName":`...)
+		env = appendString(env, f.view.name)
+		env = append(env, `,"submission":`...)
+		env = append(append(env, bare...), '}')
+		for _, u := range urls {
+			s.hooksOut.Send(simhook.Message{URL: u, Body: env, Bare: bare})
+		}
+	}
 }
 
-// post makes one delivery; it reports whether the receiver answered 2xx.
-// The URL may carry a receiver's secret, so it is never logged.
-func (s *Server) post(ctx context.Context, url string, body []byte) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return false
+// Webhook is a registration as the admin endpoints show it. URL may carry
+// the receiver's secret: it belongs in admin output only, never in a log.
+type Webhook struct {
+	ID     int64  `json:"id"`
+	FormID string `json:"formId"`
+	URL    string `json:"url"`
+}
+
+// Webhooks lists the registered webhooks by id.
+func (s *Server) Webhooks() []Webhook {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Webhook, 0, len(s.hooks))
+	for id, h := range s.hooks {
+		out = append(out, Webhook{ID: id, FormID: h.formID, URL: h.url})
 	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := s.hookClient.Do(req)
+	slices.SortFunc(out, func(a, b Webhook) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
+// ForgetWebhook deletes a registration behind its owner's back, as the
+// service does when it loses one: deliveries stop and the owner is not
+// told. It reports whether the webhook existed.
+func (s *Server) ForgetWebhook(id int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.hooks[id]
+	delete(s.hooks, id)
+	return ok
+}
+
+// SetWebhookFaults replaces the delivery faults for deliveries from now on.
+func (s *Server) SetWebhookFaults(f simhook.Faults) error { return s.hooksOut.SetFaults(f) }
+
+// WebhookFaults returns the delivery faults.
+func (s *Server) WebhookFaults() simhook.Faults { return s.hooksOut.Faults() }
+
+// DrainWebhooks waits until every delivery so far has been attempted and
+// answered (delays included), or ctx ends.
+func (s *Server) DrainWebhooks(ctx context.Context) error { return s.hooksOut.Drain(ctx) }
+
+// Submitted is a submission SubmitNow created.
+type Submitted struct {
+	FormID         string    `json:"formId"`
+	SubmissionID   string    `json:"submissionId"`
+	SubmissionTime time.Time `json:"submissionTime"` // creation time, ms precision, Config.Now's clock
+}
+
+// SubmitNow adds one finished submission to the form at Config.Now and
+// delivers it to the form's webhooks, as a person submitting the form
+// does; the time lets a test measure latency from creation to warehouse.
+func (s *Server) SubmitNow(formID string) (Submitted, error) {
+	now := time.UnixMilli(s.nowMs()).UTC()
+	ids, err := s.Insert(formID, now)
 	if err != nil {
-		return false
+		return Submitted{}, err
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // reuse the connection
-	_ = resp.Body.Close()
-	return resp.StatusCode >= 200 && resp.StatusCode < 300
+	return Submitted{FormID: formID, SubmissionID: ids[0], SubmissionTime: now}, nil
+}
+
+// AdminPrefix prefixes the simulator's admin endpoints, outside BasePath
+// and without authentication (a loopback test tool):
+//
+//	GET    /_admin/webhooks                    registrations [{"id","formId","url"}]
+//	DELETE /_admin/webhooks/{id}               forget one behind the owner's back: 204, 404
+//	GET    /_admin/webhook-faults              delivery faults
+//	PUT    /_admin/webhook-faults              replace them: {"drop_rate","duplicate_rate",
+//	                                           "delay_min","delay_max","bare_rate"} (400 names a bad knob)
+//	GET    /_admin/stats                       counters, deliveries under "Webhooks"
+//	POST   /_admin/forms/{formId}/submissions  one submission now, delivered:
+//	                                           201 {"formId","submissionId","submissionTime"}
+//
+// Multi serves the same for each account under /_admin/accounts/{apiKey}/,
+// and PUT /_admin/webhook-faults there sets every account's.
+const AdminPrefix = "/_admin/"
+
+func (s *Server) routeAdmin() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /_admin/webhooks", func(w http.ResponseWriter, _ *http.Request) { adminJSON(w, http.StatusOK, s.Webhooks()) })
+	mux.HandleFunc("DELETE /_admin/webhooks/{id}", func(w http.ResponseWriter, r *http.Request) {
+		id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+		if err != nil {
+			adminError(w, http.StatusBadRequest, "webhook id must be a number, as /webhook/create returned it")
+			return
+		}
+		if !s.ForgetWebhook(id) {
+			adminError(w, http.StatusNotFound, "no webhook "+strconv.FormatInt(id, 10))
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET /_admin/webhook-faults", func(w http.ResponseWriter, _ *http.Request) {
+		adminJSON(w, http.StatusOK, s.WebhookFaults())
+	})
+	mux.HandleFunc("PUT /_admin/webhook-faults", func(w http.ResponseWriter, r *http.Request) {
+		f, err := readFaults(r)
+		if err == nil {
+			err = s.SetWebhookFaults(f)
+		}
+		if err != nil {
+			adminError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET /_admin/stats", func(w http.ResponseWriter, _ *http.Request) { adminJSON(w, http.StatusOK, s.Stats()) })
+	mux.HandleFunc("POST /_admin/forms/{formId}/submissions", func(w http.ResponseWriter, r *http.Request) {
+		sub, err := s.SubmitNow(r.PathValue("formId"))
+		if err != nil {
+			adminError(w, http.StatusNotFound, err.Error())
+			return
+		}
+		adminJSON(w, http.StatusCreated, sub)
+	})
+	return mux
+}
+
+// readFaults decodes a PUT /_admin/webhook-faults body.
+func readFaults(r *http.Request) (simhook.Faults, error) {
+	var f simhook.Faults
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 64<<10))
+	if err := dec.Decode(&f); err != nil {
+		return f, fmt.Errorf("body must be a JSON object of webhook fault knobs: %w", err)
+	}
+	return f, nil
+}
+
+func adminJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		adminError(w, http.StatusInternalServerError, "encode: "+err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func adminError(w http.ResponseWriter, status int, text string) {
+	writeMsg(w, msg(status, strings.TrimSpace(text)), "")
 }

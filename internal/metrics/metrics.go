@@ -51,6 +51,9 @@ type Metrics struct {
 	skipped       *prometheus.CounterVec
 	failures      *prometheus.CounterVec
 	reloads       *prometheus.CounterVec
+	deliveries    *prometheus.CounterVec
+	triggered     *prometheus.CounterVec
+	hookLatency   *prometheus.HistogramVec
 
 	now func() time.Time
 	mu  sync.Mutex
@@ -110,7 +113,15 @@ func New(now func() time.Time) *Metrics {
 	// series to compare before the first reload.
 	m.reloads.WithLabelValues("ok")
 	m.reloads.WithLabelValues("error")
-	m.Registry.MustRegister(m.passDuration, &sinceCollector{m: m},
+	// Labels of deliveries come from syncd's own list, never from the
+	// request: a forged path cannot add a series.
+	m.deliveries = f.counterVec("syncd_webhook_deliveries_total", "Webhook deliveries received, by source and outcome: accepted (a pass is triggered), debounced (a pass already due covers it), ignored (authentic, nothing to do here), refused_auth, refused_size, refused_body, refused_unknown.", "source", "outcome")
+	m.triggered = f.counterVec("syncd_webhook_passes_total", "Passes of a stream triggered by webhook deliveries (the scheduled passes are not counted).", "account", "source", "stream")
+	m.hookLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "syncd_webhook_latency_seconds", Help: "From a delivery's arrival to the end of the triggered pass that committed what it announced.",
+		Buckets: prometheus.ExponentialBuckets(0.05, 2, 14),
+	}, []string{"source"})
+	m.Registry.MustRegister(m.passDuration, m.hookLatency, &sinceCollector{m: m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -316,7 +327,7 @@ type deleter interface {
 
 func (m *Metrics) streamVecs() []deleter {
 	return []deleter{m.rows, m.bytes, m.batches, m.misfits, m.reconciled, m.versions, m.tombstones,
-		m.discarded, m.passDuration, m.lastSuccess, m.checkpointLag, m.skipped, m.failures}
+		m.discarded, m.passDuration, m.lastSuccess, m.checkpointLag, m.skipped, m.failures, m.triggered}
 }
 
 func (m *Metrics) health(k healthKey) *formHealth {
@@ -398,4 +409,21 @@ func (m *Metrics) ReportOwned(owned func() []string) {
 	m.ownedMu.Lock()
 	defer m.ownedMu.Unlock()
 	m.owned = owned
+}
+
+// ObserveDelivery counts one webhook delivery of source ("forms" or
+// "scheduling") by its outcome.
+func (m *Metrics) ObserveDelivery(source, outcome string) {
+	m.deliveries.WithLabelValues(source, outcome).Inc()
+}
+
+// ObserveTriggered counts a pass of a stream that deliveries triggered.
+func (m *Metrics) ObserveTriggered(account, source, stream string) {
+	m.triggered.WithLabelValues(accountLabel(account), source, stream).Inc()
+}
+
+// ObserveWebhookLatency records the time from a delivery's arrival to the
+// end of the pass that committed what it announced.
+func (m *Metrics) ObserveWebhookLatency(source string, d time.Duration) {
+	m.hookLatency.WithLabelValues(source).Observe(d.Seconds())
 }

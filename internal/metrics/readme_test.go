@@ -23,6 +23,9 @@ func TestEveryMetricDocumented(t *testing.T) {
 	m.ObservePass(Pass{Source: "forms", Stream: "f", Rows: 1, Bytes: 1, Batches: 1, Misfits: 1, Discarded: 1, Duration: time.Second, CoveredEnd: time.Now()})
 	m.ObservePass(Pass{Source: "forms", Stream: "g", Err: errors.New("x")})
 	m.ObserveSkipped("forms", "f")
+	m.ObserveDelivery("forms", "accepted")
+	m.ObserveTriggered("", "forms", "f")
+	m.ObserveWebhookLatency("forms", time.Second)
 	families, err := m.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -48,7 +48,7 @@ func (s *Server) Create() string { return s.create(0) }
 func (s *Server) create(owner int) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.makeBooking(s.tick(), owner).UID
+	return s.newBooking(s.tick(), owner).UID
 }
 
 // Cancel cancels a booking of any user; false if unknown or already
@@ -62,7 +62,9 @@ func (s *Server) cancelUID(uid, reason string, owner int) bool {
 	if !ok || b.Status == "cancelled" || owner != anyUser && b.owner != owner {
 		return false
 	}
-	s.cancel(b, s.tick(), reason)
+	t := s.tick()
+	s.cancel(b, t, reason)
+	s.emit(TriggerBookingCancelled, b, t, nil)
 	return true
 }
 
@@ -77,7 +79,10 @@ func (s *Server) rescheduleUID(uid, reason string, owner int) string {
 	if !ok || b.Status == "cancelled" || owner != anyUser && b.owner != owner {
 		return ""
 	}
-	return s.reschedule(b, s.tick(), reason).UID
+	t := s.tick()
+	nb := s.reschedule(b, t, reason)
+	s.emit(TriggerBookingRescheduled, nb, t, b)
+	return nb.UID
 }
 
 // Churn makes n random changes, each to a random user's bookings.
@@ -101,7 +106,7 @@ func (s *Server) churnN(n, owner int) {
 
 // routeAdmin serves the admin endpoints scripts and tests call:
 //
-//	POST /_admin/bookings                      create one, → {"uid": ...}
+//	POST /_admin/bookings                      create one now, → {"uid", "id", "username", "createdAt"}
 //	POST /_admin/bookings/{uid}/cancel         → 204 / 404
 //	POST /_admin/bookings/{uid}/reschedule     → {"uid": new uid} / 404
 //	POST /_admin/churn?n=5                     random changes
@@ -120,7 +125,7 @@ func (s *Server) churnN(n, owner int) {
 //	GET  /_admin/users/{username}/stats
 func (s *Server) routeAdmin() {
 	s.mux.HandleFunc("POST /_admin/bookings", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, map[string]string{"uid": s.Create()})
+		writeJSON(w, s.CreateBooking())
 	})
 	s.mux.HandleFunc("POST /_admin/bookings/{uid}/cancel", func(w http.ResponseWriter, r *http.Request) {
 		if !s.Cancel(r.PathValue("uid"), r.URL.Query().Get("reason")) {
@@ -174,7 +179,7 @@ func (s *Server) routeAdmin() {
 		}
 	}
 	s.mux.HandleFunc("POST /_admin/users/{username}/bookings", user(func(w http.ResponseWriter, _ *http.Request, a *UserAdmin) {
-		writeJSON(w, map[string]string{"uid": a.Create()})
+		writeJSON(w, a.CreateBooking())
 	}))
 	s.mux.HandleFunc("POST /_admin/users/{username}/churn", user(func(w http.ResponseWriter, r *http.Request, a *UserAdmin) {
 		n := 1

@@ -186,11 +186,14 @@ func (s *Server) churn(owner int) {
 	}
 	switch k := s.rnd.IntN(3); {
 	case k == 0 || len(live) == 0:
-		s.makeBooking(t, owner)
+		s.newBooking(t, owner)
 	case k == 1:
-		s.cancel(live[s.rnd.IntN(len(live))], t, "Plans changed")
+		b := live[s.rnd.IntN(len(live))]
+		s.cancel(b, t, "Plans changed")
+		s.emit(TriggerBookingCancelled, b, t, nil)
 	default:
-		s.reschedule(live[s.rnd.IntN(len(live))], t, "Clash with another meeting")
+		b := live[s.rnd.IntN(len(live))]
+		s.emit(TriggerBookingRescheduled, s.reschedule(b, t, "Clash with another meeting"), t, b)
 	}
 }
 

@@ -41,6 +41,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/syncd-dev/syncd/internal/simhook"
 )
 
 // APIVersion is the cal-api-version header GET /v2/bookings requires.
@@ -112,6 +114,12 @@ type Config struct {
 	ChurnRate float64
 	// Now is the clock of tokens and data; default time.Now.
 	Now func() time.Time
+	// WebhookFaults are the delivery faults of user webhooks (drops,
+	// duplicates, delays, bad signatures), drawn from Seed;
+	// SetWebhookFaults changes them later. WebhookTimeout bounds one
+	// delivery, default 5s.
+	WebhookFaults  simhook.Faults
+	WebhookTimeout time.Duration
 }
 
 // DefaultClients are a confidential scoped client with two active secrets,
@@ -119,7 +127,7 @@ type Config struct {
 func DefaultClients(seed int64) []Client {
 	r := mrand.New(mrand.NewPCG(uint64(seed), 0x5ced))
 	sec := func() string { return fmt.Sprintf("sim_secret_%016x", r.Uint64()) }
-	all := []string{ScopeBookingRead, ScopeProfileRead, "EVENT_TYPE_READ", "SCHEDULE_READ"}
+	all := []string{ScopeBookingRead, ScopeProfileRead, "EVENT_TYPE_READ", "SCHEDULE_READ", ScopeWebhookRead, ScopeWebhookWrite}
 	return []Client{
 		{ID: "sim-client", Secrets: []string{sec(), sec()}, Scopes: all},
 		{ID: "sim-legacy", Secrets: []string{sec()}, Scopes: all, Legacy: true},
@@ -148,6 +156,9 @@ type Server struct {
 	byUID    map[string]*booking
 	nextID   int64
 	stats    Stats
+	hooks    []*webhook         // user webhooks, in creation order (webhooks.go)
+	hookRnd  *mrand.Rand        // webhook ids, apart from the data's source
+	hooksOut *simhook.Deliverer // deliveries and their faults
 }
 
 // grant is what a code or token stands for.
@@ -176,10 +187,13 @@ type Stats struct {
 	BookingRequests int            `json:"booking_requests"`
 	Throttled       int            `json:"throttled"`
 	Faults          int            `json:"faults"`
+	Webhooks        simhook.Stats  `json:"webhooks"` // deliveries and their injected faults
 }
 
 // New builds a simulator. It panics when Config.Users has an empty or
-// repeated username, a mistake in the caller's code.
+// repeated username or Config.WebhookFaults are out of range, mistakes in
+// the caller's code (cmd/schedsim checks its flags first). Close ends its
+// webhook deliveries.
 func New(cfg Config) *Server {
 	if cfg.Bookings == 0 {
 		cfg.Bookings = 50
@@ -221,7 +235,13 @@ func New(cfg Config) *Server {
 		nextID:   1000,
 		stats:    Stats{SecretUsed: map[string]int{}},
 		byName:   make(map[string]int),
+		hookRnd:  mrand.New(mrand.NewPCG(uint64(cfg.Seed), 0x400c)),
 	}
+	out, err := simhook.New(uint64(cfg.Seed)^0x5c4e_d400c, cfg.WebhookTimeout, cfg.WebhookFaults)
+	if err != nil {
+		panic("schedsim: " + err.Error())
+	}
+	s.hooksOut = out
 	for i, u := range cfg.Users {
 		if u.Username == "" {
 			panic(fmt.Sprintf("schedsim: user %d has no username", i))
@@ -243,7 +263,9 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("POST "+PathToken, s.handleToken)
 	s.mux.HandleFunc("GET "+PathMe, s.api(ScopeProfileRead, s.handleMe))
 	s.mux.HandleFunc("GET "+PathBookings, s.api(ScopeBookingRead, s.handleBookings))
+	s.routeWebhooks()
 	s.routeAdmin()
+	s.routeWebhookAdmin()
 	return s
 }
 
@@ -267,6 +289,7 @@ func (s *Server) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.stats
+	st.Webhooks = s.hooksOut.Stats()
 	st.SecretUsed = make(map[string]int, len(s.stats.SecretUsed))
 	for k, v := range s.stats.SecretUsed {
 		st.SecretUsed[k] = v

@@ -1,6 +1,7 @@
 package schedsim
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -73,8 +74,29 @@ func (h *harness) token(t *testing.T, asJSON bool, p map[string]string) (int, ma
 
 func (h *harness) get(t *testing.T, path, access string, hdr ...string) (int, map[string]any) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", h.srv.URL+path, nil)
+	return h.call(t, http.MethodGet, path, access, nil, hdr...)
+}
+
+// call makes an API request with a bearer token, a JSON body unless nil
+// and extra headers (name, value, ...), and decodes the answer.
+func (h *harness) call(t *testing.T, method, path, access string, body any, hdr ...string) (int, map[string]any) {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, h.srv.URL+path, r)
+	if err != nil {
+		t.Fatal(err)
+	}
 	req.Header.Set("Authorization", "Bearer "+access)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}

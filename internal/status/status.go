@@ -26,6 +26,19 @@ type View struct {
 	// Accounts summarizes each configured account (only /status?accounts=1
 	// and `syncd accounts` carry it).
 	Accounts []Account `json:"accounts,omitempty"`
+	// Webhooks are the webhooks `syncd run` registered (only
+	// /status?webhooks=1 and `syncd webhooks` carry them).
+	Webhooks []Webhook `json:"webhooks,omitempty"`
+}
+
+// Webhook is one webhook syncd registered, as `syncd webhooks` lists it:
+// never its URL (a forms URL holds its path token).
+type Webhook struct {
+	Account    string    `json:"account"`
+	Source     string    `json:"source"` // forms, scheduling
+	Stream     string    `json:"stream"` // a form id, or bookings
+	ID         string    `json:"id"`     // the service's webhook id
+	Registered time.Time `json:"registered"`
 }
 
 // Account is one account as `syncd accounts` shows it.
@@ -111,6 +124,12 @@ type Form struct {
 	OpenBatches []OpenBatch `json:"open_batches"`
 	Refresh     *Refresh    `json:"refresh"` // null unless a refresh is under way
 	LastError   string      `json:"last_error"`
+	// FreshTo is where the stream's committed history ends: every record
+	// before it is in the output (null: nothing committed yet);
+	// FreshnessSeconds is how far behind now that is, when the view was
+	// made. With webhooks it is the last triggered or scheduled pass's.
+	FreshTo          *time.Time `json:"fresh_to"`
+	FreshnessSeconds *float64   `json:"freshness_seconds"`
 	// Damaged is set when the form's record in the state is damaged, or
 	// its committed windows reach past now (see poller.FutureCommitError):
 	// the sentence says how to repair it.
@@ -180,6 +199,11 @@ func Of(where string, list []state.FormState, now time.Time, withSchema bool) Vi
 		}
 		f.Reconcile = Reconcile{Last: TimePtr(st.Reconciled), IndexedFrom: TimePtr(st.IndexedFrom), Indexed: st.Indexed,
 			Windows: st.ReconciledWindows, Versions: st.VersionsWritten, Tombstones: st.Tombstones}
+		if end := st.Committed.End(); !end.IsZero() {
+			f.FreshTo = TimePtr(end)
+			lag := now.Sub(end).Seconds()
+			f.FreshnessSeconds = &lag
+		}
 		if end := st.Committed.End(); end.After(now) {
 			f.Damaged = (&poller.FutureCommitError{FormID: st.FormID, End: end, LastSuccess: st.LastSuccess}).Error()
 		}
@@ -200,6 +224,12 @@ func Of(where string, list []state.FormState, now time.Time, withSchema bool) Vi
 //
 // accounts, when not nil, adds the accounts' summary for ?accounts=1.
 func Handler(where string, store state.Store, accounts func(ctx context.Context, v View) []Account) http.HandlerFunc {
+	return HandlerWith(where, store, accounts, nil)
+}
+
+// HandlerWith is Handler with webhooks, when not nil, adding the registered
+// webhooks for ?webhooks=1.
+func HandlerWith(where string, store state.Store, accounts func(ctx context.Context, v View) []Account, webhooks func(ctx context.Context) ([]Webhook, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
 			http.Error(w, "use GET", http.StatusMethodNotAllowed)
@@ -224,6 +254,15 @@ func Handler(where string, store state.Store, accounts func(ctx context.Context,
 		v := Of(where, list, time.Now(), r.URL.Query().Get("schema") == "1")
 		if accounts != nil && r.URL.Query().Get("accounts") == "1" {
 			v.Accounts = accounts(ctx, v)
+		}
+		if webhooks != nil && r.URL.Query().Get("webhooks") == "1" {
+			if v.Webhooks, err = webhooks(ctx); err != nil {
+				http.Error(w, "read the webhooks: "+err.Error(), http.StatusInternalServerError)
+				return
+			}
+			if v.Webhooks == nil {
+				v.Webhooks = []Webhook{}
+			}
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(v)

@@ -181,8 +181,14 @@ func RunEnvKilledAfter(ctx context.Context, bin string, w *Workdir, env []string
 
 // Start starts syncd in the background; the caller waits or signals it.
 func Start(bin string, w *Workdir, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer, error) {
+	return StartEnv(bin, w, nil, args...)
+}
+
+// StartEnv is Start with extra environment entries, which win over the
+// test key.
+func StartEnv(bin string, w *Workdir, env []string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer, error) {
 	cmd := exec.Command(bin, append(args, "--config", w.Config)...)
-	cmd.Env = append(os.Environ(), "FORMS_API_KEY="+APIKey)
+	cmd.Env = append(append(os.Environ(), "FORMS_API_KEY="+APIKey), env...)
 	cmd.Dir = w.Dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -180,6 +180,14 @@ func testBucketOutputAndState(t *testing.T, scheme string) {
 	if res := testkit.Run(ctx, syncdBin, w, "validate"); res.Code != 0 || !strings.Contains(res.Stdout, "a probe object was written and deleted") {
 		t.Errorf("validate beside the daemon: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
 	}
+	// A backfill beside it runs in the daemon (its control file is in the
+	// temporary folder, the state being in the bucket): the range is
+	// committed already, so it writes nothing.
+	objects := l.objects(t)
+	bf := testkit.Run(ctx, syncdBin, w, "backfill", "--form", sim.FormIDs()[0], "--from", start.Format(time.RFC3339), "-o", "json")
+	if bf.Code != 0 || !strings.Contains(bf.Stderr, "the backfill runs in it") || !strings.Contains(bf.Stdout, `"rows": 0`) || l.objects(t) != objects {
+		t.Errorf("backfill beside the daemon on a bucket state: exit %d\n%s\n%s", bf.Code, bf.Stdout, tail(bf.Stderr))
+	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

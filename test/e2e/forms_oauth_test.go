@@ -184,6 +184,33 @@ accounts:
 	if res.Code != 1 || !strings.Contains(res.Stdout, "refuses the token") {
 		t.Errorf("auth status of the invalidated sign-in: exit %d\n%s", res.Code, res.Stdout)
 	}
+
+	// Beside a running daemon, which holds the state: auth status asks it,
+	// and auth login hands it the new sign-in, which its passes then use.
+	daemonAddr := testkit.FreeAddr(t)
+	if err := os.WriteFile(w.Config, []byte(raw+"server:\n  addr: "+daemonAddr+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	daemon, daemonErr := startDaemon(t, w, env)
+	res = run("auth", "status", "--source", "forms", "--account", "o-one")
+	noSecret("auth status beside the daemon", res)
+	if res.Code != 1 || !strings.Contains(res.Stdout, "refuses the token") || !strings.Contains(res.Stderr, "the running syncd") {
+		t.Errorf("auth status of the invalidated sign-in beside the daemon: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
+	}
+	res = formsLoginAs(t, w, env, deploy[0].URL, accounts[0])
+	noSecret("auth login beside the daemon", res)
+	if res.Code != 0 || !strings.Contains(res.Stdout, "stored by the running syncd") {
+		t.Fatalf("auth login --source forms beside the daemon: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
+	}
+	res = run("auth", "status", "--source", "forms")
+	if res.Code != 0 || !strings.Contains(res.Stdout, "account o-one: signed in to the Forms API at "+accounts[0].baseURL) {
+		t.Errorf("auth status beside the daemon after the new sign-in: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
+	}
+	stopDaemon(t, daemon, daemonErr)
+	if res := run("once"); res.Code != 0 {
+		t.Fatalf("once with the sign-in the daemon stored: exit %d\n%s\n%s", res.Code, res.Stdout, tail(res.Stderr))
+	}
+	checkAccountOutput(t, duck, w.Out, accounts[0], true)
 	for _, a := range accounts {
 		st, _ := m.Stats(a.key)
 		if st.RateLimited > 0 || st.MaxPerSecond > formsim.ServiceRateLimit+2 {

@@ -43,6 +43,8 @@ type schedOptions struct {
 	secretNext string
 	scopes     string // YAML list; default the config's default
 	wrap       func(http.Handler) http.Handler
+	sync       string // lines under sync: (default safety_lag: 0s)
+	extra      string // top-level sections appended (server:)
 }
 
 func startSched(t *testing.T, o schedOptions) *schedEnv {
@@ -77,7 +79,7 @@ func startSched(t *testing.T, o schedOptions) *schedEnv {
 	if o.scopes != "" {
 		section += "  scopes: " + o.scopes + "\n"
 	}
-	e.w = testkit.NewWorkdir(t, e.forms.BaseURL, testkit.Config{Extra: section, LogLevel: "info"})
+	e.w = testkit.NewWorkdir(t, e.forms.BaseURL, testkit.Config{Sync: o.sync, Extra: section + o.extra, LogLevel: "info"})
 	return e
 }
 

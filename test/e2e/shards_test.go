@@ -29,6 +29,7 @@ type shardedInstall struct {
 	accounts []*formsAccount
 	w        *testkit.Workdir
 	env      []string
+	started  []*replica // every replica started, for a failure's story
 }
 
 // startSharded serves n one-form accounts (each its own key, 5 requests/s)
@@ -84,6 +85,82 @@ func (s *shardedInstall) check(t *testing.T) {
 			t.Errorf("account %s: %d requests over the limit", a.name, st.RateLimited)
 		}
 	}
+}
+
+// behind names each account whose table lacks submissions, with how many
+// it holds of how many.
+func (s *shardedInstall) behind(t *testing.T, duck *testkit.Duck) []string {
+	t.Helper()
+	var out []string
+	for _, a := range s.accounts {
+		root := filepath.Join(s.w.Out, "account="+a.name)
+		table := poller.DefaultTable(a.forms[0])
+		want := len(s.sim.Workspace(a.key).ExpectedIDs(a.forms[0]))
+		got := 0
+		if testkit.HasFiles(root, table) {
+			got = len(duck.IDCounts(t, root, table))
+		}
+		if got < want {
+			out = append(out, fmt.Sprintf("%s holds %d of %d", a.name, got, want))
+			if len(out) <= 2 {
+				out = append(out, s.explain(t, duck, a, root, table))
+			}
+		}
+	}
+	return out
+}
+
+// explain says which of an account's submissions its table lacks (their
+// places in the service's order), which files the table has, and what the
+// state records of the account.
+func (s *shardedInstall) explain(t *testing.T, duck *testkit.Duck, a *formsAccount, root, table string) string {
+	t.Helper()
+	held := duck.IDCounts(t, root, table)
+	var missing []string
+	for i, id := range s.sim.Workspace(a.key).ExpectedIDs(a.forms[0]) {
+		if held[id] == 0 {
+			missing = append(missing, strconv.Itoa(i))
+		}
+	}
+	var files []string
+	_ = filepath.WalkDir(filepath.Join(root, table), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(root, p)
+			files = append(files, rel)
+		}
+		return nil
+	})
+	var story []string
+	mark := `"account":"` + a.name + `"`
+	for i, r := range s.started {
+		for _, line := range strings.Split(r.stderr.String(), "\n") {
+			if strings.Contains(line, mark) {
+				story = append(story, fmt.Sprintf("replica %d: %s", i, line))
+			}
+		}
+	}
+	if len(story) > 12 {
+		story = story[len(story)-12:]
+	}
+	st := testkit.RunEnv(t.Context(), syncdBin, s.w, s.env, "state", "show", "--account", a.name, "-o", "json")
+	return fmt.Sprintf("\n  %s lacks the submissions at places %s of the service's order\n  files: %s\n  state show (exit %d): %s %s\n  its last log lines (of %d replicas started):\n  %s",
+		a.name, strings.Join(missing, ","), strings.Join(files, " "), st.Code, st.Stdout, tail(st.Stderr), len(s.started), strings.Join(story, "\n  "))
+}
+
+// owners is what each live replica's /readyz says it owns.
+func owners(live []*replica) []string {
+	var out []string
+	for i, r := range live {
+		resp, err := http.Get("http://" + r.addr + "/readyz")
+		if err != nil {
+			out = append(out, fmt.Sprintf("replica %d: %v", i, err))
+			continue
+		}
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		out = append(out, fmt.Sprintf("replica %d (%s): %s", i, resp.Status, strings.TrimSpace(string(b))))
+	}
+	return out
 }
 
 // synced reports whether every account's table holds every submission.
@@ -158,6 +235,7 @@ func (s *shardedInstall) startReplica(t *testing.T) *replica {
 	}
 	go func() { _ = r.cmd.Wait(); close(r.done) }()
 	t.Cleanup(func() { _ = r.cmd.Process.Kill(); <-r.done })
+	s.started = append(s.started, r)
 	return r
 }
 
@@ -193,7 +271,10 @@ func TestShardedDaemons(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("SYNCD_SHARDS_SECONDS")); err == nil && v > 0 {
 		chaos = time.Duration(v) * time.Second
 	}
-	s := startSharded(t, rng, accounts, "  schedule: \"@every 2s\"\n  concurrency: 1\n  max_batches: 64\n", "  shared: true\n  lease_ttl: 6s\n")
+	// Passes every 5 s: 200 accounts every 2 s kept 2 cores busy with
+	// passes that find nothing, and a loaded CI machine then took minutes
+	// to reach the accounts with work.
+	s := startSharded(t, rng, accounts, "  schedule: \"@every 5s\"\n  concurrency: 1\n  max_batches: 64\n", "  shared: true\n  lease_ttl: 6s\n")
 	var live []*replica
 	for range 4 {
 		live = append(live, s.startReplica(t))
@@ -240,8 +321,18 @@ func TestShardedDaemons(t *testing.T) {
 	}
 	t.Logf("%d replicas killed and restarted in %s (seed %d)", kills, chaos, seed)
 	duck := testkit.OpenDuck(t)
-	if !eventually(120*time.Second, func() bool { return s.synced(t, duck) }) {
-		t.Fatalf("the accounts never all synced (seed %d): %s", seed, tail(live[0].stderr.String()))
+	if !eventually(180*time.Second, func() bool { return s.synced(t, duck) }) {
+		if dump := os.Getenv("SYNCD_SHARDS_DUMP"); dump != "" {
+			// The goroutines of every live replica (SIGQUIT), into
+			// $SYNCD_SHARDS_DUMP.<i>, for a pass that hangs.
+			for i, r := range live {
+				_ = r.cmd.Process.Signal(syscall.SIGQUIT)
+				<-r.done
+				_ = os.WriteFile(fmt.Sprintf("%s.%d", dump, i), []byte(r.stderr.String()), 0o644)
+			}
+		}
+		t.Fatalf("the accounts never all synced (seed %d): %s\nowners: %s\n%s", seed, strings.Join(s.behind(t, duck), "; "),
+			strings.Join(owners(live), "; "), tail(live[0].stderr.String()))
 	}
 	// After rebalancing, each live replica owns about its fair share.
 	fair := float64(accounts) / float64(len(live))

@@ -47,14 +47,19 @@ const MaxTake = 250
 
 // Scopes the endpoints need.
 const (
-	ScopeBookingRead = "BOOKING_READ"
-	ScopeProfileRead = "PROFILE_READ"
+	ScopeBookingRead  = "BOOKING_READ"
+	ScopeProfileRead  = "PROFILE_READ"
+	ScopeWebhookRead  = "WEBHOOK_READ"
+	ScopeWebhookWrite = "WEBHOOK_WRITE"
 )
 
 // Route templates, as reported to the Observer.
 const (
-	RouteMe       = "GET /v2/me"
-	RouteBookings = "GET /v2/bookings"
+	RouteMe            = "GET /v2/me"
+	RouteBookings      = "GET /v2/bookings"
+	RouteListWebhooks  = "GET /v2/webhooks"
+	RouteCreateWebhook = "POST /v2/webhooks"
+	RouteDeleteWebhook = "DELETE /v2/webhooks/{id}"
 )
 
 // AllStatuses are the status filters whose union is every booking: the
@@ -187,11 +192,17 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 
 // get runs one GET with the API's judge; decode reads a 2xx body.
 func (c *Client) get(ctx context.Context, path, route, scope string, q url.Values, decode func([]byte) error) error {
-	r := &httpapi.Request{
-		Method: http.MethodGet, Path: path, Route: route, Query: q,
-		Header:  http.Header{"Cal-Api-Version": {APIVersion}},
-		WaitKey: route,
-	}
+	return c.call(ctx, &httpapi.Request{Method: http.MethodGet, Path: path, Route: route, Query: q}, scope, decode)
+}
+
+// call runs one request with the API's judge; decode reads a 2xx body.
+// On the webhook endpoints every 403 is a missing scope: they have no
+// other refusal for the user's own webhooks.
+func (c *Client) call(ctx context.Context, r *httpapi.Request, scope string, decode func([]byte) error) error {
+	r.Header = http.Header{"Cal-Api-Version": {APIVersion}}
+	r.WaitKey = r.Route
+	route := r.Route
+	webhooks := strings.Contains(route, "/v2/webhooks")
 	err := c.api.Do(ctx, r, func(r *httpapi.Request, res *httpapi.Response, attempt int) httpapi.Verdict {
 		ep := r.Endpoint()
 		switch s := res.Status; {
@@ -217,7 +228,7 @@ func (c *Client) get(ctx context.Context, path, route, scope string, q url.Value
 			return httpapi.Verdict{Err: &APIError{Endpoint: ep, Status: s, Attempts: attempt, Message: httpapi.ServerMessage(res.Body)}, Retry: attempt == 1}
 		case s == http.StatusForbidden:
 			msg := httpapi.ServerMessage(res.Body)
-			if oauth.IsScopeRefusal(msg) {
+			if oauth.IsScopeRefusal(msg) || webhooks {
 				var granted []string
 				if t, err := c.tokens.Token(ctx); err == nil {
 					granted = t.Scopes

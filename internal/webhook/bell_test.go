@@ -1,0 +1,186 @@
+package webhook
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+)
+
+// clock is a fake clock: After's waits end only when the test fires them.
+type clock struct {
+	mu    sync.Mutex
+	now   time.Time
+	waits chan chan time.Time
+}
+
+func newClock() *clock {
+	return &clock{now: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), waits: make(chan chan time.Time, 100)}
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *clock) advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
+
+func (c *clock) After(time.Duration) <-chan time.Time {
+	ch := make(chan time.Time, 1)
+	c.waits <- ch
+	return ch
+}
+
+// fire ends the next wait, after moving the clock by d.
+func (c *clock) fire(t *testing.T, d time.Duration) {
+	t.Helper()
+	select {
+	case ch := <-c.waits:
+		c.advance(d)
+		ch <- c.Now()
+	case <-time.After(10 * time.Second):
+		t.Fatal("no wait to end: the Bell is not waiting")
+	}
+}
+
+// passes is a Run whose passes block until released, recording each.
+type passes struct {
+	started chan Stream
+	release chan bool // busy
+	mu      sync.Mutex
+	n       int
+}
+
+func newPasses() *passes { return &passes{started: make(chan Stream, 100), release: make(chan bool)} }
+
+func (p *passes) Run(_ context.Context, s Stream) (bool, bool) {
+	p.started <- s
+	busy := <-p.release
+	if !busy {
+		p.mu.Lock()
+		p.n++
+		p.mu.Unlock()
+	}
+	return busy, !busy
+}
+
+func (p *passes) count() int { p.mu.Lock(); defer p.mu.Unlock(); return p.n }
+
+func (p *passes) waitStart(t *testing.T) Stream {
+	t.Helper()
+	select {
+	case s := <-p.started:
+		return s
+	case <-time.After(10 * time.Second):
+		t.Fatal("no pass started")
+		return Stream{}
+	}
+}
+
+func (p *passes) none(t *testing.T) {
+	t.Helper()
+	select {
+	case s := <-p.started:
+		t.Fatalf("a pass of %v started", s)
+	default:
+	}
+}
+
+func TestBellDebounce(t *testing.T) {
+	f1 := Stream{Account: "a", Source: SourceForms, Stream: "f1"}
+	f2 := Stream{Account: "a", Source: SourceForms, Stream: "f2"}
+	tests := []struct {
+		name           string
+		burst          int // deliveries before the first pass starts
+		duringPass     int // deliveries while it runs
+		busy           int // times the engine says a scheduled pass runs
+		wantPasses     int
+		wantDebounced  int
+		wantLatencyObs int
+	}{
+		{"one delivery, one pass", 1, 0, 0, 1, 0, 1},
+		{"a burst, one pass", 20, 0, 0, 1, 19, 20},
+		{"a burst and more while it runs: one rerun", 20, 7, 0, 2, 19 + 6, 27},
+		{"a scheduled pass running: asked again, still one pass", 5, 0, 2, 1, 4, 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, p := newClock(), newPasses()
+			var mu sync.Mutex
+			var lat []time.Duration
+			b := &Bell{Lag: 2 * time.Second, Debounce: 500 * time.Millisecond, Retry: time.Second, Run: p.Run, Now: c.Now, After: c.After,
+				Latency: func(_ Stream, d time.Duration) { mu.Lock(); lat = append(lat, d); mu.Unlock() }}
+			b.Start(context.Background())
+			debounced := 0
+			for range tt.burst {
+				if b.Ring(f1, c.Now()) {
+					debounced++
+				}
+				c.advance(10 * time.Millisecond)
+			}
+			c.fire(t, 3*time.Second) // lag and debounce pass
+			for range tt.busy {
+				if s := p.waitStart(t); s != f1 {
+					t.Fatalf("pass of %v", s)
+				}
+				p.release <- true
+				c.fire(t, time.Second) // the retry's wait
+			}
+			if s := p.waitStart(t); s != f1 {
+				t.Fatalf("pass of %v", s)
+			}
+			for range tt.duringPass {
+				if b.Ring(f1, c.Now()) {
+					debounced++
+				}
+			}
+			p.none(t)
+			p.release <- false
+			if tt.duringPass > 0 {
+				c.fire(t, 3*time.Second)
+				p.waitStart(t)
+				p.release <- false
+			}
+			b.Close()
+			if got := p.count(); got != tt.wantPasses {
+				t.Errorf("%d passes, want %d", got, tt.wantPasses)
+			}
+			if debounced != tt.wantDebounced {
+				t.Errorf("%d deliveries debounced, want %d", debounced, tt.wantDebounced)
+			}
+			if len(lat) != tt.wantLatencyObs {
+				t.Errorf("%d latency samples, want %d", len(lat), tt.wantLatencyObs)
+			}
+			for _, d := range lat {
+				if d < 2*time.Second {
+					t.Errorf("latency %v is less than the lag: the pass started before the delivery was in its window", d)
+				}
+			}
+		})
+	}
+	t.Run("streams are independent", func(t *testing.T) {
+		c, p := newClock(), newPasses()
+		b := &Bell{Run: p.Run, Now: c.Now, After: c.After}
+		b.Start(context.Background())
+		if b.Ring(f1, c.Now()) || b.Ring(f2, c.Now()) {
+			t.Fatal("the first delivery of each stream must be accepted, not debounced")
+		}
+		got := map[Stream]bool{p.waitStart(t): true, p.waitStart(t): true}
+		if !got[f1] || !got[f2] {
+			t.Fatalf("passes of %v, want f1 and f2 at once", got)
+		}
+		p.release <- false
+		p.release <- false
+		b.Close()
+	})
+	t.Run("closed: no pass starts", func(t *testing.T) {
+		c, p := newClock(), newPasses()
+		b := &Bell{Lag: time.Minute, Run: p.Run, Now: c.Now, After: c.After}
+		b.Start(context.Background())
+		b.Ring(f1, c.Now())
+		<-c.waits // waiting for the lag
+		b.Close()
+		b.Ring(f1, c.Now())
+		p.none(t)
+		if p.count() != 0 {
+			t.Fatal("a pass ran after Close")
+		}
+	})
+}
