@@ -119,11 +119,15 @@ clean:
 # DuckDB, the simulator's serving speed, then end to end against the
 # simulator: CPU-seconds of syncd backfill against DuckDB's conversion of
 # the same pages per form (narrow, 20 questions, wide; the ratio DuckDB /
-# syncd, goal >= 1.0), backfill RSS, the rate limit, an incremental pass.
+# syncd, goal >= 1.0), backfill RSS, the rate limit, an incremental pass;
+# then many accounts (about 25 minutes more, loaded): the first sync of 100
+# accounts in one syncd at 5 req/s per key, of 200 accounts by 1, 2 and 4
+# `once --shard I/N` processes on S3 state (versitygw), and the takeover of
+# a SIGKILLed `run` replica's accounts.
 # The figures and what limits them: bench/RESULTS.md.
 BENCH_CPU_SUBMISSIONS      ?= 200000
 BENCH_CPU_WIDE_SUBMISSIONS ?= 30000
-bench: build
+bench: build $(TOOLS)/.versitygw-$(VERSITYGW_VERSION)
 	$(GO) test -run '^$$' -bench . -benchtime 5x -cpu 1 ./bench
 	$(GO) test -run '^$$' -bench ServePages -benchtime 2000x ./internal/formsim
 	$(GO) test -run '^$$' -bench AccountMemory -benchtime 1x ./internal/formsim
@@ -134,6 +138,8 @@ bench: build
 	$(GO) run ./bench/e2e -syncd $(BIN)/syncd -scenario incremental
 	$(GO) run ./bench/e2e -syncd $(BIN)/syncd -scenario account
 	$(GO) run ./bench/e2e -syncd $(BIN)/syncd -scenario reconcile
+	$(GO) run ./bench/e2e -syncd $(BIN)/syncd -scenario accounts
+	$(GO) run ./bench/e2e -syncd $(BIN)/syncd -scenario shards
 	$(MAKE) bench-webhooks
 
 # Webhook latency (creation -> committed row, p50/p99) and request cost,

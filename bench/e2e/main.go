@@ -36,25 +36,45 @@ func main() {
 		return
 	}
 	var (
-		syncdBin = flag.String("syncd", "bin/syncd", "the syncd binary to measure")
-		scenario = flag.String("scenario", "all", "backfill, ratelimited, incremental, account, reconcile, cpu or all")
-		sizes    = flag.String("sizes", "100000,1000000", "backfill sizes, submissions")
-		shape    = flag.String("form", "narrow", "backfill form: narrow (6-10 questions) or wide (every documented type)")
-		conc     = flag.Int("concurrency", 2, "backfill windows fetched at once")
-		rlSubs   = flag.Int("ratelimited-submissions", 30000, "submissions in the rate-limited backfill")
-		incForms = flag.Int("incremental-forms", 500, "forms in the incremental pass")
-		codec    = flag.String("compression", "zstd", "sink.parquet.compression")
-		layout   = flag.String("partition", "day", "sink.parquet.partition")
-		cpuSubs  = flag.Int("cpu-submissions", 200_000, "cpu: submissions of the narrow and the 20-question form")
-		cpuWide  = flag.Int("cpu-wide-submissions", 30_000, "cpu: submissions of the wide form")
-		cpuRuns  = flag.Int("cpu-runs", 1, "cpu: runs per form, the least CPU kept")
-		cpuForms = flag.String("cpu-forms", "", "cpu: forms to compare, comma-separated (narrow, realistic, wide); empty: all")
-		cpuProf  = flag.String("cpu-profile", "", "cpu: a directory for one CPU profile of syncd per form (an extra run each)")
-		cpuLook  = flag.String("cpu-lookback", "", "cpu: sync.lookback for syncd (empty: the default, 30 days; 0s: no version index)")
-		bfLook   = flag.String("lookback", "", "backfill: sync.lookback for syncd (empty: the default, 30 days; 0s: no version index)")
+		syncdBin     = flag.String("syncd", "bin/syncd", "the syncd binary to measure")
+		scenario     = flag.String("scenario", "all", "backfill, ratelimited, incremental, account, accounts, shards, reconcile, cpu or all")
+		sizes        = flag.String("sizes", "100000,1000000", "backfill sizes, submissions")
+		shape        = flag.String("form", "narrow", "backfill form: narrow (6-10 questions) or wide (every documented type)")
+		conc         = flag.Int("concurrency", 2, "backfill windows fetched at once")
+		rlSubs       = flag.Int("ratelimited-submissions", 30000, "submissions in the rate-limited backfill")
+		incForms     = flag.Int("incremental-forms", 500, "forms in the incremental pass")
+		codec        = flag.String("compression", "zstd", "sink.parquet.compression")
+		layout       = flag.String("partition", "day", "sink.parquet.partition")
+		cpuSubs      = flag.Int("cpu-submissions", 200_000, "cpu: submissions of the narrow and the 20-question form")
+		cpuWide      = flag.Int("cpu-wide-submissions", 30_000, "cpu: submissions of the wide form")
+		cpuRuns      = flag.Int("cpu-runs", 1, "cpu: runs per form, the least CPU kept")
+		cpuForms     = flag.String("cpu-forms", "", "cpu: forms to compare, comma-separated (narrow, realistic, wide); empty: all")
+		cpuProf      = flag.String("cpu-profile", "", "cpu: a directory for one CPU profile of syncd per form (an extra run each)")
+		cpuLook      = flag.String("cpu-lookback", "", "cpu: sync.lookback for syncd (empty: the default, 30 days; 0s: no version index)")
+		bfLook       = flag.String("lookback", "", "backfill: sync.lookback for syncd (empty: the default, 30 days; 0s: no version index)")
+		accN         = flag.Int("accounts", 100, "accounts: simulated customers in one syncd")
+		accDense     = flag.Int("accounts-dense", 5, "accounts: customers with one dense form")
+		accDenseSubs = flag.Int("accounts-dense-submissions", 20_000, "accounts: submissions of a dense form (over 90 days)")
+		accHeap      = flag.String("accounts-heap", "", "accounts: a file for syncd's heap profile near the end of the first sync (taken every 2 s)")
+		maxBatches   = flag.Int("max-batches", 0, "accounts, shards: sync.max_batches of syncd (0: syncd's default)")
+		shN          = flag.Int("shards-accounts", 200, "shards: simulated customers")
+		shForms      = flag.Int("shards-max-forms", 3, "shards: most forms of a customer (2 to this many)")
+		shProcs      = flag.String("shards-procs", "1,2,4", "shards: syncd processes to compare")
+		shCPU        = flag.Bool("shards-cpu-bound", true, "shards: also run with the rate limit off")
+		shTakeover   = flag.Bool("shards-takeover", true, "shards: also measure the takeover of a SIGKILLed replica's accounts")
 	)
 	flag.Parse()
 	compression, partition = *codec, *layout
+	// The many-accounts scenarios write month folders unless told: the
+	// README's advice for sparse forms (day writes a file per day that has
+	// a submission, about one per submission over years of history).
+	if *scenario == "accounts" || *scenario == "shards" {
+		explicit := false
+		flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "partition" })
+		if !explicit {
+			partition = "month"
+		}
+	}
 	bin, err := filepath.Abs(*syncdBin)
 	if err == nil {
 		_, err = os.Stat(bin)
@@ -97,6 +117,12 @@ func main() {
 	if run("account") {
 		account(ctx, bin, 50, 2, 200_000)
 	}
+	if run("accounts") {
+		manyAccounts(ctx, bin, *accN, *accDense, *accDenseSubs, *maxBatches, *accHeap)
+	}
+	if run("shards") {
+		shards(ctx, bin, shardsOptions{accounts: *shN, maxForms: *shForms, procs: *shProcs, maxBatches: *maxBatches, cpuBound: *shCPU, takeover: *shTakeover})
+	}
 	if run("reconcile") {
 		reconcileCost(ctx, bin, 0, 1, 100_000)
 		reconcileCost(ctx, bin, 50, 0, 0)
@@ -135,16 +161,23 @@ func startSim(cfg formsim.Config) *sim {
 	if err != nil {
 		fatalf("simulator: %v", err)
 	}
+	base, closeSrv := serveLoopback(s)
+	return &sim{Server: s, base: base, stop: func() {
+		closeSrv()
+		_ = s.Close()
+	}}
+}
+
+// serveLoopback serves h on a loopback port: its base URL (with the API's
+// path) and how to stop it.
+func serveLoopback(h http.Handler) (base string, stop func()) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fatalf("listen: %v", err)
 	}
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
-	return &sim{Server: s, base: "http://" + ln.Addr().String() + formsim.BasePath, stop: func() {
-		_ = srv.Close()
-		_ = s.Close()
-	}}
+	return "http://" + ln.Addr().String() + formsim.BasePath, func() { _ = srv.Close() }
 }
 
 // history ends an hour ago so that a pass with no safety lag covers it all.
@@ -247,8 +280,13 @@ func incremental(ctx context.Context, bin string, forms int) (first, second resu
 }
 
 func runSyncd(ctx context.Context, bin, cfg string, args ...string) result {
+	return runSyncdEnv(ctx, bin, cfg, []string{"FORMS_API_KEY=" + apiKey}, args...)
+}
+
+// runSyncdEnv runs syncd with env added to this process's environment.
+func runSyncdEnv(ctx context.Context, bin, cfg string, env []string, args ...string) result {
 	cmd := exec.CommandContext(ctx, bin, append(args, "--config", cfg)...)
-	cmd.Env = append(os.Environ(), "FORMS_API_KEY="+apiKey)
+	cmd.Env = append(os.Environ(), env...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	t0 := time.Now()
