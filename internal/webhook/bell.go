@@ -12,7 +12,8 @@ import (
 // ends ("run again when done"). The engine itself refuses a second pass of
 // a stream (a scheduled one running): the Bell then tries again a little
 // later, so the delivery's pass is never lost to a scheduled one that
-// planned its window before the delivery arrived.
+// planned its window before the delivery arrived. A pass that fails is
+// tried again a few times, with a growing wait.
 type Bell struct {
 	// Lag is how long after a delivery its pass may start: a pass covers
 	// up to now - sync.safety_lag, so a submission is inside the window
@@ -48,6 +49,10 @@ type pending struct {
 	arrivals []time.Time
 	due      bool // a pass not started yet will cover the latest delivery
 }
+
+// maxFailedPasses is how often a failed pass is tried again (after
+// 2, 4 and 8 Retry) before its deliveries are left to the scheduled passes.
+const maxFailedPasses = 3
 
 // maxArrivals bounds the arrivals kept for the latency histogram of one
 // stream; a flood beyond it still rings, with fewer samples.
@@ -87,6 +92,7 @@ func (b *Bell) Ring(s Stream, at time.Time) (debounced bool) {
 // loop runs the passes of s until no delivery is left uncovered.
 func (b *Bell) loop(s Stream, p *pending, fireAt time.Time) {
 	defer b.wg.Done()
+	failures := 0
 	for {
 		if !b.wait(fireAt.Sub(b.now())) {
 			b.drop(s)
@@ -113,6 +119,17 @@ func (b *Bell) loop(s Stream, p *pending, fireAt time.Time) {
 			}
 		}
 		b.mu.Lock()
+		if !ok && failures < maxFailedPasses && !b.closed {
+			// A pass that failed (a timeout, a refused write) is tried again
+			// after a backoff, so that a transient error does not leave the
+			// delivery to the next scheduled pass, an hour away perhaps.
+			failures++
+			p.arrivals, p.due = append(covered, p.arrivals...), true
+			fireAt = b.now().Add(b.Retry << failures)
+			b.mu.Unlock()
+			continue
+		}
+		failures = 0 // a pass ended well, or the scheduled passes take it from here
 		if len(p.arrivals) == 0 {
 			delete(b.streams, s)
 			b.mu.Unlock()

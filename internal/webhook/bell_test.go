@@ -184,3 +184,57 @@ func TestBellDebounce(t *testing.T) {
 		}
 	})
 }
+
+// TestBellRetriesAFailedPass: a pass that fails is tried again after a
+// growing wait, covering the same deliveries, until one ends well; after
+// maxFailedPasses failures in a row the deliveries are left to the
+// scheduled passes.
+func TestBellRetriesAFailedPass(t *testing.T) {
+	f1 := Stream{Account: "a", Source: SourceForms, Stream: "f1"}
+	tests := []struct {
+		name        string
+		failures    int // passes that fail before one ends well
+		wantPasses  int
+		wantLatency int // deliveries reported covered by a pass that ended well
+	}{
+		{"one failure, then covered", 1, 2, 3},
+		{"three failures, then covered", maxFailedPasses, maxFailedPasses + 1, 3},
+		{"always failing: given up", maxFailedPasses + 5, maxFailedPasses + 1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newClock()
+			started := make(chan struct{}, 100)
+			var mu sync.Mutex
+			runs, lat := 0, 0
+			b := &Bell{Lag: time.Second, Debounce: 100 * time.Millisecond, Retry: time.Second, Now: c.Now, After: c.After,
+				Run: func(context.Context, Stream) (bool, bool) {
+					mu.Lock()
+					runs++
+					ok := runs > tt.failures
+					mu.Unlock()
+					started <- struct{}{}
+					return false, ok
+				},
+				Latency: func(Stream, time.Duration) { mu.Lock(); lat++; mu.Unlock() }}
+			b.Start(context.Background())
+			for range 3 {
+				b.Ring(f1, c.Now())
+			}
+			for i := 0; i < tt.wantPasses; i++ {
+				c.fire(t, 10*time.Second) // the first wait, then each backoff
+				select {
+				case <-started:
+				case <-time.After(10 * time.Second):
+					t.Fatalf("pass %d never started", i+1)
+				}
+			}
+			b.Close()
+			mu.Lock()
+			defer mu.Unlock()
+			if runs != tt.wantPasses || lat != tt.wantLatency {
+				t.Errorf("%d passes and %d deliveries covered, want %d and %d", runs, lat, tt.wantPasses, tt.wantLatency)
+			}
+		})
+	}
+}
