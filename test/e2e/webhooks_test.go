@@ -85,7 +85,16 @@ func (h *hookEnv) daemon(t *testing.T) (*exec.Cmd, *bytes.Buffer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("syncd run's log:\n%s", tail(stderr.String()))
+			if f := os.Getenv("SYNCD_WEBHOOK_DAEMON_LOG"); f != "" {
+				_ = os.WriteFile(f, stderr.Bytes(), 0o644) // the whole log, for a failure's story
+			}
+		}
+	})
 	ok := eventually(60*time.Second, func() bool {
 		return len(h.forms.Webhooks()) == 1 && len(h.sched.Webhooks()) == 1 &&
 			scrape(t, h.addr, `syncd_last_success_timestamp_seconds{account="default",source="scheduling"`) > 0 &&
@@ -501,7 +510,16 @@ func TestWebhooksWithoutScope(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("syncd run's log:\n%s", tail(stderr.String()))
+			if f := os.Getenv("SYNCD_WEBHOOK_DAEMON_LOG"); f != "" {
+				_ = os.WriteFile(f, stderr.Bytes(), 0o644) // the whole log, for a failure's story
+			}
+		}
+	})
 	ok := eventually(60*time.Second, func() bool {
 		return len(h.forms.Webhooks()) == 1 &&
 			scrape(t, h.addr, `syncd_last_success_timestamp_seconds{account="default",source="scheduling"`) > 0
