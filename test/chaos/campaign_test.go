@@ -237,7 +237,8 @@ type roundRun struct {
 	start, end time.Time
 	forms      []string // the forms the round syncs and checks
 	kills      int
-	outs       int // output downloads from the lake
+	outs       int      // output downloads from the lake
+	logs       []string // every run's command, outcome and output, for SYNCD_CHAOS_DEBUG_DIR
 }
 
 func (r *roundRun) run(tl *tally) {
@@ -252,6 +253,9 @@ func (r *roundRun) run(tl *tally) {
 	forms := sim.FormIDs()
 	args := []string{cmdOnce}
 	cfg := testkit.Config{Sync: fmt.Sprintf("  safety_lag: 0s\n  max_rows_per_batch: 120\n  concurrency: 2\n  lookback: %s\n  reconcile_every: 24h\n", lookback), LogLevel: "warn"}
+	if lv := os.Getenv("SYNCD_CHAOS_LOG_LEVEL"); lv != "" {
+		cfg.LogLevel = lv
+	}
 	r.forms = forms
 	if r.mode == cmdBackfill {
 		form := forms[r.rng.IntN(len(forms))]
@@ -304,6 +308,9 @@ func (r *roundRun) run(tl *tally) {
 		rows[id] = duck.VersionRows(t, dir, table)
 		got := passCounts(rows[id])
 		fv := judge(j, covered[id], got)
+		if fv.Missing+fv.Unexpected > 0 {
+			r.debugMissing(id, j, covered[id], got, rows[id])
+		}
 		if r.round == 1 && fv.Expected > 0 {
 			selfCheck(t, j, covered[id], got, fv)
 		}
@@ -497,6 +504,7 @@ func (r *roundRun) exec(tl *tally, cmd string, delay time.Duration, args ...stri
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	res := testkit.RunKilledAfter(ctx, syncdBin, r.w, delay, args...)
+	r.logs = append(r.logs, fmt.Sprintf("=== run %d %v delay %s killed %t code %d\n%s\n%s", len(r.logs)+1, args, delay, res.Killed, res.Code, res.Stdout, res.Stderr))
 	if res.Killed {
 		r.kills++
 		tl.kills++
