@@ -32,6 +32,10 @@ type JournalPage struct {
 	Limit    int
 	Offset   int
 	IDs      []string // the submissions in the page, in order
+	// At is when it was served, on the host's wall clock (not Config.Now):
+	// a client's own timestamps, such as the start of a reconcile in its
+	// batch ids, can be compared with it.
+	At time.Time
 }
 
 // Covers reports whether t lies in the page's client range.
@@ -123,7 +127,7 @@ func (s *Server) journalPage(f *formState, q url.Values, p *listParams, refs []r
 	if j.seq%2 != 0 {
 		j.seq++
 	}
-	pg := JournalPage{Seq: j.seq, Epoch: j.epoch, Limit: p.limit, Offset: p.offset, IDs: make([]string, len(refs))}
+	pg := JournalPage{Seq: j.seq, Epoch: j.epoch, Limit: p.limit, Offset: p.offset, IDs: make([]string, len(refs)), At: time.Now()}
 	if t, err := parseDate(q.Get("afterDate")); err == nil {
 		pg.From = time.UnixMilli(floorMs(t) + 1).UTC()
 	}

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -237,7 +238,8 @@ type roundRun struct {
 	start, end time.Time
 	forms      []string // the forms the round syncs and checks
 	kills      int
-	outs       int // output downloads from the lake
+	outs       int      // output downloads from the lake
+	logs       []string // every run's command, outcome and output, for SYNCD_CHAOS_DEBUG_DIR
 }
 
 func (r *roundRun) run(tl *tally) {
@@ -252,6 +254,9 @@ func (r *roundRun) run(tl *tally) {
 	forms := sim.FormIDs()
 	args := []string{cmdOnce}
 	cfg := testkit.Config{Sync: fmt.Sprintf("  safety_lag: 0s\n  max_rows_per_batch: 120\n  concurrency: 2\n  lookback: %s\n  reconcile_every: 24h\n", lookback), LogLevel: "warn"}
+	if lv := os.Getenv("SYNCD_CHAOS_LOG_LEVEL"); lv != "" {
+		cfg.LogLevel = lv
+	}
 	r.forms = forms
 	if r.mode == cmdBackfill {
 		form := forms[r.rng.IntN(len(forms))]
@@ -303,7 +308,18 @@ func (r *roundRun) run(tl *tally) {
 		// time): judge counts the rows of the passes' batches.
 		rows[id] = duck.VersionRows(t, dir, table)
 		got := passCounts(rows[id])
+		served := j.Pages
+		// Pages of a reconcile a pass ran are no pass's walk.
+		if kept := passWalkPages(id, j.Pages, rows[id], lookback); len(kept) < len(j.Pages) {
+			w := judge(formsim.FormJournal{Pages: slices.Clone(j.Pages), Subs: j.Subs}, covered[id], got)
+			t.Logf("round %d: form %s: a pass reconciled; %d pages of its reconcile set aside (judged with them: %d missing, %d unexpected)",
+				r.round, id, len(j.Pages)-len(kept), w.Missing, w.Unexpected)
+			j.Pages = kept
+		}
 		fv := judge(j, covered[id], got)
+		if fv.Missing+fv.Unexpected > 0 {
+			r.debugMissing(id, formsim.FormJournal{Pages: served, Subs: j.Subs}, covered[id], got, rows[id])
+		}
 		if r.round == 1 && fv.Expected > 0 {
 			selfCheck(t, j, covered[id], got, fv)
 		}
@@ -497,6 +513,7 @@ func (r *roundRun) exec(tl *tally, cmd string, delay time.Duration, args ...stri
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	res := testkit.RunKilledAfter(ctx, syncdBin, r.w, delay, args...)
+	r.logs = append(r.logs, fmt.Sprintf("=== run %d %v delay %s killed %t code %d\n%s\n%s", len(r.logs)+1, args, delay, res.Killed, res.Code, res.Stdout, res.Stderr))
 	if res.Killed {
 		r.kills++
 		tl.kills++

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/syncd-dev/syncd/internal/formsim"
+	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/state"
 	"github.com/syncd-dev/syncd/internal/testkit"
 )
@@ -16,7 +17,9 @@ import (
 //
 // For a submission s whose submissionTime lies in a committed window, the
 // last request that covered its time belongs to the attempt that committed
-// the window (a committed window is never asked for again). Within that
+// the window (a committed window is never asked for again by a pass; the
+// pages of a reconcile that a pass ran are set aside first, see
+// passWalkPages). Within that
 // attempt's process (epoch), the walk of the window starts with its first
 // page and ends with that last request. Then:
 //   - must (L): s was created before the walk's last page and was not
@@ -228,6 +231,101 @@ func passCounts(rows []testkit.VersionRow) map[string]int {
 		}
 	}
 	return got
+}
+
+// passWalkPages is a form's pages without those of the reconciles that
+// passes ran (see passCounts), for judge: its rule takes the last request
+// that covered a submission's time for the walk that committed its window,
+// and a reconcile re-reads committed windows later. A submission imported
+// after that walk is no pass's to write (the reconcile writes it, in a
+// batch of its own), yet the reconcile's page that served it would make it
+// one the passes must have written; and one exported, then deleted before
+// the reconcile, would look written though never served.
+//
+// A pass's reconcile re-reads [H - lookback, H) of its committed windows,
+// H the pass's horizon: the end of every window it planned, and so the
+// latest instant any page of its run reached. Its first window starts
+// lookback before H, or up to a second less (its start is taken a moment
+// after H); no pass window starts there (they start at the history's
+// beginning, at partitions, at counted cuts, or where an earlier run's
+// windows ended, seconds before). So a reconcile's pages are:
+//   - every page that starts lookback (or up to a second less) before
+//     where some run's pages end: its first window, read by its run, or by
+//     a later run's redo of its open batch;
+//   - every page of the form its run served from that first window on: a
+//     pass reconciles once its own windows are committed (its other
+//     windows);
+//   - the walks of a reconcile batch's window (its id: the window, and
+//     when its reconcile began, -r<ms>) served since it began (a later
+//     run's redo of one of its other windows).
+//
+// When no reconcile wrote a batch, nothing is set aside: none found
+// anything new to the passes (the last run of the phase finishes any
+// reconcile still due), and a backfill never reconciles.
+func passWalkPages(form string, pages []formsim.JournalPage, rows []testkit.VersionRow, lookback time.Duration) []formsim.JournalPage {
+	horizon := map[int]time.Time{} // the latest end of a page, by run
+	ends := map[int64]bool{}       // ... in Unix ms
+	for _, p := range pages {
+		if p.To.After(horizon[p.Epoch]) {
+			horizon[p.Epoch] = p.To
+		}
+	}
+	for _, h := range horizon {
+		ends[h.UnixMilli()] = true
+	}
+	// head reports whether p starts lookback (or up to a second less)
+	// before where the pages of a run ended, and own whether that run is
+	// p's.
+	head := func(p formsim.JournalPage) (head, own bool) {
+		if p.From.IsZero() {
+			return false, false
+		}
+		for h := range ends {
+			if d := time.UnixMilli(h).Sub(p.From); d <= lookback && d >= lookback-time.Second {
+				head = true
+				own = own || h == horizon[p.Epoch].UnixMilli()
+			}
+		}
+		return head, own
+	}
+	began := map[int]time.Time{} // the first page of a run's own reconcile, by run
+	for _, p := range pages {
+		if _, own := head(p); own {
+			if b, ok := began[p.Epoch]; !ok || p.At.Before(b) {
+				began[p.Epoch] = p.At
+			}
+		}
+	}
+	type rec struct{ start, end, began time.Time }
+	var recs []rec
+	seen := map[string]bool{}
+	for _, r := range rows {
+		if seen[r.Batch] {
+			continue
+		}
+		seen[r.Batch] = true
+		if n, ok := poller.ParseBatchID(form, r.Batch); ok && n.Reconcile != 0 {
+			recs = append(recs, rec{start: n.Start, end: n.End, began: time.UnixMilli(n.Reconcile)})
+		}
+	}
+	if len(recs) == 0 {
+		return pages
+	}
+	out := make([]formsim.JournalPage, 0, len(pages))
+	for _, p := range pages {
+		b, own := began[p.Epoch]
+		drop, _ := head(p)
+		drop = drop || (own && !p.At.Before(b))
+		for _, r := range recs {
+			if p.From.Equal(r.start) && p.To.Equal(r.end) && !p.At.Before(r.began) {
+				drop = true
+			}
+		}
+		if !drop {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // judgePassVersions checks the version of every row a phase of passes

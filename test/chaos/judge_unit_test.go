@@ -1,10 +1,13 @@
 package chaos
 
 import (
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/syncd-dev/syncd/internal/formsim"
+	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/state"
 	"github.com/syncd-dev/syncd/internal/testkit"
 )
@@ -171,5 +174,85 @@ func TestJudgePassVersions(t *testing.T) {
 				t.Errorf("verdict %+v, want unexpected %d dup %d", v, tc.unexpected, tc.dup)
 			}
 		})
+	}
+}
+
+// TestJudgePassReconcile: a pass that reconciles (due when a kill stopped
+// the pass that started the version index before it recorded the
+// reconcile's time) re-reads committed windows after their walk, and keeps
+// doing so in every run until one reconcile ends. A submission imported
+// after the walk that committed its window is no pass's to write; the
+// reconcile writes it in a batch of its own, which passCounts leaves out.
+// The reconciles' pages are not the committing walk's: judge must not take
+// one for the last request of that walk (azblob round 6 of seed
+// 1795638209530742010, and its rounds 11 and 2 rerun with 200 and 500
+// kills, showed it as missing submissions, and exported, then deleted ones
+// as unexpected).
+func TestJudgePassReconcile(t *testing.T) {
+	const form = "f1"
+	const lookback = time.Hour
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	wall := time.Date(2026, 3, 7, 12, 0, 0, 0, time.UTC)
+	sec := func(s float64) time.Time { return wall.Add(time.Duration(s * float64(time.Second))) }
+	covered := state.Intervals{{Start: at(0), End: at(120)}}
+	// Epoch 1 commits [0, 100) (seq 2): "late" is imported into it after
+	// (seq 3), "gone" deleted (seq 5). Its reconcile of [40, 100) serves
+	// "late" (seq 4) and dies before writing. Epoch 2 commits [100, 110),
+	// reconciles [50, 110) (seq 8) and dies too; epoch 3 commits [110, 120)
+	// and its reconcile of [60, 120), in two windows, writes "late" and the
+	// tombstone of "gone" (seq 12, batch -r<ms> of when it began) and finds
+	// nothing new in [90, 120) (seq 14).
+	pages := []formsim.JournalPage{
+		{Seq: 2, Epoch: 1, From: at(0), To: at(100), Limit: 150, IDs: []string{"a", "b", "gone"}, At: sec(1)},
+		{Seq: 4, Epoch: 1, From: at(40), To: at(100), Limit: 150, IDs: []string{"b", "late"}, At: sec(2)},
+		{Seq: 6, Epoch: 2, From: at(100), To: at(110), Limit: 150, IDs: []string{"c"}, At: sec(10)},
+		{Seq: 8, Epoch: 2, From: at(50), To: at(110), Limit: 150, IDs: []string{"late", "c"}, At: sec(11)},
+		{Seq: 10, Epoch: 3, From: at(110), To: at(120), Limit: 150, IDs: []string{"d"}, At: sec(20)},
+		{Seq: 12, Epoch: 3, From: at(60), To: at(90), Limit: 150, IDs: []string{"late"}, At: sec(21)},
+		{Seq: 14, Epoch: 3, From: at(90), To: at(120), Limit: 150, IDs: []string{"c", "d"}, At: sec(22)},
+	}
+	subs := []formsim.JournalSub{
+		{ID: "a", Time: at(10)},
+		{ID: "b", Time: at(45)},
+		{ID: "late", Time: at(70), Created: 3},
+		{ID: "gone", Time: at(80), Deleted: 5},
+		{ID: "c", Time: at(105)},
+		{ID: "d", Time: at(115)},
+	}
+	row := func(id string, m int, batch string, deleted bool) testkit.VersionRow {
+		return testkit.VersionRow{ID: id, Time: at(m).UnixMicro(), Batch: batch, Deleted: deleted}
+	}
+	w1, w2, w3 := poller.BatchID(form, at(0), at(100)), poller.BatchID(form, at(100), at(110)), poller.BatchID(form, at(110), at(120))
+	rid := poller.BatchID(form, at(60), at(90)) + "-r" + strconv.FormatInt(sec(20.5).UnixMilli(), 10)
+	rows := []testkit.VersionRow{row("a", 10, w1, false), row("b", 45, w1, false), row("gone", 80, w1, false), row("c", 105, w2, false),
+		row("d", 115, w3, false), row("late", 70, rid, false), row("gone", 80, rid, true)}
+
+	kept := passWalkPages(form, pages, rows, lookback)
+	var seqs []int64
+	for _, p := range kept {
+		seqs = append(seqs, p.Seq)
+	}
+	if want := []int64{2, 6, 10}; !slices.Equal(seqs, want) {
+		t.Fatalf("pages kept %v, want %v (the walks of passes)", seqs, want)
+	}
+	if v := judge(formsim.FormJournal{Pages: slices.Clone(pages), Subs: subs}, covered, passCounts(rows)); v.Missing != 1 || v.Unexpected != 1 {
+		t.Errorf("with the reconciles' pages, judge finds %d missing and %d unexpected, want 1 and 1 (the mistake passWalkPages avoids): %+v", v.Missing, v.Unexpected, v)
+	}
+	v := judge(formsim.FormJournal{Pages: kept, Subs: subs}, covered, passCounts(rows))
+	if v.Missing != 0 || v.Unexpected != 0 || v.Duplicated != 0 || v.Expected != 5 || v.Deleted != 1 || v.Late != 1 {
+		t.Errorf("verdict %+v, want 5 expected (1 deleted since), none missing or unexpected, 1 late", v)
+	}
+	// A submission the committing walk served and the pass lost is still
+	// missing, even though a reconcile wrote it.
+	lost := slices.Clone(rows)
+	lost[3].Batch = rid
+	if v := judge(formsim.FormJournal{Pages: passWalkPages(form, pages, lost, lookback), Subs: subs}, covered, passCounts(lost)); v.Missing != 1 {
+		t.Errorf("a row the pass lost: %d missing, want 1: %+v", v.Missing, v)
+	}
+	// Without a reconcile batch (no reconcile found anything; a backfill)
+	// nothing is set aside.
+	if got := passWalkPages(form, pages, rows[:5], lookback); len(got) != len(pages) {
+		t.Errorf("no reconcile batch: %d of %d pages kept", len(got), len(pages))
 	}
 }
