@@ -28,17 +28,7 @@ func newAccountsCmd(g *globals) *cobra.Command {
 		Example: "  syncd accounts\n  syncd accounts -o json | jq '.[] | select(.failing_streams > 0)'",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(format); err != nil {
-				return err
-			}
-			cfg, _, err := g.load()
-			if err != nil {
-				return err
-			}
-			if _, err := app.SelectAccounts(cfg, g.accounts); err != nil {
-				return withCode(exitUsage, err)
-			}
-			v, err := readState(cmd.Context(), cfg, "?accounts=1")
+			v, err := g.readAccountsView(cmd.Context(), format, "?accounts=1")
 			if err != nil {
 				return err
 			}

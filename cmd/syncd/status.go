@@ -136,6 +136,23 @@ func askDaemon(ctx context.Context, cfg *config.Config, query string) (stateView
 	return v, nil
 }
 
+// readAccountsView checks the output format and the --account names, then
+// reads the state's view (query asks a running daemon's /status for more):
+// the start of the commands that list something per account.
+func (g *globals) readAccountsView(ctx context.Context, format, query string) (stateView, error) {
+	if err := checkFormat(format); err != nil {
+		return stateView{}, err
+	}
+	cfg, _, err := g.load()
+	if err != nil {
+		return stateView{}, err
+	}
+	if _, err := app.SelectAccounts(cfg, g.accounts); err != nil {
+		return stateView{}, withCode(exitUsage, err)
+	}
+	return readState(ctx, cfg, query)
+}
+
 // readState is the state view: read directly (read-only) when no syncd
 // holds the state, and from the running daemon's /status when one does.
 // query is added to the /status request ("?schema=1").

@@ -23,17 +23,7 @@ func newWebhooksCmd(g *globals) *cobra.Command {
 		Example: "  syncd webhooks\n  syncd webhooks -o json | jq length\n  syncd webhooks remove",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(format); err != nil {
-				return err
-			}
-			cfg, _, err := g.load()
-			if err != nil {
-				return err
-			}
-			if _, err := app.SelectAccounts(cfg, g.accounts); err != nil {
-				return withCode(exitUsage, err)
-			}
-			v, err := readState(cmd.Context(), cfg, "?webhooks=1")
+			v, err := g.readAccountsView(cmd.Context(), format, "?webhooks=1")
 			if err != nil {
 				return err
 			}
