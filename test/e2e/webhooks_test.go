@@ -77,9 +77,9 @@ func startHooksWith(t *testing.T, scopes, schedule string) *hookEnv {
 	return h
 }
 
-// daemon starts `syncd run` and waits until its first pass has registered
-// the form's and the user's webhooks and committed.
-func (h *hookEnv) daemon(t *testing.T) (*exec.Cmd, *bytes.Buffer) {
+// start starts `syncd run`; a failing test logs its tail
+// (SYNCD_WEBHOOK_DAEMON_LOG=FILE keeps the whole log).
+func (h *hookEnv) start(t *testing.T) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
 	cmd, _, stderr, err := testkit.StartEnv(syncdBin, h.w, h.env, "run")
 	if err != nil {
@@ -95,6 +95,14 @@ func (h *hookEnv) daemon(t *testing.T) (*exec.Cmd, *bytes.Buffer) {
 			}
 		}
 	})
+	return cmd, stderr
+}
+
+// daemon starts `syncd run` and waits until its first pass has registered
+// the form's and the user's webhooks and committed.
+func (h *hookEnv) daemon(t *testing.T) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd, stderr := h.start(t)
 	ok := eventually(60*time.Second, func() bool {
 		return len(h.forms.Webhooks()) == 1 && len(h.sched.Webhooks()) == 1 &&
 			scrape(t, h.addr, `syncd_last_success_timestamp_seconds{account="default",source="scheduling"`) > 0 &&
@@ -506,20 +514,7 @@ func (h *hookEnv) listAndRemove(t *testing.T) {
 // polled as always.
 func TestWebhooksWithoutScope(t *testing.T) {
 	h := startHooksScopes(t, "[BOOKING_READ, PROFILE_READ]")
-	cmd, _, stderr, err := testkit.StartEnv(syncdBin, h.w, h.env, "run")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("syncd run's log:\n%s", tail(stderr.String()))
-			if f := os.Getenv("SYNCD_WEBHOOK_DAEMON_LOG"); f != "" {
-				_ = os.WriteFile(f, stderr.Bytes(), 0o644) // the whole log, for a failure's story
-			}
-		}
-	})
+	cmd, stderr := h.start(t)
 	ok := eventually(60*time.Second, func() bool {
 		return len(h.forms.Webhooks()) == 1 &&
 			scrape(t, h.addr, `syncd_last_success_timestamp_seconds{account="default",source="scheduling"`) > 0
