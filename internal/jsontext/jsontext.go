@@ -3,6 +3,8 @@
 package jsontext
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -71,4 +73,37 @@ func Hex4(b []byte, i int) rune {
 		r = r<<4 | rune(c)
 	}
 	return r
+}
+
+// The bytes a string literal holds as they are ("plain"): printable ASCII
+// other than the quote and the backslash. PlainEnd skips runs of them eight
+// at a time: strings are most of a page's bytes, and a byte-at-a-time loop
+// was the largest single cost of decoding one.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// PlainEnd returns the index of the first byte of b at or after i that is
+// not plain (a quote, a backslash, a control character or a byte of a
+// multi-byte UTF-8 sequence), or len(b).
+func PlainEnd(b []byte, i int) int {
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		// A byte's high bit in special is set when the byte is below 0x20
+		// (the subtraction wraps), is '"' or '\\' (the xor leaves 0, and
+		// 0-1 wraps), or is 0x80 or above (x's own high bit). A wrap borrows
+		// from the byte above it only, so the lowest flagged byte is always
+		// a true match: the one PlainEnd looks for.
+		special := ((x - ones*0x20) | (x ^ ones*'"' - ones) | (x ^ ones*'\\' - ones) | x) & highs
+		if special != 0 {
+			return i + bits.TrailingZeros64(special)/8
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+			return i
+		}
+	}
+	return i
 }

@@ -1,6 +1,10 @@
 package forms
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
+
+	"github.com/syncd-dev/syncd/internal/jsontext"
+)
 
 // validUTF8JSON reports whether b is one JSON value (white space around it
 // allowed) and valid UTF-8: exactly utf8.Valid(b) && json.Valid(b), in one
@@ -148,22 +152,16 @@ func hasLiteral(b []byte, i int, lit string) bool {
 	return len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit
 }
 
-// plain reports whether a string holds c as it is: printable ASCII but the
-// quote and the backslash.
-func plain(c byte) bool { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\' }
-
 // stringEnd returns the index just past the valid string literal (valid
 // escapes, no control characters, valid UTF-8 if checkUTF8) starting at
 // b[i], or -1.
 func stringEnd(b []byte, i int, checkUTF8 bool) int {
 	i++
-	for i < len(b) {
-		c := b[i]
-		if plain(c) {
-			i++
-			continue
+	for {
+		if i = jsontext.PlainEnd(b, i); i >= len(b) {
+			return -1
 		}
-		switch {
+		switch c := b[i]; {
 		case c == '"':
 			return i + 1
 		case c == '\\':
@@ -193,7 +191,6 @@ func stringEnd(b []byte, i int, checkUTF8 bool) int {
 			i += size
 		}
 	}
-	return -1
 }
 
 func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }

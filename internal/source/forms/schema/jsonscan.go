@@ -69,7 +69,10 @@ func valueEnd(b []byte, i int) int {
 
 // stringEnd returns the index just past the string literal starting at b[i].
 func stringEnd(b []byte, i int) int {
-	for i++; i < len(b); i++ {
+	for i++; ; i++ {
+		if i = jsontext.PlainEnd(b, i); i >= len(b) {
+			return len(b)
+		}
 		switch b[i] {
 		case '\\':
 			i++
@@ -77,7 +80,6 @@ func stringEnd(b []byte, i int) int {
 			return i + 1
 		}
 	}
-	return i
 }
 
 // eachElement calls fn with every element of the array a (a[0] == '[')
