@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -46,6 +47,7 @@ type cpuForm struct {
 type cpuResult struct {
 	duckCPU, syncdUser, syncdSys, syncdWall time.Duration
 	duckRows, syncdRows                     int64
+	duckBytes, syncdBytes                   int64 // of the Parquet files written
 	maxRSS                                  int64
 }
 
@@ -87,8 +89,8 @@ func cpuCompare(ctx context.Context, bin string, subs, wideSubs, runs int, only,
 	if lookback != "" {
 		fmt.Printf("syncd with sync.lookback: %s\n\n", lookback)
 	}
-	fmt.Println("| form | questions | submissions | JSON | DuckDB CPU | syncd CPU (user + sys) | syncd wall | syncd peak RSS | DuckDB CPU / syncd CPU |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| form | questions | submissions | JSON | DuckDB CPU | syncd CPU (user + sys) | syncd wall | syncd peak RSS | Parquet: DuckDB / syncd | DuckDB CPU / syncd CPU |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	for _, f := range all {
 		if only != "" && !strings.Contains(","+only+",", ","+f.name+",") {
 			continue
@@ -114,11 +116,13 @@ func cpuCompare(ctx context.Context, bin string, subs, wideSubs, runs int, only,
 			if i == 0 || r.syncdUser+r.syncdSys < best.syncdUser+best.syncdSys {
 				best.syncdUser, best.syncdSys, best.syncdWall, best.maxRSS = r.syncdUser, r.syncdSys, r.syncdWall, r.maxRSS
 			}
+			best.duckBytes, best.syncdBytes = r.duckBytes, r.syncdBytes
 		}
 		syncdCPU := best.syncdUser + best.syncdSys
-		fmt.Printf("| %s | %d | %d | %.0f MB | %.2f s | %.2f s (%.2f + %.2f) | %.2f s | %.0f MB | **%.2fx** |\n",
+		fmt.Printf("| %s | %d | %d | %.0f MB | %.2f s | %.2f s (%.2f + %.2f) | %.2f s | %.0f MB | %.1f / %.1f MB | **%.2fx** |\n",
 			f.name, f.questions, want, float64(jsonBytes)/1e6, best.duckCPU.Seconds(), syncdCPU.Seconds(),
 			best.syncdUser.Seconds(), best.syncdSys.Seconds(), best.syncdWall.Seconds(), float64(best.maxRSS)/(1<<20),
+			float64(best.duckBytes)/1e6, float64(best.syncdBytes)/1e6,
 			best.duckCPU.Seconds()/syncdCPU.Seconds())
 		if profDir != "" {
 			cpuOnce(ctx, self, bin, s, dir, id, start, end, extra, filepath.Join(profDir, f.name+".pprof"))
@@ -166,6 +170,7 @@ func cpuOnce(ctx context.Context, self, bin string, s *sim, dir, formID string, 
 	var r cpuResult
 	if prof == "" {
 		r.duckCPU, r.duckRows = duckChild(ctx, self, filepath.Join(dir, "pages", "*.json"), filepath.Join(dir, "duck.parquet"))
+		r.duckBytes = treeBytes(filepath.Join(dir, "duck.parquet"))
 	}
 	run := filepath.Join(dir, "run")
 	_ = os.RemoveAll(run)
@@ -210,7 +215,22 @@ func cpuOnce(ctx context.Context, self, bin string, s *sim, dir, formID string, 
 	r.syncdUser, r.syncdSys = time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
 	r.maxRSS = ru.Maxrss * 1024
 	r.syncdRows = countParquetRows(filepath.Join(run, "out"))
+	r.syncdBytes = treeBytes(filepath.Join(run, "out"))
 	return r
+}
+
+// treeBytes is the size of the .parquet files at or under path.
+func treeBytes(path string) int64 {
+	var n int64
+	_ = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".parquet") {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }
 
 // freeAddr is a loopback address nothing listens on (a race with another
@@ -261,7 +281,28 @@ func fetchProfile(ctx context.Context, addr string, done <-chan struct{}, file s
 			return err
 		}
 		slices = append(slices, slice)
+		saveHeap(ctx, addr, strings.TrimSuffix(file, ".pprof")+".heap.pprof")
 	}
+}
+
+// saveHeap replaces file with syncd's heap profile: the last one taken
+// before syncd exits holds what it allocated in all (alloc_space) and what
+// it held at that moment (inuse_space).
+func saveHeap(ctx context.Context, addr, file string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/heap", nil)
+	if err != nil {
+		return
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return
+	}
+	_ = os.WriteFile(file, body, 0o644)
 }
 
 // mergeProfiles writes the slices as one profile into file.

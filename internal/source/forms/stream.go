@@ -312,7 +312,9 @@ func (s *Stream) Reconcile(ctx context.Context, w poller.Window, known map[strin
 		if v, ok := known[sub.SubmissionID]; ok && v.Hash == entryOf(sub).Hash {
 			return nil
 		}
-		changed = append(changed, *sub)
+		// A clone: the page's submissions share its bytes, and a window's
+		// changes must not keep every page they came from.
+		changed = append(changed, sub.Clone())
 		return nil
 	})
 	if err != nil {

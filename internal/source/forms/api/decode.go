@@ -230,12 +230,8 @@ func convertSubmissions(field string, ws []wireSubmission, strict bool) ([]Submi
 // and a fuzz target checks that they agree on every input.
 func DecodeSubmissionPage(body []byte) (*SubmissionPage, error) {
 	if validUTF8JSON(body) { // utf8.Valid && json.Valid, in one pass
-		var responses []wireSubmission
-		w := wirePage{Responses: &responses}
-		if scanPage(body, &w) {
-			if page, err := w.page(responses); err == nil {
-				return page, nil
-			}
+		if page, ok := scanPage(body); ok {
+			return page, nil
 		}
 		if page, err := decodeSubmissionPage(body, fastjson.Unmarshal); err == nil {
 			return page, nil

@@ -4,7 +4,10 @@
 package forms
 
 import (
+	"bytes"
 	"encoding/json"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -160,6 +163,51 @@ type Submission struct {
 	Login          *Login            `json:"login,omitempty"`
 	Documents      []Document        `json:"documents,omitempty"`
 	EditLink       string            `json:"editLink,omitempty"`
+}
+
+// Clone is a deep copy of s. The submissions of a decoded page share that
+// page's bytes and arrays, so one kept beyond its page is cloned first:
+// the copy holds only its own.
+func (s *Submission) Clone() Submission {
+	c := *s
+	c.SubmissionID = strings.Clone(s.SubmissionID)
+	c.EditLink = strings.Clone(s.EditLink)
+	if s.LastUpdatedAt != nil {
+		t := *s.LastUpdatedAt
+		c.LastUpdatedAt = &t
+	}
+	if s.StartedAt != nil {
+		t := *s.StartedAt
+		c.StartedAt = &t
+	}
+	c.Questions = cloneEach(s.Questions, func(a Answer) Answer { a.Value = bytes.Clone(a.Value); return a })
+	c.Calculations = slices.Clone(s.Calculations)
+	c.URLParameters = slices.Clone(s.URLParameters)
+	c.Scheduling = cloneEach(s.Scheduling, func(e SchedulingEntry) SchedulingEntry { e.Value = bytes.Clone(e.Value); return e })
+	c.Payments = cloneEach(s.Payments, func(e PaymentEntry) PaymentEntry { e.Value = bytes.Clone(e.Value); return e })
+	if s.Quiz != nil {
+		q := *s.Quiz
+		c.Quiz = &q
+	}
+	if s.Login != nil {
+		l := *s.Login
+		c.Login = &l
+	}
+	c.Documents = slices.Clone(s.Documents)
+	return c
+}
+
+// cloneEach copies a slice (nil stays nil, empty stays empty) through
+// clone, for elements that hold bytes of their own.
+func cloneEach[T any](in []T, clone func(T) T) []T {
+	if in == nil {
+		return nil
+	}
+	out := make([]T, len(in))
+	for i, v := range in {
+		out[i] = clone(v)
+	}
+	return out
 }
 
 // SubmissionPage is the body of GET /forms/{formId}/submissions.

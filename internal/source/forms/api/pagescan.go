@@ -5,25 +5,31 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"time"
 
 	"github.com/syncd-dev/syncd/internal/jsontext"
 )
 
-// scanPage decodes a submissions page of the shape the service sends into
-// w, straight from the bytes: the decoder of every page a sync reads, where
-// a reflection-driven decoder spent a tenth of a backfill's CPU and
-// allocated a string per answer's id, name and type. It only takes what it
-// is sure to decode exactly as encoding/json would, and reports false for
-// anything else (a repeated key, a key spelt in another case, an escape in
-// a key, a value of an unexpected type, a number that is not an int), which
-// then goes to the general decoders. body must have passed validUTF8JSON.
+// scanPage decodes a submissions page of the shape the service sends,
+// straight from the bytes: the decoder of every page a sync reads, where a
+// reflection-driven decoder spent a tenth of a backfill's CPU and allocated
+// a string per answer's id, name and type. It only takes what it is sure to
+// decode exactly as encoding/json would, into a page that DecodeSubmissionPage
+// would accept, and reports false for anything else (a repeated key, a key
+// spelt in another case, an escape in a key, a value of an unexpected type,
+// a number that is not an int, a submission without its id or time, a
+// missing total), which then goes to the general decoders and their precise
+// errors. body must have passed validUTF8JSON.
 //
 // Strings that repeat from submission to submission (ids, names and types
-// of answers) are shared within a page; the raw values a submission keeps
-// share one buffer.
-func scanPage(body []byte, w *wirePage) bool {
+// of answers) are shared within a page. The page's answers and times are
+// carved from arrays of the page, and raw values are slices of body: a page
+// is a few allocations, not a few per submission. A submission kept past
+// its page therefore keeps the page's bytes alive; Submission.Clone is the
+// copy that does not.
+func scanPage(body []byte) (*SubmissionPage, bool) {
 	s := pageScanner{b: body, intern: make(map[string]string, 64)}
-	return s.page(w)
+	return s.page()
 }
 
 type pageScanner struct {
@@ -32,6 +38,11 @@ type pageScanner struct {
 	intern map[string]string
 	text   []byte // unescaped string scratch
 	sizes  [5]int // elements of each list in the last submission: the next one's capacity
+
+	// Arrays of the page that submissions' answers and times are carved
+	// from.
+	answers []Answer
+	times   []time.Time
 }
 
 // The field names of each object, in the order object reports them; seen
@@ -239,76 +250,124 @@ func (s *pageScanner) float(dst **float64) bool {
 	return true
 }
 
-func (s *pageScanner) page(w *wirePage) bool {
+func (s *pageScanner) page() (*SubmissionPage, bool) {
+	var page SubmissionPage
+	var responses, total bool
 	s.ws()
 	if !s.object(pageKeys(), func(k int) bool {
 		switch k {
 		case 0:
+			responses = true
 			if s.null() {
-				w.Responses = nil
+				page.Responses = nil
 				return true
 			}
-			subs := make([]wireSubmission, 0, 150)
+			subs := make([]Submission, 0, 150)
+			s.times = make([]time.Time, 0, 2*150)
 			ok := s.array(func() bool {
-				subs = append(subs, wireSubmission{})
+				subs = append(subs, Submission{})
 				return s.submission(&subs[len(subs)-1])
 			})
-			*w.Responses = subs
+			page.Responses = subs
 			return ok
 		case 1:
 			if s.null() {
-				return true // as encoding/json: the pointer stays as it was
+				return true // as encoding/json: the total stays missing
 			}
-			n := 0
-			if !s.integer(&n) {
-				return false
-			}
-			w.TotalResponses = &n
-			return true
+			total = true
+			return s.integer(&page.TotalResponses)
 		default:
 			if s.null() {
 				return true
 			}
-			return s.integer(&w.PageCount)
+			return s.integer(&page.PageCount)
 		}
 	}) {
-		return false
+		return nil, false
 	}
 	s.ws()
-	return s.i == len(s.b)
+	// What wirePage.page refuses is left to the general decoders, which
+	// say why.
+	if s.i != len(s.b) || !responses || !total || page.TotalResponses < 0 || page.PageCount < 0 {
+		return nil, false
+	}
+	return &page, true
 }
 
-func (s *pageScanner) submission(w *wireSubmission) bool {
-	if s.null() {
-		return true
+// timestamp consumes a timestamp into *dst; missing, null or "" leave it.
+// A timestamp that does not parse is false: the general decoders name it.
+func (s *pageScanner) timestamp(dst *time.Time) bool {
+	t, ok, err := parseTimestamp(s.raw())
+	if err != nil {
+		return false
+	}
+	if ok {
+		*dst = t
+	}
+	return true
+}
+
+// optionalTime is timestamp for a time the submission points to, carved
+// from the page's times.
+func (s *pageScanner) optionalTime(dst **time.Time) bool {
+	t, ok, err := parseTimestamp(s.raw())
+	if err != nil {
+		return false
+	}
+	if ok {
+		s.times = append(s.times, t)
+		*dst = &s.times[len(s.times)-1]
+	}
+	return true
+}
+
+// carveAnswers is an empty slice of capacity n from the page's answers.
+func (s *pageScanner) carveAnswers(n int) []Answer {
+	if cap(s.answers)-len(s.answers) < n {
+		s.answers = make([]Answer, 0, max(n*150, 64))
+	}
+	at := len(s.answers)
+	s.answers = s.answers[:at+n]
+	return s.answers[at : at : at+n]
+}
+
+func (s *pageScanner) submission(w *Submission) bool {
+	if s.b[s.i] == 'n' {
+		return false // a null submission has no id: refused, with the reason, by the general decoders
 	}
 	if !s.object(submissionKeys(), func(k int) bool {
 		switch k {
 		case 0:
 			return s.str(&w.SubmissionID, false)
 		case 1:
-			w.SubmissionTime = s.raw()
+			return s.timestamp(&w.SubmissionTime)
 		case 2:
-			w.LastUpdatedAt = s.raw()
+			return s.optionalTime(&w.LastUpdatedAt)
 		case 3:
-			w.StartedAt = s.raw()
+			return s.optionalTime(&w.StartedAt)
 		case 4:
-			return s.list(0, func(n int) { w.Questions = make([]Answer, 0, n) }, func() bool {
+			return s.list(0, func(n int) { w.Questions = s.carveAnswers(n) }, func() bool {
 				w.Questions = append(w.Questions, Answer{})
 				a := &w.Questions[len(w.Questions)-1]
 				return s.entry(&a.ID, &a.Name, &a.Type, &a.Value)
 			})
 		case 5:
-			return s.list(1, func(n int) { w.Calculations = make([]wireCalculation, 0, n) }, func() bool {
-				w.Calculations = append(w.Calculations, wireCalculation{})
+			return s.list(1, func(n int) { w.Calculations = make([]Calculation, 0, n) }, func() bool {
+				w.Calculations = append(w.Calculations, Calculation{})
 				c := &w.Calculations[len(w.Calculations)-1]
-				return s.entry(&c.ID, &c.Name, &c.Type, &c.Value)
+				var raw json.RawMessage
+				ok := s.entry(&c.ID, &c.Name, &c.Type, &raw)
+				c.Value = scalarText(raw)
+				return ok
 			})
 		case 6:
-			return s.list(2, func(n int) { w.URLParameters = make([]wireURLParameter, 0, n) }, func() bool {
-				w.URLParameters = append(w.URLParameters, wireURLParameter{})
+			return s.list(2, func(n int) { w.URLParameters = make([]URLParameter, 0, n) }, func() bool {
+				w.URLParameters = append(w.URLParameters, URLParameter{})
 				p := &w.URLParameters[len(w.URLParameters)-1]
-				return s.entry(&p.ID, &p.Name, nil, &p.Value)
+				var raw json.RawMessage
+				ok := s.entry(&p.ID, &p.Name, nil, &raw)
+				p.Value = scalarText(raw)
+				return ok
 			})
 		case 7:
 			return s.list(3, func(n int) { w.Scheduling = make([]SchedulingEntry, 0, n) }, func() bool {
@@ -367,38 +426,9 @@ func (s *pageScanner) submission(w *wireSubmission) bool {
 	}) {
 		return false
 	}
-	// The values the submission keeps (answers, scheduling, payments) move
-	// to one buffer of its own: aliasing the page would keep the whole page
-	// alive for as long as any one submission of it is kept (the reconcile
-	// keeps the changed ones of a window).
-	n := 0
-	for i := range w.Questions {
-		n += len(w.Questions[i].Value)
-	}
-	for i := range w.Scheduling {
-		n += len(w.Scheduling[i].Value)
-	}
-	for i := range w.Payments {
-		n += len(w.Payments[i].Value)
-	}
-	own := make([]byte, 0, n)
-	move := func(v *json.RawMessage) {
-		if *v != nil {
-			at := len(own)
-			own = append(own, *v...)
-			*v = own[at:len(own):len(own)]
-		}
-	}
-	for i := range w.Questions {
-		move(&w.Questions[i].Value)
-	}
-	for i := range w.Scheduling {
-		move(&w.Scheduling[i].Value)
-	}
-	for i := range w.Payments {
-		move(&w.Payments[i].Value)
-	}
-	return true
+	// A listed submission without its id or time cannot be keyed or
+	// windowed: the general decoders refuse the page and say so.
+	return w.SubmissionID != "" && !w.SubmissionTime.IsZero()
 }
 
 // list decodes an array of objects: null leaves the slice nil, [] makes

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"time"
 )
 
 // checkScan holds scanPage to encoding/json on body: where it takes a page,
@@ -13,17 +14,15 @@ func checkScan(t *testing.T, body []byte) (took bool) {
 	if !validUTF8JSON(body) {
 		return false
 	}
-	var responses []wireSubmission
-	w := wirePage{Responses: &responses}
-	if !scanPage(body, &w) {
+	page, ok := scanPage(body)
+	if !ok {
 		return false
 	}
-	page, err := w.page(responses)
 	ref, refErr := decodeSubmissionPage(body, json.Unmarshal)
-	if (err == nil) != (refErr == nil) {
-		t.Fatalf("scanPage and encoding/json disagree on %q: %v, %v", body, err, refErr)
+	if refErr != nil {
+		t.Fatalf("scanPage took %q, which encoding/json refuses: %v", body, refErr)
 	}
-	if err == nil && !reflect.DeepEqual(page, ref) {
+	if !reflect.DeepEqual(page, ref) {
 		t.Fatalf("scanPage and encoding/json disagree on %q:\nscanPage      %+v\nencoding/json %+v", body, page, ref)
 	}
 	return true
@@ -42,7 +41,15 @@ func TestScanPage(t *testing.T) {
 		{"minimal", minimalPage, true},
 		{"null responses", `{"responses":null,"totalResponses":0}`, true},
 		{"escapes", `{"responses":[{"submissionId":"a\u00e9\ud83d\ude00","submissionTime":"2024-01-01T10:00:00Z","questions":[{"id":"q\n","name":"\ud800x","value":"\"v\""}]}],"totalResponses":1}`, true},
-		{"nulls everywhere", `{"responses":[null,{"submissionId":null,"quiz":null,"login":null,"questions":[null],"documents":null,"calculations":[]}],"totalResponses":null,"pageCount":null}`, true},
+		{"nulls everywhere", `{"responses":[{"submissionId":"a","submissionTime":"2024-01-01T10:00:00Z","lastUpdatedAt":null,"startedAt":"","quiz":null,"login":null,"questions":[null],"documents":null,"calculations":[]}],"totalResponses":1,"pageCount":null}`, true},
+		{"null total", `{"responses":[],"totalResponses":null}`, false},
+		{"no total", `{"responses":[]}`, false},
+		{"no responses", `{"totalResponses":0}`, false},
+		{"negative total", `{"responses":[],"totalResponses":-1}`, false},
+		{"null submission", `{"responses":[null],"totalResponses":1}`, false},
+		{"submission without an id", `{"responses":[{"submissionId":null,"submissionTime":"2024-01-01T10:00:00Z"}],"totalResponses":1}`, false},
+		{"submission without a time", `{"responses":[{"submissionId":"a"}],"totalResponses":1}`, false},
+		{"bad time", `{"responses":[{"submissionId":"a","submissionTime":"yesterday"}],"totalResponses":1}`, false},
 		{"unknown keys", `{"responses":[{"submissionId":"a","submissionTime":"2024-01-01T10:00:00Z","approvals":[{"x":1}],"questions":[{"id":"q","value":1,"extra":{}}]}],"totalResponses":1,"next":"x"}`, true},
 		{"repeated key", `{"responses":[` + sub + `],"totalResponses":1,"totalResponses":2}`, false},
 		{"folded key", `{"responses":[{"SubmissionId":"a"}],"totalResponses":1}`, false},
@@ -69,30 +76,38 @@ func FuzzScanPage(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) { checkScan(t, body) })
 }
 
-// TestScannedValuesOwnTheirBytes: a kept submission must not keep (or see
-// changes to) the page it came from.
-func TestScannedValuesOwnTheirBytes(t *testing.T) {
-	body := []byte(`{"responses":[{"submissionId":"a","submissionTime":"2024-01-01T10:00:00Z","questions":[{"id":"q","value":{"k":"v"}}],"scheduling":[{"id":"s","value":"x"}],"payments":[{"id":"p","value":1}]}],"totalResponses":1}`)
-	var responses []wireSubmission
-	w := wirePage{Responses: &responses}
-	if !scanPage(body, &w) {
+// TestClonedSubmissionOwnsItsBytes: a decoded page's submissions share its
+// bytes (the decoder copies nothing it need not); a clone, what a caller
+// keeps beyond the page, neither keeps nor sees them.
+func TestClonedSubmissionOwnsItsBytes(t *testing.T) {
+	body := []byte(`{"responses":[{"submissionId":"a","submissionTime":"2024-01-01T10:00:00Z","lastUpdatedAt":"2024-01-02T10:00:00Z","questions":[{"id":"q","value":{"k":"v"}}],"scheduling":[{"id":"s","value":"x"}],"payments":[{"id":"p","value":1}],"calculations":[{"id":"c","value":"2"}],"documents":[{"id":"d","name":"n","url":"u"}]}],"totalResponses":1}`)
+	page, ok := scanPage(body)
+	if !ok {
 		t.Fatal("scanPage declined the page")
 	}
-	page, err := w.page(responses)
-	if err != nil {
-		t.Fatal(err)
+	clone := page.Responses[0].Clone()
+	if !reflect.DeepEqual(clone, page.Responses[0]) {
+		t.Fatalf("clone differs:\n%+v\n%+v", clone, page.Responses[0])
 	}
 	for i := range body {
 		body[i] = ' '
 	}
-	s := page.Responses[0]
+	page.Responses[0].Calculations[0].Value = "changed"
+	*page.Responses[0].LastUpdatedAt = time.Time{}
+	page.Responses[0].Documents[0].ID = "changed"
 	for _, c := range []struct{ got, want string }{
-		{string(s.Questions[0].Value), `{"k":"v"}`},
-		{string(s.Scheduling[0].Value), `"x"`},
-		{string(s.Payments[0].Value), `1`},
+		{string(clone.Questions[0].Value), `{"k":"v"}`},
+		{string(clone.Scheduling[0].Value), `"x"`},
+		{string(clone.Payments[0].Value), `1`},
+		{clone.Calculations[0].Value, "2"},
+		{clone.LastUpdatedAt.Format(time.RFC3339), "2024-01-02T10:00:00Z"},
+		{clone.Documents[0].ID, "d"},
 	} {
 		if c.got != c.want {
-			t.Errorf("value %q after the page was overwritten, want %q", c.got, c.want)
+			t.Errorf("cloned value %q after the page was overwritten, want %q", c.got, c.want)
 		}
+	}
+	if got := string(page.Responses[0].Questions[0].Value); got == `{"k":"v"}` {
+		t.Errorf("the page's own submission kept %q: it was meant to share the page's bytes (a copy per submission is what this decoder avoids)", got)
 	}
 }
