@@ -253,6 +253,10 @@ type Request struct {
 	// WaitKey groups the info lines about long retry waits (at most one a
 	// second per key); default: method and path.
 	WaitKey string
+	// Buffer, when it has room, receives a successful answer's body (the
+	// Response's Body then shares it): a caller that reads page after page
+	// hands back the last page's buffer instead of allocating one a page.
+	Buffer []byte
 }
 
 // Endpoint names the call in errors: method and path, no query.
@@ -388,7 +392,11 @@ func (c *Client) send(ctx context.Context, r *Request) (res Response, authErr er
 	if !success {
 		limit = min(limit, ErrorBodyCap)
 	}
-	b, err := readBody(resp.Body, resp.ContentLength, limit+1)
+	var buf []byte
+	if success {
+		buf = r.Buffer
+	}
+	b, err := readBody(resp.Body, resp.ContentLength, limit+1, buf)
 	switch {
 	case err != nil:
 		res.ReadErr = err
@@ -507,13 +515,18 @@ func SleepContext(ctx context.Context, d time.Duration) error {
 // (size, -1 if not) is read into one buffer of that size: io.ReadAll grows
 // its buffer by doubling from 512 bytes, copying a page of submissions
 // (hundreds of kilobytes) a dozen times.
-func readBody(r io.Reader, size, limit int64) ([]byte, error) {
+func readBody(r io.Reader, size, limit int64, buf []byte) ([]byte, error) {
 	if size < 0 || size >= limit {
 		return io.ReadAll(io.LimitReader(r, limit))
 	}
 	// One byte more than announced, so that a longer body is seen (and read
 	// on, up to limit) rather than cut.
-	b := make([]byte, 0, size+1)
+	b := buf[:0]
+	if int64(cap(b)) < size+1 {
+		b = make([]byte, 0, size+1)
+	} else {
+		b = b[: 0 : size+1]
+	}
 	for {
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]

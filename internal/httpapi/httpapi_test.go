@@ -412,7 +412,7 @@ func TestReadBody(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := readBody(iotest.OneByteReader(strings.NewReader(body)), tt.size, tt.limit)
+			b, err := readBody(iotest.OneByteReader(strings.NewReader(body)), tt.size, tt.limit, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -175,8 +175,10 @@ func builderFor(rows *poller.Rows) *schema.Builder {
 // inclusivity of afterDate and beforeDate is unknown, so the query reaches
 // one millisecond before start and stops at end; callers filter to exactly
 // [start, end).
-func (s *Stream) list(ctx context.Context, start, end time.Time, limit, offset int, editLink bool) (*api.SubmissionPage, error) {
-	p := api.ListParams{Limit: limit, Offset: offset, Sort: api.SortAsc, IncludeEditLink: editLink}
+//
+// bufs, when set, is reused for the page (api.ListParams.Buffers).
+func (s *Stream) list(ctx context.Context, start, end time.Time, limit, offset int, editLink bool, bufs *api.PageBuffers) (*api.SubmissionPage, error) {
+	p := api.ListParams{Limit: limit, Offset: offset, Sort: api.SortAsc, IncludeEditLink: editLink, Buffers: bufs}
 	if start.After(epoch) {
 		after := start.Add(-time.Millisecond)
 		p.AfterDate = &after
@@ -196,7 +198,7 @@ var epoch = time.Unix(0, 0).UTC()
 
 // Count is the total of one limit=1 page of [start, end).
 func (s *Stream) Count(ctx context.Context, start, end time.Time) (int, error) {
-	page, err := s.list(ctx, start, end, 1, 0, false)
+	page, err := s.list(ctx, start, end, 1, 0, false, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -214,7 +216,7 @@ func (s *Stream) Count(ctx context.Context, start, end time.Time) (int, error) {
 func (s *Stream) Plan(ctx context.Context, gap state.Interval, cut poller.Cutter, emit func(poller.Window) error) error {
 	a, b := gap.Start, gap.End
 	for a.Before(b) {
-		page, err := s.list(ctx, a, b, s.opts.PageSize, 0, s.opts.IncludeEditLink)
+		page, err := s.list(ctx, a, b, s.opts.PageSize, 0, s.opts.IncludeEditLink, nil)
 		if err != nil {
 			return err
 		}
@@ -402,11 +404,15 @@ func (s *Stream) fetch(ctx context.Context, w poller.Window, visit func(*api.Sub
 func (s *Stream) walk(ctx context.Context, w poller.Window, first *api.SubmissionPage, seen map[string]struct{}, visit func(*api.Submission) error) (changed bool, err error) {
 	limit := s.opts.PageSize
 	total, last := -1, ""
+	// One page's memory for the whole walk: visit copies what it keeps
+	// (the builder its values, the index and seen their ids, a reconcile
+	// its changed submissions) before the next page is read into it.
+	var bufs api.PageBuffers
 	for offset := 0; ; {
 		page := first
 		first = nil
 		if page == nil {
-			if page, err = s.list(ctx, w.Start, w.End, limit, offset, s.opts.IncludeEditLink); err != nil {
+			if page, err = s.list(ctx, w.Start, w.End, limit, offset, s.opts.IncludeEditLink, &bufs); err != nil {
 				return false, err
 			}
 		}

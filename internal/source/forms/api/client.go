@@ -249,6 +249,7 @@ type request struct {
 	// applied, and repeating a create would duplicate an import.
 	mutating bool
 	notFound func(base string) *NotFoundError
+	buffer   []byte // for the body of a success (httpapi.Request.Buffer)
 }
 
 // endpoint names the call in errors: method and path, no query.
@@ -267,7 +268,7 @@ type (
 func (c *Client) do(ctx context.Context, r *request, decode func([]byte) error) error {
 	hr := &httpapi.Request{
 		Method: r.method, Path: r.path, Route: r.route, Query: r.query, Body: r.body,
-		Mutating: r.mutating,
+		Mutating: r.mutating, Buffer: r.buffer,
 	}
 	return c.api.Do(ctx, hr, func(_ *httpapi.Request, res *httpapi.Response, attempt int) httpapi.Verdict {
 		return c.judge(r, res, attempt, decode)

@@ -229,15 +229,20 @@ func convertSubmissions(field string, ws []wireSubmission, strict bool) ([]Submi
 // decoded again with encoding/json so that the error is its precise one,
 // and a fuzz target checks that they agree on every input.
 func DecodeSubmissionPage(body []byte) (*SubmissionPage, error) {
+	return decodeSubmissionPage(body, nil)
+}
+
+// decodeSubmissionPage is DecodeSubmissionPage into bufs (nil: new memory).
+func decodeSubmissionPage(body []byte, bufs *PageBuffers) (*SubmissionPage, error) {
 	if validUTF8JSON(body) { // utf8.Valid && json.Valid, in one pass
-		if page, ok := scanPage(body); ok {
+		if page, ok := scanPage(body, bufs); ok {
 			return page, nil
 		}
-		if page, err := decodeSubmissionPage(body, fastjson.Unmarshal); err == nil {
+		if page, err := decodePageWith(body, fastjson.Unmarshal); err == nil {
 			return page, nil
 		}
 	}
-	return decodeSubmissionPage(body, json.Unmarshal)
+	return decodePageWith(body, json.Unmarshal)
 }
 
 // wirePage is a page as decoded. Presence of responses without a second
@@ -250,7 +255,7 @@ type wirePage struct {
 	PageCount      int               `json:"pageCount"`
 }
 
-func decodeSubmissionPage(body []byte, unmarshal func([]byte, any) error) (*SubmissionPage, error) {
+func decodePageWith(body []byte, unmarshal func([]byte, any) error) (*SubmissionPage, error) {
 	var responses []wireSubmission
 	// An unnamed struct, as the errors have always named it
 	// ("Go struct field .responses").

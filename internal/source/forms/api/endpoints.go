@@ -99,8 +99,15 @@ func (c *Client) ListSubmissions(ctx context.Context, formID string, p ListParam
 		query: q, notFound: formNotFound(formID),
 	}
 	var out *SubmissionPage
+	bufs := p.Buffers
+	if bufs != nil {
+		r.buffer = bufs.body
+	}
 	err = c.do(ctx, r, func(b []byte) error {
-		page, err := DecodeSubmissionPage(b)
+		if bufs != nil && cap(b) > cap(bufs.body) {
+			bufs.body = b[:0] // grown for this page: the next reuses it
+		}
+		page, err := decodeSubmissionPage(b, bufs)
 		if err != nil {
 			return err
 		}

@@ -62,7 +62,7 @@ func FuzzDecodeSubmissionPage(f *testing.F) {
 		page, err := DecodeSubmissionPage(body)
 		// The fast decoder must agree with encoding/json, the reference,
 		// wherever keys are spelt as the service spells them.
-		if ref, refErr := decodeSubmissionPage(body, json.Unmarshal); !hasInexactKeys(body) {
+		if ref, refErr := decodePageWith(body, json.Unmarshal); !hasInexactKeys(body) {
 			if (err == nil) != (refErr == nil) {
 				t.Fatalf("decoders disagree on %q: fast path %v, encoding/json %v", body, err, refErr)
 			}

@@ -245,6 +245,20 @@ type ListParams struct {
 	Sort            SortOrder  // empty: service default (asc)
 	IncludeEditLink bool       // sent as includeEditLink=true when set
 	Search          string     // sent as search when non-empty
+	// Buffers, when set, is memory the page is read and decoded into,
+	// reused from the last page listed with it: the caller must no longer
+	// use that page's submissions (clone what it keeps). A walk through a
+	// window reuses one for all its pages.
+	Buffers *PageBuffers
+}
+
+// PageBuffers is the memory of one page at a time: its body and the arrays
+// its submissions are carved from. The zero value is ready to use.
+type PageBuffers struct {
+	body    []byte
+	subs    []Submission
+	answers []Answer
+	times   []time.Time
 }
 
 // NewSubmission is one item of POST /forms/{formId}/submissions.

@@ -27,9 +27,22 @@ import (
 // is a few allocations, not a few per submission. A submission kept past
 // its page therefore keeps the page's bytes alive; Submission.Clone is the
 // copy that does not.
-func scanPage(body []byte) (*SubmissionPage, bool) {
+//
+// With bufs, the page's arrays are those of the last page scanned into
+// bufs, and are left there for the next.
+func scanPage(body []byte, bufs *PageBuffers) (*SubmissionPage, bool) {
 	s := pageScanner{b: body, intern: make(map[string]string, 64)}
-	return s.page()
+	if bufs == nil {
+		return s.page(nil)
+	}
+	clear(bufs.answers) // drop the last page's strings for the collector
+	s.answers, s.times = bufs.answers[:0], bufs.times[:0]
+	page, ok := s.page(bufs.subs[:0])
+	bufs.answers, bufs.times = s.answers, s.times
+	if ok && cap(page.Responses) > cap(bufs.subs) {
+		bufs.subs = page.Responses
+	}
+	return page, ok
 }
 
 type pageScanner struct {
@@ -250,7 +263,9 @@ func (s *pageScanner) float(dst **float64) bool {
 	return true
 }
 
-func (s *pageScanner) page() (*SubmissionPage, bool) {
+// page scans the page; its submissions are appended to subs (nil: a new
+// slice).
+func (s *pageScanner) page(subs []Submission) (*SubmissionPage, bool) {
 	var page SubmissionPage
 	var responses, total bool
 	s.ws()
@@ -262,8 +277,13 @@ func (s *pageScanner) page() (*SubmissionPage, bool) {
 				page.Responses = nil
 				return true
 			}
-			subs := make([]Submission, 0, 150)
-			s.times = make([]time.Time, 0, 2*150)
+			if subs == nil {
+				subs = make([]Submission, 0, 150)
+			}
+			clear(subs[:cap(subs)]) // no field of a submission of the last page carries over
+			if s.times == nil {
+				s.times = make([]time.Time, 0, 2*150)
+			}
 			ok := s.array(func() bool {
 				subs = append(subs, Submission{})
 				return s.submission(&subs[len(subs)-1])

@@ -14,16 +14,26 @@ func checkScan(t *testing.T, body []byte) (took bool) {
 	if !validUTF8JSON(body) {
 		return false
 	}
-	page, ok := scanPage(body)
+	page, ok := scanPage(body, nil)
 	if !ok {
 		return false
 	}
-	ref, refErr := decodeSubmissionPage(body, json.Unmarshal)
+	ref, refErr := decodePageWith(body, json.Unmarshal)
 	if refErr != nil {
 		t.Fatalf("scanPage took %q, which encoding/json refuses: %v", body, refErr)
 	}
 	if !reflect.DeepEqual(page, ref) {
 		t.Fatalf("scanPage and encoding/json disagree on %q:\nscanPage      %+v\nencoding/json %+v", body, page, ref)
+	}
+	// Into buffers that held another page: the same page, nothing of the
+	// other left in it.
+	var bufs PageBuffers
+	if _, ok := scanPage([]byte(realisticPage), &bufs); !ok {
+		t.Fatal("scanPage declined the realistic page")
+	}
+	again, ok := scanPage(body, &bufs)
+	if !ok || !reflect.DeepEqual(again, ref) {
+		t.Fatalf("scanPage into reused buffers took %v, and disagrees on %q:\nreused        %+v\nencoding/json %+v", ok, body, again, ref)
 	}
 	return true
 }
@@ -81,7 +91,7 @@ func FuzzScanPage(f *testing.F) {
 // keeps beyond the page, neither keeps nor sees them.
 func TestClonedSubmissionOwnsItsBytes(t *testing.T) {
 	body := []byte(`{"responses":[{"submissionId":"a","submissionTime":"2024-01-01T10:00:00Z","lastUpdatedAt":"2024-01-02T10:00:00Z","questions":[{"id":"q","value":{"k":"v"}}],"scheduling":[{"id":"s","value":"x"}],"payments":[{"id":"p","value":1}],"calculations":[{"id":"c","value":"2"}],"documents":[{"id":"d","name":"n","url":"u"}]}],"totalResponses":1}`)
-	page, ok := scanPage(body)
+	page, ok := scanPage(body, nil)
 	if !ok {
 		t.Fatal("scanPage declined the page")
 	}
