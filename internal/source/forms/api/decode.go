@@ -234,10 +234,12 @@ func DecodeSubmissionPage(body []byte) (*SubmissionPage, error) {
 
 // decodeSubmissionPage is DecodeSubmissionPage into bufs (nil: new memory).
 func decodeSubmissionPage(body []byte, bufs *PageBuffers) (*SubmissionPage, error) {
+	// The scanner validates as it decodes: a page it takes is valid UTF-8
+	// JSON, and only a page it declines pays for a validation pass.
+	if page, ok := scanPage(body, bufs); ok {
+		return page, nil
+	}
 	if validUTF8JSON(body) { // utf8.Valid && json.Valid, in one pass
-		if page, ok := scanPage(body, bufs); ok {
-			return page, nil
-		}
 		if page, err := decodePageWith(body, fastjson.Unmarshal); err == nil {
 			return page, nil
 		}

@@ -19,7 +19,9 @@ import (
 // spelt in another case, an escape in a key, a value of an unexpected type,
 // a number that is not an int, a submission without its id or time, a
 // missing total), which then goes to the general decoders and their precise
-// errors. body must have passed validUTF8JSON.
+// errors. It validates what it reads as it goes (JSON's grammar, UTF-8 in
+// strings, the page's end): a page it takes needs no validation pass, and
+// any other input, however broken, is false, never a panic.
 //
 // Strings that repeat from submission to submission (ids, names and types
 // of answers) are shared within a page. The page's answers and times are
@@ -67,38 +69,48 @@ func submissionKeys() []string {
 		"calculations", "urlParameters", "scheduling", "payments", "quiz", "login", "documents", "editLink"}
 }
 
-func (s *pageScanner) ws() {
-	for s.i < len(s.b) && isWS(s.b[s.i]) {
-		s.i++
+func (s *pageScanner) ws() { s.i = skipWS(s.b, s.i) }
+
+// at is the byte at the scanner, 0 at the end of the page (no JSON value
+// or separator starts with it).
+func (s *pageScanner) at() byte {
+	if s.i < len(s.b) {
+		return s.b[s.i]
 	}
+	return 0
 }
 
 // object calls field with the index in keys of each member's key, the
 // scanner at the member's value, which field must consume; a member whose
-// key is not in keys is skipped. It reports false on a repeated or
-// case-folded key, an escaped key, or when field does.
+// key is not in keys is skipped. It reports false on anything but a valid
+// object, on a repeated or case-folded key, an escaped key, or when field
+// does.
 func (s *pageScanner) object(keys []string, field func(k int) bool) bool {
-	if s.b[s.i] != '{' {
+	if s.at() != '{' {
 		return false
 	}
 	s.i++
+	s.ws()
+	if s.at() == '}' {
+		s.i++
+		return true
+	}
 	var seen uint32
 	for {
-		s.ws()
-		if s.b[s.i] == '}' {
-			s.i++
-			return true
+		if s.at() != '"' {
+			return false
 		}
-		if s.b[s.i] == ',' {
-			s.i++
-			s.ws()
+		end := stringEnd(s.b, s.i, true)
+		if end < 0 {
+			return false
 		}
-		start := s.i + 1
-		end := stringEnd(s.b, s.i, false)
-		key := s.b[start : end-1]
+		key := s.b[s.i+1 : end-1]
 		s.i = end
 		s.ws()
-		s.i++ // the colon
+		if s.at() != ':' {
+			return false
+		}
+		s.i++
 		s.ws()
 		if bytes.IndexByte(key, '\\') >= 0 {
 			return false
@@ -110,94 +122,103 @@ func (s *pageScanner) object(keys []string, field func(k int) bool) bool {
 				break
 			}
 		}
-		if k < 0 {
-			for _, name := range keys {
-				if bytes.EqualFold(key, []byte(name)) {
-					return false // encoding/json folds case: leave it to it
-				}
+		switch {
+		case k >= 0:
+			if seen&(1<<k) != 0 {
+				return false
 			}
-			s.skip()
-			continue
+			seen |= 1 << k
+			if !field(k) {
+				return false
+			}
+		case folded(key, keys):
+			return false // encoding/json folds case: leave it to it
+		default:
+			if !s.skip() {
+				return false
+			}
 		}
-		if seen&(1<<k) != 0 {
-			return false
-		}
-		seen |= 1 << k
-		if !field(k) {
-			return false
-		}
-	}
-}
-
-// array calls elem with the scanner at each element; null leaves the
-// caller's slice nil (null is false from array).
-func (s *pageScanner) array(elem func() bool) bool {
-	if s.b[s.i] != '[' {
-		return false
-	}
-	s.i++
-	for {
 		s.ws()
-		switch s.b[s.i] {
-		case ']':
-			s.i++
-			return true
+		switch s.at() {
 		case ',':
 			s.i++
 			s.ws()
-		}
-		if !elem() {
+		case '}':
+			s.i++
+			return true
+		default:
 			return false
 		}
 	}
 }
 
-// null consumes a null.
+// folded reports whether key is one of keys in another case.
+func folded(key []byte, keys []string) bool {
+	for _, name := range keys {
+		if bytes.EqualFold(key, []byte(name)) {
+			return true
+		}
+	}
+	return false
+}
+
+// array calls elem with the scanner at each element, which elem must
+// consume; anything but a valid array is false.
+func (s *pageScanner) array(elem func() bool) bool {
+	if s.at() != '[' {
+		return false
+	}
+	s.i++
+	s.ws()
+	if s.at() == ']' {
+		s.i++
+		return true
+	}
+	for {
+		if !elem() {
+			return false
+		}
+		s.ws()
+		switch s.at() {
+		case ',':
+			s.i++
+			s.ws()
+		case ']':
+			s.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// null consumes a null; false (consuming nothing) for anything else.
 func (s *pageScanner) null() bool {
-	if s.b[s.i] == 'n' {
+	if hasLiteral(s.b, s.i, "null") {
 		s.i += 4
 		return true
 	}
 	return false
 }
 
-// skip consumes any value.
-func (s *pageScanner) skip() {
-	b := s.b
-	switch b[s.i] {
-	case '"':
-		s.i = stringEnd(b, s.i, false)
-	case '{', '[':
-		depth := 0
-		for {
-			switch b[s.i] {
-			case '"':
-				s.i = stringEnd(b, s.i, false)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					s.i++
-					return
-				}
-			}
-			s.i++
-		}
-	default:
-		for s.i < len(b) && !isWS(b[s.i]) && b[s.i] != ',' && b[s.i] != ']' && b[s.i] != '}' {
-			s.i++
-		}
+// skip consumes any valid value; false if there is none.
+func (s *pageScanner) skip() bool {
+	end, _ := valueEnd(s.b, s.i, true)
+	if end < 0 {
+		return false
 	}
+	s.i = end
+	return true
 }
 
-// raw consumes a value and returns its bytes (null included, as
-// json.RawMessage keeps it), a slice of the page.
-func (s *pageScanner) raw() []byte {
+// raw consumes a valid value and returns its bytes (null included, as
+// json.RawMessage keeps it), a slice of the page; false if there is none.
+func (s *pageScanner) raw() ([]byte, bool) {
 	start := s.i
-	s.skip()
-	return s.b[start:s.i:s.i]
+	if !s.skip() {
+		return nil, false
+	}
+	return s.b[start:s.i:s.i], true
 }
 
 // str consumes a string into *dst (null leaves it), shared through the
@@ -206,10 +227,13 @@ func (s *pageScanner) str(dst *string, shared bool) bool {
 	if s.null() {
 		return true
 	}
-	if s.b[s.i] != '"' {
+	if s.at() != '"' {
 		return false
 	}
-	end := stringEnd(s.b, s.i, false)
+	end := stringEnd(s.b, s.i, true)
+	if end < 0 {
+		return false
+	}
 	body := s.b[s.i+1 : end-1]
 	s.i = end
 	if bytes.IndexByte(body, '\\') >= 0 {
@@ -232,11 +256,27 @@ func (s *pageScanner) str(dst *string, shared bool) bool {
 	return true
 }
 
+// number consumes a number in JSON's grammar and returns its text.
+func (s *pageScanner) number() (string, bool) {
+	if c := s.at(); c != '-' && (c < '0' || c > '9') {
+		return "", false
+	}
+	end := numberEnd(s.b, s.i)
+	if end < 0 {
+		return "", false
+	}
+	text := string(s.b[s.i:end])
+	s.i = end
+	return text, true
+}
+
 // integer consumes a number that encoding/json would store in an int.
 func (s *pageScanner) integer(dst *int) bool {
-	start := s.i
-	s.skip()
-	n, err := strconv.ParseInt(string(s.b[start:s.i]), 10, 0)
+	text, ok := s.number()
+	if !ok {
+		return false
+	}
+	n, err := strconv.ParseInt(text, 10, 0)
 	if err != nil {
 		return false
 	}
@@ -249,13 +289,11 @@ func (s *pageScanner) float(dst **float64) bool {
 		*dst = nil
 		return true
 	}
-	c := s.b[s.i]
-	if c != '-' && (c < '0' || c > '9') {
+	text, ok := s.number()
+	if !ok {
 		return false
 	}
-	start := s.i
-	s.skip()
-	f, err := strconv.ParseFloat(string(s.b[start:s.i]), 64)
+	f, err := strconv.ParseFloat(text, 64)
 	if err != nil || math.IsInf(f, 0) {
 		return false
 	}
@@ -317,7 +355,11 @@ func (s *pageScanner) page(subs []Submission) (*SubmissionPage, bool) {
 // timestamp consumes a timestamp into *dst; missing, null or "" leave it.
 // A timestamp that does not parse is false: the general decoders name it.
 func (s *pageScanner) timestamp(dst *time.Time) bool {
-	t, ok, err := parseTimestamp(s.raw())
+	raw, valid := s.raw()
+	if !valid {
+		return false
+	}
+	t, ok, err := parseTimestamp(raw)
 	if err != nil {
 		return false
 	}
@@ -330,7 +372,11 @@ func (s *pageScanner) timestamp(dst *time.Time) bool {
 // optionalTime is timestamp for a time the submission points to, carved
 // from the page's times.
 func (s *pageScanner) optionalTime(dst **time.Time) bool {
-	t, ok, err := parseTimestamp(s.raw())
+	raw, valid := s.raw()
+	if !valid {
+		return false
+	}
+	t, ok, err := parseTimestamp(raw)
 	if err != nil {
 		return false
 	}
@@ -352,7 +398,7 @@ func (s *pageScanner) carveAnswers(n int) []Answer {
 }
 
 func (s *pageScanner) submission(w *Submission) bool {
-	if s.b[s.i] == 'n' {
+	if s.at() != '{' {
 		return false // a null submission has no id: refused, with the reason, by the general decoders
 	}
 	if !s.object(submissionKeys(), func(k int) bool {
@@ -459,7 +505,7 @@ func (s *pageScanner) list(kind int, make func(n int), elem func() bool) bool {
 	if s.null() {
 		return true
 	}
-	if s.b[s.i] != '[' {
+	if s.at() != '[' {
 		return false
 	}
 	n := 4
@@ -501,7 +547,8 @@ func (s *pageScanner) entry(id, name, typ *string, value *json.RawMessage) bool 
 		case 2:
 			return s.str(typ, true)
 		}
-		*value = s.raw()
-		return true
+		raw, ok := s.raw()
+		*value = raw
+		return ok
 	})
 }

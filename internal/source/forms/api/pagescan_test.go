@@ -3,20 +3,22 @@ package forms
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
 
-// checkScan holds scanPage to encoding/json on body: where it takes a page,
-// the page must be the reference decoder's, converted or refused alike.
+// checkScan holds scanPage to encoding/json on body, valid or not: where
+// it takes a page, the page must be valid UTF-8 JSON and the reference
+// decoder's.
 func checkScan(t *testing.T, body []byte) (took bool) {
 	t.Helper()
-	if !validUTF8JSON(body) {
-		return false
-	}
 	page, ok := scanPage(body, nil)
 	if !ok {
 		return false
+	}
+	if !validUTF8JSON(body) {
+		t.Fatalf("scanPage took %q, which is not valid UTF-8 JSON", body)
 	}
 	ref, refErr := decodePageWith(body, json.Unmarshal)
 	if refErr != nil {
@@ -76,6 +78,41 @@ func TestScanPage(t *testing.T) {
 				t.Errorf("scanPage took it: %v, want %v", got, tt.took)
 			}
 		})
+	}
+}
+
+// TestScanPageRefusesBrokenPages: the scanner validates as it reads, so a
+// broken page is declined (to the general decoders, which say why), never
+// taken and never a panic.
+func TestScanPageRefusesBrokenPages(t *testing.T) {
+	sub := `{"submissionId":"s1","submissionTime":"2024-01-01T10:00:00Z","questions":[{"id":"q","name":"Q","type":"ShortAnswer","value":"hi"}]}`
+	for _, body := range []string{
+		`{"responses":[` + sub + `,],"totalResponses":1}`,
+		`{"responses":[` + sub + `],"totalResponses":1,}`,
+		`{"responses":[` + sub + `] "totalResponses":1}`,
+		`{"responses" [` + sub + `],"totalResponses":1}`,
+		`{"responses":[` + sub + `],"totalResponses":1}x`,
+		`{"responses":[` + sub + `],"totalResponses":01}`,
+		`{"responses":[` + sub + `],"totalResponses":1.}`,
+		`{"responses":[` + sub + `],"totalResponses":nul}`,
+		`{"responses":[` + strings.Replace(sub, `"hi"`, "\"h\x80i\"", 1) + `],"totalResponses":1}`,
+		`{"responses":[` + strings.Replace(sub, `"hi"`, "\"h\x01i\"", 1) + `],"totalResponses":1}`,
+		`{"responses":[` + strings.Replace(sub, `"hi"`, `"h\qi"`, 1) + `],"totalResponses":1}`,
+		`{"responses":[` + strings.Replace(sub, `"hi"`, `{"a":1,}`, 1) + `],"totalResponses":1}`,
+		`{"responses":[` + strings.Replace(sub, `"hi"`, `[1 2]`, 1) + `],"totalResponses":1}`,
+		`{"responses":[` + strings.Replace(sub, `"hi"`, `tru`, 1) + `],"totalResponses":1}`,
+		`{"responses":[` + strings.Replace(sub, `"q"`, "\"q\xff\"", 1) + `],"totalResponses":1}`,
+		`{"responses":[` + strings.Replace(sub, `"approvals"`, `"x"`, 1) + `],"totalResponses":1,"next":[}`,
+	} {
+		if checkScan(t, []byte(body)) {
+			t.Errorf("scanPage took the broken page %q", body)
+		}
+	}
+	// Every cut of a whole page is broken.
+	for n := range len(realisticPage) {
+		if checkScan(t, []byte(realisticPage[:n])) {
+			t.Fatalf("scanPage took the page cut at %d bytes", n)
+		}
 	}
 }
 

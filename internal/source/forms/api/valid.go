@@ -27,22 +27,33 @@ func ValidJSON(b []byte) (valid, compact bool) { return scanJSON(b, false) }
 // the strings to be valid UTF-8 (nothing outside strings can be other than
 // ASCII in valid JSON).
 func scanJSON(b []byte, checkUTF8 bool) (valid, compact bool) {
+	i := skipWS(b, 0)
+	end, spaced := valueEnd(b, i, checkUTF8)
+	if end < 0 {
+		return false, false
+	}
+	j := skipWS(b, end)
+	return j == len(b), j == len(b) && i == 0 && end == len(b) && !spaced
+}
+
+// valueEnd returns the index just past the one JSON value that starts at
+// b[i] (no white space before it), or -1 when there is none; spaced
+// reports white space inside it, outside its strings. checkUTF8 also
+// requires its strings to be valid UTF-8.
+func valueEnd(b []byte, i int, checkUTF8 bool) (end int, spaced bool) {
 	// encoding/json refuses nesting deeper than this (its maxNestingDepth).
 	const maxDepth = 10000
 	var stackBuf [64]byte
 	stack := stackBuf[:0] // '{' or '[' per open container
-	spaced := false       // white space seen outside strings
-	i := skipWS(b, 0)
-	spaced = i != 0
 	for {
 		// A value starts at b[i].
 		if i >= len(b) {
-			return false, false
+			return -1, false
 		}
 		switch c := b[i]; {
 		case c == '{' || c == '[':
 			if len(stack) >= maxDepth {
-				return false, false
+				return -1, false
 			}
 			stack = append(stack, c)
 			if i++; i < len(b) && isWS(b[i]) {
@@ -55,46 +66,46 @@ func scanJSON(b []byte, checkUTF8 bool) (valid, compact bool) {
 			}
 			if c == '{' {
 				if i = objectKey(b, i, checkUTF8, &spaced); i < 0 {
-					return false, false
+					return -1, false
 				}
 			}
 			continue
 		case c == '"':
 			if i = stringEnd(b, i, checkUTF8); i < 0 {
-				return false, false
+				return -1, false
 			}
 		case c == '-' || c >= '0' && c <= '9':
 			if i = numberEnd(b, i); i < 0 {
-				return false, false
+				return -1, false
 			}
 		case c == 't':
 			if !hasLiteral(b, i, "true") {
-				return false, false
+				return -1, false
 			}
 			i += 4
 		case c == 'f':
 			if !hasLiteral(b, i, "false") {
-				return false, false
+				return -1, false
 			}
 			i += 5
 		case c == 'n':
 			if !hasLiteral(b, i, "null") {
-				return false, false
+				return -1, false
 			}
 			i += 4
 		default:
-			return false, false
+			return -1, false
 		}
 		// After a value: close containers, or go on to the next element.
 		for {
+			if len(stack) == 0 {
+				return i, spaced
+			}
 			if i < len(b) && isWS(b[i]) {
 				i, spaced = skipWS(b, i), true
 			}
-			if len(stack) == 0 {
-				return i == len(b), i == len(b) && !spaced
-			}
 			if i >= len(b) {
-				return false, false
+				return -1, false
 			}
 			top := stack[len(stack)-1]
 			if b[i] == top+2 {
@@ -103,14 +114,14 @@ func scanJSON(b []byte, checkUTF8 bool) (valid, compact bool) {
 				continue
 			}
 			if b[i] != ',' {
-				return false, false
+				return -1, false
 			}
 			if i++; i < len(b) && isWS(b[i]) {
 				i, spaced = skipWS(b, i), true
 			}
 			if top == '{' {
 				if i = objectKey(b, i, checkUTF8, &spaced); i < 0 {
-					return false, false
+					return -1, false
 				}
 			}
 			break
