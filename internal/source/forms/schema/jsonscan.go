@@ -126,6 +126,9 @@ func eachMember(o []byte, fn func(key, val []byte) bool) bool {
 // the extended dst; without escapes the text is a sub-slice of s.
 func unquote(dst, s []byte) (text, grown []byte) {
 	body := s[1 : len(s)-1]
+	if jsontext.PlainEnd(body, 0) == len(body) {
+		return body, dst // printable ASCII: nothing to decode or check
+	}
 	if bytes.IndexByte(body, '\\') < 0 {
 		if utf8.Valid(body) {
 			return body, dst
@@ -169,6 +172,9 @@ func validString(v []byte) bool {
 		return false
 	}
 	for i := 1; i < len(v)-1; i++ {
+		if i = jsontext.PlainEnd(v[:len(v)-1], i); i >= len(v)-1 {
+			break
+		}
 		switch c := v[i]; {
 		case c < 0x20, c == '"':
 			return false
