@@ -63,8 +63,9 @@ type App struct {
 	// accounts, never the settings the rest of App was opened with.
 	current  atomic.Pointer[config.Config]
 	limiters *forms.Limiters
-	// gate bounds the batches in flight across accounts (sync.max_batches).
-	gate *semaphore.Weighted
+	// gate bounds the batches in flight across accounts (sync.max_batches);
+	// planGate as many planned windows holding a page planning read.
+	gate, planGate *semaphore.Weighted
 	// shared is set for `syncd run` on a shared state (state.shared): a
 	// coordinator claims the accounts, and owns says which are this
 	// replica's.
@@ -416,7 +417,8 @@ func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options
 		return nil, &StateError{Err: err}
 	}
 	a := &App{Cfg: cfg, Log: log, Store: store, Metrics: metrics.New(opts.Now), opts: opts,
-		limiters: forms.NewLimiters(), gate: semaphore.NewWeighted(int64(cfg.Sync.MaxBatches))}
+		limiters: forms.NewLimiters(), gate: semaphore.NewWeighted(int64(cfg.Sync.MaxBatches)),
+		planGate: semaphore.NewWeighted(int64(cfg.Sync.MaxBatches))}
 	a.current.Store(cfg)
 	a.shared = opts.Shared
 	if opts.ReadOnly {
@@ -516,6 +518,7 @@ func (a *App) OpenAccount(ctx context.Context, ac config.Account) (*Account, err
 		Now:             a.opts.Now,
 		Logger:          log.Named("poller"),
 		Gate:            a.gate,
+		PlanGate:        a.planGate,
 	})
 	return acct, nil
 }

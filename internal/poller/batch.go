@@ -25,6 +25,9 @@ import (
 // state transaction. The versions the stream records of its rows go into
 // the version index in that same transaction.
 func (f *streamRun) processWindow(ctx context.Context, w window) error {
+	if w.planSlot {
+		defer f.p.opts.PlanGate.Release(1)
+	}
 	b := f.batchFor(w)
 	if err := f.p.checkHorizon(f.key, w.end); err != nil && !w.redo {
 		return err

@@ -2,6 +2,7 @@ package poller
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -130,5 +131,87 @@ func TestGateServesAccountsInTurn(t *testing.T) {
 	}
 	if !smallDone.Before(bigDone) {
 		t.Errorf("the small account's pass ended after the backfill of %d batches: it waited for all of them", batches)
+	}
+}
+
+// planningStream is a gatedStream that plans its gap as one window holding
+// what planning read (as the forms source does with a gap's first page),
+// and counts the pages held at once: from planning until the window's
+// batch has read it.
+type planningStream struct {
+	gatedStream
+	held, maxHeld *atomic.Int32
+}
+
+func (p planningStream) Plan(_ context.Context, gap state.Interval, _ Cutter, emit func(Window) error) error {
+	n := p.held.Add(1)
+	for m := p.maxHeld.Load(); n > m && !p.maxHeld.CompareAndSwap(m, n); m = p.maxHeld.Load() {
+	}
+	count, _ := p.Count(context.Background(), gap.Start, gap.End)
+	return emit(Window{Start: gap.Start, End: gap.End, Count: count, First: "page"})
+}
+
+func (p planningStream) Read(ctx context.Context, w Window, rows *Rows) error {
+	if w.First != nil {
+		defer p.held.Add(-1)
+	}
+	return p.gatedStream.Read(ctx, w, rows)
+}
+
+// TestPlanGateBoundsHeldPages: 24 accounts' first passes share a gate of
+// one batch. Each plans by reading a page it keeps for its batch; with a
+// PlanGate of 2 at most 2 such pages are held at once, however many
+// accounts wait. Without it (the control) every account plans at once and
+// holds its page while it waits for the batch slot: the first-sync memory
+// of many accounts that sync.max_batches did not bound.
+func TestPlanGateBoundsHeldPages(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		planGate *semaphore.Weighted
+		check    func(maxHeld int32) bool
+		want     string
+	}{
+		{"with a plan gate of 2", semaphore.NewWeighted(2), func(m int32) bool { return m >= 1 && m <= 2 }, "1 or 2"},
+		{"without (control)", nil, func(m int32) bool { return m > 2 }, "more than 2"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			store, err := state.OpenBolt(ctx, state.BoltOptions{Path: filepath.Join(t.TempDir(), "state.db")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+			var inFlight, maxSeen, held, maxHeld atomic.Int32
+			gate := semaphore.NewWeighted(1)
+			var wg sync.WaitGroup
+			for a := range 24 {
+				m := &memStream{}
+				for i := range 5 {
+					m.times = append(m.times, now.Add(-time.Duration(5-i)*time.Minute))
+				}
+				s := planningStream{gatedStream: gatedStream{memStream: m, key: fmt.Sprintf("a%02d/versions", a), inFlight: &inFlight, maxSeen: &maxSeen},
+					held: &held, maxHeld: &maxHeld}
+				p := New(&orderSink{chunkSink: chunkSink{done: map[string]bool{}}}, store,
+					Options{ChunkRows: 64, SpoolDir: t.TempDir(), Now: func() time.Time { return now }, Gate: gate, PlanGate: tt.planGate})
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if res := p.Sync(ctx, s, time.Time{}); res.Err != nil {
+						t.Error(res.Err)
+					}
+				}()
+			}
+			wg.Wait()
+			if got := maxHeld.Load(); !tt.check(got) {
+				t.Errorf("%d planned pages were held at once, want %s", got, tt.want)
+			}
+			if got := held.Load(); got != 0 {
+				t.Errorf("%d pages still held after every pass", got)
+			}
+			if got := maxSeen.Load(); got != 1 {
+				t.Errorf("%d batches were read at once through a gate of 1", got)
+			}
+		})
 	}
 }

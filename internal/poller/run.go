@@ -24,6 +24,9 @@ type window struct {
 	count      int
 	// first is what planning already read of the window (Window.First).
 	first any
+	// planSlot: the window holds a slot of Options.PlanGate (taken before
+	// it was planned), given back when its batch is done.
+	planSlot bool
 	// An open batch of an earlier run: its table (when it differs from the
 	// form's), its id and partitions as its intent recorded them, and a
 	// failure keeps its intent, since that run's commit may still land.
@@ -200,7 +203,23 @@ func (f *streamRun) execute(ctx context.Context, from, to time.Time, concurrency
 			}
 		}()
 	}
+	// held: the planner holds a PlanGate slot, taken before it plans a
+	// gap. The first window it emits takes the slot along when it carries
+	// a page planning read; otherwise the slot is given back there, so
+	// that a planner never holds one while it waits for this stream's
+	// workers (which may be waiting for Gate slots).
+	planGate, held := f.p.opts.PlanGate, false
+	letGo := func() {
+		if held {
+			planGate.Release(1)
+			held = false
+		}
+	}
 	emit := func(pw Window) error {
+		carry := held && pw.First != nil
+		if !carry {
+			letGo()
+		}
 		select {
 		case <-f.p.draining:
 			return errDraining
@@ -210,7 +229,10 @@ func (f *streamRun) execute(ctx context.Context, from, to time.Time, concurrency
 			return f.commitEmpty(ctx, pw.Start, pw.End)
 		}
 		select {
-		case windows <- window{start: pw.Start, end: pw.End, count: pw.Count, first: pw.First}:
+		case windows <- window{start: pw.Start, end: pw.End, count: pw.Count, first: pw.First, planSlot: carry}:
+			if carry {
+				held = false // the window's batch gives it back
+			}
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
@@ -219,7 +241,16 @@ func (f *streamRun) execute(ctx context.Context, from, to time.Time, concurrency
 		}
 	}
 	for _, g := range gaps {
-		if err := f.p.plan(ctx, f.s, g, emit); err != nil {
+		if planGate != nil {
+			if err := planGate.Acquire(ctx, 1); err != nil {
+				fail(fmt.Errorf("wait for a slot to plan %s: %w", f.key, err))
+				break
+			}
+			held = true
+		}
+		err := f.p.plan(ctx, f.s, g, emit)
+		letGo()
+		if err != nil {
 			if errors.Is(err, errDraining) {
 				f.interrupted.Store(true)
 			} else {
