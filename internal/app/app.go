@@ -64,7 +64,11 @@ type App struct {
 	current  atomic.Pointer[config.Config]
 	limiters *forms.Limiters
 	// gate bounds the batches in flight across accounts (sync.max_batches);
-	// planGate as many planned windows holding a page planning read.
+	// planGate the planned windows holding a page planning read, four per
+	// batch slot: a plan holds its slot while its request waits for the
+	// key's rate limit, and a pass with nothing new is all plans, so one
+	// slot per batch would make the accounts take turns at planning
+	// (measured: 100 accounts' pass with nothing new, 6.4 s -> 10.1 s).
 	gate, planGate *semaphore.Weighted
 	// shared is set for `syncd run` on a shared state (state.shared): a
 	// coordinator claims the accounts, and owns says which are this
@@ -418,7 +422,7 @@ func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options
 	}
 	a := &App{Cfg: cfg, Log: log, Store: store, Metrics: metrics.New(opts.Now), opts: opts,
 		limiters: forms.NewLimiters(), gate: semaphore.NewWeighted(int64(cfg.Sync.MaxBatches)),
-		planGate: semaphore.NewWeighted(int64(cfg.Sync.MaxBatches))}
+		planGate: semaphore.NewWeighted(4 * int64(cfg.Sync.MaxBatches))}
 	a.current.Store(cfg)
 	a.shared = opts.Shared
 	if opts.ReadOnly {
