@@ -355,36 +355,36 @@ func (s *pageScanner) page(subs []Submission) (*SubmissionPage, bool) {
 // timestamp consumes a timestamp into *dst; missing, null or "" leave it.
 // A timestamp that does not parse is false: the general decoders name it.
 func (s *pageScanner) timestamp(dst *time.Time) bool {
-	raw, valid := s.raw()
-	if !valid {
-		return false
-	}
-	t, ok, err := parseTimestamp(raw)
-	if err != nil {
-		return false
-	}
-	if ok {
+	t, present, ok := s.time()
+	if present {
 		*dst = t
 	}
-	return true
+	return ok
 }
 
 // optionalTime is timestamp for a time the submission points to, carved
 // from the page's times.
 func (s *pageScanner) optionalTime(dst **time.Time) bool {
-	raw, valid := s.raw()
-	if !valid {
-		return false
-	}
-	t, ok, err := parseTimestamp(raw)
-	if err != nil {
-		return false
-	}
-	if ok {
+	t, present, ok := s.time()
+	if present {
 		s.times = append(s.times, t)
 		*dst = &s.times[len(s.times)-1]
 	}
-	return true
+	return ok
+}
+
+// time consumes a timestamp value: present is false for null or "", ok
+// false for anything that is not a timestamp.
+func (s *pageScanner) time() (t time.Time, present, ok bool) {
+	raw, valid := s.raw()
+	if !valid {
+		return time.Time{}, false, false
+	}
+	t, present, err := parseTimestamp(raw)
+	if err != nil {
+		return time.Time{}, false, false
+	}
+	return t, present, true
 }
 
 // carveAnswers is an empty slice of capacity n from the page's answers.
