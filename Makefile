@@ -105,7 +105,9 @@ chaos: tools
 	SYNCD_SHARDS_SECONDS=$(CHAOS_SHARDS_SECONDS) $(GO) test -count=1 -v -timeout 30m -run '^TestShardedDaemons$$' ./test/e2e
 	SYNCD_WEBHOOK_SECONDS=$(CHAOS_SHARDS_SECONDS) $(GO) test -count=1 -v -timeout 30m -run '^(TestWebhooksKilled|TestWebhooksFaultsAndForgeries)$$' ./test/e2e
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSubmissionPage$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/source/forms/api
+	$(GO) test -run '^$$' -fuzz '^FuzzScanPage$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/source/forms/api
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeWebhook$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/source/forms/api
+	$(GO) test -run '^$$' -fuzz '^FuzzPlainEnd$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/jsontext
 	$(GO) test -run '^$$' -fuzz '^FuzzAppend$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/source/forms/schema
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/config
 
