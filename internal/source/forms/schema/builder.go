@@ -82,6 +82,57 @@ type column struct {
 	// next chunk's first row reserves it (with the rows), so that chunks
 	// after the first do not grow their buffers by doubling and copying.
 	bytes int
+	// nested is the same for the builders below a list or struct column
+	// (its elements, its fields), in the order sizesOf walks them.
+	nested []builderSize
+}
+
+// builderSize is what one Arrow builder held at a chunk's end.
+type builderSize struct{ len, bytes int }
+
+// sizesOf appends what the builders below bld hold, depth first.
+func sizesOf(bld array.Builder, out []builderSize) []builderSize {
+	for _, child := range children(bld) {
+		s := builderSize{len: child.Len()}
+		if sb, ok := child.(*array.StringBuilder); ok {
+			s.bytes = sb.DataLen()
+		}
+		out = sizesOf(child, append(out, s))
+	}
+	return out
+}
+
+// reserveNested reserves sizes (from sizesOf) in the builders below bld,
+// in the same order, and returns what it did not use.
+func reserveNested(bld array.Builder, sizes []builderSize) []builderSize {
+	for _, child := range children(bld) {
+		if len(sizes) == 0 {
+			return nil
+		}
+		s := sizes[0]
+		child.Reserve(s.len)
+		if sb, ok := child.(*array.StringBuilder); ok && s.bytes > 0 {
+			sb.ReserveData(s.bytes)
+		}
+		sizes = reserveNested(child, sizes[1:])
+	}
+	return sizes
+}
+
+// children are the builders directly below bld: a list's elements, a
+// struct's fields.
+func children(bld array.Builder) []array.Builder {
+	switch b := bld.(type) {
+	case *array.ListBuilder:
+		return []array.Builder{b.ValueBuilder()}
+	case *array.StructBuilder:
+		out := make([]array.Builder, b.NumField())
+		for i := range out {
+			out[i] = b.FieldBuilder(i)
+		}
+		return out
+	}
+	return nil
 }
 
 // fixedIndex locates the fixed and lineage columns; editLink is -1 when the
@@ -793,6 +844,7 @@ func (b *Builder) Finish() (arrow.Record, *Table, Stats) {
 		if sb, ok := c.bld.(*array.StringBuilder); ok {
 			c.bytes = sb.DataLen()
 		}
+		c.nested = sizesOf(c.bld, c.nested[:0])
 		arrs[i] = c.bld.NewArray()
 		c.stamp = 0
 	}
@@ -820,6 +872,7 @@ func (b *Builder) reserve() {
 		if sb, ok := c.bld.(*array.StringBuilder); ok && c.bytes > 0 {
 			sb.ReserveData(c.bytes)
 		}
+		reserveNested(c.bld, c.nested)
 	}
 }
 
