@@ -29,17 +29,14 @@ type (
 // copy of the table when answers need columns it lacks. It is not safe for
 // concurrent use.
 type Builder struct {
-	mem   memory.Allocator
-	ed    *editor // over the builder's own table
-	cols  []column
-	fixed fixedIndex
-	rows  int
-	// chunkRows is how many rows the last Finish returned (0 before
-	// the first): what the next chunk reserves.
-	chunkRows int
-	stats     Stats
-	err       error
-	released  bool
+	mem      memory.Allocator
+	ed       *editor // over the builder's own table
+	cols     []column
+	fixed    fixedIndex
+	rows     int
+	stats    Stats
+	err      error
+	released bool
 
 	// Scratch reused across values so that appending allocates little.
 	cells []cell
@@ -78,43 +75,45 @@ type column struct {
 	typ   ColumnType
 	bld   array.Builder
 	stamp int // 1 + the row this column last got a value in
-	// bytes is the string data the column held at the last Finish: the
-	// next chunk's first row reserves it (with the rows), so that chunks
-	// after the first do not grow their buffers by doubling and copying.
-	bytes int
-	// nested is the same for the builders below a list or struct column
-	// (its elements, its fields), in the order sizesOf walks them.
-	nested []builderSize
+	// sizes is what the column's builder, and the builders below it (a
+	// list's elements, a struct's fields), held at the last Finish, in the
+	// order sizesOf walks them: the next chunk's first row reserves it, so
+	// that chunks after the first do not grow their buffers by doubling
+	// and copying.
+	sizes []builderSize
 }
 
-// builderSize is what one Arrow builder held at a chunk's end.
+// builderSize is what one Arrow builder held at a chunk's end: its values
+// and, for strings, their bytes.
 type builderSize struct{ len, bytes int }
 
-// sizesOf appends what the builders below bld hold, depth first.
+// sizesOf appends what bld and the builders below it hold, depth first.
 func sizesOf(bld array.Builder, out []builderSize) []builderSize {
+	s := builderSize{len: bld.Len()}
+	if sb, ok := bld.(*array.StringBuilder); ok {
+		s.bytes = sb.DataLen()
+	}
+	out = append(out, s)
 	for _, child := range children(bld) {
-		s := builderSize{len: child.Len()}
-		if sb, ok := child.(*array.StringBuilder); ok {
-			s.bytes = sb.DataLen()
-		}
-		out = sizesOf(child, append(out, s))
+		out = sizesOf(child, out)
 	}
 	return out
 }
 
-// reserveNested reserves sizes (from sizesOf) in the builders below bld,
-// in the same order, and returns what it did not use.
-func reserveNested(bld array.Builder, sizes []builderSize) []builderSize {
+// reserveSizes reserves sizes (from sizesOf) in bld and the builders below
+// it, in the same order, and returns what it did not use.
+func reserveSizes(bld array.Builder, sizes []builderSize) []builderSize {
+	if len(sizes) == 0 {
+		return nil
+	}
+	s := sizes[0]
+	bld.Reserve(s.len)
+	if sb, ok := bld.(*array.StringBuilder); ok && s.bytes > 0 {
+		sb.ReserveData(s.bytes)
+	}
+	sizes = sizes[1:]
 	for _, child := range children(bld) {
-		if len(sizes) == 0 {
-			return nil
-		}
-		s := sizes[0]
-		child.Reserve(s.len)
-		if sb, ok := child.(*array.StringBuilder); ok && s.bytes > 0 {
-			sb.ReserveData(s.bytes)
-		}
-		sizes = reserveNested(child, sizes[1:])
+		sizes = reserveSizes(child, sizes)
 	}
 	return sizes
 }
@@ -227,8 +226,8 @@ func (b *Builder) Append(sub *forms.Submission, lin Lineage) error {
 	case lin.BatchID == "" || lin.SyncedAt.IsZero():
 		return fmt.Errorf("schema: append submission %s: lineage lacks a batch id or sync time", sub.SubmissionID)
 	}
-	if b.rows == 0 && b.chunkRows > 0 {
-		b.reserve()
+	if b.rows == 0 {
+		b.reserve() // what the last chunk used; nothing before the first
 	}
 	f := &b.fixed
 	b.putString(f.formID, b.ed.t.FormID)
@@ -841,14 +840,10 @@ func (b *Builder) Finish() (arrow.Record, *Table, Stats) {
 	arrs := make([]arrow.Array, len(b.cols))
 	for i := range b.cols {
 		c := &b.cols[i]
-		if sb, ok := c.bld.(*array.StringBuilder); ok {
-			c.bytes = sb.DataLen()
-		}
-		c.nested = sizesOf(c.bld, c.nested[:0])
+		c.sizes = sizesOf(c.bld, c.sizes[:0])
 		arrs[i] = c.bld.NewArray()
 		c.stamp = 0
 	}
-	b.chunkRows = b.rows
 	rec := array.NewRecord(schema, arrs, int64(b.rows))
 	for _, a := range arrs {
 		a.Release()
@@ -868,11 +863,7 @@ func (b *Builder) Finish() (arrow.Record, *Table, Stats) {
 func (b *Builder) reserve() {
 	for i := range b.cols {
 		c := &b.cols[i]
-		c.bld.Reserve(b.chunkRows)
-		if sb, ok := c.bld.(*array.StringBuilder); ok && c.bytes > 0 {
-			sb.ReserveData(c.bytes)
-		}
-		reserveNested(c.bld, c.nested)
+		reserveSizes(c.bld, c.sizes)
 	}
 }
 
