@@ -97,15 +97,10 @@ func (s *pageScanner) object(keys []string, field func(k int) bool) bool {
 	}
 	var seen uint32
 	for {
-		if s.at() != '"' {
+		key, ok := s.literal()
+		if !ok {
 			return false
 		}
-		end := stringEnd(s.b, s.i, true)
-		if end < 0 {
-			return false
-		}
-		key := s.b[s.i+1 : end-1]
-		s.i = end
 		s.ws()
 		if s.at() != ':' {
 			return false
@@ -227,15 +222,10 @@ func (s *pageScanner) str(dst *string, shared bool) bool {
 	if s.null() {
 		return true
 	}
-	if s.at() != '"' {
+	body, ok := s.literal()
+	if !ok {
 		return false
 	}
-	end := stringEnd(s.b, s.i, true)
-	if end < 0 {
-		return false
-	}
-	body := s.b[s.i+1 : end-1]
-	s.i = end
 	if bytes.IndexByte(body, '\\') >= 0 {
 		s.text = jsontext.AppendUnescaped(s.text[:0], body)
 		body = s.text
@@ -254,6 +244,21 @@ func (s *pageScanner) str(dst *string, shared bool) bool {
 	}
 	*dst = v
 	return true
+}
+
+// literal consumes a valid string literal and returns its body, escapes
+// undecoded (a slice of the page).
+func (s *pageScanner) literal() ([]byte, bool) {
+	if s.at() != '"' {
+		return nil, false
+	}
+	end := stringEnd(s.b, s.i, true)
+	if end < 0 {
+		return nil, false
+	}
+	body := s.b[s.i+1 : end-1]
+	s.i = end
+	return body, true
 }
 
 // number consumes a number in JSON's grammar and returns its text.
@@ -318,7 +323,7 @@ func (s *pageScanner) page(subs []Submission) (*SubmissionPage, bool) {
 			if subs == nil {
 				subs = make([]Submission, 0, 150)
 			}
-			clear(subs[:cap(subs)]) // no field of a submission of the last page carries over
+			clear(subs[:cap(subs)]) // a shorter page must not keep the last one's submissions alive
 			if s.times == nil {
 				s.times = make([]time.Time, 0, 2*150)
 			}
