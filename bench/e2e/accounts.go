@@ -271,26 +271,30 @@ func maxForms(list []customer) int {
 	return n
 }
 
+// heapProfile is syncd's /debug/pprof/heap with query, nil if it did not
+// answer.
+func heapProfile(ctx context.Context, addr, query string) []byte {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/heap"+query, nil)
+	if err != nil {
+		return nil
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return nil
+	}
+	return body
+}
+
 // sampleHeap polls syncd's heap every second until done and saves into
 // file the profile of the sample with the most heap allocated (HeapAlloc,
 // Go's own count), which it returns.
 func sampleHeap(ctx context.Context, addr string, done <-chan struct{}, file string) (peak uint64) {
-	get := func(query string) []byte {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/heap"+query, nil)
-		if err != nil {
-			return nil
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return nil
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err != nil || resp.StatusCode != http.StatusOK {
-			return nil
-		}
-		return body
-	}
+	get := func(query string) []byte { return heapProfile(ctx, addr, query) }
 	for {
 		select {
 		case <-done:

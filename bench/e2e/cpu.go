@@ -289,20 +289,9 @@ func fetchProfile(ctx context.Context, addr string, done <-chan struct{}, file s
 // before syncd exits holds what it allocated in all (alloc_space) and what
 // it held at that moment (inuse_space).
 func saveHeap(ctx context.Context, addr, file string) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/heap", nil)
-	if err != nil {
-		return
+	if body := heapProfile(ctx, addr, ""); body != nil {
+		_ = os.WriteFile(file, body, 0o644)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return
-	}
-	_ = os.WriteFile(file, body, 0o644)
 }
 
 // mergeProfiles writes the slices as one profile into file.
