@@ -88,7 +88,7 @@ func printStateTable(w io.Writer, v stateView) {
 // statusHandler serves GET /status (status.Handler).
 func statusHandler(cfg *config.Config, store state.Store) http.HandlerFunc {
 	current := func() *config.Config { return cfg }
-	return status.HandlerWith(app.StateWhere(cfg), store, app.AccountsView(current, store), app.WebhooksView(current, store))
+	return status.Handler(app.StateWhere(cfg), store, app.AccountsView(current, store), app.WebhooksView(current, store))
 }
 
 // daemonURL is where a client on this host reaches the daemon's listener

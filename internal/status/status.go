@@ -222,14 +222,9 @@ func Of(where string, list []state.FormState, now time.Time, withSchema bool) Vi
 // store, read in a read transaction beside its writes. ?form=ID narrows it
 // to one form, ?schema=1 adds the pinned schemas.
 //
-// accounts, when not nil, adds the accounts' summary for ?accounts=1.
-func Handler(where string, store state.Store, accounts func(ctx context.Context, v View) []Account) http.HandlerFunc {
-	return HandlerWith(where, store, accounts, nil)
-}
-
-// HandlerWith is Handler with webhooks, when not nil, adding the registered
-// webhooks for ?webhooks=1.
-func HandlerWith(where string, store state.Store, accounts func(ctx context.Context, v View) []Account, webhooks func(ctx context.Context) ([]Webhook, error)) http.HandlerFunc {
+// accounts, when not nil, adds the accounts' summary for ?accounts=1, and
+// webhooks, when not nil, the registered webhooks for ?webhooks=1.
+func Handler(where string, store state.Store, accounts func(ctx context.Context, v View) []Account, webhooks func(ctx context.Context) ([]Webhook, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
 			http.Error(w, "use GET", http.StatusMethodNotAllowed)
