@@ -79,6 +79,8 @@ func (b *Bell) Ring(s Stream, at time.Time) (debounced bool) {
 		p = &pending{}
 		b.streams[s] = p
 		b.wg.Add(1)
+		// A first pass this early may still leave the delivery out (see
+		// coveredFrom): the loop then runs another.
 		go b.loop(s, p, at.Add(b.Lag+b.Debounce))
 	}
 	debounced = p.due
@@ -100,10 +102,9 @@ func (b *Bell) loop(s Stream, p *pending, fireAt time.Time) {
 		}
 		b.mu.Lock()
 		start := b.now()
-		// A pass starting now covers what arrived Lag ago or earlier.
 		var covered, rest []time.Time
 		for _, at := range p.arrivals {
-			if !at.Add(b.Lag).After(start) {
+			if !b.coveredFrom(at).After(start) {
 				covered = append(covered, at)
 			} else {
 				rest = append(rest, at)
@@ -135,15 +136,25 @@ func (b *Bell) loop(s Stream, p *pending, fireAt time.Time) {
 			b.mu.Unlock()
 			return
 		}
-		fireAt = p.arrivals[0].Add(b.Lag)
+		fireAt = b.coveredFrom(p.arrivals[0])
 		for _, at := range p.arrivals[1:] {
-			if t := at.Add(b.Lag); t.Before(fireAt) {
+			if t := b.coveredFrom(at); t.Before(fireAt) {
 				fireAt = t
 			}
 		}
 		p.due = true
 		b.mu.Unlock()
 	}
+}
+
+// coveredFrom is the earliest start of a pass whose window holds what a
+// delivery that arrived at announced. The engine's windows end at now -
+// safety lag floored to the millisecond, exclusive: a pass started exactly
+// Lag after the delivery could end its window on the very millisecond of
+// the submission, leave it out, and still count the delivery covered (a
+// submission then waited for the next scheduled pass, an hour away).
+func (b *Bell) coveredFrom(at time.Time) time.Time {
+	return at.Truncate(time.Millisecond).Add(time.Millisecond + b.Lag)
 }
 
 // run runs one pass of s, asking again while the engine says a pass of it

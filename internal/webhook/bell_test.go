@@ -238,3 +238,32 @@ func TestBellRetriesAFailedPass(t *testing.T) {
 		})
 	}
 }
+
+// TestBellCoversTheDeliverysMillisecond: the engine's window ends at now -
+// lag floored to the millisecond, exclusive. A pass started exactly Lag
+// after a delivery may end its window on the delivery's own millisecond
+// and leave the submission out: the Bell must run another pass, late
+// enough to cover it, and count the delivery covered only by that one.
+func TestBellCoversTheDeliverysMillisecond(t *testing.T) {
+	f1 := Stream{Account: "a", Source: SourceForms, Stream: "f1"}
+	c, p := newClock(), newPasses()
+	var covered []time.Duration
+	b := &Bell{Lag: time.Second, Retry: time.Second, Run: p.Run, Now: c.Now, After: c.After,
+		Latency: func(_ Stream, d time.Duration) { covered = append(covered, d) }}
+	b.Start(context.Background())
+	c.advance(400 * time.Microsecond) // the delivery arrives inside a millisecond
+	b.Ring(f1, c.Now())
+	c.fire(t, time.Second) // exactly the lag: the first pass starts
+	p.waitStart(t)
+	p.release <- false
+	c.fire(t, time.Millisecond) // the wait for a start that covers it
+	p.waitStart(t)
+	p.release <- false
+	b.Close()
+	if got := p.count(); got != 2 {
+		t.Errorf("%d passes, want 2: the first could not cover the delivery's millisecond", got)
+	}
+	if len(covered) != 1 || covered[0] <= time.Second {
+		t.Errorf("latency samples %v, want one, from the pass that started over the lag plus a millisecond after the delivery", covered)
+	}
+}
