@@ -255,19 +255,21 @@ func EncodeRecords(w io.Writer, recs sink.Records, b sink.Batch, kv map[string]s
 	return cw.n, nil
 }
 
-// dictionaryFallbacks lets every top-level string column give up its
-// dictionary when, at its first page, the dictionary and its indices are
-// not smaller than the plain values: ids, e-mails and free text are mostly
-// distinct, and their dictionaries (hashed value by value, then compressed
-// as a page of their own) cost CPU for nothing. A column of few distinct
-// values keeps its dictionary. Arrow only compares uncompressed sizes, and
-// only for uncompressed columns unless told.
+// dictionaryFallbacks lets every leaf column give up its dictionary when,
+// before its first page, the dictionary and its indices are not smaller
+// than the plain values: ids, times, e-mails, free text, file names and
+// URLs are mostly distinct, and their dictionaries (hashed value by value,
+// then compressed as a page of their own) cost CPU for nothing. A column of
+// few distinct values keeps its dictionary. Arrow only compares
+// uncompressed sizes, and only for uncompressed columns unless told.
 func dictionaryFallbacks(s *arrow.Schema) []parquet.WriterProperty {
-	var props []parquet.WriterProperty
-	for _, f := range s.Fields() {
-		if f.Type.ID() == arrow.STRING {
-			props = append(props, parquet.WithDictionaryCostFallbackFor(f.Name, true))
-		}
+	sc, err := pqarrow.ToParquet(s, nil, pqarrow.DefaultWriterProps())
+	if err != nil {
+		return nil // NewFileWriter reports the same error
+	}
+	props := make([]parquet.WriterProperty, 0, sc.NumColumns())
+	for i := 0; i < sc.NumColumns(); i++ {
+		props = append(props, parquet.WithDictionaryCostFallbackPath(sc.Column(i).ColumnPath(), true))
 	}
 	return props
 }
