@@ -66,6 +66,9 @@ func FuzzDecodeSubmissionPage(f *testing.F) {
 			if (err == nil) != (refErr == nil) {
 				t.Fatalf("decoders disagree on %q: fast path %v, encoding/json %v", body, err, refErr)
 			}
+			if err == nil {
+				checkValuesChecked(t, page)
+			}
 			if err == nil && !reflect.DeepEqual(page, ref) {
 				t.Fatalf("decoders disagree on %q:\nfast path     %+v\nencoding/json %+v", body, page, ref)
 			}

@@ -163,6 +163,12 @@ type Submission struct {
 	Login          *Login            `json:"login,omitempty"`
 	Documents      []Document        `json:"documents,omitempty"`
 	EditLink       string            `json:"editLink,omitempty"`
+
+	// ValuesChecked says that the decoder checked every raw value of
+	// Questions, Scheduling and Payments to be one valid, compact JSON
+	// value in valid UTF-8 (the page scanner does, as it reads), so that
+	// the schema builder need not check them again. False is always safe.
+	ValuesChecked bool `json:"-"`
 }
 
 // Clone is a deep copy of s. The submissions of a decoded page share that

@@ -52,6 +52,14 @@ type pageScanner struct {
 	i      int
 	intern map[string]string
 	text   []byte // unescaped string scratch
+	spaced bool   // a raw value of the current submission has white space in it
+	// recent is the shared string read at each position of the last
+	// submission (the n-th shared string of a submission is at n), and
+	// slot the position in this one: submissions of a form list their
+	// answers in the same order, so a string is usually recognised by one
+	// comparison, without hashing it for the intern table.
+	recent []string
+	slot   int
 	sizes  [5]int // elements of each list in the last submission: the next one's capacity
 
 	// Arrays of the page that submissions' answers and times are carved
@@ -208,12 +216,16 @@ func (s *pageScanner) skip() bool {
 
 // raw consumes a valid value and returns its bytes (null included, as
 // json.RawMessage keeps it), a slice of the page; false if there is none.
+// A value with white space inside it sets s.spaced.
 func (s *pageScanner) raw() ([]byte, bool) {
 	start := s.i
-	if !s.skip() {
+	end, spaced := valueEnd(s.b, s.i, true)
+	if end < 0 {
 		return nil, false
 	}
-	return s.b[start:s.i:s.i], true
+	s.i = end
+	s.spaced = s.spaced || spaced
+	return s.b[start:end:end], true
 }
 
 // str consumes a string into *dst (null leaves it), shared through the
@@ -234,13 +246,24 @@ func (s *pageScanner) str(dst *string, shared bool) bool {
 		*dst = string(body)
 		return true
 	}
-	if v, ok := s.intern[string(body)]; ok {
-		*dst = v
+	slot := s.slot
+	s.slot++
+	if slot < len(s.recent) && s.recent[slot] == string(body) {
+		*dst = s.recent[slot]
 		return true
 	}
-	v := string(body)
-	if len(s.intern) < 4096 { // a page of free text must not grow it without bound
-		s.intern[v] = v
+	v, ok := s.intern[string(body)]
+	if !ok {
+		v = string(body)
+		if len(s.intern) < 4096 { // a page of free text must not grow it without bound
+			s.intern[v] = v
+		}
+	}
+	switch {
+	case slot < len(s.recent):
+		s.recent[slot] = v
+	case slot == len(s.recent) && slot < 4096:
+		s.recent = append(s.recent, v)
 	}
 	*dst = v
 	return true
@@ -406,6 +429,7 @@ func (s *pageScanner) submission(w *Submission) bool {
 	if s.at() != '{' {
 		return false // a null submission has no id: refused, with the reason, by the general decoders
 	}
+	s.spaced, s.slot = false, 0
 	if !s.object(submissionKeys(), func(k int) bool {
 		switch k {
 		case 0:
@@ -497,6 +521,8 @@ func (s *pageScanner) submission(w *Submission) bool {
 	}) {
 		return false
 	}
+	// Every raw value was read by raw(), which checks grammar and UTF-8.
+	w.ValuesChecked = !s.spaced
 	// A listed submission without its id or time cannot be keyed or
 	// windowed: the general decoders refuse the page and say so.
 	return w.SubmissionID != "" && !w.SubmissionTime.IsZero()

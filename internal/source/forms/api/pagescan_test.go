@@ -24,6 +24,7 @@ func checkScan(t *testing.T, body []byte) (took bool) {
 	if refErr != nil {
 		t.Fatalf("scanPage took %q, which encoding/json refuses: %v", body, refErr)
 	}
+	checkValuesChecked(t, page)
 	if !reflect.DeepEqual(page, ref) {
 		t.Fatalf("scanPage and encoding/json disagree on %q:\nscanPage      %+v\nencoding/json %+v", body, page, ref)
 	}
@@ -34,10 +35,45 @@ func checkScan(t *testing.T, body []byte) (took bool) {
 		t.Fatal("scanPage declined the realistic page")
 	}
 	again, ok := scanPage(body, &bufs)
+	if ok {
+		checkValuesChecked(t, again)
+	}
 	if !ok || !reflect.DeepEqual(again, ref) {
 		t.Fatalf("scanPage into reused buffers took %v, and disagrees on %q:\nreused        %+v\nencoding/json %+v", ok, body, again, ref)
 	}
 	return true
+}
+
+// checkValuesChecked fails unless every submission that says its values
+// are checked has only valid, compact UTF-8 JSON values in the fields the
+// flag covers; it then clears the flag, which encoding/json never sets.
+func checkValuesChecked(t *testing.T, page *SubmissionPage) {
+	t.Helper()
+	for i := range page.Responses {
+		sub := &page.Responses[i]
+		if !sub.ValuesChecked {
+			continue
+		}
+		var values []json.RawMessage
+		for _, a := range sub.Questions {
+			values = append(values, a.Value)
+		}
+		for _, e := range sub.Scheduling {
+			values = append(values, e.Value)
+		}
+		for _, e := range sub.Payments {
+			values = append(values, e.Value)
+		}
+		for _, v := range values {
+			if v == nil {
+				continue // a null entry: no value at all
+			}
+			if valid, compact := ValidJSON(v); !valid || !compact || !validUTF8JSON(v) {
+				t.Fatalf("submission %q says its values are checked, but %q is not valid, compact UTF-8 JSON", sub.SubmissionID, v)
+			}
+		}
+		sub.ValuesChecked = false
+	}
 }
 
 // TestScanPage: the pages the service sends take the scanner, and the

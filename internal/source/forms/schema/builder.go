@@ -257,7 +257,7 @@ func (b *Builder) Append(sub *forms.Submission, lin Lineage) error {
 	for i := range sub.Questions {
 		a := &sub.Questions[i]
 		if col := b.routeAt(groupQuestions, i, KindQuestion, a.ID, a.Name, a.Type); col >= 0 {
-			b.putJSON(col, a.Value)
+			b.putJSON(col, a.Value, sub.ValuesChecked)
 		}
 	}
 	for i := range sub.Calculations {
@@ -275,13 +275,13 @@ func (b *Builder) Append(sub *forms.Submission, lin Lineage) error {
 	for i := range sub.Scheduling {
 		s := &sub.Scheduling[i]
 		if col := b.routeAt(groupScheduling, i, KindScheduling, s.ID, s.Name, ""); col >= 0 {
-			b.putJSON(col, s.Value)
+			b.putJSON(col, s.Value, sub.ValuesChecked)
 		}
 	}
 	for i := range sub.Payments {
 		p := &sub.Payments[i]
 		if col := b.routeAt(groupPayments, i, KindPayment, p.ID, p.Name, ""); col >= 0 {
-			b.putJSON(col, p.Value)
+			b.putJSON(col, p.Value, sub.ValuesChecked)
 		}
 	}
 
@@ -508,15 +508,23 @@ func (b *Builder) misfitText(i int, s string) {
 
 // putJSON sets column i from a raw JSON value. Empty answers stay null; a
 // value that does not fit the column's type goes whole to its __v_json
-// companion.
-func (b *Builder) putJSON(i int, raw json.RawMessage) {
-	v := trimJSON(raw)
+// companion. checked says raw is one valid, compact JSON value in valid
+// UTF-8 (forms.Submission.ValuesChecked), which need not be checked again.
+func (b *Builder) putJSON(i int, raw json.RawMessage, checked bool) {
+	v := raw
+	if !checked {
+		v = trimJSON(raw)
+	}
 	b.text = b.text[:0]
 	if b.cols[i].typ == TypeJSON && !b.taken(i) && len(v) > 0 {
-		b.putJSONText(i, v)
+		if checked {
+			b.putJSONChecked(i, v)
+		} else {
+			b.putJSONText(i, v)
+		}
 		return
 	}
-	if !validJSON(v) {
+	if !checked && !validJSON(v) {
 		if len(v) > 0 {
 			b.keep(i, v) // not JSON at all: kept as sent
 		}
@@ -526,7 +534,11 @@ func (b *Builder) putJSON(i int, raw json.RawMessage) {
 		return
 	}
 	if b.taken(i) || !b.appendValue(i, v) {
-		b.compactKeep(i, v)
+		if checked {
+			b.keep(i, v)
+		} else {
+			b.compactKeep(i, v)
+		}
 		return
 	}
 	b.mark(i)
@@ -541,13 +553,19 @@ func (b *Builder) putJSONText(i int, v []byte) {
 		b.keep(i, v) // not JSON at all: kept as sent
 		return
 	}
-	if isEmpty(text) {
-		return
-	}
 	if !utf8.Valid(text) {
 		text = bytes.ToValidUTF8(text, []byte("\uFFFD"))
 	}
-	b.cols[i].bld.(*array.StringBuilder).BinaryBuilder.Append(text)
+	b.putJSONChecked(i, text)
+}
+
+// putJSONChecked sets JSON column i to v, valid and compact JSON in valid
+// UTF-8; an empty value leaves it null.
+func (b *Builder) putJSONChecked(i int, v []byte) {
+	if isEmpty(v) {
+		return
+	}
+	b.cols[i].bld.(*array.StringBuilder).BinaryBuilder.Append(v)
 	b.mark(i)
 }
 
