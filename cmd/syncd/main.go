@@ -37,6 +37,12 @@ const (
 	exitInterrupted = 130
 )
 
+// poisonEnv set to 1 overwrites every Arrow buffer as it is freed
+// (app.Options.PoisonFreedBuffers): `make test` and `make chaos` set it for
+// the syncd they run, so that a buffer read after it was freed shows as
+// wrong output. It costs CPU and is not meant for production.
+const poisonEnv = "SYNCD_POISON_FREED_BUFFERS"
+
 // exitError carries an exit code to main.
 type exitError struct {
 	code int

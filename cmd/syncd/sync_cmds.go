@@ -46,7 +46,8 @@ func (g *globals) openAppShared(ctx context.Context, readOnly, shared bool) (*ap
 	if err != nil {
 		return nil, err
 	}
-	a, err := app.Open(ctx, cfg, log, app.Options{Version: version, ReadOnly: readOnly, Accounts: g.accounts, Shard: g.shard, Shared: shared && cfg.State.Shared})
+	a, err := app.Open(ctx, cfg, log, app.Options{Version: version, ReadOnly: readOnly, Accounts: g.accounts, Shard: g.shard, Shared: shared && cfg.State.Shared,
+		PoisonFreedBuffers: os.Getenv(poisonEnv) == "1"})
 	if err != nil {
 		var se *app.StateError
 		if errors.As(err, &se) {

@@ -18,12 +18,14 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"golang.org/x/sync/semaphore"
 
 	"go.uber.org/zap"
 
+	"github.com/syncd-dev/syncd/internal/arrowpool"
 	"github.com/syncd-dev/syncd/internal/blobstore"
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/connect"
@@ -70,6 +72,9 @@ type App struct {
 	// slot per batch would make the accounts take turns at planning
 	// (measured: 100 accounts' pass with nothing new, 6.4 s -> 10.1 s).
 	gate, planGate *semaphore.Weighted
+	// alloc is the Arrow memory of every account's batches: one pool, so
+	// that a buffer one account frees serves the next.
+	alloc *arrowpool.Pool
 	// shared is set for `syncd run` on a shared state (state.shared): a
 	// coordinator claims the accounts, and owns says which are this
 	// replica's.
@@ -146,6 +151,10 @@ type Options struct {
 	// `syncd run` opens the accounts a coordinator claims (SetOwned,
 	// Reload).
 	Shared bool
+	// PoisonFreedBuffers overwrites every Arrow buffer as it is freed, so
+	// that a buffer read after it was given back shows as wrong output
+	// (arrowpool.Options.Poison). Tests set it; test binaries always do.
+	PoisonFreedBuffers bool
 }
 
 // UnknownAccountError names account names the configuration does not have.
@@ -422,7 +431,8 @@ func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options
 	}
 	a := &App{Cfg: cfg, Log: log, Store: store, Metrics: metrics.New(opts.Now), opts: opts,
 		limiters: forms.NewLimiters(), gate: semaphore.NewWeighted(int64(cfg.Sync.MaxBatches)),
-		planGate: semaphore.NewWeighted(4 * int64(cfg.Sync.MaxBatches))}
+		planGate: semaphore.NewWeighted(4 * int64(cfg.Sync.MaxBatches)),
+		alloc:    arrowpool.New(arrowpool.Options{Poison: opts.PoisonFreedBuffers || testing.Testing()})}
 	a.current.Store(cfg)
 	a.shared = opts.Shared
 	if opts.ReadOnly {
@@ -523,6 +533,7 @@ func (a *App) OpenAccount(ctx context.Context, ac config.Account) (*Account, err
 		Logger:          log.Named("poller"),
 		Gate:            a.gate,
 		PlanGate:        a.planGate,
+		Allocator:       a.alloc,
 	})
 	return acct, nil
 }

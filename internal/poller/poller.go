@@ -10,11 +10,13 @@ import (
 	"fmt"
 	"golang.org/x/sync/semaphore"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.uber.org/zap"
 
+	"github.com/syncd-dev/syncd/internal/arrowpool"
 	"github.com/syncd-dev/syncd/internal/logkey"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/state"
@@ -40,7 +42,9 @@ type Options struct {
 	StateName, OutputName string
 	Now                   func() time.Time
 	Logger                *zap.Logger
-	Allocator             memory.Allocator
+	// Allocator is the memory of the batches' Arrow data; nil is an
+	// arrowpool.Pool (poisoned in test binaries).
+	Allocator memory.Allocator
 	// Gate, when set, bounds the batches in flight across every poller
 	// that shares it (one per account): each batch waits for a slot and
 	// gives it back when it commits. Waiters are served in order, so an
@@ -74,7 +78,7 @@ func (o *Options) setDefaults() {
 		o.Logger = zap.NewNop()
 	}
 	if o.Allocator == nil {
-		o.Allocator = memory.NewGoAllocator()
+		o.Allocator = arrowpool.New(arrowpool.Options{Poison: testing.Testing()})
 	}
 }
 
