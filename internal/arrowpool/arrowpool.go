@@ -10,7 +10,9 @@
 // A buffer freed while something still reads it would read another
 // buffer's bytes: Options.Poison overwrites freed buffers so that such a
 // bug shows as wrong output in tests rather than hiding behind the
-// collector.
+// collector. Note that Arrow's String.Value shares the record's memory: a
+// string kept past the record's release (a map key, an id) must be cloned.
+// The Go allocator hid that too; the pool's reuse does not.
 package arrowpool
 
 import (

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -75,7 +76,7 @@ func (s *memSink) Commit(_ context.Context, b sink.Batch, rec arrow.Record) erro
 func (s *memSink) count(rec arrow.Record) {
 	ids := rec.Column(rec.Schema().FieldIndices("submission_id")[0]).(*array.String)
 	for i := 0; i < ids.Len(); i++ {
-		s.rows[ids.Value(i)]++
+		s.rows[strings.Clone(ids.Value(i))]++ // Value shares the record's memory, reused once released
 	}
 }
 

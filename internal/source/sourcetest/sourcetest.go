@@ -24,6 +24,7 @@ package sourcetest
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -199,7 +200,7 @@ func readRows(cols poller.Columns, rec arrow.Record) ([]Row, error) {
 	}
 	if keys, ok := col(cols.Key).(*array.String); ok {
 		for i := range n {
-			out[i].Key = keys.Value(i)
+			out[i].Key = strings.Clone(keys.Value(i)) // Value shares the record's memory, which is reused once released
 		}
 	}
 	times(cols.Time, func(i int, t time.Time) { out[i].Time = t })
