@@ -3,7 +3,7 @@
 // backfill builds, spools and replays each row several times, and that
 // allocation was half of the bytes a sync allocated and most of the
 // collector's work. Buffers are kept by size class (powers of two from 64
-// bytes to 64 MiB) in sync.Pools, so what is not reused within two
+// bytes to 1 MiB) in sync.Pools, so what is not reused within two
 // collections is returned to the heap, and memory stays bounded as with
 // the Go allocator.
 //
@@ -25,7 +25,7 @@ import (
 
 const (
 	minShift  = 6  // 64 bytes: Arrow's alignment, and its smallest padded buffer
-	maxShift  = 26 // 64 MiB: larger buffers are rare and go to the collector
+	maxShift  = 20 // 1 MiB: larger buffers go to the collector
 	alignment = 64
 	// PoisonByte fills freed buffers under Options.Poison.
 	PoisonByte = 0xA5
