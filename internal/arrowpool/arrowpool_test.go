@@ -25,8 +25,8 @@ func TestAllocate(t *testing.T) {
 		{64, 64},
 		{65, 128},
 		{1000, 1024},
-		{1 << 20, 1 << 20},
-		{1<<20 + 1, 2 << 20},
+		{1 << 19, 1 << 19},
+		{1<<19 + 1, 1 << 20},
 		{1 << maxShift, 1 << maxShift},
 		{1<<maxShift + 1, 1<<maxShift + 1}, // beyond the classes: exactly what was asked
 	}
