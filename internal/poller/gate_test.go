@@ -3,7 +3,6 @@ package poller
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -71,19 +70,11 @@ func (s *orderSink) CommitRecords(ctx context.Context, b sink.Batch, recs sink.R
 // batches are ever read at once.
 func TestGateServesAccountsInTurn(t *testing.T) {
 	ctx := context.Background()
-	store, err := state.OpenBolt(ctx, state.BoltOptions{Path: filepath.Join(t.TempDir(), "state.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := openTestStore(t)
 	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	var inFlight, maxSeen atomic.Int32
 	stream := func(key string, n int) gatedStream {
-		m := &memStream{}
-		for i := range n {
-			m.times = append(m.times, now.Add(-time.Duration(n-i)*time.Minute))
-		}
-		return gatedStream{memStream: m, key: key, inFlight: &inFlight, maxSeen: &maxSeen}
+		return gatedStream{memStream: memStreamBefore(now, n), key: key, inFlight: &inFlight, maxSeen: &maxSeen}
 	}
 	big, small := stream("big/versions", 400), stream("small/versions", 5)
 	gate := semaphore.NewWeighted(1)
@@ -176,21 +167,13 @@ func TestPlanGateBoundsHeldPages(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
-			store, err := state.OpenBolt(ctx, state.BoltOptions{Path: filepath.Join(t.TempDir(), "state.db")})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer store.Close()
+			store := openTestStore(t)
 			now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 			var inFlight, maxSeen, held, maxHeld atomic.Int32
 			gate := semaphore.NewWeighted(1)
 			var wg sync.WaitGroup
 			for a := range 24 {
-				m := &memStream{}
-				for i := range 5 {
-					m.times = append(m.times, now.Add(-time.Duration(5-i)*time.Minute))
-				}
-				s := planningStream{gatedStream: gatedStream{memStream: m, key: fmt.Sprintf("a%02d/versions", a), inFlight: &inFlight, maxSeen: &maxSeen},
+				s := planningStream{gatedStream: gatedStream{memStream: memStreamBefore(now, 5), key: fmt.Sprintf("a%02d/versions", a), inFlight: &inFlight, maxSeen: &maxSeen},
 					held: &held, maxHeld: &maxHeld}
 				p := New(&orderSink{chunkSink: chunkSink{done: map[string]bool{}}}, store,
 					Options{ChunkRows: 64, SpoolDir: t.TempDir(), Now: func() time.Time { return now }, Gate: gate, PlanGate: tt.planGate})

@@ -24,6 +24,28 @@ type memStream struct {
 	mu       sync.Mutex
 }
 
+// memStreamBefore is a memStream of n records a minute apart, the last a
+// minute before now.
+func memStreamBefore(now time.Time, n int) *memStream {
+	m := &memStream{}
+	for i := range n {
+		m.times = append(m.times, now.Add(-time.Duration(n-i)*time.Minute))
+	}
+	return m
+}
+
+// openTestStore opens a state store in the test's folder, closed when the
+// test ends.
+func openTestStore(t *testing.T) *state.Bolt {
+	t.Helper()
+	store, err := state.OpenBolt(context.Background(), state.BoltOptions{Path: filepath.Join(t.TempDir(), "state.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store
+}
+
 var memStreamSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "uid", Type: arrow.BinaryTypes.String},
 	{Name: "_version_time", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
@@ -122,16 +144,9 @@ func (s *chunkSink) Close() error { return nil }
 // (never one record in memory), and the bytes written are counted.
 func TestStreamWindowsAreSpooledAndCounted(t *testing.T) {
 	ctx := context.Background()
-	store, err := state.OpenBolt(ctx, state.BoltOptions{Path: filepath.Join(t.TempDir(), "state.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := openTestStore(t)
 	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
-	src := &memStream{}
-	for i := range 1000 {
-		src.times = append(src.times, now.Add(-time.Duration(1000-i)*time.Minute))
-	}
+	src := memStreamBefore(now, 1000)
 	snk := &chunkSink{done: map[string]bool{}}
 	p := New(snk, store, Options{ChunkRows: 64, MaxRowsPerBatch: 600, SpoolDir: t.TempDir(), Now: func() time.Time { return now }})
 	res := p.Sync(ctx, src, time.Time{})
@@ -199,11 +214,7 @@ func (s *failingSink) CommitRecords(ctx context.Context, b sink.Batch, recs sink
 // when the last commit was.
 func TestOnlyAPassThatEndedWellIsASuccess(t *testing.T) {
 	ctx := context.Background()
-	store, err := state.OpenBolt(ctx, state.BoltOptions{Path: filepath.Join(t.TempDir(), "state.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := openTestStore(t)
 	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	src := plannedStream{&memStream{times: []time.Time{now.Add(-time.Hour), now.Add(-time.Minute)}}}
 	snk := &failingSink{chunkSink: &chunkSink{done: map[string]bool{}}, fail: true}
