@@ -18,7 +18,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -432,7 +431,7 @@ func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options
 	a := &App{Cfg: cfg, Log: log, Store: store, Metrics: metrics.New(opts.Now), opts: opts,
 		limiters: forms.NewLimiters(), gate: semaphore.NewWeighted(int64(cfg.Sync.MaxBatches)),
 		planGate: semaphore.NewWeighted(4 * int64(cfg.Sync.MaxBatches)),
-		alloc:    arrowpool.New(arrowpool.Options{Poison: opts.PoisonFreedBuffers || testing.Testing()})}
+		alloc:    arrowpool.ForProcess(opts.PoisonFreedBuffers)}
 	a.current.Store(cfg)
 	a.shared = opts.Shared
 	if opts.ReadOnly {

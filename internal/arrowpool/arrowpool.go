@@ -18,6 +18,7 @@ package arrowpool
 import (
 	"math/bits"
 	"sync"
+	"testing"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -48,6 +49,11 @@ var _ memory.Allocator = (*Pool)(nil)
 
 // New is an empty pool.
 func New(opts Options) *Pool { return &Pool{poison: opts.Poison} }
+
+// ForProcess is the pool of a process's batches: poisoned when poison is
+// set, and always in a test binary, so that every test that runs the
+// engine checks its buffers' lifetimes.
+func ForProcess(poison bool) *Pool { return New(Options{Poison: poison || testing.Testing()}) }
 
 // class is the size class of a buffer of size bytes, or -1 if it has none.
 func class(size int) int {

@@ -168,3 +168,18 @@ func roundTrip(t *testing.T, mem memory.Allocator, sc *arrow.Schema, seed int) {
 		t.Errorf("seed %d: record read back differs", seed)
 	}
 }
+
+// TestForProcessPoisonsInTests: the engine's pool is poisoned in every test
+// binary, asked or not, so that every test running the engine checks its
+// buffers' lifetimes.
+func TestForProcessPoisonsInTests(t *testing.T) {
+	for _, poison := range []bool{false, true} {
+		p := ForProcess(poison)
+		b := p.Allocate(100)
+		b[0] = 1
+		p.Free(b)
+		if b[0] != PoisonByte {
+			t.Errorf("ForProcess(%v) in a test binary: a freed buffer holds %#x, want the poison %#x", poison, b[0], PoisonByte)
+		}
+	}
+}

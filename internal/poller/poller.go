@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"golang.org/x/sync/semaphore"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -78,7 +77,7 @@ func (o *Options) setDefaults() {
 		o.Logger = zap.NewNop()
 	}
 	if o.Allocator == nil {
-		o.Allocator = arrowpool.New(arrowpool.Options{Poison: testing.Testing()})
+		o.Allocator = arrowpool.ForProcess(false)
 	}
 }
 
