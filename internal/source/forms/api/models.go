@@ -178,29 +178,27 @@ func (s *Submission) Clone() Submission {
 	c := *s
 	c.SubmissionID = strings.Clone(s.SubmissionID)
 	c.EditLink = strings.Clone(s.EditLink)
-	if s.LastUpdatedAt != nil {
-		t := *s.LastUpdatedAt
-		c.LastUpdatedAt = &t
-	}
-	if s.StartedAt != nil {
-		t := *s.StartedAt
-		c.StartedAt = &t
-	}
+	c.LastUpdatedAt = clonePtr(s.LastUpdatedAt)
+	c.StartedAt = clonePtr(s.StartedAt)
 	c.Questions = cloneEach(s.Questions, func(a Answer) Answer { a.Value = bytes.Clone(a.Value); return a })
 	c.Calculations = slices.Clone(s.Calculations)
 	c.URLParameters = slices.Clone(s.URLParameters)
 	c.Scheduling = cloneEach(s.Scheduling, func(e SchedulingEntry) SchedulingEntry { e.Value = bytes.Clone(e.Value); return e })
 	c.Payments = cloneEach(s.Payments, func(e PaymentEntry) PaymentEntry { e.Value = bytes.Clone(e.Value); return e })
-	if s.Quiz != nil {
-		q := *s.Quiz
-		c.Quiz = &q
-	}
-	if s.Login != nil {
-		l := *s.Login
-		c.Login = &l
-	}
+	c.Quiz = clonePtr(s.Quiz)
+	c.Login = clonePtr(s.Login)
 	c.Documents = slices.Clone(s.Documents)
 	return c
+}
+
+// clonePtr is a pointer to a shallow copy of *p, nil for nil: for values
+// that share nothing with the page (times, the quiz, the login).
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }
 
 // cloneEach copies a slice (nil stays nil, empty stays empty) through
