@@ -164,27 +164,13 @@ func FuzzAppend(f *testing.F) {
 		if ok, compact := forms.ValidJSON(value); ok && compact && utf8.Valid(value) {
 			checked := *s1
 			checked.ValuesChecked = true
-			got, want := appendOne(t, tab, mem, &checked), appendOne(t, tab, mem, s1)
-			defer got.Release()
-			defer want.Release()
+			got, _, _ := build(t, tab, &checked)
+			want, _, _ := build(t, tab, s1)
 			if !array.RecordEqual(got, want) {
 				t.Errorf("value %q checked by the decoder is stored otherwise than unchecked", value)
 			}
 		}
 	})
-}
-
-// appendOne is the record of sub alone in a builder of tab; the caller
-// releases it.
-func appendOne(t *testing.T, tab *Table, mem memory.Allocator, sub *forms.Submission) arrow.Record {
-	t.Helper()
-	b := NewBuilder(tab, mem)
-	defer b.Release()
-	if err := b.Append(sub, testLin); err != nil {
-		t.Fatalf("append %s: %v", sub.SubmissionID, err)
-	}
-	rec, _, _ := b.Finish()
-	return rec
 }
 
 // roundTripIPC writes rec in the Arrow IPC format and reads it back, which
