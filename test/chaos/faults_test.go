@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -155,10 +156,7 @@ func (r *roundRun) inject(tl *tally, w *testkit.Workdir, out *tmpfs, exec func(t
 		// only hits one form's record stops that form (exit 1), saying so.
 		formOnly := res.Code == 1 && strings.Contains(res.Stdout+res.Stderr, "is damaged")
 		if res.Code == 3 || formOnly {
-			// The documented recovery: restore the file from a backup.
-			if err := os.WriteFile(w.State, orig, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			r.restoreBackup(w, orig)
 		}
 		if res.Code == 0 && off >= 0 {
 			// The run read no damaged page. A page it did not rewrite
@@ -188,6 +186,26 @@ func (r *roundRun) inject(tl *tally, w *testkit.Workdir, out *tmpfs, exec func(t
 		t.Logf("round %d: %s: syncd finished regardless (exit 0)", r.round, r.fault)
 	default:
 		t.Errorf("round %d: %s: exit %d, want %d with %q\nstdout: %s\nstderr: %s", r.round, r.fault, res.Code, wantCode, wantText, res.Stdout, tail(res.Stderr))
+	}
+}
+
+// restoreBackup is the documented recovery from a damaged state: `syncd
+// state restore` of a backup (the state before the damage), which adopts
+// what the output holds. Copying the file back would not: the forms a
+// form-only refusal let commit would lose their commits and write their
+// rows again.
+func (r *roundRun) restoreBackup(w *testkit.Workdir, backup []byte) {
+	t := r.t
+	path := filepath.Join(w.Dir, "backup.db")
+	if err := os.WriteFile(path, backup, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res := testkit.Run(ctx, syncdBin, w, "state", "restore", path)
+	r.logs = append(r.logs, fmt.Sprintf("=== state restore %s: code %d\n%s\n%s", path, res.Code, res.Stdout, res.Stderr))
+	if res.Code != 0 {
+		t.Fatalf("round %d: syncd state restore %s: exit %d\nstdout: %s\nstderr: %s", r.round, path, res.Code, res.Stdout, tail(res.Stderr))
 	}
 }
 
