@@ -22,6 +22,7 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/arrowpool"
@@ -270,7 +271,7 @@ func APIKey(acct config.Account) (string, error) {
 // NewSink opens the sink the configuration names (the default account's
 // share of the output).
 func NewSink(cfg *config.Config, version string, log *zap.Logger) (sink.Sink, error) {
-	return NewAccountSink(cfg, "", version, log)
+	return NewAccountSink(cfg, "", version, log, nil)
 }
 
 // AccountFolder is the folder of a named account's tables in a Parquet
@@ -314,12 +315,15 @@ func joinOutput(base, folder string) string {
 // NewAccountSink opens the share of the output of the account of
 // namespace: the output itself for the default account, its account=
 // folder or its table prefix for another.
-func NewAccountSink(cfg *config.Config, namespace, version string, log *zap.Logger) (sink.Sink, error) {
+//
+// mem is the memory of the Parquet writer's buffers (nil: Go's).
+func NewAccountSink(cfg *config.Config, namespace, version string, log *zap.Logger, mem memory.Allocator) (sink.Sink, error) {
 	switch cfg.Sink.Type {
 	case "parquet":
 		enc := parquetsink.EncodeOptions{
 			Compression:  parquetsink.Compression(cfg.Sink.Parquet.Compression),
 			RowGroupRows: cfg.Sink.Parquet.RowGroupRows,
+			Allocator:    mem,
 		}
 		path := cfg.Sink.Parquet.Path
 		if namespace != "" {
@@ -352,7 +356,7 @@ func NewAccountSink(cfg *config.Config, namespace, version string, log *zap.Logg
 		s, err := bigquery.New(context.Background(), bigquery.Options{
 			Project: bq.Project, Dataset: bq.Dataset, Location: bq.Location, TablePrefix: prefix,
 			Clustering: bq.Clustering, Logger: log.Named("sink"), Version: version,
-			Encode:        parquetsink.EncodeOptions{Compression: parquetsink.Compression(cfg.Sink.Parquet.Compression)},
+			Encode:        parquetsink.EncodeOptions{Compression: parquetsink.Compression(cfg.Sink.Parquet.Compression), Allocator: mem},
 			ClientOptions: bigquery.EndpointOptions(bq.Endpoint),
 			MaxAttempts:   bq.MaxAttempts,
 			MinBackoff:    bq.MinBackoff.D(),
@@ -502,7 +506,7 @@ func (a *App) OpenAccount(ctx context.Context, ac config.Account) (*Account, err
 			return nil, err
 		}
 	}
-	if acct.Sink, err = NewAccountSink(cfg, ns, a.opts.Version, log); err != nil {
+	if acct.Sink, err = NewAccountSink(cfg, ns, a.opts.Version, log, a.alloc); err != nil {
 		acct.Close()
 		return nil, fmt.Errorf("account %s: %w", ac.Name, err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/util"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
@@ -65,6 +66,10 @@ const TimeLayout = "2006-01-02T15:04:05.000000Z07:00"
 type EncodeOptions struct {
 	Compression  Compression // "" means zstd
 	RowGroupRows int         // 0 means DefaultRowGroupRows
+	// Allocator is the memory of the writer's Arrow and Parquet buffers
+	// (nil: Go's). The writer allocated a fifth of a backfill's bytes; a
+	// pool that reuses them (arrowpool) spares the collector that work.
+	Allocator memory.Allocator
 }
 
 func (o EncodeOptions) codec() (compress.Compression, error) {
@@ -111,8 +116,8 @@ func reserved(k string) bool {
 
 // Encode writes rec as one Parquet file to w and returns the number of bytes
 // written. Row groups hold at most opts.RowGroupRows rows; every column has
-// statistics and is dictionary-encoded (a top-level string column falls
-// back to plain when its values are mostly distinct: dictionaryFallbacks);
+// statistics and is dictionary-encoded unless its values are mostly
+// distinct (dictionaryProps);
 // the Arrow schema is stored so that
 // Arrow readers get the exact types back (timestamps stay µs UTC).
 //
@@ -173,21 +178,34 @@ func EncodeRecords(w io.Writer, recs sink.Records, b sink.Batch, kv map[string]s
 		n = cw.n
 	}()
 
-	props := parquet.NewWriterProperties(append([]parquet.WriterProperty{
-		parquet.WithCompression(codec),
-		parquet.WithDictionaryDefault(true),
-		parquet.WithStats(true),
-		parquet.WithMaxRowGroupLength(rgRows),
-	}, dictionaryFallbacks(recs.Schema)...)...)
-	fw, err := pqarrow.NewFileWriter(recs.Schema, cw, props,
-		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
-	if err != nil {
-		return 0, fmt.Errorf("encode batch %s: map the arrow schema to parquet: %w", b.ID, err)
-	}
-	for _, k := range meta.keys {
-		if err := fw.AppendKeyValueMetadata(k, meta.m[k]); err != nil {
-			return 0, fmt.Errorf("encode batch %s: footer metadata %q: %w", b.ID, k, err)
+	// The writer is opened at the first row group, whose rows tell which
+	// columns are worth a dictionary (dictionaryProps).
+	var fw *pqarrow.FileWriter
+	open := func(first []arrow.Record) error {
+		props := []parquet.WriterProperty{
+			parquet.WithCompression(codec),
+			parquet.WithDictionaryDefault(true),
+			parquet.WithStats(true),
+			parquet.WithMaxRowGroupLength(rgRows),
 		}
+		arrowProps := []pqarrow.WriterOption{pqarrow.WithStoreSchema()}
+		if opts.Allocator != nil {
+			props = append(props, parquet.WithAllocator(opts.Allocator))
+			arrowProps = append(arrowProps, pqarrow.WithAllocator(opts.Allocator))
+		}
+		w, err := pqarrow.NewFileWriter(recs.Schema, cw,
+			parquet.NewWriterProperties(append(props, dictionaryProps(recs.Schema, first)...)...),
+			pqarrow.NewArrowWriterProperties(arrowProps...))
+		if err != nil {
+			return fmt.Errorf("map the arrow schema to parquet: %w", err)
+		}
+		for _, k := range meta.keys {
+			if err := w.AppendKeyValueMetadata(k, meta.m[k]); err != nil {
+				return fmt.Errorf("footer metadata %q: %w", k, err)
+			}
+		}
+		fw = w
+		return nil
 	}
 	// Chunks are gathered (without copying) into a row group of at most
 	// rgRows rows and rowGroupBytes of Arrow data, then written column by
@@ -209,6 +227,11 @@ func EncodeRecords(w io.Writer, recs sink.Records, b sink.Batch, kv map[string]s
 	flush := func() error {
 		if groupRows == 0 {
 			return nil
+		}
+		if fw == nil {
+			if err := open(group); err != nil {
+				return err
+			}
 		}
 		tbl := array.NewTableFromRecords(recs.Schema, group)
 		defer tbl.Release()
@@ -249,29 +272,15 @@ func EncodeRecords(w io.Writer, recs sink.Records, b sink.Batch, kv map[string]s
 	if rows != recs.Rows {
 		return 0, fmt.Errorf("encode batch %s: %d rows replayed, %d expected", b.ID, rows, recs.Rows)
 	}
+	if fw == nil { // no rows: a file of the schema and the footer alone
+		if err := open(nil); err != nil {
+			return 0, fmt.Errorf("encode batch %s: %w", b.ID, err)
+		}
+	}
 	if err := fw.Close(); err != nil {
 		return 0, fmt.Errorf("encode batch %s: write the footer: %w", b.ID, err)
 	}
 	return cw.n, nil
-}
-
-// dictionaryFallbacks lets every leaf column give up its dictionary when,
-// before its first page, the dictionary and its indices are not smaller
-// than the plain values: ids, times, e-mails, free text, file names and
-// URLs are mostly distinct, and their dictionaries (hashed value by value,
-// then compressed as a page of their own) cost CPU for nothing. A column of
-// few distinct values keeps its dictionary. Arrow only compares
-// uncompressed sizes, and only for uncompressed columns unless told.
-func dictionaryFallbacks(s *arrow.Schema) []parquet.WriterProperty {
-	sc, err := pqarrow.ToParquet(s, nil, pqarrow.DefaultWriterProps())
-	if err != nil {
-		return nil // NewFileWriter reports the same error
-	}
-	props := make([]parquet.WriterProperty, 0, sc.NumColumns())
-	for i := 0; i < sc.NumColumns(); i++ {
-		props = append(props, parquet.WithDictionaryCostFallbackPath(sc.Column(i).ColumnPath(), true))
-	}
-	return props
 }
 
 type orderedKV struct {

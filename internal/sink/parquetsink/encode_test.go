@@ -17,6 +17,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/syncd-dev/syncd/internal/arrowpool"
 )
 
 func testDay() time.Time { return time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC) }
@@ -345,6 +347,38 @@ func appendPair(sb *array.StructBuilder, r int) {
 	sb.Append(true)
 	sb.FieldBuilder(0).(*array.StringBuilder).Append(fmt.Sprintf("p%d", r%50))
 	sb.FieldBuilder(1).(*array.Float64Builder).Append(float64(r) * 0.5)
+}
+
+// TestEncodeOnPool: the writer's buffers may come from a pool that reuses
+// them (the app's). The pool poisons what is freed, so a buffer the writer
+// read after freeing it would change the file: the bytes must be those of
+// Go's allocator, file after file on the same pool, and every buffer must
+// be given back.
+func TestEncodeOnPool(t *testing.T) {
+	rec := wideRecord(memory.DefaultAllocator, 10_000)
+	defer rec.Release()
+	batch := testBatch("pool", testDay())
+	for _, c := range []Compression{CompressionZstd, CompressionSnappy, CompressionNone} {
+		t.Run(string(c), func(t *testing.T) {
+			opts := EncodeOptions{Compression: c, RowGroupRows: 3000}
+			var want bytes.Buffer
+			if _, err := Encode(&want, rec, batch, nil, opts); err != nil {
+				t.Fatalf("Encode on Go's allocator: %v", err)
+			}
+			pool := memory.NewCheckedAllocator(arrowpool.New(arrowpool.Options{Poison: true}))
+			opts.Allocator = pool
+			for i := 0; i < 3; i++ {
+				var got bytes.Buffer
+				if _, err := Encode(&got, rec, batch, nil, opts); err != nil {
+					t.Fatalf("Encode %d on the pool: %v", i, err)
+				}
+				if !bytes.Equal(got.Bytes(), want.Bytes()) {
+					t.Fatalf("file %d on the pool (%d bytes) differs from Go's allocator's (%d bytes)", i, got.Len(), want.Len())
+				}
+			}
+			pool.AssertSize(t, 0)
+		})
+	}
 }
 
 // BenchmarkEncode measures the encoder alone, into memory:
