@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	fastjson "github.com/goccy/go-json"
+
+	"github.com/syncd-dev/syncd/internal/jsontext"
 )
 
 // Decoding is done through wire types that shadow the strict fields of the
@@ -73,6 +75,9 @@ func plainString(raw []byte) (string, bool) {
 		return "", false
 	}
 	body := raw[1 : len(raw)-1]
+	if jsontext.PlainEnd(body, 0) == len(body) { // printable ASCII
+		return string(body), true
+	}
 	for _, c := range body {
 		if c < 0x20 || c == '"' || c == '\\' {
 			return "", false
@@ -102,6 +107,11 @@ func scalarText(raw json.RawMessage) string {
 		return ""
 	}
 	if raw[0] == '"' {
+		// Most values need no decoding; encoding/json, for those that do,
+		// was a twentieth of a backfill's CPU when it took every value.
+		if s, ok := plainString(raw); ok {
+			return s
+		}
 		var s string
 		if json.Unmarshal(raw, &s) == nil {
 			return s

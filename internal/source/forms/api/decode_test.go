@@ -301,3 +301,35 @@ func BenchmarkDecodeSubmissionPage(b *testing.B) {
 		}
 	}
 }
+
+// TestScalarText: a value documented as a string reads as encoding/json
+// would decode it when it is a string (the fast path for plain text must
+// agree with the slow one), and as its JSON text when it is not.
+func TestScalarText(t *testing.T) {
+	tests := []struct {
+		raw, want string
+	}{
+		{`"utm-newsletter"`, "utm-newsletter"},
+		{` "padded" `, "padded"},
+		{`""`, ""},
+		{`null`, ""},
+		{``, ""},
+		{`"caf\u00e9 \"quoted\"\n"`, "café \"quoted\"\n"},
+		{`"café ☕"`, "café ☕"},
+		{"\"bad \xff byte\"", "bad \uFFFD byte"},
+		{`"\ud83d\ude00"`, "😀"},
+		{`"\ud83d"`, "\uFFFD"},
+		{`12.50`, "12.50"},
+		{`true`, "true"},
+		{`{"a":1}`, `{"a":1}`},
+	}
+	for _, tc := range tests {
+		if got := scalarText(json.RawMessage(tc.raw)); got != tc.want {
+			t.Errorf("scalarText(%q) = %q, want %q", tc.raw, got, tc.want)
+		}
+		var viaJSON string
+		if strings.HasPrefix(strings.TrimSpace(tc.raw), `"`) && json.Unmarshal([]byte(tc.raw), &viaJSON) == nil && viaJSON != tc.want {
+			t.Errorf("the test's own want for %q is %q, encoding/json says %q", tc.raw, tc.want, viaJSON)
+		}
+	}
+}
