@@ -263,6 +263,8 @@ type PageBuffers struct {
 	subs    []Submission
 	answers []Answer
 	times   []time.Time
+	calcs   []Calculation
+	params  []URLParameter
 }
 
 // NewSubmission is one item of POST /forms/{formId}/submissions.

@@ -37,10 +37,13 @@ func scanPage(body []byte, bufs *PageBuffers) (*SubmissionPage, bool) {
 	if bufs == nil {
 		return s.page(nil)
 	}
-	clear(bufs.answers) // drop the last page's strings for the collector
-	s.answers, s.times = bufs.answers[:0], bufs.times[:0]
+	// Drop the last page's strings for the collector.
+	clear(bufs.answers)
+	clear(bufs.calcs)
+	clear(bufs.params)
+	s.answers, s.times, s.calcs, s.params = bufs.answers[:0], bufs.times[:0], bufs.calcs[:0], bufs.params[:0]
 	page, ok := s.page(bufs.subs[:0])
-	bufs.answers, bufs.times = s.answers, s.times
+	bufs.answers, bufs.times, bufs.calcs, bufs.params = s.answers, s.times, s.calcs, s.params
 	if ok && cap(page.Responses) > cap(bufs.subs) {
 		bufs.subs = page.Responses
 	}
@@ -62,10 +65,12 @@ type pageScanner struct {
 	slot   int
 	sizes  [5]int // elements of each list in the last submission: the next one's capacity
 
-	// Arrays of the page that submissions' answers and times are carved
-	// from.
+	// Arrays of the page that submissions' answers, times, calculations
+	// and URL parameters are carved from.
 	answers []Answer
 	times   []time.Time
+	calcs   []Calculation
+	params  []URLParameter
 }
 
 // The field names of each object, in the order object reports them; seen
@@ -415,14 +420,16 @@ func (s *pageScanner) time() (t time.Time, present, ok bool) {
 	return t, present, true
 }
 
-// carveAnswers is an empty slice of capacity n from the page's answers.
-func (s *pageScanner) carveAnswers(n int) []Answer {
-	if cap(s.answers)-len(s.answers) < n {
-		s.answers = make([]Answer, 0, max(n*150, 64))
+// carve is an empty slice of capacity n from a page's array (*from),
+// which it grows by a page's worth when it runs out: a submission's list
+// that outgrows n is reallocated by append, never into its neighbour's.
+func carve[T any](from *[]T, n int) []T {
+	if *from == nil || cap(*from)-len(*from) < n { // never nil: [] is not absent
+		*from = make([]T, 0, max(n*150, 64))
 	}
-	at := len(s.answers)
-	s.answers = s.answers[:at+n]
-	return s.answers[at : at : at+n]
+	at := len(*from)
+	*from = (*from)[:at+n]
+	return (*from)[at : at : at+n]
 }
 
 func (s *pageScanner) submission(w *Submission) bool {
@@ -441,13 +448,13 @@ func (s *pageScanner) submission(w *Submission) bool {
 		case 3:
 			return s.optionalTime(&w.StartedAt)
 		case 4:
-			return s.list(0, func(n int) { w.Questions = s.carveAnswers(n) }, func() bool {
+			return s.list(0, func(n int) { w.Questions = carve(&s.answers, n) }, func() bool {
 				w.Questions = append(w.Questions, Answer{})
 				a := &w.Questions[len(w.Questions)-1]
 				return s.entry(&a.ID, &a.Name, &a.Type, &a.Value)
 			})
 		case 5:
-			return s.list(1, func(n int) { w.Calculations = make([]Calculation, 0, n) }, func() bool {
+			return s.list(1, func(n int) { w.Calculations = carve(&s.calcs, n) }, func() bool {
 				w.Calculations = append(w.Calculations, Calculation{})
 				c := &w.Calculations[len(w.Calculations)-1]
 				var raw json.RawMessage
@@ -456,7 +463,7 @@ func (s *pageScanner) submission(w *Submission) bool {
 				return ok
 			})
 		case 6:
-			return s.list(2, func(n int) { w.URLParameters = make([]URLParameter, 0, n) }, func() bool {
+			return s.list(2, func(n int) { w.URLParameters = carve(&s.params, n) }, func() bool {
 				w.URLParameters = append(w.URLParameters, URLParameter{})
 				p := &w.URLParameters[len(w.URLParameters)-1]
 				var raw json.RawMessage
