@@ -109,10 +109,29 @@ func (s *pageScanner) object(keys []string, field func(k int) bool) bool {
 		return true
 	}
 	var seen uint32
+	next := 0 // the key expected next: objects of a page list their keys in one order
 	for {
-		key, ok := s.literal()
-		if !ok {
-			return false
+		k := -1
+		var key []byte
+		if next < len(keys) && s.quoted(keys[next]) {
+			// The literal is the key itself (keys hold no quote, escape or
+			// control character): no need to scan it.
+			k = next
+			s.i += len(keys[next]) + 2
+		} else {
+			var ok bool
+			if key, ok = s.literal(); !ok {
+				return false
+			}
+			if bytes.IndexByte(key, '\\') >= 0 {
+				return false
+			}
+			for j, name := range keys {
+				if string(key) == name {
+					k = j
+					break
+				}
+			}
 		}
 		s.ws()
 		if s.at() != ':' {
@@ -120,15 +139,8 @@ func (s *pageScanner) object(keys []string, field func(k int) bool) bool {
 		}
 		s.i++
 		s.ws()
-		if bytes.IndexByte(key, '\\') >= 0 {
-			return false
-		}
-		k := -1
-		for j, name := range keys {
-			if string(key) == name {
-				k = j
-				break
-			}
+		if k >= 0 {
+			next = k + 1
 		}
 		switch {
 		case k >= 0:
@@ -161,6 +173,13 @@ func (s *pageScanner) object(keys []string, field func(k int) bool) bool {
 }
 
 // folded reports whether key is one of keys in another case.
+// quoted reports whether the input continues with name as a string
+// literal ("name").
+func (s *pageScanner) quoted(name string) bool {
+	end := s.i + len(name) + 2
+	return end <= len(s.b) && s.b[s.i] == '"' && s.b[end-1] == '"' && string(s.b[s.i+1:end-1]) == name
+}
+
 func folded(key []byte, keys []string) bool {
 	for _, name := range keys {
 		if bytes.EqualFold(key, []byte(name)) {

@@ -139,6 +139,10 @@ func TestScanPageRefusesBrokenPages(t *testing.T) {
 		`{"responses":[` + strings.Replace(sub, `"hi"`, `tru`, 1) + `],"totalResponses":1}`,
 		`{"responses":[` + strings.Replace(sub, `"q"`, "\"q\xff\"", 1) + `],"totalResponses":1}`,
 		`{"responses":[` + strings.Replace(sub, `"approvals"`, `"x"`, 1) + `],"totalResponses":1,"next":[}`,
+		// A key expected next, but not closed where it should be.
+		`{"responses0:[` + sub + `],"totalResponses":1}`,
+		`{"responses":[` + strings.Replace(sub, `"name":`, `"name0:`, 1) + `],"totalResponses":1}`,
+		`{"responses":[` + strings.Replace(sub, `"name":`, `"name`, 1) + `],"totalResponses":1}`,
 	} {
 		if checkScan(t, []byte(body)) {
 			t.Errorf("scanPage took the broken page %q", body)
