@@ -62,8 +62,11 @@ type pageScanner struct {
 	// answers in the same order, so a string is usually recognised by one
 	// comparison, without hashing it for the intern table.
 	recent []string
-	slot   int
-	sizes  [5]int // elements of each list in the last submission: the next one's capacity
+	// recentPlain is whether each recent string came without escapes: it
+	// is then its own literal's body, and can be matched in place.
+	recentPlain []bool
+	slot        int
+	sizes       [5]int // elements of each list in the last submission: the next one's capacity
 
 	// Arrays of the page that submissions' answers, times, calculations
 	// and URL parameters are carved from.
@@ -258,11 +261,22 @@ func (s *pageScanner) str(dst *string, shared bool) bool {
 	if s.null() {
 		return true
 	}
+	if shared {
+		// The string at this position in the last submission, if it came
+		// without escapes, is matched in place: most are the same.
+		if slot := s.slot; slot < len(s.recent) && s.recentPlain[slot] && s.quoted(s.recent[slot]) {
+			s.i += len(s.recent[slot]) + 2
+			s.slot++
+			*dst = s.recent[slot]
+			return true
+		}
+	}
 	body, ok := s.literal()
 	if !ok {
 		return false
 	}
-	if bytes.IndexByte(body, '\\') >= 0 {
+	escaped := bytes.IndexByte(body, '\\') >= 0
+	if escaped {
 		s.text = jsontext.AppendUnescaped(s.text[:0], body)
 		body = s.text
 	}
@@ -285,9 +299,10 @@ func (s *pageScanner) str(dst *string, shared bool) bool {
 	}
 	switch {
 	case slot < len(s.recent):
-		s.recent[slot] = v
+		s.recent[slot], s.recentPlain[slot] = v, !escaped
 	case slot == len(s.recent) && slot < 4096:
 		s.recent = append(s.recent, v)
+		s.recentPlain = append(s.recentPlain, !escaped)
 	}
 	*dst = v
 	return true

@@ -108,6 +108,19 @@ func TestScanPage(t *testing.T) {
 		{"responses an object", `{"responses":{},"totalResponses":1}`, false},
 		{"not an object", `[]`, false},
 	}
+	// A submission's shared strings are matched in place against the last
+	// submission's: each pair is a string and the one at its position in
+	// the next submission.
+	for _, p := range [][2]string{
+		{`"Q"`, `"Q"`}, {`"ab"`, `"abc"`}, {`"ab"`, `"a"`}, {`"a"`, `"a\n"`}, {`"ab"`, `"ab\"c"`},
+		{`"a\"b"`, `"a\"b"`}, {`"a\u0062"`, `"ab"`}, {`"ab"`, `"a\u0062"`}, {`"é"`, `"é"`}, {`"Q"`, `null`}, {`null`, `"Q"`},
+	} {
+		tests = append(tests, struct {
+			name string
+			body string
+			took bool
+		}{"shared " + p[0] + " then " + p[1], pair(p[0], p[1]), true})
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := checkScan(t, []byte(tt.body)); got != tt.took {
@@ -120,6 +133,15 @@ func TestScanPage(t *testing.T) {
 // TestScanPageRefusesBrokenPages: the scanner validates as it reads, so a
 // broken page is declined (to the general decoders, which say why), never
 // taken and never a panic.
+// pair is a page of two submissions whose one answer's name is first,
+// then second (raw JSON).
+func pair(first, second string) string {
+	sub := func(id, name string) string {
+		return `{"submissionId":"` + id + `","submissionTime":"2024-01-01T10:00:00Z","questions":[{"id":"q","name":` + name + `,"type":"ShortAnswer","value":"hi"}]}`
+	}
+	return `{"responses":[` + sub("s1", first) + `,` + sub("s2", second) + `],"totalResponses":2}`
+}
+
 func TestScanPageRefusesBrokenPages(t *testing.T) {
 	sub := `{"submissionId":"s1","submissionTime":"2024-01-01T10:00:00Z","questions":[{"id":"q","name":"Q","type":"ShortAnswer","value":"hi"}]}`
 	for _, body := range []string{
@@ -143,6 +165,9 @@ func TestScanPageRefusesBrokenPages(t *testing.T) {
 		`{"responses0:[` + sub + `],"totalResponses":1}`,
 		`{"responses":[` + strings.Replace(sub, `"name":`, `"name0:`, 1) + `],"totalResponses":1}`,
 		`{"responses":[` + strings.Replace(sub, `"name":`, `"name`, 1) + `],"totalResponses":1}`,
+		// The last submission's string had an escaped quote: its text is
+		// not its literal.
+		pair(`"a\""`, `"a""`),
 	} {
 		if checkScan(t, []byte(body)) {
 			t.Errorf("scanPage took the broken page %q", body)
