@@ -776,16 +776,43 @@ func (b *Builder) decodeStruct(spec *structSpec, v []byte, cells []cell) bool {
 		return false
 	}
 	clear(cells)
-	return eachMember(v, func(key, val []byte) bool {
-		i := spec.index(key)
-		if i < 0 || cells[i].set {
+	next := 0 // the key expected next: the API sends a shape's keys in one order
+	i := skipSpace(v, 1)
+	for i < len(v) && v[i] == '"' {
+		k, kend := -1, 0
+		if next < len(spec.keys) && quotedAt(v, i, spec.keys[next]) {
+			k, kend = next, i+len(spec.keys[next])+2 // no need to scan or unquote it
+		} else {
+			kend = stringEnd(v, i)
+			key, _ := unquote(nil, v[i:kend])
+			k = spec.index(key)
+		}
+		if k < 0 || cells[k].set {
 			return false
 		}
-		c, ok := b.decodeCell(spec.kinds[i], val)
+		i = skipSpace(v, kend)
+		i = skipSpace(v, i+1) // the colon
+		end := valueEnd(v, i)
+		c, ok := b.decodeCell(spec.kinds[k], v[i:end])
 		c.set = true
-		cells[i] = c
-		return ok
-	})
+		cells[k] = c
+		if !ok {
+			return false
+		}
+		next = k + 1
+		i = skipSpace(v, end)
+		if i < len(v) && v[i] == ',' {
+			i = skipSpace(v, i+1)
+		}
+	}
+	return true
+}
+
+// quotedAt reports whether b continues at i with key as a string literal
+// ("key"); key holds no quote, escape or control character.
+func quotedAt(b []byte, i int, key string) bool {
+	end := i + len(key) + 2
+	return end <= len(b) && b[i] == '"' && b[end-1] == '"' && string(b[i+1:end-1]) == key
 }
 
 // decodeCell decodes one scalar child; null and "" are null.

@@ -221,7 +221,10 @@ func TestMisfitsKeptAsJSON(t *testing.T) {
 		{"FileUpload", `["https://x/y.pdf"]`, `["https://x/y.pdf"]`},
 		{"FileUpload", `[{"url":"u","size":1.5}]`, `[{"url":"u","size":1.5}]`},
 		{"Address", `"12 Baker St"`, `"12 Baker St"`},
-		{"Address", `{"Address":"x"}`, `{"Address":"x"}`}, // keys match exactly
+		{"Address", `{"Address":"x"}`, `{"Address":"x"}`},   // keys match exactly
+		{"Address", `{"addressX":"x"}`, `{"addressX":"x"}`}, // the expected key, then more
+		{"Address", `{"address":"x","addressX":"y"}`, `{"address":"x","addressX":"y"}`},
+		{"Address", `{"address":"x","address":"y"}`, `{"address":"x","address":"y"}`},
 		{"Address", `{"city":{"name":"x"}}`, `{"city":{"name":"x"}}`},
 		{"LocationCoordinates", `[51.5,-0.1]`, `[51.5,-0.1]`},
 		{"Switch", `{"on":true}`, `{"on":true}`},
@@ -251,6 +254,9 @@ func TestValuesThatFit(t *testing.T) {
 		{"DateRange", `{"start":"2024-01-01"}`, map[string]any{"start": "2024-01-01", "end": nil}},
 		{"FileUpload", `[null, {}, {"url":"u","size":2.0}]`, []any{nil, nil, file("u", nil, nil, int64(2))}},
 		{"Address", `{"city":null,"country":"FR"}`, map[string]any{"address": nil, "city": nil, "state": nil, "zip_code": nil, "country": "FR"}},
+		// Keys in any order, and escaped: the expected one is matched in
+		// place, the others read.
+		{"Address", `{"country":"FR","addr\u0065ss":"1 rue","city":"Paris"}`, map[string]any{"address": "1 rue", "city": "Paris", "state": nil, "zip_code": nil, "country": "FR"}},
 		{"Matrix", `[1, "two"]`, `[1,"two"]`},
 		{"Matrix", `12`, `12`},
 	}

@@ -99,28 +99,6 @@ func eachElement(a []byte, fn func(elem []byte) bool) bool {
 	return true
 }
 
-// eachMember calls fn with every key (unquoted, unescaped) and value of the
-// object o (o[0] == '{') until fn returns false, and reports whether every
-// call returned true.
-func eachMember(o []byte, fn func(key, val []byte) bool) bool {
-	i := skipSpace(o, 1)
-	for i < len(o) && o[i] == '"' {
-		kend := stringEnd(o, i)
-		key, _ := unquote(nil, o[i:kend])
-		i = skipSpace(o, kend)
-		i = skipSpace(o, i+1) // the colon
-		end := valueEnd(o, i)
-		if !fn(key, o[i:end]) {
-			return false
-		}
-		i = skipSpace(o, end)
-		if i < len(o) && o[i] == ',' {
-			i = skipSpace(o, i+1)
-		}
-	}
-	return true
-}
-
 // unquote returns the text of a string literal as valid UTF-8, appending
 // decoded text to dst when the literal has escapes. It returns the text and
 // the extended dst; without escapes the text is a sub-slice of s.
