@@ -51,8 +51,11 @@ type Rows struct {
 	// arrowSchema is the schema every chunk is committed with: the table's
 	// after the last chunk, or that of the records added.
 	arrowSchema *arrow.Schema
-	// index is what the batch changes in the version index.
-	index state.IndexChange
+	// index is what the batch changes in the version index; indexHint is
+	// the window's planned count, its first capacity (growing it by
+	// doubling copied and re-scanned every entry's id several times).
+	index     state.IndexChange
+	indexHint int
 }
 
 func newRows(base table.Schema, lin table.Lineage, timeCol string, mem memory.Allocator, chunkRows int, spoolDir string, partOf func(time.Time) string) *Rows {
@@ -90,7 +93,12 @@ func (r *Rows) Row(t time.Time, size int) bool {
 
 // Index records what a row changes in the version index (a Reconciler's
 // Read records every row's version).
-func (r *Rows) Index(e state.Entry) { r.index.Put = append(r.index.Put, e) }
+func (r *Rows) Index(e state.Entry) {
+	if r.index.Put == nil && r.indexHint > 0 {
+		r.index.Put = make([]state.Entry, 0, r.indexHint)
+	}
+	r.index.Put = append(r.index.Put, e)
+}
 
 // Chunk takes the rows cut from the source's builder, with the table the
 // builder holds after them and what their values did.
