@@ -27,12 +27,14 @@ const dictionaryMinSample = 64
 //     dictionary (allocating for each: its binary memo table boxes the
 //     value to hash it), find before the first page that the dictionary
 //     does not pay, and then re-encode the values plain: all of that work
-//     is wasted, and it was a tenth of the encoder's CPU.
+//     is wasted, and it was about a tenth of the encoder's CPU.
 //   - Every other column keeps its dictionary, and gives it up before its
 //     first page when the dictionary and its indices are not smaller than
 //     the plain values (arrow compares uncompressed sizes, and only for
-//     uncompressed columns unless told), so a sample that misleads costs
-//     CPU, never size.
+//     uncompressed columns unless told).
+//
+// A sample that misleads costs CPU (a dictionary kept to be given up) or
+// some size (values distinct at first that repeat later), never a value.
 func dictionaryProps(s *arrow.Schema, first []arrow.Record) []parquet.WriterProperty {
 	sc, err := pqarrow.ToParquet(s, nil, pqarrow.DefaultWriterProps())
 	if err != nil {
