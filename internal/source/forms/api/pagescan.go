@@ -175,14 +175,14 @@ func (s *pageScanner) object(keys []string, field func(k int) bool) bool {
 	}
 }
 
-// folded reports whether key is one of keys in another case.
 // quoted reports whether the input continues with name as a string
-// literal ("name").
+// literal ("name"); name must hold no quote, escape or control character.
 func (s *pageScanner) quoted(name string) bool {
 	end := s.i + len(name) + 2
 	return end <= len(s.b) && s.b[s.i] == '"' && s.b[end-1] == '"' && string(s.b[s.i+1:end-1]) == name
 }
 
+// folded reports whether key is one of keys in another case.
 func folded(key []byte, keys []string) bool {
 	for _, name := range keys {
 		if bytes.EqualFold(key, []byte(name)) {
