@@ -75,6 +75,16 @@ func Hex4(b []byte, i int) rune {
 	return r
 }
 
+// LiteralAt reports whether b continues at i with the string literal of
+// text ("text"), which must need no escapes: plain bytes or valid UTF-8
+// without quotes, backslashes or control characters. It lets a scanner
+// that expects a known key, or the string it read last at this place,
+// match it without scanning it.
+func LiteralAt(b []byte, i int, text string) bool {
+	end := i + len(text) + 2
+	return end <= len(b) && b[i] == '"' && b[end-1] == '"' && string(b[i+1:end-1]) == text
+}
+
 // The bytes a string literal holds as they are ("plain"): printable ASCII
 // other than the quote and the backslash. PlainEnd skips runs of them eight
 // at a time: strings are most of a page's bytes, and a byte-at-a-time loop

@@ -89,3 +89,26 @@ func BenchmarkPlainEnd(b *testing.B) {
 		}
 	}
 }
+
+func TestLiteralAt(t *testing.T) {
+	tests := []struct {
+		in   string
+		at   int
+		text string
+		want bool
+	}{
+		{`{"id":1}`, 1, "id", true},
+		{`{"idx":1}`, 1, "id", false}, // the literal goes on
+		{`{"id`, 1, "id", false},      // cut before the closing quote
+		{`{"id"`, 1, "id", true},      // the literal is whole
+		{`{id":1}`, 1, "id", false},   // not a literal
+		{`{"Id":1}`, 1, "id", false},  // exact, not folded
+		{`{"":1}`, 1, "", true},       // the empty string
+		{`{"é":1}`, 1, "é", true},     // multi-byte text
+	}
+	for _, tt := range tests {
+		if got := LiteralAt([]byte(tt.in), tt.at, tt.text); got != tt.want {
+			t.Errorf("LiteralAt(%q, %d, %q) = %v, want %v", tt.in, tt.at, tt.text, got, tt.want)
+		}
+	}
+}

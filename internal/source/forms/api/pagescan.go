@@ -116,7 +116,7 @@ func (s *pageScanner) object(keys []string, field func(k int) bool) bool {
 	for {
 		k := -1
 		var key []byte
-		if next < len(keys) && s.quoted(keys[next]) {
+		if next < len(keys) && jsontext.LiteralAt(s.b, s.i, keys[next]) {
 			// The literal is the key itself (keys hold no quote, escape or
 			// control character): no need to scan it.
 			k = next
@@ -173,13 +173,6 @@ func (s *pageScanner) object(keys []string, field func(k int) bool) bool {
 			return false
 		}
 	}
-}
-
-// quoted reports whether the input continues with name as a string
-// literal ("name"); name must hold no quote, escape or control character.
-func (s *pageScanner) quoted(name string) bool {
-	end := s.i + len(name) + 2
-	return end <= len(s.b) && s.b[s.i] == '"' && s.b[end-1] == '"' && string(s.b[s.i+1:end-1]) == name
 }
 
 // folded reports whether key is one of keys in another case.
@@ -264,7 +257,7 @@ func (s *pageScanner) str(dst *string, shared bool) bool {
 	if shared {
 		// The string at this position in the last submission, if it came
 		// without escapes, is matched in place: most are the same.
-		if slot := s.slot; slot < len(s.recent) && s.recentPlain[slot] && s.quoted(s.recent[slot]) {
+		if slot := s.slot; slot < len(s.recent) && s.recentPlain[slot] && jsontext.LiteralAt(s.b, s.i, s.recent[slot]) {
 			s.i += len(s.recent[slot]) + 2
 			s.slot++
 			*dst = s.recent[slot]

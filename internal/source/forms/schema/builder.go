@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/syncd-dev/syncd/internal/jsontext"
 	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 	"github.com/syncd-dev/syncd/internal/table"
 )
@@ -780,7 +781,7 @@ func (b *Builder) decodeStruct(spec *structSpec, v []byte, cells []cell) bool {
 	i := skipSpace(v, 1)
 	for i < len(v) && v[i] == '"' {
 		k, kend := -1, 0
-		if next < len(spec.keys) && quotedAt(v, i, spec.keys[next]) {
+		if next < len(spec.keys) && jsontext.LiteralAt(v, i, spec.keys[next]) {
 			k, kend = next, i+len(spec.keys[next])+2 // no need to scan or unquote it
 		} else {
 			kend = stringEnd(v, i)
@@ -806,13 +807,6 @@ func (b *Builder) decodeStruct(spec *structSpec, v []byte, cells []cell) bool {
 		}
 	}
 	return true
-}
-
-// quotedAt reports whether b continues at i with key as a string literal
-// ("key"); key holds no quote, escape or control character.
-func quotedAt(b []byte, i int, key string) bool {
-	end := i + len(key) + 2
-	return end <= len(b) && b[i] == '"' && b[end-1] == '"' && string(b[i+1:end-1]) == key
 }
 
 // decodeCell decodes one scalar child; null and "" are null.
