@@ -116,23 +116,12 @@ type distinctSample struct {
 // false for a type it does not sample (booleans, decimals), which leaves
 // the column to arrow's check.
 func (d *distinctSample) add(arr arrow.Array) bool {
-	room := dictionarySample - len(d.keys)
 	switch a := arr.(type) {
 	case *array.String:
-		for i := 0; i < a.Len() && room > 0; i++ {
-			if a.IsValid(i) {
-				d.keys = append(d.keys, maphash.String(d.seed, a.Value(i)))
-				room--
-			}
-		}
+		d.each(a, func(i int) uint64 { return maphash.String(d.seed, a.Value(i)) })
 		return true
 	case *array.Binary:
-		for i := 0; i < a.Len() && room > 0; i++ {
-			if a.IsValid(i) {
-				d.keys = append(d.keys, maphash.Bytes(d.seed, a.Value(i)))
-				room--
-			}
-		}
+		d.each(a, func(i int) uint64 { return maphash.Bytes(d.seed, a.Value(i)) })
 		return true
 	}
 	width := 0
@@ -145,22 +134,24 @@ func (d *distinctSample) add(arr arrow.Array) bool {
 	}
 	values := bufs[1].Bytes()
 	off := arr.Data().Offset()
-	for i := 0; i < arr.Len() && room > 0; i++ {
-		if !arr.IsValid(i) {
-			continue
-		}
-		at := (off + i) * width
-		if at+width > len(values) {
-			return false
-		}
-		if width == 8 {
-			d.keys = append(d.keys, binary.LittleEndian.Uint64(values[at:]))
-		} else {
-			d.keys = append(d.keys, uint64(binary.LittleEndian.Uint32(values[at:])))
-		}
-		room--
+	if (off+arr.Len())*width > len(values) {
+		return false
+	}
+	if width == 8 {
+		d.each(arr, func(i int) uint64 { return binary.LittleEndian.Uint64(values[(off+i)*8:]) })
+	} else {
+		d.each(arr, func(i int) uint64 { return uint64(binary.LittleEndian.Uint32(values[(off+i)*4:])) })
 	}
 	return true
+}
+
+// each appends key(i) for arr's non-null values i until the sample is full.
+func (d *distinctSample) each(arr arrow.Array, key func(i int) uint64) {
+	for i := 0; i < arr.Len() && len(d.keys) < dictionarySample; i++ {
+		if arr.IsValid(i) {
+			d.keys = append(d.keys, key(i))
+		}
+	}
 }
 
 // distinct counts the distinct keys, in a linear-probing set of twice the
