@@ -268,12 +268,6 @@ func APIKey(acct config.Account) (string, error) {
 	return key, nil
 }
 
-// NewSink opens the sink the configuration names (the default account's
-// share of the output).
-func NewSink(cfg *config.Config, version string, log *zap.Logger) (sink.Sink, error) {
-	return NewAccountSink(cfg, "", version, log, nil)
-}
-
 // AccountFolder is the folder of a named account's tables in a Parquet
 // output: a Hive partition key, so that one query reads every account's
 // table of one name with an account column (read_parquet('out/account=*/
