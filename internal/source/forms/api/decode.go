@@ -75,10 +75,11 @@ func plainString(raw []byte) (string, bool) {
 		return "", false
 	}
 	body := raw[1 : len(raw)-1]
-	if jsontext.PlainEnd(body, 0) == len(body) { // printable ASCII
+	plain := jsontext.PlainEnd(body, 0)
+	if plain == len(body) { // printable ASCII
 		return string(body), true
 	}
-	for _, c := range body {
+	for _, c := range body[plain:] { // what precedes plain is plain
 		if c < 0x20 || c == '"' || c == '\\' {
 			return "", false
 		}
