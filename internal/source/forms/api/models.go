@@ -259,12 +259,9 @@ type ListParams struct {
 // PageBuffers is the memory of one page at a time: its body and the arrays
 // its submissions are carved from. The zero value is ready to use.
 type PageBuffers struct {
-	body    []byte
-	subs    []Submission
-	answers []Answer
-	times   []time.Time
-	calcs   []Calculation
-	params  []URLParameter
+	body []byte
+	subs []Submission
+	pageArrays
 }
 
 // NewSubmission is one item of POST /forms/{formId}/submissions.

@@ -37,13 +37,9 @@ func scanPage(body []byte, bufs *PageBuffers) (*SubmissionPage, bool) {
 	if bufs == nil {
 		return s.page(nil)
 	}
-	// Drop the last page's strings for the collector.
-	clear(bufs.answers)
-	clear(bufs.calcs)
-	clear(bufs.params)
-	s.answers, s.times, s.calcs, s.params = bufs.answers[:0], bufs.times[:0], bufs.calcs[:0], bufs.params[:0]
+	s.pageArrays = bufs.pageArrays.reset()
 	page, ok := s.page(bufs.subs[:0])
-	bufs.answers, bufs.times, bufs.calcs, bufs.params = s.answers, s.times, s.calcs, s.params
+	bufs.pageArrays = s.pageArrays
 	if ok && cap(page.Responses) > cap(bufs.subs) {
 		bufs.subs = page.Responses
 	}
@@ -68,12 +64,25 @@ type pageScanner struct {
 	slot        int
 	sizes       [5]int // elements of each list in the last submission: the next one's capacity
 
-	// Arrays of the page that submissions' answers, times, calculations
-	// and URL parameters are carved from.
+	pageArrays
+}
+
+// pageArrays are the arrays of a page that its submissions' answers,
+// times, calculations and URL parameters are carved from.
+type pageArrays struct {
 	answers []Answer
 	times   []time.Time
 	calcs   []Calculation
 	params  []URLParameter
+}
+
+// reset empties the arrays for the next page, keeping their memory, and
+// drops the last page's strings for the collector.
+func (a pageArrays) reset() pageArrays {
+	clear(a.answers)
+	clear(a.calcs)
+	clear(a.params)
+	return pageArrays{answers: a.answers[:0], times: a.times[:0], calcs: a.calcs[:0], params: a.params[:0]}
 }
 
 // The field names of each object, in the order object reports them; seen
