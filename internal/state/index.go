@@ -9,6 +9,8 @@ import (
 	"hash/fnv"
 	"slices"
 	"time"
+
+	"github.com/syncd-dev/syncd/internal/ids"
 )
 
 // The version index says, for every record the output holds, which version
@@ -166,7 +168,7 @@ func decodeChunk(b []byte) ([]entry, error) {
 // appendID writes an id: 0 and 16 bytes for a lowercase UUID (the Forms
 // API's ids), else its length plus one and its bytes.
 func appendID(b []byte, id string) []byte {
-	if u, ok := packUUID(id); ok {
+	if u, ok := ids.PackUUID(id); ok {
 		b = append(b, 0)
 		return append(b, u[:]...)
 	}
@@ -184,61 +186,13 @@ func readID(b []byte) (string, []byte, error) {
 		if len(b) < 16 {
 			return "", nil, errors.New("an index chunk ends inside an id")
 		}
-		return unpackUUID(b[:16]), b[16:], nil
+		return ids.UnpackUUID([16]byte(b[:16])), b[16:], nil
 	}
 	n := tag - 1
 	if n > uint64(len(b)) {
 		return "", nil, errors.New("an index chunk ends inside an id")
 	}
 	return string(b[:n]), b[n:], nil
-}
-
-const hexDigits = "0123456789abcdef"
-
-// packUUID turns a lowercase 8-4-4-4-12 hex id into its 16 bytes; ok is
-// false for any other id, which is then kept as it is (so unpacking gives
-// back exactly the id the source sent).
-func packUUID(id string) (u [16]byte, ok bool) {
-	if len(id) != 36 {
-		return u, false
-	}
-	j := 0
-	for i := 0; i < 36; i++ {
-		c := id[i]
-		if i == 8 || i == 13 || i == 18 || i == 23 {
-			if c != '-' {
-				return u, false
-			}
-			continue
-		}
-		var v byte
-		switch {
-		case c >= '0' && c <= '9':
-			v = c - '0'
-		case c >= 'a' && c <= 'f':
-			v = c - 'a' + 10
-		default:
-			return u, false
-		}
-		if j%2 == 0 {
-			u[j/2] = v << 4
-		} else {
-			u[j/2] |= v
-		}
-		j++
-	}
-	return u, true
-}
-
-func unpackUUID(b []byte) string {
-	out := make([]byte, 0, 36)
-	for i, c := range b {
-		if i == 4 || i == 6 || i == 8 || i == 10 {
-			out = append(out, '-')
-		}
-		out = append(out, hexDigits[c>>4], hexDigits[c&0xf])
-	}
-	return string(out)
 }
 
 // encodeChange writes an IndexChange (the pending versions of an intent):

@@ -685,3 +685,4 @@ func TestObjectVersionsWhileACommitReplacesChunks(t *testing.T) {
 		}
 	})
 }
+

@@ -85,7 +85,7 @@ func TestShardedDisjointClaims(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := []string{"acme/f1", "beta/f2", "f0", "gamma/scheduling/bookings"}
-		if got := ids(list); !slices.Equal(got, want) {
+		if got := formIDsOf(list); !slices.Equal(got, want) {
 			t.Fatalf("List = %q, want %q", got, want)
 		}
 		for _, st := range list {
@@ -102,7 +102,7 @@ func TestShardedDisjointClaims(t *testing.T) {
 	})
 }
 
-func ids(list []FormState) []string {
+func formIDsOf(list []FormState) []string {
 	out := make([]string, len(list))
 	for i, st := range list {
 		out[i] = st.FormID
@@ -144,7 +144,7 @@ func TestShardedNotClaimed(t *testing.T) {
 			t.Fatalf("the refused write landed: %+v, %v", st, err)
 		}
 		if list, err := b.List(ctx); err != nil || len(list) != 0 {
-			t.Fatalf("List = %v, %v", ids(list), err)
+			t.Fatalf("List = %v, %v", formIDsOf(list), err)
 		}
 	})
 }
@@ -347,7 +347,7 @@ func TestShardedMigration(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := ids(list); !slices.Equal(got, all) {
+			if got := formIDsOf(list); !slices.Equal(got, all) {
 				t.Fatalf("%s: List = %q, want %q", what, got, all)
 			}
 			return list

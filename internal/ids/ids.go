@@ -1,0 +1,97 @@
+// Package ids keeps record ids compactly. The Forms API's ids are lowercase
+// UUIDs: 36 bytes of text, 16 of value. The version index stores them as 16
+// bytes, and a window's set of ids seen keeps them in a map without pointers,
+// which the collector does not scan. Any other id is kept as it came, so
+// that unpacking always gives back exactly the id the source sent.
+package ids
+
+const hexDigits = "0123456789abcdef"
+
+// PackUUID turns a lowercase 8-4-4-4-12 hex id into its 16 bytes; ok is
+// false for any other id (uppercase included: it would not unpack to the
+// id the source sent).
+func PackUUID(id string) (u [16]byte, ok bool) {
+	if len(id) != 36 || id[8] != '-' || id[13] != '-' || id[18] != '-' || id[23] != '-' {
+		return u, false
+	}
+	// One pass over fixed offsets, without a branch per character: it runs
+	// several times for every row a batch writes.
+	pairs := [16]uint8{0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34}
+	var bad byte
+	for i, at := range pairs {
+		hi, lo := hexNibble(id[at]), hexNibble(id[at+1])
+		bad |= hi | lo
+		u[i] = hi<<4 | lo&0xf
+	}
+	return u, bad < 0x10
+}
+
+// hexNibble is the value of a lowercase hex digit, or 0x10 for any other
+// byte.
+func hexNibble(c byte) byte {
+	if d := c - '0'; d < 10 {
+		return d
+	}
+	if d := c - 'a'; d < 6 {
+		return d + 10
+	}
+	return 0x10
+}
+
+// UnpackUUID is the lowercase 8-4-4-4-12 text of u.
+func UnpackUUID(u [16]byte) string {
+	var out [36]byte
+	j := 0
+	for i, c := range u {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			out[j] = '-'
+			j++
+		}
+		out[j], out[j+1] = hexDigits[c>>4], hexDigits[c&0xf]
+		j += 2
+	}
+	return string(out[:])
+}
+
+// Set is a set of ids. The zero value is not usable: use NewSet.
+type Set struct {
+	uuids map[[16]byte]struct{}
+	other map[string]struct{}
+}
+
+// NewSet is an empty set with room for about hint UUIDs.
+func NewSet(hint int) *Set {
+	return &Set{uuids: make(map[[16]byte]struct{}, hint)}
+}
+
+// Add puts id in the set and reports whether it was not there yet. The set
+// keeps a copy of id, never id's bytes: ids are often sliced from a page's
+// buffer, which the set would otherwise keep alive.
+func (s *Set) Add(id string) bool {
+	if u, ok := PackUUID(id); ok {
+		n := len(s.uuids)
+		s.uuids[u] = struct{}{}
+		return len(s.uuids) > n
+	}
+	if _, dup := s.other[id]; dup {
+		return false
+	}
+	if s.other == nil {
+		s.other = make(map[string]struct{})
+	}
+	s.other[string([]byte(id))] = struct{}{}
+	return true
+}
+
+// Has reports whether id is in the set.
+func (s *Set) Has(id string) bool {
+	if u, ok := PackUUID(id); ok {
+		_, in := s.uuids[u]
+		return in
+	}
+	_, in := s.other[id]
+	return in
+}
+
+// Len is the number of ids in the set.
+func (s *Set) Len() int { return len(s.uuids) + len(s.other) }

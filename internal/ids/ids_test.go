@@ -1,0 +1,102 @@
+package ids
+
+import (
+	"bytes"
+	"encoding/hex"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestPackUUID holds PackUUID to its definition: exactly the lowercase
+// 8-4-4-4-12 hex ids pack, into the bytes hex.DecodeString gives, and
+// unpack to the same id; anything else is kept as it is.
+func TestPackUUID(t *testing.T) {
+	lowerUUID := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+	ids := []string{
+		"0f8fad5b-d9cb-469f-a165-70867728950e",
+		"00000000-0000-0000-0000-000000000000",
+		"ffffffff-ffff-ffff-ffff-ffffffffffff",
+		"0F8FAD5B-D9CB-469F-A165-70867728950E", // uppercase: kept as sent
+		"0f8fad5b-d9cb-469f-a165-70867728950",  // short
+		"0f8fad5b-d9cb-469f-a165-70867728950e0",
+		"0f8fad5bd-9cb-469f-a165-70867728950e", // dash moved
+		"0f8fad5b-d9cb-469f-a165_70867728950e",
+		"0f8fad5b-d9cb-469f-a165-70867728950g",
+		"g0f8fad5-d9cb-469f-a165-70867728950e",
+		"0f8fad5b-d9cb-469f-a165-7086772895/e", // '/' is '0'-1
+		"0f8fad5b-d9cb-469f-a165-7086772895:e", // ':' is '9'+1
+		"0f8fad5b-d9cb-469f-a165-7086772895`e", // '`' is 'a'-1
+		"0f8fad5b-d9cb-469f-a165-7086772895\xffe",
+		"",
+		"submission-1",
+	}
+	for i := 0; i < 36; i++ { // every position of a valid id, broken
+		b := []byte(ids[0])
+		b[i] = 'x'
+		ids = append(ids, string(b))
+	}
+	for _, id := range ids {
+		u, ok := PackUUID(id)
+		if want := lowerUUID.MatchString(id); ok != want {
+			t.Errorf("PackUUID(%q) ok = %v, want %v", id, ok, want)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		want, err := hex.DecodeString(strings.ReplaceAll(id, "-", ""))
+		if err != nil || !bytes.Equal(u[:], want) {
+			t.Errorf("PackUUID(%q) = %x, want %x (%v)", id, u, want, err)
+		}
+		if back := UnpackUUID(u); back != id {
+			t.Errorf("UnpackUUID(PackUUID(%q)) = %q", id, back)
+		}
+	}
+}
+
+func BenchmarkPackUUID(b *testing.B) {
+	id := "0f8fad5b-d9cb-469f-a165-70867728950e"
+	for b.Loop() {
+		if _, ok := PackUUID(id); !ok {
+			b.Fatal("not packed")
+		}
+	}
+}
+
+// TestSet checks Add, Has and Len against a map of strings, for UUIDs and
+// other ids alike, and that the set keeps no id's bytes.
+func TestSet(t *testing.T) {
+	tests := []struct {
+		name string
+		add  []string
+	}{
+		{"uuids", []string{"0f8fad5b-d9cb-469f-a165-70867728950e", "0f8fad5b-d9cb-469f-a165-70867728950f", "0f8fad5b-d9cb-469f-a165-70867728950e"}},
+		{"others", []string{"s1", "s2", "s1", "", ""}},
+		{"uppercase apart from lowercase", []string{"0F8FAD5B-D9CB-469F-A165-70867728950E", "0f8fad5b-d9cb-469f-a165-70867728950e", "0F8FAD5B-D9CB-469F-A165-70867728950E"}},
+		{"mixed", []string{"a", "00000000-0000-0000-0000-000000000000", "a", "00000000-0000-0000-0000-000000000000", "b"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, want := NewSet(1), map[string]bool{}
+			for _, id := range tc.add {
+				buf := []byte(id)
+				if got, wantNew := s.Add(string(buf)), !want[id]; got != wantNew {
+					t.Errorf("Add(%q) = %v, want %v", id, got, wantNew)
+				}
+				for i := range buf { // a page's buffer, reused
+					buf[i] = 'x'
+				}
+				want[id] = true
+				if s.Len() != len(want) {
+					t.Errorf("Len() = %d after adding %q, want %d", s.Len(), id, len(want))
+				}
+			}
+			for _, id := range append(tc.add, "never-added", "ffffffff-ffff-ffff-ffff-ffffffffffff") {
+				if got := s.Has(id); got != want[id] {
+					t.Errorf("Has(%q) = %v, want %v", id, got, want[id])
+				}
+			}
+		})
+	}
+}
