@@ -42,6 +42,7 @@ type Rows struct {
 	// partitions are kept, so that a part replays only its chunks.
 	partOf    func(time.Time) string
 	cur       map[string]bool   // partitions of the rows since the last chunk
+	lastKey   string            // the partition of the last row noted
 	chunkKeys []map[string]bool // per chunk, in order
 	partRows  map[string]int64  // rows per partition
 
@@ -83,7 +84,12 @@ func (r *Rows) Allocator() memory.Allocator { return r.mem }
 func (r *Rows) Row(t time.Time, size int) bool {
 	if r.partOf != nil {
 		key := r.partOf(t)
-		r.cur[key] = true
+		// Rows come mostly in time order: a row of the last row's
+		// partition need not be noted again.
+		if key != r.lastKey || len(r.cur) == 0 {
+			r.cur[key] = true
+			r.lastKey = key
+		}
 		r.partRows[key]++
 	}
 	r.n++

@@ -42,14 +42,29 @@ func ParseLayout(s string) (Layout, error) {
 
 // PartitionOf names the partition of a row whose time is t.
 func (l Layout) PartitionOf(t time.Time) string {
-	t = t.UTC()
-	switch l {
-	case LayoutMonth:
-		return t.Format("2006-01")
-	case LayoutNone:
+	if l == LayoutNone {
 		return ""
 	}
-	return t.Format(time.DateOnly)
+	t = t.UTC()
+	// Written by hand: the engine names the partition of every row it
+	// gathers and commits, and time.Format's layout parsing was 1.5% of a
+	// backfill's CPU. Years outside 0-9999 keep Format's spelling.
+	y, m, d := t.Date()
+	if y < 0 || y > 9999 {
+		if l == LayoutMonth {
+			return t.Format("2006-01")
+		}
+		return t.Format(time.DateOnly)
+	}
+	b := [10]byte{
+		byte('0' + y/1000), byte('0' + y/100%10), byte('0' + y/10%10), byte('0' + y%10), '-',
+		byte('0' + int(m)/10), byte('0' + int(m)%10), '-',
+		byte('0' + d/10), byte('0' + d%10),
+	}
+	if l == LayoutMonth {
+		return string(b[:7])
+	}
+	return string(b[:])
 }
 
 // PartitionStart is the first instant of the partition holding t; the

@@ -267,3 +267,39 @@ func TestFilesOfAnotherAttempt(t *testing.T) {
 		t.Fatalf("after the second attempt's commit: committed %v, %v", ok, err)
 	}
 }
+
+// TestPartitionOf holds the hand-written partition names to time.Format's,
+// across years, months, days, zones and years Format spells differently.
+func TestPartitionOf(t *testing.T) {
+	times := []time.Time{
+		time.Date(2024, 2, 29, 23, 59, 59, 999999999, time.UTC),
+		time.Date(2024, 3, 1, 0, 30, 0, 0, time.FixedZone("CET", 3600)), // UTC day before
+		time.Date(1999, 12, 31, 23, 0, 0, 0, time.FixedZone("west", -3600)),
+		time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 6, 15, 0, 0, 0, 0, time.UTC),
+		{},
+	}
+	for i := 0; i < 500; i++ { // every month and many days of four centuries
+		times = append(times, time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i)*(292*24*time.Hour+7*time.Hour)))
+	}
+	for _, tc := range []struct {
+		layout Layout
+		format string
+	}{
+		{LayoutDay, time.DateOnly},
+		{LayoutMonth, "2006-01"},
+		{LayoutNone, ""},
+	} {
+		for _, at := range times {
+			want := ""
+			if tc.format != "" {
+				want = at.UTC().Format(tc.format)
+			}
+			if got := tc.layout.PartitionOf(at); got != want {
+				t.Errorf("%s.PartitionOf(%v) = %q, want %q", tc.layout, at, got, want)
+			}
+		}
+	}
+}
