@@ -685,4 +685,3 @@ func TestObjectVersionsWhileACommitReplacesChunks(t *testing.T) {
 		}
 	})
 }
-
