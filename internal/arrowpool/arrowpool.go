@@ -75,9 +75,11 @@ func (p *Pool) Allocate(size int) []byte {
 	}
 	n := 1 << (k + minShift)
 	if ptr, ok := p.classes[k].Get().(*byte); ok {
-		buf := unsafe.Slice(ptr, n)
+		// Only the bytes handed out are cleared (a class is up to twice the
+		// size asked); Reallocate clears the rest if it hands them out.
+		buf := unsafe.Slice(ptr, n)[:size]
 		clear(buf)
-		return buf[:size]
+		return buf
 	}
 	return alignedMake(size, n)
 }
@@ -86,6 +88,9 @@ func (p *Pool) Allocate(size int) []byte {
 // is freed when it is not the buffer returned.
 func (p *Pool) Reallocate(size int, b []byte) []byte {
 	if size <= cap(b) {
+		if size > len(b) {
+			clear(b[len(b):size])
+		}
 		return b[:size]
 	}
 	nb := p.Allocate(size)

@@ -58,8 +58,13 @@ func TestReuseIsZeroed(t *testing.T) {
 			}
 			c := p.Allocate(400) // the same class, 512 bytes
 			reused = unsafe.SliceData(c) == old
-			if !bytes.Equal(c[:cap(c)], make([]byte, cap(c))) {
+			if !bytes.Equal(c, make([]byte, len(c))) {
 				t.Fatalf("poison %v: allocated buffer not zeroed", poison)
+			}
+			// Growing within the class hands out the bytes past 400: zeroed too.
+			c = p.Reallocate(cap(c), c)
+			if !bytes.Equal(c, make([]byte, cap(c))) {
+				t.Fatalf("poison %v: buffer grown within its class not zeroed", poison)
 			}
 			p.Free(c)
 		}
