@@ -40,7 +40,7 @@ func (f *streamRun) processWindow(ctx context.Context, w window) error {
 		return fmt.Errorf("record intent of batch %s: %w", b.ID, err)
 	}
 	fill := func(rows *Rows) error {
-		if err := f.s.Read(ctx, Window{Start: w.start, End: w.end, Count: w.count, First: w.first}, rows); err != nil {
+		if err := f.s.Read(ctx, Window{Start: w.start, End: w.end, Count: w.count, AtMost: w.atMost, First: w.first}, rows); err != nil {
 			return fmt.Errorf("read %s in [%s, %s): %w", f.key, w.start.Format(time.RFC3339Nano), w.end.Format(time.RFC3339Nano), err)
 		}
 		return nil
@@ -72,7 +72,7 @@ func (f *streamRun) commitBatch(ctx context.Context, w window, b sink.Batch, int
 	}
 	lin := table.Lineage{BatchID: b.ID, SyncedAt: f.p.opts.Now().UTC()}
 	rows := newRows(base, lin, b.TimeColumn, f.p.opts.Allocator, f.p.opts.ChunkRows, f.p.opts.SpoolDir, f.p.partOf)
-	rows.indexHint = min(w.count, f.p.opts.MaxRowsPerBatch) // -1: unknown
+	rows.indexHint = min(w.sizeHint(), f.p.opts.MaxRowsPerBatch)
 	defer rows.release(f)
 	if err := fill(rows); err != nil {
 		f.dropIntent(ctx, w, b.ID)

@@ -22,6 +22,7 @@ import (
 type window struct {
 	start, end time.Time
 	count      int
+	atMost     int // Window.AtMost
 	// first is what planning already read of the window (Window.First).
 	first any
 	// planSlot: the window holds a slot of Options.PlanGate (taken before
@@ -39,6 +40,15 @@ type window struct {
 	reconcile bool
 	seen      time.Time
 	attempt   string // the attempt that wrote the open batch's files
+}
+
+// sizeHint is about how many records the window holds, to size memory up
+// front: its count, else its bound; 0 when neither is known.
+func (w window) sizeHint() int {
+	if w.count >= 0 {
+		return w.count
+	}
+	return w.atMost
 }
 
 // streamRun is one pass over one stream: every stream runs through its
@@ -229,7 +239,7 @@ func (f *streamRun) execute(ctx context.Context, from, to time.Time, concurrency
 			return f.commitEmpty(ctx, pw.Start, pw.End)
 		}
 		select {
-		case windows <- window{start: pw.Start, end: pw.End, count: pw.Count, first: pw.First, planSlot: carry}:
+		case windows <- window{start: pw.Start, end: pw.End, count: pw.Count, atMost: pw.AtMost, first: pw.First, planSlot: carry}:
 			if carry {
 				held = false // the window's batch gives it back
 			}
@@ -425,15 +435,18 @@ func (p *Poller) plan(ctx context.Context, s Stream, gap state.Interval, emit fu
 		if err != nil {
 			return fmt.Errorf("count %s in [%s, %s): %w", s.Key(), a.Format(time.RFC3339), b.Format(time.RFC3339), err)
 		}
-		end := b
+		end, atMost := b, 0
 		if n > cut.MaxRows {
-			if end, _, err = cut.Split(a, a, b, n, func(t time.Time) (int, error) { return c.Count(ctx, a, t) }); err != nil {
+			if end, n, err = cut.Split(a, a, b, n, func(t time.Time) (int, error) { return c.Count(ctx, a, t) }); err != nil {
 				return fmt.Errorf("count %s: %w", s.Key(), err)
+			}
+			if n < 0 {
+				atMost = cut.MaxRows
 			}
 		}
 		// An empty count is read, not trusted: a count may miss records
 		// (bookings never updated count by another field).
-		if err := emit(Window{Start: a, End: end, Count: n}); err != nil {
+		if err := emit(Window{Start: a, End: end, Count: n, AtMost: atMost}); err != nil {
 			return err
 		}
 		a = end

@@ -38,6 +38,11 @@ type Window struct {
 	// Count is how many records the source counted in it when it was
 	// planned; -1 when unknown.
 	Count int
+	// AtMost bounds the records of a window whose Count is unknown (0: no
+	// bound is known), as a window cut back to a partition's start knows.
+	// It sizes what a read allocates up front; what is read never depends
+	// on it.
+	AtMost int
 	// Empty: the source knows the window holds nothing. It is committed
 	// without a batch.
 	Empty bool
@@ -120,7 +125,8 @@ type Cutter struct {
 	MaxRows int
 	// Split picks the end of the first window of [a, b), which holds total
 	// > MaxRows records, none before lo, counting [a, t) with count. It
-	// returns the end and the records before it (-1: unknown).
+	// returns the end and the records before it; -1 when unknown, and then
+	// there are at most MaxRows (Window.AtMost).
 	Split func(a, lo, b time.Time, total int, count func(t time.Time) (int, error)) (time.Time, int, error)
 }
 

@@ -239,3 +239,41 @@ func TestOnlyAPassThatEndedWellIsASuccess(t *testing.T) {
 		t.Errorf("after a pass that ended well: last success %v, last error %q", st.LastSuccess, st.LastError)
 	}
 }
+
+// windowsSeen is a memStream that keeps the windows it is asked to read.
+type windowsSeen struct {
+	*memStream
+	seen []Window
+}
+
+func (w *windowsSeen) Read(ctx context.Context, win Window, rows *Rows) error {
+	w.mu.Lock()
+	w.seen = append(w.seen, win)
+	w.mu.Unlock()
+	return w.memStream.Read(ctx, win, rows)
+}
+
+// A stream cut by its counts hands each window its own count (not the
+// count of the rest of the gap it was cut from), or a bound when the count
+// is unknown: what the window's memory is sized by.
+func TestCountedWindowsCarryTheirCounts(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	src := &windowsSeen{memStream: memStreamBefore(now, 1000)}
+	p := New(&chunkSink{done: map[string]bool{}}, openTestStore(t), Options{ChunkRows: 64, MaxRowsPerBatch: 300, SpoolDir: t.TempDir(), Now: func() time.Time { return now }})
+	if res := p.Sync(ctx, src, time.Time{}); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if len(src.seen) < 4 {
+		t.Fatalf("%d windows read; 1000 records at most 300 a batch take at least 4", len(src.seen))
+	}
+	for _, w := range src.seen {
+		n, _ := src.Count(ctx, w.Start, w.End)
+		switch {
+		case w.Count >= 0 && w.Count != n:
+			t.Errorf("window [%s, %s) holds %d records, its Count says %d", w.Start, w.End, n, w.Count)
+		case w.Count < 0 && (w.AtMost <= 0 || n > w.AtMost):
+			t.Errorf("window [%s, %s) holds %d records, of unknown count and bound %d", w.Start, w.End, n, w.AtMost)
+		}
+	}
+}

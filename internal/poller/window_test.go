@@ -72,3 +72,79 @@ func TestDayBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitBoundsUnknownCounts: a window split cuts back to a partition's
+// start counts either exactly what it holds or -1, and then it holds at
+// most a batch (what Window.AtMost promises the source).
+func TestSplitBoundsUnknownCounts(t *testing.T) {
+	const maxRows = 100
+	day := 24 * time.Hour
+	a := ts("2024-03-01T00:00:00Z")
+	spread := func(n int, every time.Duration) []time.Time {
+		out := make([]time.Time, n)
+		for i := range out {
+			out[i] = a.Add(time.Duration(i) * every)
+		}
+		return out
+	}
+	tests := []struct {
+		name        string
+		times       []time.Time
+		wantUnknown bool // some window cut back to a day's start
+	}{
+		{"dense, many a day", spread(1000, 7*time.Minute), true},
+		{"sparse, one a day", spread(400, day+time.Minute), true},
+		{"a burst in one millisecond", append(spread(50, time.Hour), spread(300, 0)...), false},
+		{"a day over a batch", spread(500, 90*time.Second), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			count := func(from, to time.Time) int {
+				n := 0
+				for _, x := range tc.times {
+					if !x.Before(from) && x.Before(to) {
+						n++
+					}
+				}
+				return n
+			}
+			unknown := 0
+			for _, partitioned := range []bool{false, true} {
+				p := &Poller{opts: Options{MaxRowsPerBatch: maxRows}}
+				if partitioned {
+					p.partStart = dayStart
+				}
+				b := tc.times[len(tc.times)-1].Add(time.Millisecond)
+				for from := a; from.Before(b); {
+					total := count(from, b)
+					if total <= maxRows {
+						break
+					}
+					end, n, err := p.split(from, from, b, total, func(x time.Time) (int, error) { return count(from, x), nil })
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !end.After(from) {
+						t.Fatalf("partitioned %v: split [%s, %s) at %s", partitioned, from, b, end)
+					}
+					got := count(from, end)
+					if n < 0 {
+						unknown++
+					}
+					switch {
+					case n >= 0 && n != got:
+						t.Errorf("partitioned %v: [%s, %s) counted %d, holds %d", partitioned, from, end, n, got)
+					case n < 0 && got > maxRows:
+						t.Errorf("partitioned %v: [%s, %s) of unknown count holds %d, over the batch of %d", partitioned, from, end, got, maxRows)
+					case n < 0 && !partitioned:
+						t.Errorf("[%s, %s): an unknown count without partitions", from, end)
+					}
+					from = end
+				}
+			}
+			if (unknown > 0) != tc.wantUnknown {
+				t.Errorf("%d windows of unknown count; want some: %v", unknown, tc.wantUnknown)
+			}
+		})
+	}
+}

@@ -319,3 +319,35 @@ func TestRequestsNearTheMinimum(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanBoundsWindowsOfUnknownCount: a window the engine's split cut back
+// to a partition's start (its count unknown) carries the batch bound, which
+// sizes its read; a window the split counted carries its count.
+func TestPlanBoundsWindowsOfUnknownCount(t *testing.T) {
+	src := &memSource{}
+	t0 := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 500 {
+		src.add(t0.Add(time.Duration(i) * time.Hour))
+	}
+	for _, splitCount := range []int{-1, 42} {
+		cut := poller.Cutter{MaxRows: 100, Split: func(a, lo, b time.Time, total int, count func(time.Time) (int, error)) (time.Time, int, error) {
+			return a.Add(24 * time.Hour), splitCount, nil
+		}}
+		var got []poller.Window
+		err := NewStream(src, "f", "t", StreamOptions{}).Plan(context.Background(), state.Interval{Start: t0, End: t0.Add(30 * 24 * time.Hour)}, cut, func(w poller.Window) error {
+			got = append(got, w)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) < 2 {
+			t.Fatalf("split count %d: %d windows planned, want several", splitCount, len(got))
+		}
+		for _, w := range got[:len(got)-1] { // the last holds at most a batch and is counted
+			if w.Count != splitCount || (splitCount < 0) != (w.AtMost == cut.MaxRows) {
+				t.Errorf("split count %d: window [%s, %s) planned with count %d, bound %d", splitCount, w.Start, w.End, w.Count, w.AtMost)
+			}
+		}
+	}
+}
