@@ -707,19 +707,27 @@ func (b *Builder) appendStrings(lb *array.ListBuilder, v []byte) bool {
 		return false
 	}
 	b.strs = b.strs[:0]
-	ok := eachElement(v, func(el []byte) bool {
-		switch el[0] {
+	for i := skipSpace(v, 1); i < len(v) && v[i] != ']'; {
+		var end int
+		switch v[i] {
 		case 'n':
+			end = valueEnd(v, i)
 			b.strs = append(b.strs, nil)
 		case '"':
-			b.strs = append(b.strs, b.unquote(el))
+			// A printable ASCII literal is found and taken in one scan.
+			if j := jsontext.PlainEnd(v, i+1); j < len(v) && v[j] == '"' {
+				end = j + 1
+				b.strs = append(b.strs, v[i+1:j])
+				break
+			}
+			end = valueEnd(v, i)
+			b.strs = append(b.strs, b.unquote(v[i:end]))
 		default:
 			return false
 		}
-		return true
-	})
-	if !ok {
-		return false
+		if i = skipSpace(v, end); i < len(v) && v[i] == ',' {
+			i = skipSpace(v, i+1)
+		}
 	}
 	vb := lb.ValueBuilder().(*array.StringBuilder)
 	lb.Append(true)
@@ -742,20 +750,31 @@ func (b *Builder) appendFiles(lb *array.ListBuilder, v []byte) bool {
 	n := len(spec.keys)
 	b.nulls = b.nulls[:0]
 	b.cells = b.cells[:0]
-	ok := eachElement(v, func(el []byte) bool {
+	// Each object is decoded where it starts, and its decoding finds its
+	// end: finding each element's end first scanned every file twice.
+	for i := skipSpace(v, 1); i < len(v) && v[i] != ']'; {
 		base := len(b.cells)
 		for range n {
 			b.cells = append(b.cells, cell{})
 		}
-		if isEmpty(el) {
+		var end int
+		switch {
+		case v[i] == '{' && v[skipSpace(v, i+1)] != '}':
+			var ok bool
+			if end, ok = b.decodeStructAt(spec, v, i, b.cells[base:base+n]); !ok {
+				return false
+			}
+			b.nulls = append(b.nulls, false)
+		default:
+			end = valueEnd(v, i)
+			if !isEmpty(v[i:end]) {
+				return false // not an object: the value does not fit
+			}
 			b.nulls = append(b.nulls, true)
-			return true
 		}
-		b.nulls = append(b.nulls, false)
-		return b.decodeStruct(spec, el, b.cells[base:base+n])
-	})
-	if !ok {
-		return false
+		if i = skipSpace(v, end); i < len(v) && v[i] == ',' {
+			i = skipSpace(v, i+1)
+		}
 	}
 	vb := lb.ValueBuilder().(*array.StructBuilder)
 	lb.Append(true)
@@ -773,12 +792,19 @@ func (b *Builder) appendFiles(lb *array.ListBuilder, v []byte) bool {
 // unknown or repeated key, or a child that does not fit, makes the whole
 // value a misfit: keeping it as JSON loses nothing.
 func (b *Builder) decodeStruct(spec *structSpec, v []byte, cells []cell) bool {
-	if v[0] != '{' {
-		return false
+	_, ok := b.decodeStructAt(spec, v, 0, cells)
+	return ok
+}
+
+// decodeStructAt is decodeStruct of the object that starts at v[i]; it
+// also returns the index just past the object.
+func (b *Builder) decodeStructAt(spec *structSpec, v []byte, i int, cells []cell) (int, bool) {
+	if v[i] != '{' {
+		return i, false
 	}
 	clear(cells)
 	next := 0 // the key expected next: the API sends a shape's keys in one order
-	i := skipSpace(v, 1)
+	i = skipSpace(v, i+1)
 	for i < len(v) && v[i] == '"' {
 		k, kend := -1, 0
 		if next < len(spec.keys) && jsontext.LiteralAt(v, i, spec.keys[next]) {
@@ -789,16 +815,21 @@ func (b *Builder) decodeStruct(spec *structSpec, v []byte, cells []cell) bool {
 			k = spec.index(key)
 		}
 		if k < 0 || cells[k].set {
-			return false
+			return i, false
 		}
 		i = skipSpace(v, kend)
 		i = skipSpace(v, i+1) // the colon
-		end := valueEnd(v, i)
-		c, ok := b.decodeCell(spec.kinds[k], v[i:end])
-		c.set = true
-		cells[k] = c
-		if !ok {
-			return false
+		var end int
+		if c, plainEnd, ok := plainStringCell(spec.kinds[k], v, i); ok {
+			cells[k], end = c, plainEnd // scanned once, not found then decoded
+		} else {
+			end = valueEnd(v, i)
+			c, ok := b.decodeCell(spec.kinds[k], v[i:end])
+			c.set = true
+			cells[k] = c
+			if !ok {
+				return i, false
+			}
 		}
 		next = k + 1
 		i = skipSpace(v, end)
@@ -806,7 +837,28 @@ func (b *Builder) decodeStruct(spec *structSpec, v []byte, cells []cell) bool {
 			i = skipSpace(v, i+1)
 		}
 	}
-	return true
+	if i >= len(v) || v[i] != '}' {
+		return i, false
+	}
+	return i + 1, true
+}
+
+// plainStringCell decodes a string child whose literal at v[i] needs no
+// unescaping or checking (printable ASCII), as decodeCell would, and
+// returns the index past it; ok is false for any other child or literal.
+func plainStringCell(k childKind, v []byte, i int) (c cell, end int, ok bool) {
+	if k != childString || v[i] != '"' {
+		return cell{}, 0, false
+	}
+	j := jsontext.PlainEnd(v, i+1)
+	if j >= len(v) || v[j] != '"' {
+		return cell{}, 0, false
+	}
+	c.set = true
+	if j > i+1 { // "" is null
+		c.s, c.valid = v[i+1:j], true
+	}
+	return c, j + 1, true
 }
 
 // decodeCell decodes one scalar child; null and "" are null.

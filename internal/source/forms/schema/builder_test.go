@@ -210,6 +210,7 @@ func TestMisfitsKeptAsJSON(t *testing.T) {
 		{"Switch", `1`, `1`},
 		{"Checkboxes", `"Music"`, `"Music"`},
 		{"Checkboxes", `[["nested"]]`, `[["nested"]]`},
+		{"Checkboxes", `["a",1]`, `["a",1]`},
 		{"DatePicker", `"2024-02-01T00:00:00Z"`, `"2024-02-01T00:00:00Z"`},
 		{"DatePicker", `"01/02/2024"`, `"01/02/2024"`},
 		{"DatePicker", `20240201`, `20240201`},
@@ -220,6 +221,9 @@ func TestMisfitsKeptAsJSON(t *testing.T) {
 		{"FileUpload", `{"url":"u"}`, `{"url":"u"}`},
 		{"FileUpload", `["https://x/y.pdf"]`, `["https://x/y.pdf"]`},
 		{"FileUpload", `[{"url":"u","size":1.5}]`, `[{"url":"u","size":1.5}]`},
+		{"FileUpload", `[{"url":"u"},"v"]`, `[{"url":"u"},"v"]`},
+		{"FileUpload", `[{"url":"u"},{"url":"v","url":"w"}]`, `[{"url":"u"},{"url":"v","url":"w"}]`},
+		{"FileUpload", `[{"url":"u","size":"3"}]`, `[{"url":"u","size":"3"}]`},
 		{"Address", `"12 Baker St"`, `"12 Baker St"`},
 		{"Address", `{"Address":"x"}`, `{"Address":"x"}`},   // keys match exactly
 		{"Address", `{"addressX":"x"}`, `{"addressX":"x"}`}, // the expected key, then more
@@ -249,10 +253,16 @@ func TestValuesThatFit(t *testing.T) {
 		{"StarRating", `1e2`, int64(100)},
 		{"StarRating", `-9223372036854775808`, int64(-9223372036854775808)},
 		{"Checkboxes", `["a", null, ""]`, []any{"a", nil, nil}},
+		{"Checkboxes", "[ \"a\" ,null,\n\"\" , \"b\\u00e9\",\"c\\\"d\", \"é\" ]", []any{"a", nil, nil, "bé", "c\"d", "é"}},
 		{"DatePicker", `"2024-02-29"`, "2024-02-29"},
 		{"DateTimePicker", `"2024-02-01T10:00:00.123456789-05:00"`, "2024-02-01T15:00:00.123456Z"},
 		{"DateRange", `{"start":"2024-01-01"}`, map[string]any{"start": "2024-01-01", "end": nil}},
 		{"FileUpload", `[null, {}, {"url":"u","size":2.0}]`, []any{nil, nil, file("u", nil, nil, int64(2))}},
+		// Each file decoded where it starts: spaces, empty objects and
+		// strings, escapes and non-ASCII text in and between them.
+		{"FileUpload", `[ { } , {"url":"a","filename":""} ,{"url":"b\u00e9","filename":"é.pdf"}, "" ,{"size":3,"url":"c\"d"} ]`,
+			[]any{nil, file("a", nil, nil, nil), file("bé", "é.pdf", nil, nil), nil, file("c\"d", nil, nil, int64(3))}},
+		{"FileUpload", "[{\"url\" : \"u\" ,\n \"type\":\"application/pdf\"}]", []any{file("u", nil, "application/pdf", nil)}},
 		{"Address", `{"city":null,"country":"FR"}`, map[string]any{"address": nil, "city": nil, "state": nil, "zip_code": nil, "country": "FR"}},
 		// Keys in any order, and escaped: the expected one is matched in
 		// place, the others read.

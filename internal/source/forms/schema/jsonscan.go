@@ -82,23 +82,6 @@ func stringEnd(b []byte, i int) int {
 	}
 }
 
-// eachElement calls fn with every element of the array a (a[0] == '[')
-// until fn returns false, and reports whether every call returned true.
-func eachElement(a []byte, fn func(elem []byte) bool) bool {
-	i := skipSpace(a, 1)
-	for i < len(a) && a[i] != ']' {
-		end := valueEnd(a, i)
-		if !fn(a[i:end]) {
-			return false
-		}
-		i = skipSpace(a, end)
-		if i < len(a) && a[i] == ',' {
-			i = skipSpace(a, i+1)
-		}
-	}
-	return true
-}
-
 // unquote returns the text of a string literal as valid UTF-8, appending
 // decoded text to dst when the literal has escapes. It returns the text and
 // the extended dst; without escapes the text is a sub-slice of s.
