@@ -75,7 +75,8 @@ test: vet tools
 # (Azurite; CHAOS_AZBLOB_KILLS, at least 1,000 with 0 duplicates: the open
 # azblob finding of issue 21), with fewer submissions a round and the kills
 # in the first CHAOS_BUCKET_KILL_PCT% of a run, where they land most often.
-# Then the decoder, mapper and config fuzz targets for CHAOS_FUZZTIME each.
+# Then the decoder, mapper, timestamp and config fuzz targets for
+# CHAOS_FUZZTIME each.
 # (TestChaosReconcile is folded into the rounds.) A rerun with the printed
 # seed: make chaos SYNCD_CHAOS_SEED=N. `make test` runs a small version.
 # Measured on 2 cores shared with other work (load average about 15):
@@ -115,6 +116,7 @@ chaos: tools
 	$(GO) test -run '^$$' -fuzz '^FuzzPlainEnd$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/jsontext
 	$(GO) test -run '^$$' -fuzz '^FuzzAppend$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/source/forms/schema
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/config
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/rfc3339
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -13,6 +13,7 @@ import (
 	fastjson "github.com/goccy/go-json"
 
 	"github.com/syncd-dev/syncd/internal/jsontext"
+	"github.com/syncd-dev/syncd/internal/rfc3339"
 )
 
 // Decoding is done through wire types that shadow the strict fields of the
@@ -35,6 +36,13 @@ func parseTimestamp(raw json.RawMessage) (t time.Time, present bool, err error) 
 	}
 	if raw[0] != '"' {
 		return time.Time{}, false, fmt.Errorf("want a timestamp string, got %.40s", raw)
+	}
+	// The service's own shape, read in place; anything else (and a year
+	// inRange refuses) takes the general path below.
+	if len(raw) >= 2 && raw[len(raw)-1] == '"' {
+		if t, ok := rfc3339.Parse(raw[1 : len(raw)-1]); ok && t.Year() >= 1 && t.Year() <= 9999 {
+			return t, true, nil
+		}
 	}
 	s, ok := plainString(raw)
 	if !ok {

@@ -35,6 +35,11 @@ func TestParseTimestamp(t *testing.T) {
 		{`1704103200`, time.Time{}, false, "want a timestamp string"},
 		{`{"t":1}`, time.Time{}, false, "want a timestamp string"},
 		{`"0000-01-01T00:30:00+01:00"`, time.Time{}, false, "out of range"},
+		{`"0000-12-31T23:00:00Z"`, time.Time{}, false, "out of range"},
+		{`"9999-12-31T23:30:00-01:00"`, time.Time{}, false, "out of range"},
+		{`"0001-01-01T00:00:00Z"`, time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), true, ""},
+		{`"9999-12-31T23:59:59.999999999Z"`, time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC), true, ""},
+		{`"2024-02-30T10:00:00Z"`, time.Time{}, false, "unrecognised timestamp"},
 		{`"2024-01-01T10:00:00Z`, time.Time{}, false, "unexpected end"},
 	}
 	for _, tt := range tests {

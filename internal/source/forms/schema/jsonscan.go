@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/syncd-dev/syncd/internal/jsontext"
+	"github.com/syncd-dev/syncd/internal/rfc3339"
 	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 )
 
@@ -273,6 +274,9 @@ func parseDate(s []byte) (int32, bool) {
 // parseTimestamp reads an RFC 3339 timestamp with a zone as microseconds
 // since the epoch, UTC. A time without a zone is ambiguous and does not fit.
 func parseTimestamp(s []byte) (int64, bool) {
+	if t, ok := rfc3339.Parse(s); ok {
+		return t.UnixMicro(), true
+	}
 	t, err := time.Parse(time.RFC3339Nano, string(s))
 	if err != nil {
 		return 0, false
