@@ -1,7 +1,8 @@
 // Package ids keeps record ids compactly. The Forms API's ids are lowercase
-// UUIDs: 36 bytes of text, 16 of value, and the version index stores them as
-// 16 bytes. Any other id is kept as it came, so that unpacking always gives
-// back exactly the id the source sent.
+// UUIDs: 36 bytes of text, 16 of value. The version index stores them as 16
+// bytes, and a window's set of ids seen keeps them in a map without pointers,
+// which the collector does not scan. Any other id is kept as it came, so
+// that unpacking always gives back exactly the id the source sent.
 package ids
 
 const hexDigits = "0123456789abcdef"
@@ -14,7 +15,7 @@ func PackUUID(id string) (u [16]byte, ok bool) {
 		return u, false
 	}
 	// One pass over fixed offsets, without a branch per character: it runs
-	// twice for every row a batch writes (its intent, then its chunk).
+	// several times for every row a batch writes.
 	pairs := [16]uint8{0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34}
 	var bad byte
 	for i, at := range pairs {
@@ -51,3 +52,46 @@ func UnpackUUID(u [16]byte) string {
 	}
 	return string(out[:])
 }
+
+// Set is a set of ids. The zero value is not usable: use NewSet.
+type Set struct {
+	uuids map[[16]byte]struct{}
+	other map[string]struct{}
+}
+
+// NewSet is an empty set with room for about hint UUIDs.
+func NewSet(hint int) *Set {
+	return &Set{uuids: make(map[[16]byte]struct{}, hint)}
+}
+
+// Add puts id in the set and reports whether it was not there yet. The set
+// keeps a copy of id, never id's bytes: ids are often sliced from a page's
+// buffer, which the set would otherwise keep alive.
+func (s *Set) Add(id string) bool {
+	if u, ok := PackUUID(id); ok {
+		n := len(s.uuids)
+		s.uuids[u] = struct{}{}
+		return len(s.uuids) > n
+	}
+	if _, dup := s.other[id]; dup {
+		return false
+	}
+	if s.other == nil {
+		s.other = make(map[string]struct{})
+	}
+	s.other[string([]byte(id))] = struct{}{}
+	return true
+}
+
+// Has reports whether id is in the set.
+func (s *Set) Has(id string) bool {
+	if u, ok := PackUUID(id); ok {
+		_, in := s.uuids[u]
+		return in
+	}
+	_, in := s.other[id]
+	return in
+}
+
+// Len is the number of ids in the set.
+func (s *Set) Len() int { return len(s.uuids) + len(s.other) }

@@ -63,3 +63,40 @@ func BenchmarkPackUUID(b *testing.B) {
 		}
 	}
 }
+
+// TestSet checks Add, Has and Len against a map of strings, for UUIDs and
+// other ids alike, and that the set keeps no id's bytes.
+func TestSet(t *testing.T) {
+	tests := []struct {
+		name string
+		add  []string
+	}{
+		{"uuids", []string{"0f8fad5b-d9cb-469f-a165-70867728950e", "0f8fad5b-d9cb-469f-a165-70867728950f", "0f8fad5b-d9cb-469f-a165-70867728950e"}},
+		{"others", []string{"s1", "s2", "s1", "", ""}},
+		{"uppercase apart from lowercase", []string{"0F8FAD5B-D9CB-469F-A165-70867728950E", "0f8fad5b-d9cb-469f-a165-70867728950e", "0F8FAD5B-D9CB-469F-A165-70867728950E"}},
+		{"mixed", []string{"a", "00000000-0000-0000-0000-000000000000", "a", "00000000-0000-0000-0000-000000000000", "b"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, want := NewSet(1), map[string]bool{}
+			for _, id := range tc.add {
+				buf := []byte(id)
+				if got, wantNew := s.Add(string(buf)), !want[id]; got != wantNew {
+					t.Errorf("Add(%q) = %v, want %v", id, got, wantNew)
+				}
+				for i := range buf { // a page's buffer, reused
+					buf[i] = 'x'
+				}
+				want[id] = true
+				if s.Len() != len(want) {
+					t.Errorf("Len() = %d after adding %q, want %d", s.Len(), id, len(want))
+				}
+			}
+			for _, id := range append(tc.add, "never-added", "ffffffff-ffff-ffff-ffff-ffffffffffff") {
+				if got := s.Has(id); got != want[id] {
+					t.Errorf("Has(%q) = %v, want %v", id, got, want[id])
+				}
+			}
+		})
+	}
+}
