@@ -138,9 +138,10 @@ func Encode(w io.Writer, rec arrow.Record, b sink.Batch, kv map[string]string, o
 }
 
 // rowGroupBytes bounds the Arrow data gathered for one row group: rows of a
-// wide form take kilobytes each. 4 MiB keeps a dense wide backfill of 1M
-// rows under 150 MB (137 MB; 155 MB with 8 MiB) at the same CPU.
-const rowGroupBytes = 4 << 20
+// wide form take kilobytes each. A dense wide backfill of 1M rows peaked at
+// 155 MB with 8 MiB, 137-150 MB with 4 MiB and 140-142 MB with 3 MiB, at the
+// same CPU and file size (bench/RESULTS.md, 2026-11-26): the bound is 150.
+const rowGroupBytes = 3 << 20
 
 // EncodeRecords is Encode of a batch replayed in chunks: chunks are gathered
 // into row groups of up to opts.RowGroupRows rows and rowGroupBytes of Arrow
