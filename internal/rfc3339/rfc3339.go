@@ -79,6 +79,19 @@ func daysSinceEpoch(year, month, day int) int64 {
 	return era*146097 + doe - 719468
 }
 
+// ParseDate reads b as a date, YYYY-MM-DD, and returns its days since
+// 1970-01-01; ok is false for any other text or a day the month lacks.
+func ParseDate(b []byte) (days int64, ok bool) {
+	if len(b) != 10 || b[4] != '-' || b[7] != '-' {
+		return 0, false
+	}
+	year, month, day := digits(b[0:4]), digits(b[5:7]), digits(b[8:10])
+	if year < 0 || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) {
+		return 0, false
+	}
+	return daysSinceEpoch(year, month, day), true
+}
+
 // digits is the value of b's decimal digits, or -1 if any byte is not one.
 func digits(b []byte) int {
 	n := 0

@@ -126,3 +126,27 @@ func BenchmarkTimeParse(b *testing.B) {
 		}
 	}
 }
+
+// TestParseDate holds ParseDate to time.Parse(time.DateOnly): every day of
+// years 0000-9999 sampled, and broken dates.
+func TestParseDate(t *testing.T) {
+	check := func(s string) {
+		t.Helper()
+		got, ok := ParseDate([]byte(s))
+		want, err := time.Parse(time.DateOnly, s)
+		if ok != (err == nil) {
+			t.Errorf("ParseDate(%q) ok %v, time.Parse: %v", s, ok, err)
+			return
+		}
+		if ok && got != want.Unix()/86400 {
+			t.Errorf("ParseDate(%q) = %d, want %d", s, got, want.Unix()/86400)
+		}
+	}
+	for _, s := range []string{"1970-01-01", "1969-12-31", "0000-01-01", "9999-12-31", "2024-02-29", "2023-02-29",
+		"1900-02-29", "2000-02-29", "2024-04-31", "2024-13-01", "2024-00-10", "2024-01-00", "2024-1-01", "2024/01/01", "", "2024-01-011"} {
+		check(s)
+	}
+	for d := time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC); d.Year() < 10000; d = d.AddDate(0, 0, 37) {
+		check(d.Format(time.DateOnly))
+	}
+}

@@ -247,28 +247,8 @@ func isNumberText[T string | []byte](s T) bool {
 
 // parseDate reads "YYYY-MM-DD" as days since the Unix epoch.
 func parseDate(s []byte) (int32, bool) {
-	if len(s) != 10 || s[4] != '-' || s[7] != '-' {
-		return 0, false
-	}
-	num := func(b []byte) int {
-		n := 0
-		for _, c := range b {
-			if c < '0' || c > '9' {
-				return -1
-			}
-			n = n*10 + int(c-'0')
-		}
-		return n
-	}
-	y, m, d := num(s[:4]), num(s[5:7]), num(s[8:])
-	if y < 0 || m < 1 || m > 12 || d < 1 || d > 31 {
-		return 0, false
-	}
-	t := time.Date(y, time.Month(m), d, 0, 0, 0, 0, time.UTC)
-	if t.Day() != d { // 2023-02-30 normalises to March
-		return 0, false
-	}
-	return int32(t.Unix() / 86400), true
+	days, ok := rfc3339.ParseDate(s)
+	return int32(days), ok
 }
 
 // parseTimestamp reads an RFC 3339 timestamp with a zone as microseconds
