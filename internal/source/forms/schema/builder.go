@@ -707,27 +707,24 @@ func (b *Builder) appendStrings(lb *array.ListBuilder, v []byte) bool {
 		return false
 	}
 	b.strs = b.strs[:0]
-	for i := skipSpace(v, 1); i < len(v) && v[i] != ']'; {
-		var end int
+	ok := eachElement(v, func(i int) (int, bool) {
 		switch v[i] {
 		case 'n':
-			end = valueEnd(v, i)
 			b.strs = append(b.strs, nil)
+			return valueEnd(v, i), true
 		case '"':
-			// A printable ASCII literal is found and taken in one scan.
-			if j := jsontext.PlainEnd(v, i+1); j < len(v) && v[j] == '"' {
-				end = j + 1
-				b.strs = append(b.strs, v[i+1:j])
-				break
+			if body, end, plain := plainLiteral(v, i); plain {
+				b.strs = append(b.strs, body)
+				return end, true
 			}
-			end = valueEnd(v, i)
+			end := valueEnd(v, i)
 			b.strs = append(b.strs, b.unquote(v[i:end]))
-		default:
-			return false
+			return end, true
 		}
-		if i = skipSpace(v, end); i < len(v) && v[i] == ',' {
-			i = skipSpace(v, i+1)
-		}
+		return 0, false
+	})
+	if !ok {
+		return false
 	}
 	vb := lb.ValueBuilder().(*array.StringBuilder)
 	lb.Append(true)
@@ -752,29 +749,21 @@ func (b *Builder) appendFiles(lb *array.ListBuilder, v []byte) bool {
 	b.cells = b.cells[:0]
 	// Each object is decoded where it starts, and its decoding finds its
 	// end: finding each element's end first scanned every file twice.
-	for i := skipSpace(v, 1); i < len(v) && v[i] != ']'; {
+	ok := eachElement(v, func(i int) (int, bool) {
 		base := len(b.cells)
 		for range n {
 			b.cells = append(b.cells, cell{})
 		}
-		var end int
-		switch {
-		case v[i] == '{' && v[skipSpace(v, i+1)] != '}':
-			var ok bool
-			if end, ok = b.decodeStructAt(spec, v, i, b.cells[base:base+n]); !ok {
-				return false
-			}
+		if v[i] == '{' && v[skipSpace(v, i+1)] != '}' {
 			b.nulls = append(b.nulls, false)
-		default:
-			end = valueEnd(v, i)
-			if !isEmpty(v[i:end]) {
-				return false // not an object: the value does not fit
-			}
-			b.nulls = append(b.nulls, true)
+			return b.decodeStructAt(spec, v, i, b.cells[base:base+n])
 		}
-		if i = skipSpace(v, end); i < len(v) && v[i] == ',' {
-			i = skipSpace(v, i+1)
-		}
+		end := valueEnd(v, i)
+		b.nulls = append(b.nulls, true)
+		return end, isEmpty(v[i:end]) // anything else is not a file: the value does not fit
+	})
+	if !ok {
+		return false
 	}
 	vb := lb.ValueBuilder().(*array.StructBuilder)
 	lb.Append(true)
@@ -847,18 +836,18 @@ func (b *Builder) decodeStructAt(spec *structSpec, v []byte, i int, cells []cell
 // unescaping or checking (printable ASCII), as decodeCell would, and
 // returns the index past it; ok is false for any other child or literal.
 func plainStringCell(k childKind, v []byte, i int) (c cell, end int, ok bool) {
-	if k != childString || v[i] != '"' {
+	if k != childString {
 		return cell{}, 0, false
 	}
-	j := jsontext.PlainEnd(v, i+1)
-	if j >= len(v) || v[j] != '"' {
+	body, end, ok := plainLiteral(v, i)
+	if !ok {
 		return cell{}, 0, false
 	}
 	c.set = true
-	if j > i+1 { // "" is null
-		c.s, c.valid = v[i+1:j], true
+	if len(body) > 0 { // "" is null
+		c.s, c.valid = body, true
 	}
-	return c, j + 1, true
+	return c, end, true
 }
 
 // decodeCell decodes one scalar child; null and "" are null.

@@ -83,6 +83,38 @@ func stringEnd(b []byte, i int) int {
 	}
 }
 
+// eachElement calls fn with the index of every element of the array a
+// (a[0] == '['); fn decodes the element there and returns the index just
+// past it, so that an element is scanned once. It stops at the first call
+// that returns false, and reports whether every call returned true.
+func eachElement(a []byte, fn func(i int) (end int, ok bool)) bool {
+	for i := skipSpace(a, 1); i < len(a) && a[i] != ']'; {
+		end, ok := fn(i)
+		if !ok {
+			return false
+		}
+		if i = skipSpace(a, end); i < len(a) && a[i] == ',' {
+			i = skipSpace(a, i+1)
+		}
+	}
+	return true
+}
+
+// plainLiteral returns the body of the string literal at b[i] when it
+// needs no unescaping or checking (printable ASCII), and the index just
+// past it: such a literal is found and taken in one scan. ok is false for
+// anything else.
+func plainLiteral(b []byte, i int) (body []byte, end int, ok bool) {
+	if b[i] != '"' {
+		return nil, 0, false
+	}
+	j := jsontext.PlainEnd(b, i+1)
+	if j >= len(b) || b[j] != '"' {
+		return nil, 0, false
+	}
+	return b[i+1 : j], j + 1, true
+}
+
 // unquote returns the text of a string literal as valid UTF-8, appending
 // decoded text to dst when the literal has escapes. It returns the text and
 // the extended dst; without escapes the text is a sub-slice of s.
