@@ -72,7 +72,7 @@ func (f *streamRun) commitBatch(ctx context.Context, w window, b sink.Batch, int
 	}
 	lin := table.Lineage{BatchID: b.ID, SyncedAt: f.p.opts.Now().UTC()}
 	rows := newRows(base, lin, b.TimeColumn, f.p.opts.Allocator, f.p.opts.ChunkRows, f.p.opts.SpoolDir, f.p.partOf)
-	rows.indexHint = min(w.sizeHint(), f.p.opts.MaxRowsPerBatch)
+	rows.indexHint = min(Window{Count: w.count, AtMost: w.atMost}.SizeHint(), f.p.opts.MaxRowsPerBatch)
 	defer rows.release(f)
 	if err := fill(rows); err != nil {
 		f.dropIntent(ctx, w, b.ID)

@@ -42,15 +42,6 @@ type window struct {
 	attempt   string // the attempt that wrote the open batch's files
 }
 
-// sizeHint is about how many records the window holds, to size memory up
-// front: its count, else its bound; 0 when neither is known.
-func (w window) sizeHint() int {
-	if w.count >= 0 {
-		return w.count
-	}
-	return w.atMost
-}
-
 // streamRun is one pass over one stream: every stream runs through its
 // prepare, recovery, intents, spool, commits and guards.
 type streamRun struct {
@@ -435,18 +426,15 @@ func (p *Poller) plan(ctx context.Context, s Stream, gap state.Interval, emit fu
 		if err != nil {
 			return fmt.Errorf("count %s in [%s, %s): %w", s.Key(), a.Format(time.RFC3339), b.Format(time.RFC3339), err)
 		}
-		end, atMost := b, 0
+		end := b
 		if n > cut.MaxRows {
 			if end, n, err = cut.Split(a, a, b, n, func(t time.Time) (int, error) { return c.Count(ctx, a, t) }); err != nil {
 				return fmt.Errorf("count %s: %w", s.Key(), err)
 			}
-			if n < 0 {
-				atMost = cut.MaxRows
-			}
 		}
 		// An empty count is read, not trusted: a count may miss records
 		// (bookings never updated count by another field).
-		if err := emit(Window{Start: a, End: end, Count: n, AtMost: atMost}); err != nil {
+		if err := emit(cut.Window(a, end, n)); err != nil {
 			return err
 		}
 		a = end

@@ -51,6 +51,15 @@ type Window struct {
 	First any
 }
 
+// SizeHint is about how many records w holds, to size memory up front:
+// its count, else its bound; 0 when neither is known.
+func (w Window) SizeHint() int {
+	if w.Count >= 0 {
+		return w.Count
+	}
+	return w.AtMost
+}
+
 // Stream is one table of a source, read window by window along its time
 // column. Its Key names it in the state and in its batch ids.
 type Stream interface {
@@ -128,6 +137,16 @@ type Cutter struct {
 	// returns the end and the records before it; -1 when unknown, and then
 	// there are at most MaxRows (Window.AtMost).
 	Split func(a, lo, b time.Time, total int, count func(t time.Time) (int, error)) (time.Time, int, error)
+}
+
+// Window is the window [start, end) of count records as Split returned
+// them: a count it could not know (-1) is bounded by MaxRows.
+func (c Cutter) Window(start, end time.Time, count int) Window {
+	w := Window{Start: start, End: end, Count: count}
+	if count < 0 {
+		w.AtMost = c.MaxRows
+	}
+	return w
 }
 
 // Source names the source of a stream: what its key says before the "/"

@@ -240,11 +240,7 @@ func (s *Stream) Plan(ctx context.Context, gap state.Interval, cut poller.Cutter
 		if err != nil {
 			return err
 		}
-		w := poller.Window{Start: a, End: end, Count: count}
-		if count < 0 {
-			w.AtMost = cut.MaxRows
-		}
-		if err := emit(w); err != nil {
+		if err := emit(cut.Window(a, end, count)); err != nil {
 			return err
 		}
 		a = end
@@ -377,7 +373,7 @@ func (s *Stream) Reconcile(ctx context.Context, w poller.Window, known map[strin
 // inside the window while it is paged shift the offsets; a walk notices
 // (see walk) and the window is walked again, keeping what it saw.
 func (s *Stream) fetch(ctx context.Context, w poller.Window, visit func(*api.Submission) error) (*ids.Set, error) {
-	seen := ids.NewSet(max(w.Count, w.AtMost, 16))
+	seen := ids.NewSet(max(w.SizeHint(), 16))
 	first, _ := w.First.(*api.SubmissionPage)
 	for attempt := 0; ; attempt++ {
 		changed, err := s.walk(ctx, w, first, seen, visit)
