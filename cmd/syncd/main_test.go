@@ -9,11 +9,15 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/bytedance/gopkg/util/gctuner"
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/testkit"
@@ -182,5 +186,27 @@ func TestDaemonURL(t *testing.T) {
 	}
 	if _, err := daemonURL("9464", "/status"); err == nil {
 		t.Error("daemonURL accepted an address without a port")
+	}
+}
+
+// TestSmallHeapsCollectLess: without GOGC set by hand, a process whose live
+// heap is far below heapFloor runs with a GOGC well above the 50 that large
+// passes get, and never below 50.
+func TestSmallHeapsCollectLess(t *testing.T) {
+	if v, ok := os.LookupEnv("GOGC"); ok { // what syncd does without it
+		os.Unsetenv("GOGC")
+		t.Cleanup(func() { os.Setenv("GOGC", v) })
+	}
+	setMemoryLimit(zap.NewNop())
+	deadline := time.Now().Add(5 * time.Second)
+	for gctuner.GetGCPercent() <= 100 && time.Now().Before(deadline) {
+		runtime.GC() // the tuner runs after each collection
+		time.Sleep(10 * time.Millisecond)
+	}
+	if p := gctuner.GetGCPercent(); p <= 100 {
+		t.Fatalf("GOGC with a live heap of a few MB is %d, want above 100 (heap floor %d MiB)", p, heapFloor>>20)
+	}
+	if m := gctuner.GetMinGCPercent(); m != 50 {
+		t.Fatalf("GOGC floor is %d, want 50", m)
 	}
 }

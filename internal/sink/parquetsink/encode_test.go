@@ -475,3 +475,26 @@ func TestEncodeDictionaryWherePays(t *testing.T) {
 		t.Errorf("read back %d, %d, %d, %d, %d distinct; want %d, 1, %d, %d, %d", distinctTimes, sameTimes, texts, names, pdfs, rows, rows, rows, rows/2)
 	}
 }
+
+// BenchmarkEncodeSmallFile measures what a file costs apart from its rows:
+// a form with a few hundred submissions over years writes a file of one or
+// two rows per day partition, so a backfill of it is mostly this.
+//
+//	go test ./internal/sink/parquetsink -run '^$' -bench EncodeSmallFile
+func BenchmarkEncodeSmallFile(b *testing.B) {
+	batch := testBatch("bench", testDay())
+	for _, rows := range []int{1, 60} {
+		rec := wideRecord(memory.DefaultAllocator, rows)
+		b.Run(fmt.Sprintf("rows=%d", rows), func(b *testing.B) {
+			var buf bytes.Buffer
+			b.ReportAllocs()
+			for b.Loop() {
+				buf.Reset()
+				if _, err := Encode(&buf, rec, batch, nil, EncodeOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		rec.Release()
+	}
+}
