@@ -143,6 +143,10 @@ func Encode(w io.Writer, rec arrow.Record, b sink.Batch, kv map[string]string, o
 // same CPU and file size (bench/RESULTS.md, 2026-11-26): the bound is 150.
 const rowGroupBytes = 3 << 20
 
+// smallFileBytes is the Arrow data below which a file is written without
+// compression or dictionaries.
+const smallFileBytes = 4 << 10
+
 // EncodeRecords is Encode of a batch replayed in chunks: chunks are gathered
 // into row groups of up to opts.RowGroupRows rows and rowGroupBytes of Arrow
 // data, so memory holds one row group's chunks, never the whole batch.
@@ -182,20 +186,31 @@ func EncodeRecords(w io.Writer, recs sink.Records, b sink.Batch, kv map[string]s
 	// The writer is opened at the first row group, whose rows tell which
 	// columns are worth a dictionary (dictionaryProps).
 	var fw *pqarrow.FileWriter
-	open := func(first []arrow.Record) error {
+	open := func(first []arrow.Record, small bool) error {
 		props := []parquet.WriterProperty{
 			parquet.WithCompression(codec),
 			parquet.WithDictionaryDefault(true),
 			parquet.WithStats(true),
 			parquet.WithMaxRowGroupLength(rgRows),
 		}
+		if small {
+			// Compressing a page of a few values makes it larger, and a
+			// dictionary of them is an extra page to say the same: a
+			// sparse form's backfill writes many such files (a row or two
+			// a day), and spent most of its CPU on both.
+			props = append(props, parquet.WithCompression(compress.Codecs.Uncompressed), parquet.WithDictionaryDefault(false))
+			first = nil
+		}
 		arrowProps := []pqarrow.WriterOption{pqarrow.WithStoreSchema()}
 		if opts.Allocator != nil {
 			props = append(props, parquet.WithAllocator(opts.Allocator))
 			arrowProps = append(arrowProps, pqarrow.WithAllocator(opts.Allocator))
 		}
+		if !small {
+			props = append(props, dictionaryProps(recs.Schema, first)...)
+		}
 		w, err := pqarrow.NewFileWriter(recs.Schema, cw,
-			parquet.NewWriterProperties(append(props, dictionaryProps(recs.Schema, first)...)...),
+			parquet.NewWriterProperties(props...),
 			pqarrow.NewArrowWriterProperties(arrowProps...))
 		if err != nil {
 			return fmt.Errorf("map the arrow schema to parquet: %w", err)
@@ -230,7 +245,8 @@ func EncodeRecords(w io.Writer, recs sink.Records, b sink.Batch, kv map[string]s
 			return nil
 		}
 		if fw == nil {
-			if err := open(group); err != nil {
+			// A group below both bounds is the file's only one.
+			if err := open(group, groupRows < rgRows && groupBytes < smallFileBytes); err != nil {
 				return err
 			}
 		}
@@ -274,7 +290,7 @@ func EncodeRecords(w io.Writer, recs sink.Records, b sink.Batch, kv map[string]s
 		return 0, fmt.Errorf("encode batch %s: %d rows replayed, %d expected", b.ID, rows, recs.Rows)
 	}
 	if fw == nil { // no rows: a file of the schema and the footer alone
-		if err := open(nil); err != nil {
+		if err := open(nil, true); err != nil {
 			return 0, fmt.Errorf("encode batch %s: %w", b.ID, err)
 		}
 	}

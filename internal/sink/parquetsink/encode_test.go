@@ -72,6 +72,11 @@ func TestEncodeCompressionAndRowGroups(t *testing.T) {
 		{EncodeOptions{Compression: CompressionNone, RowGroupRows: 100}, 250, "UNCOMPRESSED", 3, 100},
 		{EncodeOptions{Compression: CompressionZstd, RowGroupRows: 1}, 3, "ZSTD", 3, 1},
 		{EncodeOptions{RowGroupRows: 10}, 0, "", 0, 0}, // no rows: a schema and no row group
+		// A file of a few values is stored as it is: compressing it would
+		// make it larger (smallFileBytes).
+		{EncodeOptions{}, 3, "UNCOMPRESSED", 1, 3},
+		{EncodeOptions{Compression: CompressionSnappy}, 60, "UNCOMPRESSED", 1, 60},
+		{EncodeOptions{Compression: CompressionSnappy}, 400, "SNAPPY", 1, 400},
 	}
 	dir := t.TempDir()
 	db := duck(t)
