@@ -355,6 +355,7 @@ func NewAccountSink(cfg *config.Config, namespace, version string, log *zap.Logg
 			MaxAttempts:   bq.MaxAttempts,
 			MinBackoff:    bq.MinBackoff.D(),
 			MaxBackoff:    bq.MaxBackoff.D(),
+			TempDir:       cfg.Sync.SpoolDir,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("open the bigquery sink: %w", err)

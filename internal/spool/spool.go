@@ -27,9 +27,10 @@ import (
 
 const prefix = "syncd-spool-"
 
-// CleanStale removes the spool folders under parent (os.TempDir() when
-// empty) left by processes that no longer run: a process killed while it
-// fetched a large batch leaves its spool behind. It returns how many it
+// CleanStale removes the spool and scratch folders under parent
+// (os.TempDir() when empty) left by processes that no longer run: a process
+// killed while it fetched a large batch leaves its spool behind, one killed
+// while it loaded a batch into BigQuery the batch's file. It returns how many it
 // removed.
 func CleanStale(parent string) (int, error) {
 	parent = orTemp(parent)
@@ -90,13 +91,24 @@ func New(parent string, mem memory.Allocator) (*Spool, error) {
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
-	// The pid in the name lets CleanStale tell a crashed process's spool
+	dir, err := TempDir(parent)
+	if err != nil {
+		return nil, fmt.Errorf("create a spool folder for a large batch: %w", err)
+	}
+	return &Spool{dir: dir, mem: mem}, nil
+}
+
+// TempDir creates a new folder under parent (os.TempDir() when empty) for
+// a batch's scratch files, which the caller removes when done. If the
+// process is killed first, CleanStale removes it at the next start.
+func TempDir(parent string) (string, error) {
+	// The pid in the name lets CleanStale tell a crashed process's folder
 	// from a live one's.
 	dir, err := os.MkdirTemp(parent, fmt.Sprintf("%s%d-", prefix, os.Getpid()))
 	if err != nil {
-		return nil, fmt.Errorf("create a spool folder for a large batch under %s (set sync.spool_dir to a writable folder): %w", orTemp(parent), err)
+		return "", fmt.Errorf("create a scratch folder under %s (set sync.spool_dir to a writable folder): %w", orTemp(parent), err)
 	}
-	return &Spool{dir: dir, mem: mem}, nil
+	return dir, nil
 }
 
 func orTemp(dir string) string {

@@ -168,10 +168,10 @@ func TestBigQueryCrashSafety(t *testing.T) {
 	forms := sim.FormIDs()
 	// Job ids are unique per project, forever: every installation (the
 	// probe, each round) has its own project, as separate deployments must.
-	config := func(project, formsSection string) testkit.Config {
+	config := func(project, formsSection, spoolDir string) testkit.Config {
 		return testkit.Config{
 			Forms:    formsSection,
-			Sync:     "  safety_lag: 0s\n  max_rows_per_batch: 150\n  concurrency: 2\n",
+			Sync:     "  safety_lag: 0s\n  max_rows_per_batch: 150\n  concurrency: 2\n  spool_dir: " + spoolDir + "\n",
 			Sink:     bqSink(f, project, "forms"),
 			LogLevel: "warn",
 		}
@@ -199,7 +199,10 @@ func TestBigQueryCrashSafety(t *testing.T) {
 				f.Inject(bqfake.JobBackendError, bqfake.CutAfterAccept, bqfake.Insert5xx, bqfake.ErrorAfterAccept, bqfake.RateLimited)
 				f.SetRunningPolls(2 * (r % 2))
 			}
-			w := testkit.NewWorkdir(t, sim.BaseURL, config(project, formsSection))
+			// Killed loads leave their files in spoolDir; the next start
+			// removes them (checked after the round).
+			spoolDir := t.TempDir()
+			w := testkit.NewWorkdir(t, sim.BaseURL, config(project, formsSection, spoolDir))
 			run := func(a testkit.Attempt) testkit.Result {
 				var k bqRun
 				if a.Full > 0 {
@@ -226,6 +229,9 @@ func TestBigQueryCrashSafety(t *testing.T) {
 				return res
 			}
 			check := func(t *testing.T) {
+				if left, err := os.ReadDir(spoolDir); err != nil || len(left) != 0 {
+					t.Errorf("after the round's last run, the spool folder holds %d entries (%v): killed loads' files were not removed", len(left), err)
+				}
 				switch {
 				case r == 0:
 					perRun = int64(f.JobCount("probe"))

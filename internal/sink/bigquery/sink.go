@@ -45,6 +45,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,6 +59,7 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/sink/parquetsink"
+	"github.com/syncd-dev/syncd/internal/spool"
 )
 
 // Options configures a Sink. Project and Dataset are required.
@@ -88,6 +90,11 @@ type Options struct {
 	// cannot create a second job. 0 sends each file in one request that is
 	// never resent by the client.
 	UploadChunkSize int
+
+	// TempDir is where a batch's file waits while it is loaded (a folder
+	// of its own, which spool.CleanStale removes after a kill); "" means
+	// os.TempDir(). syncd passes sync.spool_dir.
+	TempDir string
 
 	Logger  *zap.Logger               // nil means no logs
 	Version string                    // written into each file's footer; "" means the build's
@@ -268,7 +275,7 @@ type commit struct {
 func (c *commit) close() {
 	if c.file != nil {
 		c.file.Close()
-		os.Remove(c.file.Name())
+		os.RemoveAll(filepath.Dir(c.file.Name()))
 	}
 }
 
@@ -388,8 +395,13 @@ func (c *commit) prepare(ctx context.Context) error {
 		return fmt.Errorf("bigquery sink: batch %s for %s: %w", c.b.ID, c.s.fullName(c.table), err)
 	}
 	defer rec.Release()
-	f, err := os.CreateTemp("", "syncd-bigquery-*.parquet")
+	dir, err := spool.TempDir(c.s.opts.TempDir)
 	if err != nil {
+		return fmt.Errorf("bigquery sink: batch %s: %w", c.b.ID, err)
+	}
+	f, err := os.CreateTemp(dir, "load-*.parquet")
+	if err != nil {
+		os.Remove(dir)
 		return fmt.Errorf("bigquery sink: batch %s: temporary file: %w", c.b.ID, err)
 	}
 	kv := map[string]string{}
@@ -403,7 +415,7 @@ func (c *commit) prepare(ctx context.Context) error {
 	}
 	if err != nil {
 		f.Close()
-		os.Remove(f.Name())
+		os.RemoveAll(dir)
 		return fmt.Errorf("bigquery sink: batch %s: %w", c.b.ID, err)
 	}
 	c.file, c.size = f, n

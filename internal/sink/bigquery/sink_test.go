@@ -4,7 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -607,5 +612,52 @@ func TestConcurrentCommits(t *testing.T) {
 	exactlyOnce(t, f, "form_1", ids("t1-", 3), ids("t3-", 3))
 	if n := f.JobCount(testProject); n != 4 {
 		t.Errorf("%d jobs, want 4", n)
+	}
+}
+
+// A batch's file waits for its load in a scratch folder of its own under
+// TempDir, named as spool.CleanStale expects (a process killed mid-load
+// leaves it for the next start to remove), and the folder is gone once the
+// commit returns, loaded or not.
+func TestLoadFileInAScratchFolder(t *testing.T) {
+	for _, fault := range []bqfake.Fault{0, bqfake.Insert5xx} {
+		t.Run(fmt.Sprint(fault), func(t *testing.T) {
+			f := bqfake.New(t)
+			opts := testOptions(t, f)
+			opts.TempDir = t.TempDir()
+			opts.MaxAttempts = 1
+			var mu sync.Mutex
+			var during []string
+			f.OnJobCreated(func(string, string) {
+				mu.Lock()
+				defer mu.Unlock()
+				filepath.WalkDir(opts.TempDir, func(p string, d fs.DirEntry, err error) error {
+					if err == nil && p != opts.TempDir {
+						rel, _ := filepath.Rel(opts.TempDir, p)
+						during = append(during, filepath.ToSlash(rel))
+					}
+					return nil
+				})
+			})
+			if fault != 0 {
+				f.Inject(fault)
+			}
+			s := newSink(t, opts)
+			b := batch("b1")
+			err := s.Commit(context.Background(), b, record(t, schemaOf(baseFields()...), b, ids("s", 4), nil))
+			if (err != nil) != (fault != 0) {
+				t.Fatalf("commit: %v", err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			folder := regexp.MustCompile(fmt.Sprintf(`^syncd-spool-%d-[^/]+$`, os.Getpid()))
+			if fault == 0 && (len(during) != 2 || !folder.MatchString(during[0]) || !strings.HasPrefix(during[1], during[0]+"/") || !strings.HasSuffix(during[1], ".parquet")) {
+				t.Errorf("while loading, TempDir held %q; want one folder syncd-spool-<pid>-* with the batch's .parquet file", during)
+			}
+			left, err := os.ReadDir(opts.TempDir)
+			if err != nil || len(left) != 0 {
+				t.Errorf("after the commit, TempDir holds %v (%v); want nothing", left, err)
+			}
+		})
 	}
 }
