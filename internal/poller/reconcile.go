@@ -78,12 +78,14 @@ func (f *streamRun) startIndex(ctx context.Context, st state.FormState) error {
 	if len(st.Committed) > 0 {
 		from = st.Committed.End()
 	}
-	if err := f.p.store.Commit(ctx, f.key, state.Commit{IndexFrom: from}); err != nil {
+	// What the pass just read is current: the first reconcile is due one
+	// interval from now. Both in one transaction: a kill between two would
+	// leave an index never reconciled, and the next pass would re-read
+	// every committed window.
+	if err := f.p.store.Commit(ctx, f.key, state.Commit{IndexFrom: from, Reconciled: f.p.opts.Now()}); err != nil {
 		return fmt.Errorf("start the version index of form %s: %w", f.key, err)
 	}
-	// What the pass just read is current: the first reconcile is due one
-	// interval from now.
-	return f.p.store.SetReconciled(ctx, f.key, f.p.opts.Now())
+	return nil
 }
 
 // reconcile re-reads [from, to) of the committed windows the index covers.

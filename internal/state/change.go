@@ -76,6 +76,9 @@ func commitChange(formID string, c Commit) (change, error) {
 		if !c.IndexFrom.IsZero() {
 			st.IndexedFrom = Normalize(c.IndexFrom)
 		}
+		if !c.Reconciled.IsZero() {
+			st.Reconciled = Normalize(c.Reconciled)
+		}
 		st.Generation = max(st.Generation, c.Generation)
 		if r := c.Reconcile; r != nil {
 			st.ReconciledWindows++

@@ -118,6 +118,10 @@ type Commit struct {
 	Index *IndexChange
 	// IndexFrom moves FormState.IndexedFrom (zero: unchanged).
 	IndexFrom time.Time
+	// Reconciled sets FormState.Reconciled (zero: unchanged): a version
+	// index started with a commit of its own is current, and must not
+	// look never reconciled if the process dies before a second write.
+	Reconciled time.Time
 	// Reconcile is set by a reconcile batch, to count it.
 	Reconcile *ReconcileCounts
 	// Generation moves FormState.Generation forward to it when it is

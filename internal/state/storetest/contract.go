@@ -124,6 +124,11 @@ func testMethods(t *testing.T, p Place) {
 			w.Committed, w.Generation, w.IndexedFrom = state.Intervals{Win(0, 3), Win(5, 7)}, 4, H(0)
 			w.UpdatedAt = clk.Now()
 		}},
+		{"Commit sets the index start and the reconcile time at once", func() error {
+			return s.Commit(ctx, "f1", state.Commit{IndexFrom: H(1), Reconciled: H(9)})
+		}, func(w *state.FormState) {
+			w.IndexedFrom, w.Reconciled, w.UpdatedAt = H(1), H(9), clk.Now()
+		}},
 		{"Uncommit", func() error { return s.Uncommit(ctx, "f1", H(1).Add(30*time.Minute)) },
 			func(w *state.FormState) {
 				w.Committed, w.UpdatedAt = state.Intervals{{Start: H(0), End: H(1).Add(30 * time.Minute)}}, clk.Now()
