@@ -143,9 +143,15 @@ func Encode(w io.Writer, rec arrow.Record, b sink.Batch, kv map[string]string, o
 // same CPU and file size (bench/RESULTS.md, 2026-11-26): the bound is 150.
 const rowGroupBytes = 3 << 20
 
-// smallFileBytes is the Arrow data below which a file is written without
-// compression or dictionaries.
-const smallFileBytes = 4 << 10
+// A file of fewer rows than plainFileRows is written without dictionaries,
+// and one of less Arrow data than smallFileBytes without compression
+// either. Dictionaries pay from a few hundred rows: files of 100 rows came
+// out the same size without them, of 320 rows 5-6% larger, of 1,000 6-12%
+// (bench/RESULTS.md, 2026-11-26).
+const (
+	plainFileRows  = 128
+	smallFileBytes = 4 << 10
+)
 
 // EncodeRecords is Encode of a batch replayed in chunks: chunks are gathered
 // into row groups of up to opts.RowGroupRows rows and rowGroupBytes of Arrow
@@ -186,27 +192,31 @@ func EncodeRecords(w io.Writer, recs sink.Records, b sink.Batch, kv map[string]s
 	// The writer is opened at the first row group, whose rows tell which
 	// columns are worth a dictionary (dictionaryProps).
 	var fw *pqarrow.FileWriter
-	open := func(first []arrow.Record, small bool) error {
+	open := func(first []arrow.Record, only bool, rows, bytes int64) error {
 		props := []parquet.WriterProperty{
 			parquet.WithCompression(codec),
 			parquet.WithDictionaryDefault(true),
 			parquet.WithStats(true),
 			parquet.WithMaxRowGroupLength(rgRows),
 		}
-		if small {
-			// Compressing a page of a few values makes it larger, and a
-			// dictionary of them is an extra page to say the same: a
-			// sparse form's backfill writes many such files (a row or two
-			// a day), and spent most of its CPU on both.
-			props = append(props, parquet.WithCompression(compress.Codecs.Uncompressed), parquet.WithDictionaryDefault(false))
-			first = nil
+		// A sparse form's backfill writes many files of a few rows (a row
+		// or two a day, a few a month), and spent most of its CPU setting
+		// up their dictionaries and compressors: a dictionary of a few
+		// values is an extra page that the compressor makes redundant, and
+		// compressing a page of a few values makes it larger.
+		plain := only && rows < plainFileRows
+		if plain {
+			props = append(props, parquet.WithDictionaryDefault(false))
+		}
+		if only && bytes < smallFileBytes {
+			props = append(props, parquet.WithCompression(compress.Codecs.Uncompressed))
 		}
 		arrowProps := []pqarrow.WriterOption{pqarrow.WithStoreSchema()}
 		if opts.Allocator != nil {
 			props = append(props, parquet.WithAllocator(opts.Allocator))
 			arrowProps = append(arrowProps, pqarrow.WithAllocator(opts.Allocator))
 		}
-		if !small {
+		if !plain {
 			props = append(props, dictionaryProps(recs.Schema, first)...)
 		}
 		w, err := pqarrow.NewFileWriter(recs.Schema, cw,
@@ -246,7 +256,7 @@ func EncodeRecords(w io.Writer, recs sink.Records, b sink.Batch, kv map[string]s
 		}
 		if fw == nil {
 			// A group below both bounds is the file's only one.
-			if err := open(group, groupRows < rgRows && groupBytes < smallFileBytes); err != nil {
+			if err := open(group, groupRows < rgRows && groupBytes < rowGroupBytes, groupRows, groupBytes); err != nil {
 				return err
 			}
 		}
@@ -290,7 +300,7 @@ func EncodeRecords(w io.Writer, recs sink.Records, b sink.Batch, kv map[string]s
 		return 0, fmt.Errorf("encode batch %s: %d rows replayed, %d expected", b.ID, rows, recs.Rows)
 	}
 	if fw == nil { // no rows: a file of the schema and the footer alone
-		if err := open(nil, true); err != nil {
+		if err := open(nil, true, 0, 0); err != nil {
 			return 0, fmt.Errorf("encode batch %s: %w", b.ID, err)
 		}
 	}

@@ -76,6 +76,7 @@ func TestEncodeCompressionAndRowGroups(t *testing.T) {
 		// make it larger (smallFileBytes).
 		{EncodeOptions{}, 3, "UNCOMPRESSED", 1, 3},
 		{EncodeOptions{Compression: CompressionSnappy}, 60, "UNCOMPRESSED", 1, 60},
+		{EncodeOptions{}, 120, "UNCOMPRESSED", 1, 120},
 		{EncodeOptions{Compression: CompressionSnappy}, 400, "SNAPPY", 1, 400},
 	}
 	dir := t.TempDir()
@@ -113,9 +114,13 @@ func TestEncodeCompressionAndRowGroups(t *testing.T) {
 			}
 			// A column falls back to plain encoding where a dictionary
 			// would not pay (unique integers, a row group of one row);
-			// the three colours of a large group keep theirs.
-			if want := 2 * tc.wantRGs; (tc.wantMaxRG >= 100 && dictCols == 0) || statCols != want {
+			// the three colours of a large group keep theirs. A file of
+			// fewer than plainFileRows rows has none.
+			if want := 2 * tc.wantRGs; (tc.wantMaxRG >= plainFileRows && dictCols == 0) || statCols != want {
 				t.Errorf("%d column chunks dictionary-encoded and %d with min/max; want some and %d", dictCols, statCols, want)
+			}
+			if tc.wantRGs == 1 && tc.wantMaxRG < plainFileRows && dictCols != 0 {
+				t.Errorf("a file of %d rows has %d dictionary-encoded column chunks; want none", tc.wantMaxRG, dictCols)
 			}
 		})
 	}
@@ -478,6 +483,35 @@ func TestEncodeDictionaryWherePays(t *testing.T) {
 	}
 	if distinctTimes != rows || sameTimes != 1 || texts != rows || names != rows || pdfs != rows/2 {
 		t.Errorf("read back %d, %d, %d, %d, %d distinct; want %d, 1, %d, %d, %d", distinctTimes, sameTimes, texts, names, pdfs, rows, rows, rows, rows/2)
+	}
+}
+
+// TestSmallFilesWithoutDictionaries: a file of fewer than plainFileRows
+// rows but more than smallFileBytes of data is compressed, and has no
+// dictionary page; one just past plainFileRows has its dictionaries back.
+func TestSmallFilesWithoutDictionaries(t *testing.T) {
+	dir := t.TempDir()
+	db := duck(t)
+	for _, tc := range []struct {
+		rows     int
+		wantDict bool
+	}{{plainFileRows - 1, false}, {plainFileRows, true}} {
+		rec := wideRecord(memory.DefaultAllocator, tc.rows)
+		path := sqlString(encodeFile(t, dir, fmt.Sprintf("w%d.parquet", tc.rows), rec, EncodeOptions{}))
+		rec.Release()
+		var dictCols, chunks int64
+		var codecs string
+		if err := db.QueryRow(`SELECT count(*) FILTER (WHERE encodings LIKE '%DICTIONARY%'), count(*), string_agg(DISTINCT compression::VARCHAR, ',')
+			FROM parquet_metadata(`+path+")").Scan(&dictCols, &chunks, &codecs); err != nil {
+			t.Fatalf("parquet_metadata: %v", err)
+		}
+		if codecs != "ZSTD" || (dictCols > 0) != tc.wantDict {
+			t.Errorf("%d rows: codecs %q, %d of %d column chunks with a dictionary; want ZSTD, dictionaries %v", tc.rows, codecs, dictCols, chunks, tc.wantDict)
+		}
+		var n int64
+		if err := db.QueryRow("SELECT count(*) FROM read_parquet(" + path + ")").Scan(&n); err != nil || n != int64(tc.rows) {
+			t.Errorf("%d rows: read back %d (%v)", tc.rows, n, err)
+		}
 	}
 }
 
