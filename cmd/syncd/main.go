@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sync"
 	"syscall"
 	"time"
@@ -251,7 +252,7 @@ func newLogger(c config.Log, w io.Writer) (*zap.Logger, error) {
 }
 
 // heapFloor is the heap the collector lets a pass grow to before GOGC 50
-// applies.
+// applies, without a memory limit.
 const heapFloor = 64 << 20
 
 // setMemoryLimit makes 90% of the container's memory limit (cgroup
@@ -259,18 +260,6 @@ const heapFloor = 64 << 20
 // harder before the kernel kills the pod. GOMEMLIMIT set by hand wins, and
 // AUTOMEMLIMIT=off turns it off.
 func setMemoryLimit(log *zap.Logger) {
-	// GOGC 50 keeps a large pass's peak heap near its live size (a 1M-row
-	// wide backfill: 166 MB at GOGC 100). From the start, it would also
-	// make a small pass, a form of a few thousand submissions as most of
-	// a customer's are, collect every few megabytes: a third of its CPU.
-	// gctuner raises GOGC while the live heap is small, so that the heap
-	// may grow to heapFloor, and brings it down to 50 as the live heap
-	// nears it. GOGC set by hand wins.
-	if _, ok := os.LookupEnv("GOGC"); !ok {
-		gctuner.SetMinGCPercent(50)
-		gctuner.SetMaxGCPercent(1000)
-		gctuner.Tuning(heapFloor)
-	}
 	limit, err := memlimit.Set(memlimit.WithRatio(0.9), memlimit.WithProvider(memlimit.FromCgroup),
 		memlimit.WithLogger(slog.New(slog.DiscardHandler)))
 	switch {
@@ -279,6 +268,30 @@ func setMemoryLimit(log *zap.Logger) {
 	case limit > 0 && limit < math.MaxInt64:
 		log.Debug("soft memory limit from the cgroup", zap.Int64("bytes", limit))
 	}
+	// GOGC 50 keeps a large pass's peak heap near its live size (a 1M-row
+	// wide backfill: 166 MB at GOGC 100). From the start, it would also
+	// make a small pass, a form of a few thousand submissions as most of
+	// a customer's are, collect every few megabytes: a third of its CPU.
+	// gctuner raises GOGC while the live heap is small, so that the heap
+	// may grow to gcThreshold, and brings it down to 50 as the live heap
+	// nears it. GOGC set by hand wins.
+	if _, ok := os.LookupEnv("GOGC"); !ok {
+		gctuner.SetMinGCPercent(50)
+		gctuner.SetMaxGCPercent(1000)
+		gctuner.Tuning(gcThreshold(debug.SetMemoryLimit(-1)))
+	}
+}
+
+// gcThreshold is the heap the collector lets grow before GOGC 50 applies:
+// a quarter of the soft memory limit (the cgroup's or GOMEMLIMIT) when
+// there is one, and never below heapFloor. A quarter of the default pod's
+// 1 GiB limit keeps the heap under its 256 MiB request, beyond which a
+// pod is the first evicted when its node runs short.
+func gcThreshold(softLimit int64) uint64 {
+	if softLimit <= 0 || softLimit == math.MaxInt64 {
+		return heapFloor
+	}
+	return uint64(max(heapFloor, softLimit/4))
 }
 
 func isTerminal(w io.Writer) bool {

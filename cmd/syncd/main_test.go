@@ -6,6 +6,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -208,5 +209,23 @@ func TestSmallHeapsCollectLess(t *testing.T) {
 	}
 	if m := gctuner.GetMinGCPercent(); m != 50 {
 		t.Fatalf("GOGC floor is %d, want 50", m)
+	}
+}
+
+func TestGCThreshold(t *testing.T) {
+	tests := []struct {
+		softLimit int64
+		want      uint64
+	}{
+		{0, heapFloor},                 // none
+		{math.MaxInt64, heapFloor},     // the runtime's "no limit"
+		{200 << 20, heapFloor},         // a small pod: never below the floor
+		{921 << 20, 230<<20 + 256<<10}, // a 1 GiB pod's 90%
+		{8 << 30, 2 << 30},             // a large one
+	}
+	for _, tc := range tests {
+		if got := gcThreshold(tc.softLimit); got != tc.want {
+			t.Errorf("gcThreshold(%d) = %d, want %d", tc.softLimit, got, tc.want)
+		}
 	}
 }
