@@ -192,7 +192,7 @@ func EncodeRecords(w io.Writer, recs sink.Records, b sink.Batch, kv map[string]s
 	// The writer is opened at the first row group, whose rows tell which
 	// columns are worth a dictionary (dictionaryProps).
 	var fw *pqarrow.FileWriter
-	open := func(first []arrow.Record, only bool, rows, bytes int64) error {
+	open := func(first []arrow.Record, only bool, rows, size int64) error {
 		props := []parquet.WriterProperty{
 			parquet.WithCompression(codec),
 			parquet.WithDictionaryDefault(true),
@@ -208,7 +208,7 @@ func EncodeRecords(w io.Writer, recs sink.Records, b sink.Batch, kv map[string]s
 		if plain {
 			props = append(props, parquet.WithDictionaryDefault(false))
 		}
-		if only && bytes < smallFileBytes {
+		if only && size < smallFileBytes {
 			props = append(props, parquet.WithCompression(compress.Codecs.Uncompressed))
 		}
 		arrowProps := []pqarrow.WriterOption{pqarrow.WithStoreSchema()}
