@@ -283,38 +283,39 @@ type lazyUpload struct {
 }
 
 func (u *lazyUpload) Write(p []byte) (int, error) {
-	if u.w == nil && len(u.buf)+len(p) <= smallUpload {
-		u.buf = append(u.buf, p...)
-		return len(p), nil
-	}
 	if u.w == nil {
-		w, err := u.open(0)
-		if err != nil {
+		if len(u.buf)+len(p) <= smallUpload {
+			u.buf = append(u.buf, p...)
+			return len(p), nil
+		}
+		if err := u.start(0); err != nil {
 			return 0, err
 		}
-		u.w = w
-		if _, err := u.w.Write(u.buf); err != nil {
-			return 0, err
-		}
-		u.buf = nil
 	}
 	return u.w.Write(p)
 }
 
 // finish returns the upload with every byte written to it, for Close.
 func (u *lazyUpload) finish() (*blob.Writer, error) {
-	if u.w != nil {
-		return u.w, nil
+	if u.w == nil {
+		if err := u.start(uploadBuffer(len(u.buf))); err != nil {
+			return nil, err
+		}
 	}
-	w, err := u.open(uploadBuffer(len(u.buf)))
+	return u.w, nil
+}
+
+// start opens the upload with bufferSize and hands it what was gathered.
+// The upload is kept even when that write fails, for the caller to close.
+func (u *lazyUpload) start(bufferSize int) error {
+	w, err := u.open(bufferSize)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	u.w = w
-	if _, err := w.Write(u.buf); err != nil {
-		return nil, err
-	}
-	return w, nil
+	_, err = w.Write(u.buf)
+	u.buf = nil
+	return err
 }
 
 type countingWriter struct {
