@@ -408,7 +408,7 @@ func (c *commit) prepare(ctx context.Context) error {
 	if c.s.opts.Version != "" {
 		kv[parquetsink.KeyVersion] = c.s.opts.Version
 	}
-	w := bufio.NewWriterSize(f, 64<<10) // pages larger than it go through unbuffered
+	w := bufio.NewWriterSize(f, parquetsink.WriteBuffer)
 	n, err := parquetsink.Encode(w, rec, c.b, kv, c.s.opts.Encode)
 	if err == nil {
 		err = w.Flush()

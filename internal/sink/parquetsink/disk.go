@@ -195,7 +195,7 @@ func (d *diskStore) writeTemp(ctx context.Context, dir, final, id string, write 
 			removeQuietly(path)
 		}
 	}()
-	bw := bufio.NewWriterSize(f, writeBuffer)
+	bw := bufio.NewWriterSize(f, WriteBuffer)
 	if n, err = write(bw); err != nil {
 		return "", 0, fmt.Errorf("write %s: %w", final, hint(err))
 	}
@@ -215,12 +215,13 @@ func (d *diskStore) writeTemp(ctx context.Context, dir, final, id string, write 
 	return path, n, nil
 }
 
-// writeBuffer gathers a file's small writes (page headers, the footer's
-// pieces); a page larger than it goes to the file directly. It was 1 MiB:
-// allocated and cleared for every file, most of a sparse form's file
-// being a few kilobytes, it was the largest allocation of a first sync of
-// many accounts, and the collector's work with it.
-const writeBuffer = 64 << 10
+// WriteBuffer is the buffer to write an encoded file through: it gathers
+// the file's small writes (page headers, the footer's pieces), and a page
+// larger than it goes to the file directly. It was 1 MiB: allocated and
+// cleared for every file, most of a sparse form's file being a few
+// kilobytes, it was the largest allocation of a first sync of many
+// accounts, and the collector's work with it.
+const WriteBuffer = 64 << 10
 
 // Delete removes key's file and syncs its folders, so the removal lasts.
 func (d *diskStore) Delete(_ context.Context, key string) error {
