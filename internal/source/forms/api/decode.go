@@ -40,7 +40,7 @@ func parseTimestamp(raw json.RawMessage) (t time.Time, present bool, err error) 
 	// The service's own shape, read in place; anything else (and a year
 	// inRange refuses) takes the general path below.
 	if len(raw) >= 2 && raw[len(raw)-1] == '"' {
-		if t, ok := rfc3339.Parse(raw[1 : len(raw)-1]); ok && t.Year() >= 1 && t.Year() <= 9999 {
+		if t, ok := rfc3339.Parse(raw[1 : len(raw)-1]); ok && yearInRange(t) {
 			return t, true, nil
 		}
 	}
@@ -101,11 +101,14 @@ func plainString(raw []byte) (string, bool) {
 // inRange refuses years that RFC 3339 cannot render: such a time would fail
 // later, when a sink or checkpoint marshals it, far from its cause.
 func inRange(s string, t time.Time) (time.Time, bool, error) {
-	if y := t.Year(); y < 1 || y > 9999 {
+	if !yearInRange(t) {
 		return time.Time{}, false, fmt.Errorf("timestamp %.64q is out of range", s)
 	}
 	return t, true, nil
 }
+
+// yearInRange reports whether t's year is one a timestamp may have: 1-9999.
+func yearInRange(t time.Time) bool { return t.Year() >= 1 && t.Year() <= 9999 }
 
 // scalarText renders a value documented as a string: a string as is, null as
 // "", and any other JSON value as its JSON text, so that a number sent where a
