@@ -13,6 +13,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -67,10 +68,13 @@ func alive(pid int) bool {
 	return p.Signal(syscall.Signal(0)) == nil
 }
 
-// Spool is the chunks of one batch on disk. It is not safe for concurrent use.
+// Spool is the chunks of one batch on disk, one after another in a single
+// file. It is not safe for concurrent use.
 type Spool struct {
 	dir    string
 	mem    memory.Allocator
+	file   *os.File // created at the first chunk
+	end    int64    // where the next chunk goes
 	chunks []chunk
 	rows   int64
 	// One buffer each way, reused by every chunk: a new 1 MiB buffer per
@@ -80,9 +84,13 @@ type Spool struct {
 	br *bufio.Reader
 }
 
+// A chunk is one Arrow IPC stream at [off, off+size) of the spool's file.
+// One file for all of them, not one each: creating a file costs ext4 an
+// inode search that took 2-3% of a dense backfill's CPU at a file per
+// chunk (bench/RESULTS.md, 2026-11-26).
 type chunk struct {
-	path string
-	rows int64
+	off, size int64
+	rows      int64
 }
 
 // New creates a spool in a new folder under parent (os.TempDir() when
@@ -122,36 +130,58 @@ func orTemp(dir string) string {
 func (s *Spool) Rows() int64 { return s.rows }
 
 // Add writes rec to disk as the next chunk; the caller keeps ownership of rec.
-func (s *Spool) Add(rec arrow.Record) (err error) {
-	path := filepath.Join(s.dir, fmt.Sprintf("chunk-%06d.arrows", len(s.chunks)))
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("spool %d rows to %s: %w", rec.NumRows(), path, err)
-	}
-	defer func() {
-		if cerr := f.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("spool %d rows to %s: %w", rec.NumRows(), path, cerr)
+func (s *Spool) Add(rec arrow.Record) error {
+	if s.file == nil {
+		f, err := os.Create(filepath.Join(s.dir, "chunks.arrows"))
+		if err != nil {
+			return fmt.Errorf("spool %d rows: %w", rec.NumRows(), err)
 		}
-	}()
+		s.file = f
+	}
+	size, err := s.write(rec)
+	if err != nil {
+		// Cut what was written of the chunk, so the file ends where the
+		// last whole chunk does.
+		_ = s.file.Truncate(s.end)
+		return fmt.Errorf("spool %d rows to %s: %w", rec.NumRows(), s.file.Name(), err)
+	}
+	s.chunks = append(s.chunks, chunk{off: s.end, size: size, rows: rec.NumRows()})
+	s.end += size
+	s.rows += rec.NumRows()
+	return nil
+}
+
+// write appends rec to the file at s.end as an IPC stream and returns its size.
+func (s *Spool) write(rec arrow.Record) (int64, error) {
+	cw := &countingWriter{w: io.NewOffsetWriter(s.file, s.end)}
 	if s.bw == nil {
-		s.bw = bufio.NewWriterSize(f, 1<<20)
+		s.bw = bufio.NewWriterSize(cw, 1<<20)
 	}
 	bw := s.bw
-	bw.Reset(f)
+	bw.Reset(cw)
 	defer bw.Reset(nil) // hold no file between chunks
 	w := ipc.NewWriter(bw, ipc.WithSchema(rec.Schema()), ipc.WithAllocator(s.mem), ipc.WithLZ4())
 	if err := w.Write(rec); err != nil {
-		return fmt.Errorf("spool %d rows to %s: %w", rec.NumRows(), path, err)
+		return 0, err
 	}
 	if err := w.Close(); err != nil {
-		return fmt.Errorf("spool %d rows to %s: %w", rec.NumRows(), path, err)
+		return 0, err
 	}
 	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("spool %d rows to %s: %w", rec.NumRows(), path, err)
+		return 0, err
 	}
-	s.chunks = append(s.chunks, chunk{path: path, rows: rec.NumRows()})
-	s.rows += rec.NumRows()
-	return nil
+	return cw.n, nil
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // Each reads the chunks back in order and calls fn with each, widened to
@@ -175,26 +205,22 @@ func (s *Spool) Replay(i int, schema *arrow.Schema, fn func(arrow.Record) error)
 }
 
 func (s *Spool) replay(c chunk, schema *arrow.Schema, fn func(arrow.Record) error) error {
-	f, err := os.Open(c.path)
-	if err != nil {
-		return fmt.Errorf("read spooled rows back from %s: %w", c.path, err)
-	}
-	defer f.Close()
+	src := io.NewSectionReader(s.file, c.off, c.size)
 	if s.br == nil {
-		s.br = bufio.NewReaderSize(f, 1<<20)
+		s.br = bufio.NewReaderSize(src, 1<<20)
 	}
-	s.br.Reset(f)
+	s.br.Reset(src)
 	defer s.br.Reset(nil)
 	r, err := ipc.NewReader(s.br, ipc.WithAllocator(s.mem))
 	if err != nil {
-		return fmt.Errorf("read spooled rows back from %s: %w", c.path, err)
+		return fmt.Errorf("read spooled rows back from %s at %d: %w", s.file.Name(), c.off, err)
 	}
 	defer r.Release()
 	var rows int64
 	for r.Next() {
 		wide, err := Widen(r.Record(), schema, s.mem)
 		if err != nil {
-			return fmt.Errorf("read spooled rows back from %s: %w", c.path, err)
+			return fmt.Errorf("read spooled rows back from %s at %d: %w", s.file.Name(), c.off, err)
 		}
 		rows += wide.NumRows()
 		err = fn(wide)
@@ -204,16 +230,20 @@ func (s *Spool) replay(c chunk, schema *arrow.Schema, fn func(arrow.Record) erro
 		}
 	}
 	if err := r.Err(); err != nil {
-		return fmt.Errorf("read spooled rows back from %s: %w", c.path, err)
+		return fmt.Errorf("read spooled rows back from %s at %d: %w", s.file.Name(), c.off, err)
 	}
 	if rows != c.rows {
-		return fmt.Errorf("read spooled rows back from %s: %d rows, %d were written", c.path, rows, c.rows)
+		return fmt.Errorf("read spooled rows back from %s at %d: %d rows, %d were written", s.file.Name(), c.off, rows, c.rows)
 	}
 	return nil
 }
 
 // Close removes the spool's files.
 func (s *Spool) Close() error {
+	if s.file != nil {
+		_ = s.file.Close() // removed next: nothing written matters
+		s.file = nil
+	}
 	if err := os.RemoveAll(s.dir); err != nil {
 		return fmt.Errorf("remove spool folder %s: %w", s.dir, err)
 	}

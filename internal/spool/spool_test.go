@@ -93,6 +93,56 @@ func TestSpoolReplaysGrowingChunksWidened(t *testing.T) {
 	}
 }
 
+// A spool keeps its chunks in one file however many there are (creating a
+// file per chunk cost ext4 an inode search each), and replays any chunk by
+// its index, in any order.
+func TestSpoolChunksShareOneFile(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	s, err := New(t.TempDir(), mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const chunks, per = 40, 25
+	for i := 0; i < chunks; i++ {
+		c := chunkOf(t, mem, i*per, per, idField, nField)
+		err := s.Add(c)
+		c.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 {
+		t.Errorf("%d chunks made %d files in the spool folder, want 1", chunks, len(entries))
+	}
+	final := arrow.NewSchema([]arrow.Field{idField, nField}, nil)
+	for _, i := range []int{chunks - 1, 0, 17, 17, 1} {
+		var first, n int64 = -1, 0
+		err := s.Replay(i, final, func(rec arrow.Record) error {
+			ns := rec.Column(1).(*array.Int64)
+			if first < 0 {
+				first = ns.Value(0)
+			}
+			n += rec.NumRows()
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("replay chunk %d: %v", i, err)
+		}
+		if first != int64(i*per) || n != per {
+			t.Errorf("chunk %d replayed %d rows from %d, want %d from %d", i, n, first, per, i*per)
+		}
+	}
+	if err := s.Replay(chunks, final, func(arrow.Record) error { return nil }); err == nil {
+		t.Errorf("replayed chunk %d of %d", chunks, chunks)
+	}
+}
+
 func TestWidenRefusesWhatTablesNeverDo(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
