@@ -16,7 +16,6 @@ require (
 	github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager v0.4.3
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.111.0
 	github.com/aws/smithy-go v1.28.1
-	github.com/bytedance/gopkg v0.1.3
 	github.com/fsouza/fake-gcs-server v1.56.1
 	github.com/goccy/go-json v0.10.6
 	github.com/klauspost/compress v1.20.1

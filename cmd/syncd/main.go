@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
-	"github.com/bytedance/gopkg/util/gctuner"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
+	"github.com/syncd-dev/syncd/internal/gcpolicy"
 )
 
 // Exit codes, documented in the README.
@@ -252,14 +252,16 @@ func newLogger(c config.Log, w io.Writer) (*zap.Logger, error) {
 }
 
 // heapFloor is the heap the collector lets a pass grow to before GOGC 50
-// applies, without a memory limit.
+// applies, without a memory limit. The 1M-row wide backfill peaks at
+// 136-140 MB RSS with it (bench/RESULTS.md, 2026-11-26): its bound is 150.
 const heapFloor = 64 << 20
 
 // setMemoryLimit makes 90% of the container's memory limit (cgroup
 // memory.max) the Go runtime's soft limit, so that the collector works
-// harder before the kernel kills the pod. GOMEMLIMIT set by hand wins, and
-// AUTOMEMLIMIT=off turns it off.
-func setMemoryLimit(log *zap.Logger) {
+// harder before the kernel kills the pod, and starts the GC policy. GOMEMLIMIT
+// set by hand wins, and AUTOMEMLIMIT=off turns the limit off. It returns
+// the policy's tuner, nil when GOGC is set by hand.
+func setMemoryLimit(log *zap.Logger) *gcpolicy.Tuner {
 	limit, err := memlimit.Set(memlimit.WithRatio(0.9), memlimit.WithProvider(memlimit.FromCgroup),
 		memlimit.WithLogger(slog.New(slog.DiscardHandler)))
 	switch {
@@ -272,26 +274,26 @@ func setMemoryLimit(log *zap.Logger) {
 	// wide backfill: 166 MB at GOGC 100). From the start, it would also
 	// make a small pass, a form of a few thousand submissions as most of
 	// a customer's are, collect every few megabytes: a third of its CPU.
-	// gctuner raises GOGC while the live heap is small, so that the heap
-	// may grow to gcThreshold, and brings it down to 50 as the live heap
-	// nears it. GOGC set by hand wins.
-	if _, ok := os.LookupEnv("GOGC"); !ok {
-		gctuner.SetMinGCPercent(50)
-		gctuner.SetMaxGCPercent(1000)
-		gctuner.Tuning(gcThreshold(debug.SetMemoryLimit(-1)))
+	// The policy raises GOGC while the live heap is small, so that the
+	// heap may grow to gcThreshold, and brings it down to 50 as the live
+	// heap nears it. GOGC set by hand wins.
+	if _, ok := os.LookupEnv("GOGC"); ok {
+		return nil
 	}
+	return gcpolicy.Start(gcThreshold(debug.SetMemoryLimit(-1)), 50, 1000)
 }
 
 // gcThreshold is the heap the collector lets grow before GOGC 50 applies:
-// a quarter of the soft memory limit (the cgroup's or GOMEMLIMIT) when
-// there is one, and never below heapFloor. A quarter of the default pod's
-// 1 GiB limit keeps the heap under its 256 MiB request, beyond which a
-// pod is the first evicted when its node runs short.
+// a sixth of the soft memory limit (the cgroup's or GOMEMLIMIT) when there
+// is one, and never below heapFloor. For the default pod's 1 GiB limit
+// that is 153 MiB of heap, about 230 MB of memory with the binary and the
+// runtime's own: under its 256 MiB request, beyond which a pod is the
+// first evicted when its node runs short.
 func gcThreshold(softLimit int64) uint64 {
 	if softLimit <= 0 || softLimit == math.MaxInt64 {
 		return heapFloor
 	}
-	return uint64(max(heapFloor, softLimit/4))
+	return uint64(max(heapFloor, softLimit/6))
 }
 
 func isTerminal(w io.Writer) bool {

@@ -11,12 +11,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/bytedance/gopkg/util/gctuner"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
@@ -198,17 +198,32 @@ func TestSmallHeapsCollectLess(t *testing.T) {
 		os.Unsetenv("GOGC")
 		t.Cleanup(func() { os.Setenv("GOGC", v) })
 	}
-	setMemoryLimit(zap.NewNop())
+	prev := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(prev) })
+	tuner := setMemoryLimit(zap.NewNop())
+	if tuner == nil {
+		t.Fatal("no GC policy without GOGC")
+	}
+	defer tuner.Stop()
+	runtime.GC() // the policy runs after each collection
 	deadline := time.Now().Add(5 * time.Second)
-	for gctuner.GetGCPercent() <= 100 && time.Now().Before(deadline) {
-		runtime.GC() // the tuner runs after each collection
+	for tuner.Percent() <= 100 && time.Now().Before(deadline) {
+		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
 	}
-	if p := gctuner.GetGCPercent(); p <= 100 {
+	if p := tuner.Percent(); p <= 100 {
 		t.Fatalf("GOGC with a live heap of a few MB is %d, want above 100 (heap floor %d MiB)", p, heapFloor>>20)
 	}
-	if m := gctuner.GetMinGCPercent(); m != 50 {
-		t.Fatalf("GOGC floor is %d, want 50", m)
+	if p := debug.SetGCPercent(100); p != tuner.Percent() {
+		t.Fatalf("the runtime's GOGC is %d, the policy's %d", p, tuner.Percent())
+	}
+}
+
+func TestGOGCSetByHandWins(t *testing.T) {
+	t.Setenv("GOGC", "80")
+	if tuner := setMemoryLimit(zap.NewNop()); tuner != nil {
+		tuner.Stop()
+		t.Fatal("a GC policy despite GOGC set by hand")
 	}
 }
 
@@ -217,11 +232,11 @@ func TestGCThreshold(t *testing.T) {
 		softLimit int64
 		want      uint64
 	}{
-		{0, heapFloor},                 // none
-		{math.MaxInt64, heapFloor},     // the runtime's "no limit"
-		{200 << 20, heapFloor},         // a small pod: never below the floor
-		{921 << 20, 230<<20 + 256<<10}, // a 1 GiB pod's 90%
-		{8 << 30, 2 << 30},             // a large one
+		{0, heapFloor},             // none
+		{math.MaxInt64, heapFloor}, // the runtime's "no limit"
+		{200 << 20, heapFloor},     // a small pod: never below the floor
+		{921 << 20, 921 << 20 / 6}, // a 1 GiB pod's 90%: 153.5 MiB
+		{8 << 30, 8 << 30 / 6},     // a large one
 	}
 	for _, tc := range tests {
 		if got := gcThreshold(tc.softLimit); got != tc.want {
