@@ -153,12 +153,12 @@ func (s *Spool) Add(rec arrow.Record) error {
 
 // write appends rec to the file at s.end as an IPC stream and returns its size.
 func (s *Spool) write(rec arrow.Record) (int64, error) {
-	cw := &countingWriter{w: io.NewOffsetWriter(s.file, s.end)}
+	ow := io.NewOffsetWriter(s.file, s.end)
 	if s.bw == nil {
-		s.bw = bufio.NewWriterSize(cw, 1<<20)
+		s.bw = bufio.NewWriterSize(ow, 1<<20)
 	}
 	bw := s.bw
-	bw.Reset(cw)
+	bw.Reset(ow)
 	defer bw.Reset(nil) // hold no file between chunks
 	w := ipc.NewWriter(bw, ipc.WithSchema(rec.Schema()), ipc.WithAllocator(s.mem), ipc.WithLZ4())
 	if err := w.Write(rec); err != nil {
@@ -170,18 +170,7 @@ func (s *Spool) write(rec arrow.Record) (int64, error) {
 	if err := bw.Flush(); err != nil {
 		return 0, err
 	}
-	return cw.n, nil
-}
-
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
+	return ow.Seek(0, io.SeekCurrent) // how far past s.end it wrote
 }
 
 // Each reads the chunks back in order and calls fn with each, widened to
