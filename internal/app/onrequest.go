@@ -72,13 +72,9 @@ func (a *App) StoreSchedulingSignIn(ctx context.Context, name string, tok oauth.
 	if acct.Scheduling == nil {
 		return fmt.Errorf("account %s is no longer configured to sign in to the scheduling API", name)
 	}
-	if err := (StateTokens{Store: a.Store, Namespace: acct.Cfg.Namespace()}).Save(ctx, tok); err != nil {
-		return err
-	}
-	// The running token source may hold a refused sign-in: the next pass
-	// starts from the new one.
-	acct.Scheduling.Tokens.Reload()
-	return nil
+	// Through the running token source: a refresh of the old sign-in in
+	// flight cannot save over the new one, and the next pass starts from it.
+	return acct.Scheduling.Tokens.Replace(ctx, StateTokens{Store: a.Store, Namespace: acct.Cfg.Namespace()}.saver(tok))
 }
 
 // StoreFormsSignIn stores the Forms API sign-in of the account named name;
@@ -109,11 +105,18 @@ func (a *App) ForgetSignIn(ctx context.Context, name, source string) error {
 	ns := acct.Cfg.Namespace()
 	switch source {
 	case "scheduling":
-		if err := (StateTokens{Store: a.Store, Namespace: ns}).Delete(ctx); err != nil {
-			return err
+		tokens := StateTokens{Store: a.Store, Namespace: ns}
+		if acct.Scheduling == nil {
+			if err := tokens.Delete(ctx); err != nil {
+				return err
+			}
+			break
 		}
-		if acct.Scheduling != nil {
-			acct.Scheduling.Tokens.Reload() // drop the cached access token too
+		// Through the running token source: a refresh in flight cannot
+		// save its rotated pair after the logout, and the cached access
+		// token goes too.
+		if err := acct.Scheduling.Tokens.Replace(ctx, tokens.Delete); err != nil {
+			return err
 		}
 	case "forms":
 		if err := (FormsTokens{Store: a.Store, Namespace: ns}).Delete(ctx); err != nil {

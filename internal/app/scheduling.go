@@ -114,6 +114,11 @@ func (t StateTokens) Save(ctx context.Context, tok oauth.Token) error {
 	return nil
 }
 
+// saver is Save of tok as a function of the context alone.
+func (t StateTokens) saver(tok oauth.Token) func(context.Context) error {
+	return func(ctx context.Context) error { return t.Save(ctx, tok) }
+}
+
 // Delete forgets the tokens.
 func (t StateTokens) Delete(ctx context.Context) error {
 	if err := t.Store.PutSecret(ctx, TokenSecret(t.Namespace), nil); err != nil {

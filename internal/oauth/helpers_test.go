@@ -149,6 +149,10 @@ type memStore struct {
 	saves   int
 	seq     *atomic.Int64
 	savedAt map[string]int64
+	// hold, when set, is called at the start of every Save, outside the
+	// lock: a test parks a refresh there, between the server's rotation
+	// and the save.
+	hold func()
 }
 
 func newMemStore(seq *atomic.Int64, t *Token) *memStore {
@@ -165,6 +169,9 @@ func (m *memStore) Load(context.Context) (Token, error) {
 }
 
 func (m *memStore) Save(_ context.Context, t Token) error {
+	if m.hold != nil {
+		m.hold()
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.failing {
@@ -176,6 +183,20 @@ func (m *memStore) Save(_ context.Context, t Token) error {
 		m.savedAt[t.AccessToken] = m.seq.Add(1)
 	}
 	return nil
+}
+
+// del forgets the stored token, as a logout does.
+func (m *memStore) del(context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.tok = nil
+	return nil
+}
+
+func (m *memStore) stored() *Token {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.tok
 }
 
 func (m *memStore) setFailing(b bool) {

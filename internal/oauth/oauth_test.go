@@ -301,6 +301,77 @@ func TestTokenSourceSavesBeforeUse(t *testing.T) {
 	}
 }
 
+// A logout, or a new login, while a refresh of the old sign-in is in
+// flight (the server has rotated the pair, the save has not happened): the
+// write waits for the refresh, and the refresh never saves its pair over
+// what the write stored.
+func TestReplaceWaitsForTheRefreshInFlight(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		logout bool
+	}{
+		{name: "logout", logout: true},
+		{name: "new login"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSim(t, schedsim.Config{Seed: 9})
+			tok, c := login(t, s.config(t, "sim-client"))
+			next, _ := login(t, s.config(t, "sim-client"))
+			store := newMemStore(s.seq, &tok)
+			clk := &clock{t: time.Now()}
+			c.now = clk.now
+			ts := NewTokenSource(c, store, SourceOptions{Now: clk.now})
+			ctx := context.Background()
+			clk.add(29 * time.Minute) // inside the skew: the next Token refreshes
+
+			saving, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			store.hold = func() { once.Do(func() { close(saving); <-release }) }
+			refreshed := make(chan error, 1)
+			go func() {
+				_, err := ts.Token(ctx)
+				refreshed <- err
+			}()
+			<-saving
+
+			write := store.del
+			if !tc.logout {
+				next.Expiry = clk.now().Add(30 * time.Minute) // signed in at the test clock's time
+				write = func(ctx context.Context) error { return store.Save(ctx, next) }
+			}
+			replaced := make(chan error, 1)
+			go func() { replaced <- ts.Replace(ctx, write) }()
+			select {
+			case err := <-replaced:
+				t.Fatalf("Replace returned (%v) while a refresh was about to save", err)
+			case <-time.After(50 * time.Millisecond):
+			}
+			close(release)
+			if err := <-refreshed; err != nil {
+				t.Fatalf("the refresh in flight: %v", err)
+			}
+			if err := <-replaced; err != nil {
+				t.Fatalf("Replace: %v", err)
+			}
+
+			got, err := ts.Token(ctx)
+			if tc.logout {
+				var lr *LoginRequiredError
+				if stored := store.stored(); stored != nil || !errors.As(err, &lr) {
+					t.Fatalf("after the logout: a token is stored %t, Token's error %v (want a login required)", stored != nil, err)
+				}
+				return
+			}
+			if stored := store.stored(); stored == nil || stored.AccessToken != next.AccessToken {
+				t.Fatalf("after the new login, the stored token is the new login's: %t", stored != nil && stored.AccessToken == next.AccessToken)
+			}
+			if err != nil || got.AccessToken != next.AccessToken {
+				t.Fatalf("after the new login: Token %v, the new login's token %t", err, got.AccessToken == next.AccessToken)
+			}
+		})
+	}
+}
+
 // A 401 on a token believed fresh (revoked, clock drift): Invalidate makes
 // the next call refresh.
 func TestTokenSourceInvalidate(t *testing.T) {

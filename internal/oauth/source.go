@@ -145,12 +145,26 @@ func (s *TokenSource) Invalidate(accessToken string) {
 	s.refused = accessToken
 }
 
-// Reload drops the token held in memory, so that the next Token reads the
-// store: a new sign-in was saved there (the connect page).
-func (s *TokenSource) Reload() {
+// Replace runs write, a change to the stored sign-in (a new login, a
+// logout), while no refresh is in flight, then drops the token held in
+// memory, so that the next Token reads the store. A refresh that began
+// before it saves its rotated pair first, and write then replaces it: it
+// can never save that pair over what write stored, which would undo a
+// logout or bring back the sign-in a new login replaced.
+func (s *TokenSource) Replace(ctx context.Context, write func(context.Context) error) error {
+	select {
+	case s.sem <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("oauth: wait for the token refresh in progress: %w", ctx.Err())
+	}
+	defer func() { <-s.sem }()
+	if err := write(ctx); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cur, s.pending, s.refused = nil, nil, ""
+	return nil
 }
 
 // Authorize sets the Authorization header of req: the source is the
