@@ -324,12 +324,19 @@ func RestoreObject(ctx context.Context, opts ObjectOptions, raw []byte) (BackupI
 			return BackupInfo{}, fmt.Errorf("restore state %s: keep the state it replaces: %w", opts.URL, err)
 		}
 	}
-	doc.Writer, doc.Seq, doc.FormatVersion = o.id, o.seq+1, objectFormat
+	if o.unsure {
+		if err := o.resync(ctx); err != nil {
+			return BackupInfo{}, fmt.Errorf("restore state %s: %w", opts.URL, err)
+		}
+	}
+	seq := max(o.seq, o.tried) + 1
+	doc.Writer, doc.Seq, doc.FormatVersion = o.id, seq, objectFormat
 	out, err := encodeDoc(&doc)
 	if err != nil {
 		return BackupInfo{}, err
 	}
-	ver, err := o.write(ctx, out)
+	o.tried = seq
+	ver, err := o.write(ctx, out, seq)
 	if err != nil {
 		return BackupInfo{}, fmt.Errorf("restore state %s: %w", opts.URL, err)
 	}

@@ -146,10 +146,19 @@ func (l *lease) markGone() { l.goneOnce.Do(func() { close(l.gone) }) }
 
 // renewOnce writes a later expiry. A failed write leaves the old expiry
 // standing: writes stop once it passes, unless a later renewal succeeds.
+// A renewal begun before that expiry gives up at it: one that hung past
+// it (a half-open connection) would keep renew from noticing the lease is
+// gone, and Lost open while another syncd takes over. One begun after it
+// only finds out whether another syncd took the lease over.
 func (l *lease) renewOnce(ctx context.Context) error {
 	l.mu.Lock()
-	ver := l.ver
+	ver, left := l.ver, l.expires.Sub(l.cfg.now())
 	l.mu.Unlock()
+	if left <= 0 {
+		left = l.cfg.ttl / 3
+	}
+	ctx, cancel := context.WithTimeout(ctx, left)
+	defer cancel()
 	rec := l.rec
 	rec.Expires = l.cfg.now().Add(l.cfg.ttl).UTC()
 	raw, _ := json.Marshal(rec)

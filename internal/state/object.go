@@ -98,10 +98,17 @@ type Object struct {
 	now      func() time.Time
 	id       string // this writer's lease id
 
-	mu     sync.Mutex
-	doc    objectDoc
-	ver    blobstore.Version // of the object as last read or written; "": absent
-	seq    int64
+	mu  sync.Mutex
+	doc objectDoc
+	ver blobstore.Version // of the object as last read or written; "": absent
+	seq int64
+	// tried is the highest Seq this store has sent, landed or not: a
+	// write never reuses one, so a write found in place after a failed
+	// compare-and-swap is this one only if it carries this one's Seq.
+	tried int64
+	// unsure is set by a write that failed without an answer: it may have
+	// landed, and the next write reads the object first (resync).
+	unsure bool
 	failed error // a lost compare-and-swap: every later write fails with it
 
 	lease     *lease // nil when read-only
@@ -537,8 +544,9 @@ func (o *Object) updateWith(ctx context.Context, formID string, fn change, idx f
 
 // mutate applies fn to a copy of the document and, unless fn returns
 // errUnchanged, writes the copy with compare-and-swap on the generation.
-// Only a successful write changes what this store holds. fn copies the
-// form and the index it changes.
+// Only a successful write changes what this store holds, or a resync that
+// finds a write it was not answered landed. fn copies the form and the
+// index it changes.
 func (o *Object) mutate(ctx context.Context, formID string, fn func(doc *objectDoc) error) error {
 	if formID == "" {
 		return errors.New("the form id is empty")
@@ -559,7 +567,13 @@ func (o *Object) mutate(ctx context.Context, formID string, fn func(doc *objectD
 			return err
 		}
 	}
-	doc := objectDoc{FormatVersion: objectFormat, Forms: maps.Clone(o.doc.Forms), Index: maps.Clone(o.doc.Index), Secrets: maps.Clone(o.doc.Secrets), Writer: o.id, Seq: o.seq + 1,
+	if o.unsure {
+		if err := o.resync(ctx); err != nil {
+			return err
+		}
+	}
+	seq := max(o.seq, o.tried) + 1
+	doc := objectDoc{FormatVersion: objectFormat, Forms: maps.Clone(o.doc.Forms), Index: maps.Clone(o.doc.Index), Secrets: maps.Clone(o.doc.Secrets), Writer: o.id, Seq: seq,
 		Checksums: maps.Clone(o.doc.Checksums), damaged: maps.Clone(o.doc.damaged)}
 	if doc.Forms == nil {
 		doc.Forms = map[string]FormState{}
@@ -580,11 +594,33 @@ func (o *Object) mutate(ctx context.Context, formID string, fn func(doc *objectD
 	if err != nil {
 		return fmt.Errorf("encode state: %w", err)
 	}
-	ver, err := o.write(ctx, raw)
+	o.tried = seq
+	ver, err := o.write(ctx, raw, seq)
 	if err != nil {
 		return err
 	}
 	o.doc, o.ver, o.seq = doc, ver, doc.Seq
+	return nil
+}
+
+// resync reads the object after a write that failed without an answer
+// (o.mu held). That write may have landed: the store then goes on from
+// it, as if it had been answered. Anything else in place is another
+// writer's, a *ConflictError. A failed read leaves the store unsure, and
+// the next write reads again.
+func (o *Object) resync(ctx context.Context) error {
+	doc, ver, legacy, err := o.read(ctx)
+	if err != nil {
+		return err
+	}
+	if ver != o.ver {
+		if doc.Writer != o.id || doc.Seq <= o.seq || doc.Seq > o.tried {
+			o.failed = &ConflictError{URL: o.shown}
+			return o.failed
+		}
+		o.doc, o.ver, o.seq, o.legacy = doc, ver, doc.Seq, legacy
+	}
+	o.unsure = false
 	return nil
 }
 
@@ -614,21 +650,24 @@ func encodeDoc(doc *objectDoc) ([]byte, error) {
 }
 
 // write replaces the object if its version is still o.ver (absent when
-// "") and returns the new version.
-func (o *Object) write(ctx context.Context, raw []byte) (blobstore.Version, error) {
+// "") with raw, the document of Seq seq, and returns the new version.
+func (o *Object) write(ctx context.Context, raw []byte, seq int64) (blobstore.Version, error) {
 	ver, err := blobstore.WriteIf(ctx, o.bucket, o.key, raw, o.ver, "application/json")
 	switch {
 	case err == nil:
 		return ver, nil
 	case blobstore.IsPrecondition(err):
 		// A write whose answer was lost and that the client retried fails
-		// its own precondition: the object then holds this very write.
-		if doc, cur, _, rerr := o.read(ctx); rerr == nil && doc.Writer == o.id && doc.Seq == o.seq+1 {
+		// its own precondition: the object then holds this very write,
+		// which its Seq tells from any earlier one of this store's.
+		doc, cur, _, rerr := o.read(ctx)
+		if rerr == nil && doc.Writer == o.id && doc.Seq == seq {
 			return cur, nil
 		}
-		o.failed = &ConflictError{URL: o.shown}
+		o.failed = &ConflictError{URL: o.shown, Own: rerr == nil && doc.Writer == o.id && doc.Seq > o.seq}
 		return "", o.failed
 	default:
+		o.unsure = true
 		return "", fmt.Errorf("write state %s: %w", o.shown, blobstore.Hint(err, o.shown))
 	}
 }
@@ -714,9 +753,17 @@ func cloneForm(st FormState) FormState {
 
 // ConflictError means another process wrote the state object since this one
 // read it: two syncd runs on one state. This one stops writing.
-type ConflictError struct{ URL string }
+type ConflictError struct {
+	URL string
+	// Own: the write in place is an earlier one of this syncd's, which it
+	// had given up on (the bucket did not answer) and which landed late.
+	Own bool
+}
 
 func (e *ConflictError) Error() string {
+	if e.Own {
+		return fmt.Sprintf("state %s changed under this syncd: a write of its own that the bucket did not answer in time landed after a later one was sent, so this one stopped without writing: rerun (it reads the state as it is)", e.URL)
+	}
 	return fmt.Sprintf("state %s was changed by another syncd since this one read it, so this one stopped without writing: run one syncd at a time on a state (its lease keeps a second one out unless the first stalls past state.lease_ttl), then rerun", e.URL)
 }
 
