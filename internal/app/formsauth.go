@@ -12,19 +12,29 @@ import (
 	"github.com/syncd-dev/syncd/internal/formsauth"
 	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 	"github.com/syncd-dev/syncd/internal/state"
+	"github.com/syncd-dev/syncd/internal/table"
 )
 
 // formsTokenSecret is where the default account's Forms API sign-in lives
 // in the state store; another account's is under FormsTokenSecret.
-const formsTokenSecret = "forms/oauth"
+const formsTokenSecret = "forms-oauth"
 
 // FormsTokenSecret is where the Forms API sign-in (forms_oauth) of the
-// account of namespace lives in the state store.
-func FormsTokenSecret(namespace string) string {
+// account of namespace lives in the state store: named like the account's
+// streams (namespace/forms-oauth), so that a store split by account
+// (state.url with sharding) keeps it with the account's state.
+func FormsTokenSecret(namespace string) string { return table.StreamKey(namespace, formsTokenSecret) }
+
+// legacyFormsTokenSecret is where earlier releases kept the sign-in
+// (forms/oauth, forms/oauth/NAME). A store split by account took its
+// "forms/" for an account named forms, which no syncd claims, so only a
+// state that is not split can hold one: Load still reads it there, and
+// Save and Delete remove it.
+func legacyFormsTokenSecret(namespace string) string {
 	if namespace == "" {
-		return formsTokenSecret
+		return "forms/oauth"
 	}
-	return formsTokenSecret + "/" + namespace
+	return "forms/oauth/" + namespace
 }
 
 // ErrNoFormsToken is an account with forms_oauth that has not signed in.
@@ -45,6 +55,11 @@ func (t FormsTokens) Load(ctx context.Context) (formsauth.Token, error) {
 		return formsauth.Token{}, fmt.Errorf("read the Forms API sign-in from the state: %w", err)
 	}
 	if raw == nil {
+		if raw, err = t.legacy(ctx); err != nil {
+			return formsauth.Token{}, err
+		}
+	}
+	if raw == nil {
 		return formsauth.Token{}, ErrNoFormsToken
 	}
 	var tok formsauth.Token
@@ -63,13 +78,41 @@ func (t FormsTokens) Save(ctx context.Context, tok formsauth.Token) error {
 	if err := t.Store.PutSecret(ctx, FormsTokenSecret(t.Namespace), raw); err != nil {
 		return fmt.Errorf("store the Forms API sign-in: %w", err)
 	}
-	return nil
+	return t.dropLegacy(ctx)
 }
 
 // Delete forgets the sign-in.
 func (t FormsTokens) Delete(ctx context.Context) error {
 	if err := t.Store.PutSecret(ctx, FormsTokenSecret(t.Namespace), nil); err != nil {
 		return fmt.Errorf("forget the Forms API sign-in: %w", err)
+	}
+	return t.dropLegacy(ctx)
+}
+
+// legacy is the sign-in under its earlier name, nil when there is none. A
+// store split by account refuses the name (it names no account of it): it
+// never held one there.
+func (t FormsTokens) legacy(ctx context.Context) ([]byte, error) {
+	raw, err := t.Store.GetSecret(ctx, legacyFormsTokenSecret(t.Namespace))
+	var nc *state.NotClaimedError
+	if errors.As(err, &nc) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the Forms API sign-in from the state: %w", err)
+	}
+	return raw, nil
+}
+
+// dropLegacy removes the sign-in under its earlier name, if any, so that
+// a logout forgets it and a new login is the only one left.
+func (t FormsTokens) dropLegacy(ctx context.Context) error {
+	raw, err := t.legacy(ctx)
+	if err != nil || raw == nil {
+		return err
+	}
+	if err := t.Store.PutSecret(ctx, legacyFormsTokenSecret(t.Namespace), nil); err != nil {
+		return fmt.Errorf("remove the Forms API sign-in kept under its earlier name: %w", err)
 	}
 	return nil
 }

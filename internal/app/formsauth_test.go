@@ -44,7 +44,7 @@ accounts:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if names := secretNames(cfg); !slices.Contains(names, "forms/oauth/o") {
+	if names := secretNames(cfg); !slices.Contains(names, FormsTokenSecret("o")) {
 		t.Errorf("a restore does not keep the forms sign-in: %v", names)
 	}
 	ctx := context.Background()
