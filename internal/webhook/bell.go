@@ -46,8 +46,15 @@ type Bell struct {
 // pending is a stream with deliveries not yet covered by a pass that
 // started, and the goroutine that runs its passes.
 type pending struct {
+	// arrivals are latency samples, at most maxArrivals of them: a flood
+	// keeps only some.
 	arrivals []time.Time
-	due      bool // a pass not started yet will cover the latest delivery
+	// latest is the newest delivery no started pass covers yet, whether or
+	// not arrivals kept it (zero when there is none): covering it covers
+	// every older one, so the passes go by it and a delivery beyond the
+	// samples is never left to the scheduled passes.
+	latest time.Time
+	due    bool // a pass not started yet will cover the latest delivery
 }
 
 // maxFailedPasses is how often a failed pass is tried again (after
@@ -55,7 +62,8 @@ type pending struct {
 const maxFailedPasses = 3
 
 // maxArrivals bounds the arrivals kept for the latency histogram of one
-// stream; a flood beyond it still rings, with fewer samples.
+// stream; a flood beyond it still rings and is still covered (see
+// pending.latest), with fewer samples.
 const maxArrivals = 4096
 
 // Start readies the Bell: ctx is what the passes run under (a stop lets
@@ -85,6 +93,9 @@ func (b *Bell) Ring(s Stream, at time.Time) (debounced bool) {
 	}
 	debounced = p.due
 	p.due = true
+	if at.After(p.latest) {
+		p.latest = at
+	}
 	if len(p.arrivals) < maxArrivals {
 		p.arrivals = append(p.arrivals, at)
 	}
@@ -110,7 +121,13 @@ func (b *Bell) loop(s Stream, p *pending, fireAt time.Time) {
 				rest = append(rest, at)
 			}
 		}
-		p.arrivals, p.due = rest, len(rest) > 0
+		// latest is the newest delivery: when this pass covers it, it covers
+		// all (rest is then empty); when not, another pass is needed.
+		latest := p.latest
+		if !b.coveredFrom(latest).After(start) {
+			p.latest = time.Time{}
+		}
+		p.arrivals, p.due = rest, !p.latest.IsZero()
 		b.mu.Unlock()
 		ok := b.run(s)
 		if ok && b.Latency != nil {
@@ -126,18 +143,24 @@ func (b *Bell) loop(s Stream, p *pending, fireAt time.Time) {
 			// delivery to the next scheduled pass, an hour away perhaps.
 			failures++
 			p.arrivals, p.due = append(covered, p.arrivals...), true
+			if len(p.arrivals) > maxArrivals {
+				p.arrivals = p.arrivals[:maxArrivals] // samples only: latest keeps the coverage
+			}
+			if latest.After(p.latest) {
+				p.latest = latest
+			}
 			fireAt = b.now().Add(b.Retry << failures)
 			b.mu.Unlock()
 			continue
 		}
 		failures = 0 // a pass ended well, or the scheduled passes take it from here
-		if len(p.arrivals) == 0 {
+		if p.latest.IsZero() {
 			delete(b.streams, s)
 			b.mu.Unlock()
 			return
 		}
-		fireAt = b.coveredFrom(p.arrivals[0])
-		for _, at := range p.arrivals[1:] {
+		fireAt = b.coveredFrom(p.latest)
+		for _, at := range p.arrivals {
 			if t := b.coveredFrom(at); t.Before(fireAt) {
 				fireAt = t
 			}

@@ -267,3 +267,102 @@ func TestBellCoversTheDeliverysMillisecond(t *testing.T) {
 		t.Errorf("latency samples %v, want one, from the pass that started over the lag plus a millisecond after the delivery", covered)
 	}
 }
+
+// TestBellCoversALateDeliveryAfterAFlood: past maxArrivals a stream stops
+// keeping latency samples, but a delivery it answers as debounced must still
+// be covered by a triggered pass. A burst fills the samples, then one more
+// delivery arrives too late for the first pass's window: a second pass must
+// run for it, not the next scheduled one an hour away.
+func TestBellCoversALateDeliveryAfterAFlood(t *testing.T) {
+	f1 := Stream{Account: "a", Source: SourceForms, Stream: "f1"}
+	tests := []struct {
+		name  string
+		burst int
+	}{
+		{"one delivery", 1},
+		{"samples just full", maxArrivals},
+		{"samples overflowed", maxArrivals + 100},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, p := newClock(), newPasses()
+			b := &Bell{Lag: 10 * time.Second, Debounce: time.Second, Retry: time.Second, Run: p.Run, Now: c.Now, After: c.After}
+			b.Start(context.Background())
+			defer b.Close()
+			for range tt.burst {
+				b.Ring(f1, c.Now())
+			}
+			c.advance(5 * time.Second)
+			if !b.Ring(f1, c.Now()) {
+				t.Fatal("the late delivery was not debounced: the first pass should cover it or be followed by one that does")
+			}
+			c.fire(t, 6*time.Second) // t0+11s: the first pass, whose window ends at t0+1s
+			p.waitStart(t)
+			p.release <- false
+			select {
+			case ch := <-c.waits:
+				c.advance(10 * time.Second)
+				ch <- c.Now()
+			case <-time.After(2 * time.Second):
+				t.Fatalf("the delivery at t0+5s was answered as covered but no pass covering it is due (%d passes ran)", p.count())
+			}
+			p.waitStart(t)
+			p.release <- false
+		})
+	}
+}
+
+// TestBellFloodWithFailedPasses: a failed pass puts the deliveries it
+// covered back, before those that arrived while it ran. The samples stay
+// bounded after a flood, and the deliveries beyond them are still covered.
+func TestBellFloodWithFailedPasses(t *testing.T) {
+	f1 := Stream{Account: "a", Source: SourceForms, Stream: "f1"}
+	c := newClock()
+	started, results := make(chan struct{}, 10), make(chan bool)
+	var mu sync.Mutex
+	samples := 0
+	b := &Bell{Lag: 10 * time.Second, Debounce: time.Second, Retry: time.Second, Now: c.Now, After: c.After,
+		Run: func(context.Context, Stream) (bool, bool) {
+			started <- struct{}{}
+			return false, <-results
+		},
+		Latency: func(Stream, time.Duration) { mu.Lock(); samples++; mu.Unlock() }}
+	b.Start(context.Background())
+	defer b.Close()
+	pass := func(n int, ok bool) {
+		t.Helper()
+		select {
+		case <-started:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("pass %d never started", n)
+		}
+		results <- ok
+	}
+	for range 2 * maxArrivals {
+		b.Ring(f1, c.Now())
+	}
+	c.fire(t, 11*time.Second) // t0+11s: the first pass covers the flood
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("pass 1 never started")
+	}
+	for range 10 {
+		b.Ring(f1, c.Now()) // while it runs: only a pass from t0+21s covers these
+	}
+	results <- false         // it fails
+	c.fire(t, 2*time.Second) // its backoff, t0+13s: covers the flood again
+	pass(2, true)
+	c.fire(t, 10*time.Second) // t0+23s: covers the deliveries of t0+11s
+	pass(3, true)
+	select {
+	case <-c.waits:
+		t.Fatal("a fourth pass is due: every delivery was covered")
+	case <-time.After(200 * time.Millisecond):
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if samples > maxArrivals {
+		t.Errorf("%d latency samples, want at most %d: the failed pass's merge overflowed the bound", samples, maxArrivals)
+	}
+}

@@ -250,7 +250,15 @@ type request struct {
 	mutating bool
 	notFound func(base string) *NotFoundError
 	buffer   []byte // for the body of a success (httpapi.Request.Buffer)
+	// hide is what, beyond the API key, the server's messages about this
+	// request must not show: secrets the request sent (a webhook URL and
+	// its path token), which a service may echo back in an error that then
+	// reaches the logs.
+	hide []redaction
 }
+
+// redaction replaces secret with with in a server's message.
+type redaction struct{ secret, with string }
 
 // endpoint names the call in errors: method and path, no query.
 func (r *request) endpoint() string { return r.method + " " + r.path }
@@ -317,15 +325,15 @@ func (c *Client) judge(r *request, res *response, attempt int, decode func([]byt
 	case httpapi.TransientStatus(s):
 		safe := !r.mutating || s == http.StatusTooManyRequests || s == http.StatusServiceUnavailable
 		v := verdict{
-			Err:   &UnavailableError{Endpoint: ep, Status: s, Attempts: attempt, Err: c.messageError(res.Body), Uncertain: !safe},
+			Err:   &UnavailableError{Endpoint: ep, Status: s, Attempts: attempt, Err: c.messageError(res.Body, r.hide...), Uncertain: !safe},
 			Retry: safe,
 		}
 		v.RetryAfter, v.HasRetryAfter = c.retryAfter(res.Header)
 		return v
 	case s >= 400 && s < 500:
-		return verdict{Err: &BadRequestError{Endpoint: ep, Status: s, Message: c.serverMessage(res.Body)}}
+		return verdict{Err: &BadRequestError{Endpoint: ep, Status: s, Message: c.serverMessage(res.Body, r.hide...)}}
 	default:
-		return verdict{Err: &UnavailableError{Endpoint: ep, Status: s, Attempts: attempt, Err: c.messageError(res.Body), Uncertain: r.mutating && s >= 500}}
+		return verdict{Err: &UnavailableError{Endpoint: ep, Status: s, Attempts: attempt, Err: c.messageError(res.Body, r.hide...), Uncertain: r.mutating && s >= 500}}
 	}
 }
 
@@ -336,10 +344,11 @@ func (c *Client) retryAfter(h http.Header) (time.Duration, bool) {
 }
 
 // serverMessage extracts a human message from an error body: the "message"
-// (or "error") of a JSON object, else the text itself. The API key is
-// removed first, in case the server or a proxy echoes request headers, then
-// the text is flattened to one line and shortened.
-func (c *Client) serverMessage(body []byte) string {
+// (or "error") of a JSON object, else the text itself. The API key and the
+// request's own secrets (hide) are removed first, in case the server or a
+// proxy echoes request headers or the body, then the text is flattened to
+// one line and shortened.
+func (c *Client) serverMessage(body []byte, hide ...redaction) string {
 	var m struct {
 		Message json.RawMessage `json:"message"`
 		Error   json.RawMessage `json:"error"`
@@ -354,12 +363,23 @@ func (c *Client) serverMessage(body []byte) string {
 	if msg == "" {
 		msg = string(body)
 	}
+	// The key first (a request's secret replaced before it could cut
+	// through the key), the request's secrets next, and only then Scrub's
+	// shortening, which could cut a secret and leave part of it.
+	if c.key != "" {
+		msg = strings.ReplaceAll(msg, c.key, httpapi.Redacted)
+	}
+	for _, h := range hide {
+		if h.secret != "" {
+			msg = strings.ReplaceAll(msg, h.secret, h.with)
+		}
+	}
 	return httpapi.Scrub(msg, c.key)
 }
 
 // messageError is serverMessage as an error, nil when there is none.
-func (c *Client) messageError(body []byte) error {
-	if msg := c.serverMessage(body); msg != "" {
+func (c *Client) messageError(body []byte, hide ...redaction) error {
+	if msg := c.serverMessage(body, hide...); msg != "" {
 		return errors.New(msg)
 	}
 	return nil

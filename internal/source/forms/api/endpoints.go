@@ -7,8 +7,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/syncd-dev/syncd/internal/httpapi"
 )
 
 // Route templates, as reported to the Observer and in debug logs.
@@ -294,7 +298,8 @@ func (c *Client) CreateWebhook(ctx context.Context, formID, hookURL string) (int
 	if err := checkID("form", formID); err != nil {
 		return 0, fmt.Errorf("create webhook: %w", err)
 	}
-	if u, err := url.Parse(hookURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+	u, err := url.Parse(hookURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return 0, fmt.Errorf("create webhook for form %s: the url must be an absolute http(s) URL", formID)
 	}
 	body, err := json.Marshal(struct {
@@ -307,6 +312,7 @@ func (c *Client) CreateWebhook(ctx context.Context, formID, hookURL string) (int
 	r := &request{
 		method: http.MethodPost, path: "/webhook/create", route: RouteCreateWebhook,
 		body: body, mutating: true, notFound: formNotFound(formID),
+		hide: hookURLRedactions(hookURL, u),
 	}
 	var id int64
 	err = c.do(ctx, r, func(b []byte) error {
@@ -321,6 +327,58 @@ func (c *Client) CreateWebhook(ctx context.Context, formID, hookURL string) (int
 		return 0, err
 	}
 	return id, nil
+}
+
+// minSecretPart is the least length of a path segment or query value
+// hidden on its own from a server's message: a path token is far longer,
+// while hiding every short segment ("in", an account name) would garble the
+// message for nothing.
+const minSecretPart = 16
+
+// hookURLRedactions is what a server's message about a webhook URL must not
+// show. The URL itself, as sent or normalised or escaped, becomes
+// "<webhook url>", so the message still says what it is about; its path and
+// query, and each part of them long enough to be a credential, become
+// [REDACTED], in case the service echoes only a part or writes the URL its
+// own way (a lower-cased host, JSON's escaped slashes in a raw body).
+func hookURLRedactions(raw string, u *url.URL) []redaction {
+	var hide []redaction
+	add := func(with string, secrets ...string) {
+		for _, s := range secrets {
+			if s != "" {
+				hide = append(hide, redaction{s, with})
+			}
+		}
+	}
+	add("<webhook url>", raw, u.String(), url.QueryEscape(raw), url.PathEscape(raw))
+	add(httpapi.Redacted, u.RawQuery)
+	if strings.Trim(u.Path, "/") != "" {
+		add(httpapi.Redacted, u.RequestURI(), u.EscapedPath(), u.Path)
+	}
+	if pw, ok := u.User.Password(); ok {
+		add(httpapi.Redacted, pw)
+	}
+	var parts []string
+	for _, seg := range strings.Split(u.EscapedPath(), "/") {
+		parts = append(parts, seg)
+		if v, err := url.PathUnescape(seg); err == nil {
+			parts = append(parts, v)
+		}
+	}
+	for _, vs := range u.Query() {
+		for _, v := range vs {
+			parts = append(parts, v, url.QueryEscape(v))
+		}
+	}
+	for _, p := range parts {
+		if len(p) >= minSecretPart {
+			add(httpapi.Redacted, p)
+		}
+	}
+	// Longest first: a part replaced before the text that holds it would
+	// leave the rest of that text in the message.
+	slices.SortStableFunc(hide, func(a, b redaction) int { return len(b.secret) - len(a.secret) })
+	return hide
 }
 
 // DeleteWebhook removes a webhook. The contract types webhookId as a string
