@@ -22,6 +22,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/bits"
 	"math/rand/v2"
 	"net/http"
 	"sync"
@@ -234,12 +235,20 @@ type plan struct {
 	delays []time.Duration // one per copy; none: dropped
 }
 
-// decide draws the faults of one delivery; callers hold d.mu. The draws
-// are made in a fixed order whatever the knobs, so changing one rate does
-// not shift the decisions of the others.
+// maxCopies is the most copies of one delivery (a duplicate's third).
+const maxCopies = 3
+
+// decide draws the faults of one delivery; callers hold d.mu. Every
+// delivery makes the same draws, in a fixed order and all up front, whatever
+// the knobs and its fate (dropped, copies, delays), so changing one knob
+// does not shift the decisions of the others or of later deliveries.
 func (d *Deliverer) decide(m *Message) plan {
 	f := &d.faults
 	drop, dup, third, bare, forged := d.rng.Float64(), d.rng.Float64(), d.rng.IntN(4), d.rng.Float64(), d.rng.Float64()
+	var jitter [maxCopies]uint64
+	for i := range jitter {
+		jitter[i] = d.rng.Uint64()
+	}
 	d.stats.Deliveries++
 	p := plan{body: m.Body}
 	if drop < f.DropRate {
@@ -263,10 +272,14 @@ func (d *Deliverer) decide(m *Message) plan {
 		d.stats.Duplicated++
 		d.stats.Copies += int64(n - 1)
 	}
-	for range n {
+	for i := range n {
 		delay := f.DelayMin
 		if span := max(f.DelayMax, f.DelayMin) - f.DelayMin; span > 0 {
-			delay += time.Duration(d.rng.Int64N(int64(span) + 1))
+			// The high word of jitter × (span+1) is uniform over [0, span]
+			// (to within 2⁻⁶⁴ per value) and, unlike Int64N, never draws
+			// again.
+			hi, _ := bits.Mul64(jitter[i], uint64(span)+1)
+			delay += time.Duration(hi)
 		}
 		if delay > 0 {
 			d.stats.Delayed++

@@ -261,3 +261,69 @@ func TestFaultsValidateAndJSON(t *testing.T) {
 		}
 	}
 }
+
+// Changing one knob changes only its own decisions: every delivery makes
+// the same draws whatever its fate, so a drop, an extra copy or a delay
+// span does not shift the decisions of the deliveries after it.
+func TestOneKnobKeepsTheOtherDecisions(t *testing.T) {
+	base := Faults{DuplicateRate: 0.5, BareRate: 0.5, BadSignatureRate: 0.5, DelayMin: time.Millisecond, DelayMax: 10 * time.Millisecond}
+	tests := []struct {
+		name   string
+		change func(*Faults)
+		// same compares what the changed knob must leave alone, for a
+		// delivery sent under both.
+		same func(a, b plan) bool
+	}{
+		{"drop rate", func(f *Faults) { f.DropRate = 0.3 }, func(a, b plan) bool {
+			return string(a.body) == string(b.body) && a.forged == b.forged && slices.Equal(a.delays, b.delays)
+		}},
+		{"delay span", func(f *Faults) { f.DelayMax = f.DelayMin }, func(a, b plan) bool {
+			return string(a.body) == string(b.body) && a.forged == b.forged && len(a.delays) == len(b.delays)
+		}},
+		{"duplicate rate", func(f *Faults) { f.DuplicateRate = 0 }, func(a, b plan) bool {
+			return string(a.body) == string(b.body) && a.forged == b.forged && a.delays[0] == b.delays[0]
+		}},
+		{"bare rate", func(f *Faults) { f.BareRate = 0 }, func(a, b plan) bool {
+			return a.forged == b.forged && slices.Equal(a.delays, b.delays)
+		}},
+	}
+	plans := func(f Faults) []plan {
+		d, err := New(7, 0, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		var out []plan
+		for range 200 {
+			m := Message{Body: []byte("e"), Bare: []byte("b"), Header: func([]byte, bool) http.Header { return nil }}
+			d.mu.Lock()
+			out = append(out, d.decide(&m))
+			d.mu.Unlock()
+		}
+		return out
+	}
+	want := plans(base)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := base
+			tt.change(&f)
+			got := plans(f)
+			sent, differ := 0, 0
+			for i := range want {
+				if len(want[i].delays) == 0 || len(got[i].delays) == 0 {
+					continue // dropped
+				}
+				sent++
+				if !tt.same(want[i], got[i]) {
+					differ++
+				}
+			}
+			if sent < 100 {
+				t.Fatalf("only %d of 200 deliveries sent under both knobs: nothing to compare", sent)
+			}
+			if differ > 0 {
+				t.Errorf("%d of %d deliveries changed decisions the %s does not govern", differ, sent, tt.name)
+			}
+		})
+	}
+}
