@@ -19,6 +19,7 @@ type booking struct {
 	EventTypeSlug      string
 	Location           string
 	AbsentHost         bool
+	Seated             bool // a seated event type: per-attendee seats and responses
 	Attendees          []attendee
 	Guests             []string
 	Responses          map[string]any
@@ -39,6 +40,11 @@ type booking struct {
 type attendee struct {
 	Name, Email, TimeZone, Language, Phone string
 	Absent                                 bool
+	// Of a seated booking: the attendee's seat, booking field responses and
+	// metadata (SeatedAttendee in cal.com's platform types).
+	Seat      string
+	Responses map[string]any
+	Metadata  map[string]string
 }
 
 var (
@@ -50,7 +56,12 @@ var (
 		slug   string
 		title  string
 		length int
-	}{{11, "intro-call", "Intro call", 15}, {12, "consultation", "Consultation", 30}, {13, "workshop", "Workshop", 90}}
+		seated bool // seatsPerTimeSlot set: attendees book seats
+	}{{11, "intro-call", "Intro call", 15, false}, {12, "consultation", "Consultation", 30, false}, {13, "workshop", "Workshop", 90, true}}
+	// diets are a seated attendee's answers to the workshop's own booking
+	// field, chosen by seat rather than drawn, so that seated bookings take
+	// no more random numbers and every seed keeps its data.
+	diets     = []string{"none", "vegetarian", "vegan", "gluten-free"}
 	locations = []string{"https://cal.com/video/abc", "integrations:daily", "Office, 2nd floor", "+44 20 7946 0000", ""}
 )
 
@@ -106,6 +117,13 @@ func (s *Server) makeBooking(t time.Time, owner int) *booking {
 		if s.rnd.IntN(3) == 0 {
 			atts[j].Phone = fmt.Sprintf("+4477009%05d", s.rnd.IntN(100000))
 		}
+		if et.seated {
+			atts[j].Seat = fmt.Sprintf("seat-%d-%d", s.nextID, j)
+			atts[j].Responses = map[string]any{"name": atts[j].Name, "email": atts[j].Email, "dietary": diets[j%len(diets)]}
+			if j == 0 {
+				atts[j].Metadata = map[string]string{"ticket": fmt.Sprintf("T-%d", s.nextID)}
+			}
+		}
 	}
 	ut := t
 	b := &booking{
@@ -119,6 +137,7 @@ func (s *Server) makeBooking(t time.Time, owner int) *booking {
 		End:           start.Add(time.Duration(et.length) * time.Minute),
 		EventTypeID:   et.id,
 		EventTypeSlug: et.slug,
+		Seated:        et.seated,
 		Location:      locations[s.rnd.IntN(len(locations))],
 		Attendees:     atts,
 		Responses: map[string]any{
@@ -158,7 +177,7 @@ func (s *Server) cancel(b *booking, t time.Time, reason string) {
 // and b cancelled as rescheduled. Callers hold mu.
 func (s *Server) reschedule(b *booking, t time.Time, reason string) *booking {
 	nb := s.makeBooking(t, b.owner)
-	nb.Title, nb.Description, nb.EventTypeID, nb.EventTypeSlug = b.Title, b.Description, b.EventTypeID, b.EventTypeSlug
+	nb.Title, nb.Description, nb.EventTypeID, nb.EventTypeSlug, nb.Seated = b.Title, b.Description, b.EventTypeID, b.EventTypeSlug, b.Seated
 	nb.Attendees, nb.Guests, nb.Responses, nb.Location = b.Attendees, b.Guests, b.Responses, b.Location
 	d := b.End.Sub(b.Start)
 	nb.Start = b.Start.Add(time.Duration(1+s.rnd.IntN(72)) * time.Hour)
@@ -213,8 +232,10 @@ func (s *Server) rescheduledTo(b *booking) string {
 // stamp renders a time as the API does: UTC, milliseconds, Z.
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
-// render is the booking in the shape of BookingOutput_2024_08_13. Callers
-// hold mu.
+// render is the booking in the shape of BookingOutput_2024_08_13, or of
+// GetSeatedBookingOutput_2024_08_13 for a seated one: each attendee carries
+// its seatUid, bookingFieldsResponses and metadata, and the booking has no
+// bookingFieldsResponses or guests of its own. Callers hold mu.
 func (s *Server) render(b *booking) map[string]any {
 	u := s.users[b.owner].User
 	atts := make([]map[string]any, len(b.Attendees))
@@ -222,6 +243,12 @@ func (s *Server) render(b *booking) map[string]any {
 		m := map[string]any{"name": a.Name, "email": a.Email, "displayEmail": a.Email, "timeZone": a.TimeZone, "language": a.Language, "absent": a.Absent}
 		if a.Phone != "" {
 			m["phoneNumber"] = a.Phone
+		}
+		if b.Seated {
+			m["seatUid"], m["bookingFieldsResponses"] = a.Seat, a.Responses
+			if a.Metadata != nil {
+				m["metadata"] = a.Metadata
+			}
 		}
 		atts[i] = m
 	}
@@ -246,6 +273,9 @@ func (s *Server) render(b *booking) map[string]any {
 		"bookingFieldsResponses": b.Responses,
 		"icsUid":                 b.ICSUID,
 	}
+	if b.Seated {
+		delete(out, "bookingFieldsResponses") // each attendee has its own
+	}
 	if b.UpdatedAt != nil {
 		out["updatedAt"] = stamp(*b.UpdatedAt)
 	} else {
@@ -263,7 +293,7 @@ func (s *Server) render(b *booking) map[string]any {
 	opt("rescheduledFromUid", b.FromReschedule)
 	opt("rescheduledToUid", s.rescheduledTo(b))
 	opt("recurringBookingUid", b.RecurringUID)
-	if len(b.Guests) > 0 {
+	if len(b.Guests) > 0 && !b.Seated {
 		out["guests"] = b.Guests
 	}
 	if b.Metadata != nil {

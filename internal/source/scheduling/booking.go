@@ -56,6 +56,22 @@ type Attendee struct {
 	Absent       bool
 	PhoneNumber  *string
 	SeatUID      *string // seated bookings
+	// Of a seated booking (SeatedAttendee), which has no responses of its
+	// own: the attendee's booking field responses and metadata, JSON
+	// objects kept whole as received (compacted); the table keeps them in
+	// its seats column.
+	BookingFieldsResponses json.RawMessage
+	Metadata               json.RawMessage
+}
+
+// Seated reports whether b is a seated booking: an attendee has a seat.
+func (b *Booking) Seated() bool {
+	for _, a := range b.Attendees {
+		if a.SeatUID != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Host is one host of a booking.
@@ -144,18 +160,28 @@ func DecodeBooking(raw json.RawMessage) (*Booking, error) {
 		d.opt("eventTypeId", &b.EventTypeID)
 	}
 	var atts []struct {
-		Name         string  `json:"name"`
-		Email        *string `json:"email"`
-		DisplayEmail *string `json:"displayEmail"`
-		TimeZone     string  `json:"timeZone"`
-		Language     *string `json:"language"`
-		Absent       bool    `json:"absent"`
-		PhoneNumber  *string `json:"phoneNumber"`
-		SeatUID      *string `json:"seatUid"`
+		Name                   string          `json:"name"`
+		Email                  *string         `json:"email"`
+		DisplayEmail           *string         `json:"displayEmail"`
+		TimeZone               string          `json:"timeZone"`
+		Language               *string         `json:"language"`
+		Absent                 bool            `json:"absent"`
+		PhoneNumber            *string         `json:"phoneNumber"`
+		SeatUID                *string         `json:"seatUid"`
+		BookingFieldsResponses json.RawMessage `json:"bookingFieldsResponses"`
+		Metadata               json.RawMessage `json:"metadata"`
 	}
 	d.opt("attendees", &atts)
-	for _, a := range atts {
-		b.Attendees = append(b.Attendees, Attendee(a))
+	for i, a := range atts {
+		at := Attendee(a)
+		var err error
+		if at.BookingFieldsResponses, err = compactObject(a.BookingFieldsResponses); err != nil {
+			d.fail(fmt.Sprintf("attendees[%d].bookingFieldsResponses", i), err)
+		}
+		if at.Metadata, err = compactObject(a.Metadata); err != nil {
+			d.fail(fmt.Sprintf("attendees[%d].metadata", i), err)
+		}
+		b.Attendees = append(b.Attendees, at)
 	}
 	var hosts []struct {
 		ID           int64   `json:"id"`
@@ -244,21 +270,29 @@ func (d *decoder) time(field string, dst *time.Time, required bool) bool {
 
 // object keeps a JSON object as received; null and absent stay nil.
 func (d *decoder) object(field string, dst *json.RawMessage) {
-	raw, ok := d.m[field]
-	if !ok || isNull(raw) {
-		return
-	}
-	raw = bytes.TrimSpace(raw)
-	if raw[0] != '{' {
-		d.fail(field, fmt.Errorf("not an object: %s", clip(raw)))
-		return
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, raw); err != nil {
+	obj, err := compactObject(d.m[field])
+	if err != nil {
 		d.fail(field, err)
 		return
 	}
-	*dst = buf.Bytes()
+	*dst = obj
+}
+
+// compactObject is raw compacted if it is a JSON object, nil if it is null
+// or empty (absent), and an error otherwise.
+func compactObject(raw json.RawMessage) (json.RawMessage, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	raw = bytes.TrimSpace(raw)
+	if raw[0] != '{' {
+		return nil, fmt.Errorf("not an object: %s", clip(raw))
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 func clip(raw json.RawMessage) string {

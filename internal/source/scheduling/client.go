@@ -203,6 +203,10 @@ func (c *Client) call(ctx context.Context, r *httpapi.Request, scope string, dec
 	r.WaitKey = r.Route
 	route := r.Route
 	webhooks := strings.Contains(route, "/v2/webhooks")
+	// One refresh per call, spent on the first 401 whatever attempt met it
+	// (a transient failure before must not use it up); a token refused
+	// again after its refresh means a new login, not another refresh.
+	refreshed := false
 	err := c.api.Do(ctx, r, func(r *httpapi.Request, res *httpapi.Response, attempt int) httpapi.Verdict {
 		ep := r.Endpoint()
 		switch s := res.Status; {
@@ -225,7 +229,9 @@ func (c *Client) call(ctx context.Context, r *httpapi.Request, scope string, dec
 			if t, err := c.tokens.Token(ctx); err == nil {
 				c.tokens.Invalidate(t.AccessToken)
 			}
-			return httpapi.Verdict{Err: &APIError{Endpoint: ep, Status: s, Attempts: attempt, Message: httpapi.ServerMessage(res.Body)}, Retry: attempt == 1}
+			retry := !refreshed
+			refreshed = true
+			return httpapi.Verdict{Err: &APIError{Endpoint: ep, Status: s, Attempts: attempt, Message: httpapi.ServerMessage(res.Body)}, Retry: retry}
 		case s == http.StatusForbidden:
 			msg := httpapi.ServerMessage(res.Body)
 			if oauth.IsScopeRefusal(msg) || webhooks {
@@ -432,14 +438,19 @@ func (c *Client) Changes(ctx context.Context, start, end time.Time, fn func(*Boo
 
 // walk pages through a time-sorted listing by keyset: each page starts at
 // the last cursor time seen (the filter is inclusive) and skips the
-// bookings already seen at exactly that time, less one, so that one booking
-// leaving meanwhile cannot hide another; duplicates are dropped by uid.
+// bookings already seen at exactly that time, less MaxTake/2 of them, which
+// it reads again and drops by uid. A booking seen at that time that leaves
+// meanwhile shifts the tied rows after it one place earlier: re-reading
+// MaxTake/2 tolerates that many departures between two pages, where
+// skipping all seen would hide one unseen booking per departure. A full
+// page still brings at least MaxTake/2 rows not seen, so the walk advances
+// through any number of ties.
 func (c *Client) walk(ctx context.Context, start time.Time, params func(time.Time) ListParams, key func(*Booking) (time.Time, bool), emit func(*Booking) error) error {
 	cursor := start
 	tied := map[string]bool{} // uids seen at exactly cursor
 	for {
 		p := params(cursor)
-		p.Take, p.Skip = MaxTake, max(0, len(tied)-1)
+		p.Take, p.Skip = MaxTake, max(0, len(tied)-MaxTake/2)
 		page, err := c.ListBookings(ctx, p)
 		if err != nil {
 			return err

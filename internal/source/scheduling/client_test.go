@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -199,6 +200,70 @@ func TestExpiredAccessTokenRefreshedOnce(t *testing.T) {
 	}
 }
 
+// A 401 is answered with one refresh and one retry per call, whatever
+// attempt met it: a transient failure first must not use up the refresh,
+// and a token refused again after its refresh is not refreshed in a loop.
+func TestUnauthorizedRefreshedOncePerCall(t *testing.T) {
+	const (
+		unavailable = "503 and expire" // expire every access token, answer 503
+		refused     = "401"            // answer 401 whatever the token
+	)
+	tests := []struct {
+		name          string
+		script        []string // answers to the first GET /v2/me; then the simulator answers
+		wantErr       bool
+		wantRequests  int32
+		wantRefreshes int
+	}{
+		{"401 on the first attempt", []string{refused}, false, 2, 1},
+		{"401 after a transient 503", []string{unavailable}, false, 3, 1},
+		{"401 again after the refresh", []string{refused, refused}, true, 2, 1},
+		{"401 again after a 503 and a refresh", []string{unavailable, refused, refused}, true, 3, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, schedsim.Config{Seed: 4, Bookings: 3})
+			var n atomic.Int32
+			front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == schedsim.PathMe {
+					if i := int(n.Add(1)) - 1; i < len(tt.script) {
+						switch tt.script[i] {
+						case unavailable:
+							e.sim.ExpireAccessTokens()
+							http.Error(w, `{"status":"error","error":{"message":"temporarily unavailable"}}`, http.StatusServiceUnavailable)
+						case refused:
+							http.Error(w, `{"status":"error","error":{"message":"Invalid Access Token."}}`, http.StatusUnauthorized)
+						}
+						return
+					}
+				}
+				e.sim.ServeHTTP(w, r)
+			}))
+			defer front.Close()
+			_, ts := e.client(t, "sim-client", ScopeBookingRead, ScopeProfileRead)
+			c, err := New(Config{BaseURL: front.URL, Tokens: ts, RateLimit: 1000, Burst: 100,
+				MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, MaxAttempts: 8})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.Me(context.Background())
+			var ae *APIError
+			switch {
+			case !tt.wantErr && err != nil:
+				t.Errorf("Me: %v", err)
+			case tt.wantErr && (!errors.As(err, &ae) || ae.Status != http.StatusUnauthorized || !strings.HasSuffix(err.Error(), "run `syncd auth login` again")):
+				t.Errorf("Me: err = %v, want a 401 that asks for a new login", err)
+			}
+			if got := n.Load(); got != tt.wantRequests {
+				t.Errorf("%d requests to %s, want %d", got, schedsim.PathMe, tt.wantRequests)
+			}
+			if got := e.sim.Stats().Refreshes; got != tt.wantRefreshes {
+				t.Errorf("%d refreshes, want %d", got, tt.wantRefreshes)
+			}
+		})
+	}
+}
+
 func TestListParamsQuery(t *testing.T) {
 	a := time.Date(2025, 3, 7, 10, 0, 0, 123456789, time.FixedZone("X", 3600))
 	q, err := ListParams{Take: 250, Skip: 5, AfterUpdatedAt: &a, SortUpdatedAt: "asc", Statuses: AllStatuses}.query()
@@ -216,7 +281,8 @@ func TestListParamsQuery(t *testing.T) {
 
 func TestDecodeBooking(t *testing.T) {
 	good := `{"id":1,"uid":"u1","title":"T","status":"accepted","start":"2024-08-13T15:30:00Z","end":"2024-08-13T16:30:00.000Z",
-	 "createdAt":"2024-08-01T00:00:00Z","updatedAt":null,"eventType":{"id":5,"slug":"s"},"attendees":[{"name":"A","timeZone":"UTC","absent":false,"seatUid":"x"}],
+	 "createdAt":"2024-08-01T00:00:00Z","updatedAt":null,"eventType":{"id":5,"slug":"s"},"attendees":[{"name":"A","timeZone":"UTC","absent":false,"seatUid":"x",
+	 "bookingFieldsResponses":{"name": "A", "dietary": ["vegan"]},"metadata":{"ticket": "T-1"}},{"name":"B","timeZone":"UTC","absent":false,"metadata":null}],
 	 "hosts":[{"id":2,"name":"H","timeZone":"UTC"}],"bookingFieldsResponses":{"b": [1, {"c": null}], "a": "é"},"someNewField":{"x":1}}`
 	b, err := DecodeBooking(json.RawMessage(good))
 	if err != nil {
@@ -226,12 +292,18 @@ func TestDecodeBooking(t *testing.T) {
 		string(b.BookingFieldsResponses) != `{"b":[1,{"c":null}],"a":"é"}` || *b.Attendees[0].SeatUID != "x" || b.Hosts[0].ID != 2 {
 		t.Errorf("booking = %+v", b)
 	}
+	if a := b.Attendees; len(a) != 2 || string(a[0].BookingFieldsResponses) != `{"name":"A","dietary":["vegan"]}` ||
+		string(a[0].Metadata) != `{"ticket":"T-1"}` || a[1].BookingFieldsResponses != nil || a[1].Metadata != nil {
+		t.Errorf("attendees = %+v", a)
+	}
 	bad := []struct{ body, field string }{
 		{strings.Replace(good, `"id":1`, `"id":"one"`, 1), "id"},
 		{strings.Replace(good, `"start":"2024-08-13T15:30:00Z"`, `"start":"yesterday"`, 1), "start"},
 		{strings.Replace(good, `"title":"T",`, ``, 1), "title"},
 		{strings.Replace(good, `"attendees":[`, `"attendees":[7,`, 1), "attendees"},
 		{strings.Replace(good, `"bookingFieldsResponses":{"b": [1, {"c": null}], "a": "é"}`, `"bookingFieldsResponses":"text"`, 1), "bookingFieldsResponses"},
+		{strings.Replace(good, `"metadata":null}`, `"bookingFieldsResponses":["a"]}`, 1), "attendees[1].bookingFieldsResponses"},
+		{strings.Replace(good, `"metadata":{"ticket": "T-1"}`, `"metadata":"T-1"`, 1), "attendees[0].metadata"},
 	}
 	for _, tt := range bad {
 		_, err := DecodeBooking(json.RawMessage(tt.body))

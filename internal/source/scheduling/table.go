@@ -36,6 +36,15 @@ var attendeeType = arrow.StructOf(
 	str("phone_number", true), str("seat_uid", true),
 )
 
+// seatType is what a seated booking's attendee answered (JSON text, whole),
+// by seat. A column of its own, not two more fields of attendeeType: files
+// written before it then differ from later ones by a column, which readers
+// fill with nulls (DuckDB's union_by_name, BigQuery's ALLOW_FIELD_ADDITION),
+// where a struct that gained fields cannot be read beside the old one.
+var seatType = arrow.StructOf(
+	str("seat_uid", false), str("booking_fields_responses", true), str("metadata", true),
+)
+
 var hostType = arrow.StructOf(
 	arrow.Field{Name: "id", Type: arrow.PrimitiveTypes.Int64}, str("name", false), str("email", true),
 	str("display_email", true), str("username", true), str("time_zone", false),
@@ -59,6 +68,7 @@ const (
 	cAttendees
 	cHosts
 	cGuests
+	cSeats
 	cResponses
 	cMetadata
 	cCancellationReason
@@ -79,9 +89,9 @@ const (
 )
 
 // BookingsSchema is the bookings table: one typed column per booking field
-// (timestamps UTC microseconds; attendees and hosts as lists of structs;
-// booking field responses and metadata as JSON text, whole), then lineage
-// and version columns.
+// (timestamps UTC microseconds; attendees, hosts and a seated booking's
+// seats as lists of structs; booking field responses and metadata as JSON
+// text, whole), then lineage and version columns.
 func BookingsSchema() *arrow.Schema {
 	return arrow.NewSchema([]arrow.Field{
 		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
@@ -100,6 +110,7 @@ func BookingsSchema() *arrow.Schema {
 		{Name: "attendees", Type: arrow.ListOf(attendeeType)},
 		{Name: "hosts", Type: arrow.ListOf(hostType)},
 		{Name: "guests", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true},
+		{Name: "seats", Type: arrow.ListOf(seatType), Nullable: true},
 		str("booking_fields_responses", true),
 		str("metadata", true),
 		str("cancellation_reason", true),
@@ -156,6 +167,16 @@ func appendStr(b array.Builder, s *string) {
 		return
 	}
 	sb.Append(*s)
+}
+
+// appendJSON appends JSON text kept whole, null for nil.
+func appendJSON(b array.Builder, raw []byte) {
+	sb := b.(*array.StringBuilder)
+	if raw == nil {
+		sb.AppendNull()
+		return
+	}
+	sb.Append(string(raw))
 }
 
 // Append adds one version row of b. deleted marks a tombstone (the API has
@@ -223,15 +244,24 @@ func (rb *RecordBuilder) Append(b *Booking, lin Lineage, deleted bool) error {
 			gl.ValueBuilder().(*array.StringBuilder).Append(g)
 		}
 	}
-	appendJSON := func(i int, raw []byte) {
-		if raw == nil {
-			f(i).AppendNull()
-			return
+	sl := f(cSeats).(*array.ListBuilder)
+	if !b.Seated() {
+		sl.AppendNull()
+	} else {
+		sl.Append(true)
+		ss := sl.ValueBuilder().(*array.StructBuilder)
+		for _, a := range b.Attendees {
+			if a.SeatUID == nil {
+				continue
+			}
+			ss.Append(true)
+			ss.FieldBuilder(0).(*array.StringBuilder).Append(*a.SeatUID)
+			appendJSON(ss.FieldBuilder(1), a.BookingFieldsResponses)
+			appendJSON(ss.FieldBuilder(2), a.Metadata)
 		}
-		f(i).(*array.StringBuilder).Append(string(raw))
 	}
-	appendJSON(cResponses, b.BookingFieldsResponses)
-	appendJSON(cMetadata, b.Metadata)
+	appendJSON(f(cResponses), b.BookingFieldsResponses)
+	appendJSON(f(cMetadata), b.Metadata)
 	appendStr(f(cCancellationReason), b.CancellationReason)
 	appendStr(f(cCancelledBy), b.CancelledByEmail)
 	appendStr(f(cReschedulingReason), b.ReschedulingReason)
