@@ -319,6 +319,11 @@ func (c *controlServer) runBackfill(ctx context.Context, req backfillRequest, ev
 	if err != nil {
 		return nil, exitUsage, err
 	}
+	defer func() {
+		for _, acct := range accounts {
+			acct.Drop()
+		}
+	}()
 	note := func(s string) { ev.send(controlEvent{Note: s}) }
 	onBusy := func(stream string) {
 		note(fmt.Sprintf("a scheduled pass of %s is running in the daemon: its backfill starts when that pass ends", stream))
@@ -381,16 +386,28 @@ func (c *controlServer) code(results []poller.Result) int {
 }
 
 // accounts are the open accounts names selects (all when empty); one for
-// a command on one form.
-func (c *controlServer) accounts(names []string, one bool) ([]*app.Account, error) {
-	var list []*app.Account
+// a command on one form. Each is held (the caller drops it), so that a
+// reload closes none of them under the command.
+func (c *controlServer) accounts(names []string, one bool) (list []*app.Account, err error) {
+	defer func() {
+		if err != nil {
+			for _, acct := range list {
+				acct.Drop()
+			}
+			list = nil
+		}
+	}()
 	if len(names) == 0 {
-		list = c.a.OpenAccounts()
+		for _, acct := range c.a.OpenAccounts() {
+			if acct.Hold() {
+				list = append(list, acct)
+			}
+		}
 	}
 	for _, n := range names {
-		acct := c.a.Account(n)
+		acct := c.a.HoldAccount(n)
 		if acct == nil {
-			return nil, &app.NotOpenError{Account: n, Shared: c.a.Cfg.State.Shared}
+			return list, &app.NotOpenError{Account: n, Shared: c.a.Cfg.State.Shared}
 		}
 		list = append(list, acct)
 	}
@@ -402,7 +419,7 @@ func (c *controlServer) accounts(names []string, one bool) ([]*app.Account, erro
 		for _, a := range list {
 			all = append(all, a.Name)
 		}
-		return nil, &app.AccountNeededError{Names: all}
+		return list, &app.AccountNeededError{Names: all}
 	}
 	return list, nil
 }

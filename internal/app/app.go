@@ -80,6 +80,11 @@ type App struct {
 	// replica's.
 	shared bool
 	owns   map[string]bool
+	// claims counts, by namespace, the open accounts that write on this
+	// process's claim of the state (see claim); claimMu guards it and is
+	// held across the Claim or Release it decides on.
+	claimMu sync.Mutex
+	claims  map[string]int
 }
 
 // Account is one account's open parts: its Forms API client, its sink (its
@@ -106,13 +111,17 @@ type Account struct {
 	// version identifies what the account was opened from (its settings
 	// and key): a reload reopens it when that changes.
 	version string
-	// entries counts the daemon entries that hold the account: the last
-	// one to be closed closes the account (a reload removed or replaced it).
-	entries   atomic.Int64
+	// uses counts what holds the account (hold, drop): its daemon entries
+	// and the passes deliveries triggered. The last use of an account a
+	// reload removed or replaced closes it, and retires it: no use starts
+	// after. useMu guards both.
+	useMu     sync.Mutex
+	uses      int
+	retired   bool
 	closeOnce sync.Once
 	closeErr  error
-	// closed is closed once the account is closed; release lets go of its
-	// claim on the state (nil when a coordinator holds the claim).
+	// closed is closed once the account is closed; release gives back its
+	// share of the claim on the state (nil when a coordinator holds it).
 	closed  chan struct{}
 	release func() error
 	// regMu guards the webhooks record's read-modify-write (the entries of
@@ -481,10 +490,9 @@ func (a *App) OpenAccount(ctx context.Context, ac config.Account) (*Account, err
 	var lost <-chan struct{}
 	if c, ok := a.Store.(claimer); ok {
 		if !a.shared {
-			if err := c.Claim(ctx, ns); err != nil {
+			if acct.release, err = a.claim(ctx, c, ns); err != nil {
 				return nil, &StateError{Err: fmt.Errorf("claim the state of account %s: %w", ac.Name, err)}
 			}
-			acct.release = func() error { return c.Release(ns) }
 		}
 		lost = c.Lost(ns)
 	}
@@ -498,6 +506,7 @@ func (a *App) OpenAccount(ctx context.Context, ac config.Account) (*Account, err
 		cancel()
 	case ac.HasForms():
 		if acct.Client, err = NewAccountClient(cfg, ac, a.limiters, log, a.Metrics.ForAccount(ac.Name)); err != nil {
+			acct.Close() // its share of the claim
 			return nil, err
 		}
 	}
@@ -534,6 +543,34 @@ func (a *App) OpenAccount(ctx context.Context, ac config.Account) (*Account, err
 		Allocator:       a.alloc,
 	})
 	return acct, nil
+}
+
+// claim claims the state of the account of namespace ns for one open
+// account, and returns what gives that account's share back. The state
+// holds one claim per namespace, while a reload opens a changed account
+// again before the one it replaces has ended its passes and closed: the
+// claim goes back to the state only when the last of them closes.
+func (a *App) claim(ctx context.Context, c claimer, ns string) (release func() error, err error) {
+	a.claimMu.Lock()
+	defer a.claimMu.Unlock()
+	// A claim held already stays as it is, unless its lease was lost: it
+	// is then claimed anew.
+	if err := c.Claim(ctx, ns); err != nil {
+		return nil, err
+	}
+	if a.claims == nil {
+		a.claims = map[string]int{}
+	}
+	a.claims[ns]++
+	return func() error {
+		a.claimMu.Lock()
+		defer a.claimMu.Unlock()
+		if a.claims[ns]--; a.claims[ns] > 0 {
+			return nil // the account that replaced this one writes on it
+		}
+		delete(a.claims, ns)
+		return c.Release(ns)
+	}, nil
 }
 
 // accountVersion identifies an account's settings and key, so that a
@@ -637,6 +674,63 @@ func (acct *Account) Close() error {
 
 // Closed is closed once the account is closed: its passes have ended.
 func (acct *Account) Closed() <-chan struct{} { return acct.closed }
+
+// hold takes n uses of the account: its daemon entries, or a pass a
+// delivery triggered. It fails once the account is retired: a reload
+// removed or replaced it, and it is closed or closing.
+func (acct *Account) hold(n int) bool {
+	acct.useMu.Lock()
+	defer acct.useMu.Unlock()
+	if acct.retired {
+		return false
+	}
+	acct.uses += n
+	return true
+}
+
+// drop ends a use of the account. The last use of an account a reload
+// removed or replaced closes it: no pass of it runs any more.
+func (acct *Account) drop() {
+	acct.useMu.Lock()
+	acct.uses--
+	last := acct.uses == 0 && acct.app.Account(acct.Name) != acct
+	if last {
+		acct.retired = true
+	}
+	acct.useMu.Unlock()
+	if !last {
+		return
+	}
+	if err := acct.Close(); err != nil {
+		acct.Log.Warn("closing the output of a removed account failed", zap.Error(err))
+	}
+}
+
+// Hold takes a use of the account for work beside the daemon's entries (a
+// backfill on request): a reload that replaces or removes the account
+// closes it only once Drop ends the use. It is false for an account a
+// reload retired.
+func (acct *Account) Hold() bool { return acct.hold(1) }
+
+// Drop ends a use Hold took.
+func (acct *Account) Drop() { acct.drop() }
+
+// HoldAccount is the open account of that name, held (Drop ends the
+// hold), or nil.
+func (a *App) HoldAccount(name string) *Account { return a.holdAccount(name) }
+
+// holdAccount is the open account of that name, held for a pass (drop
+// ends the hold), or nil.
+func (a *App) holdAccount(name string) *Account {
+	for {
+		acct := a.Account(name)
+		if acct == nil || acct.hold(1) {
+			return acct
+		}
+		// Retired since the lookup: a reload replaced or removed it, so
+		// the next lookup finds its successor, or nothing.
+	}
+}
 
 // Jobs are the account's forms: those it lists, or every form of the
 // account (those carrying one of its tags, when it names tags), less the
@@ -1007,21 +1101,12 @@ func (acct *Account) DaemonEntries() []daemon.Entry {
 	if cfg.MultiAccount() {
 		prefix = "account " + acct.Name + ": "
 	}
+	// Each entry holds the account until the daemon is done with it (Close).
 	entry := func(id, spec string, pass func(ctx context.Context) []poller.Result) daemon.Entry {
-		acct.entries.Add(1)
-		return daemon.Entry{ID: acct.Name + "/" + id, Name: prefix + id, Schedule: spec, Version: acct.version + " " + spec, Pass: pass,
-			Close: func() {
-				if acct.entries.Add(-1) == 0 && acct.app.Account(acct.Name) != acct {
-					// A reload removed or replaced the account, and its last
-					// pass has ended.
-					if err := acct.Close(); err != nil {
-						acct.Log.Warn("closing the output of a removed account failed", zap.Error(err))
-					}
-				}
-			}}
+		return daemon.Entry{ID: acct.Name + "/" + id, Name: prefix + id, Schedule: spec, Version: acct.version + " " + spec, Pass: pass, Close: acct.drop}
 	}
 	if len(acct.Cfg.Forms) == 0 {
-		return []daemon.Entry{entry("sync.schedule", cfg.Sync.Schedule, acct.withWebhooks(acct.Jobs, true))}
+		return acct.held([]daemon.Entry{entry("sync.schedule", cfg.Sync.Schedule, acct.withWebhooks(acct.Jobs, true))})
 	}
 	entries := make([]daemon.Entry, 0, len(acct.Cfg.Forms)+1)
 	for _, fc := range acct.Cfg.Forms {
@@ -1040,15 +1125,23 @@ func (acct *Account) DaemonEntries() []daemon.Entry {
 		none := func(context.Context) ([]poller.Job, error) { return nil, nil }
 		entries = append(entries, entry("sync.schedule", cfg.Sync.Schedule, acct.withWebhooks(none, true)))
 	}
+	return acct.held(entries)
+}
+
+// held is entries once each holds the account; none for a retired one.
+func (acct *Account) held(entries []daemon.Entry) []daemon.Entry {
+	if !acct.hold(len(entries)) {
+		return nil
+	}
 	return entries
 }
 
 // DaemonEntries are the cron entries of every open account.
 func (a *App) DaemonEntries() []daemon.Entry {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
 	var out []daemon.Entry
-	for _, acct := range a.Accounts {
+	// Not under a.mu: holding an account takes its useMu, under which its
+	// last drop looks it up (a.mu).
+	for _, acct := range a.OpenAccounts() {
 		out = append(out, acct.DaemonEntries()...)
 	}
 	return out

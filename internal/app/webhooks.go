@@ -360,10 +360,15 @@ func (a *App) webhookPresence(s webhook.Stream) webhook.Presence {
 // bookings, through the same engine, limiter and exactly-once path as a
 // scheduled pass.
 func (a *App) triggeredPass(ctx context.Context, s webhook.Stream) (busy, ok bool) {
-	acct := a.Account(s.Account)
+	// The Bell runs it on a goroutine of its own, beside the daemon's
+	// entries: it holds the account as they do, so that a reload that
+	// replaces or removes the account closes it (its sink, its share of the
+	// claim on the state) only once this pass has ended.
+	acct := a.holdAccount(s.Account)
 	if acct == nil {
 		return false, false // released since (a reload, another replica took it)
 	}
+	defer acct.drop()
 	var results []poller.Result
 	if s.Source == webhook.SourceScheduling {
 		if acct.Scheduling == nil {
