@@ -133,6 +133,9 @@ func newSchemaCmd(g *globals) *cobra.Command {
 			if err := checkFormat(format); err != nil {
 				return err
 			}
+			if strings.TrimSpace(args[0]) == "" {
+				return withCode(exitUsage, errors.New("FORM is empty: give a form id (`syncd forms` lists the account's)"))
+			}
 			ctx := cmd.Context()
 			cfg, _, client, err := g.loadClient(ctx)
 			if err != nil {
@@ -233,16 +236,12 @@ func newStateCmd(g *globals) *cobra.Command {
 		Example: "  syncd state show\n  syncd state show vLp2aX\n  syncd state show -o json",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(format); err != nil {
-				return err
-			}
-			cfg, _, err := g.load()
+			v, err := g.readAccountsView(cmd.Context(), format, "")
 			if err != nil {
 				return err
 			}
-			v, err := readState(cmd.Context(), cfg, "")
-			if err != nil {
-				return err
+			if v.Forms == nil { // a daemon's /status without forms
+				v.Forms = []formView{}
 			}
 			if len(args) == 1 {
 				f, err := findForm(v.Forms, args[0])
@@ -294,8 +293,17 @@ func newStateCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return withCode(exitFailed, err)
 			}
-			if _, err := findState(list, formID); err != nil {
+			st, err := findState(list, formID)
+			if err != nil {
 				return err
+			}
+			// Nothing is committed past now - sync.safety_lag (unless an older
+			// syncd damaged the state, which a --from there repairs): a --from
+			// beyond it and beyond the windows would reset nothing.
+			horizon := time.Now().Add(-a.Cfg.Sync.SafetyLag.D())
+			if !from.IsZero() && !from.Before(horizon) && !from.Before(st.Committed.End()) {
+				return withCode(exitUsage, fmt.Errorf("--from %s is not before now - sync.safety_lag (%s): nothing of form %s is committed from then on, so there is nothing to reset; give an earlier date; nothing was changed",
+					from.Format(time.RFC3339), horizon.UTC().Format(time.RFC3339), formID))
 			}
 			if yes {
 				fmt.Fprintln(g.stderr, "syncd: "+strings.TrimPrefix(warning, "Forget "))

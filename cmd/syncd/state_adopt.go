@@ -48,7 +48,7 @@ func newStateAdoptCmd(g *globals) *cobra.Command {
 				}
 				accounts = []*app.Account{acct}
 			}
-			var results []poller.AdoptResult
+			results := []poller.AdoptResult{} // -o json prints [] when there is nothing to adopt
 			failed := 0
 			for _, acct := range accounts {
 				if _, ok := acct.Sink.(sink.Inventory); !ok {

@@ -29,6 +29,11 @@ import (
 // bucket prefix, so that --keep finds them (and only them).
 const backupPrefix = "syncd-state-"
 
+// minEvery is the shortest --every: each backup copies the whole state, so
+// a shorter interval only loads the disk and, with --keep, prunes the very
+// copies a backup is kept for.
+const minEvery = time.Minute
+
 func newStateBackupCmd(g *globals) *cobra.Command {
 	var keep int
 	var every time.Duration
@@ -49,9 +54,20 @@ func newStateBackupCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := checkAccounts(cfg, g.accounts); err != nil {
+				return err
+			}
 			dest := args[0]
+			if every < 0 || every > 0 && every < minEvery {
+				return withCode(exitUsage, fmt.Errorf("--every %s: give an interval of a minute or more (e.g. 24h), or leave --every out for one backup; nothing was written", every))
+			}
 			if keep < 0 || (keep > 0 && !isFolder(dest)) {
 				return withCode(exitUsage, fmt.Errorf("--keep %d: it needs a DEST that is a folder or bucket prefix ending in '/', and N of 1 or more", keep))
+			}
+			if !isFolder(dest) {
+				if err := notTheState(cfg, "state backup", dest); err != nil {
+					return err
+				}
 			}
 			ctx := cmd.Context()
 			for {
@@ -75,27 +91,32 @@ func newStateBackupCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&keep, "keep", 0, "with DEST a folder or prefix: keep only the newest N backups there")
-	cmd.Flags().DurationVar(&every, "every", 0, "keep running and back up at this interval (e.g. 24h)")
+	cmd.Flags().DurationVar(&every, "every", 0, "keep running and back up at this interval, a minute or more (e.g. 24h)")
 	return cmd
 }
 
 func backupOnce(ctx context.Context, g *globals, cfg *config.Config, dest string, keep int) error {
-	var buf bytes.Buffer
-	var info state.BackupInfo
-	var err error
 	where, ext := cfg.State.Path, ".db"
 	if cfg.State.URL != "" {
 		where, ext = cfg.State.URL, ".json"
+	}
+	target := dest
+	if isFolder(dest) {
+		target = joinName(dest, backupPrefix+time.Now().UTC().Format("20060102T150405Z")+ext)
+		if err := notTheState(cfg, "state backup", target); err != nil {
+			return err
+		}
+	}
+	var buf bytes.Buffer
+	var info state.BackupInfo
+	var err error
+	if cfg.State.URL != "" {
 		info, err = state.BackupObject(ctx, cfg.State.URL, &buf)
 	} else {
 		info, err = state.BackupBolt(ctx, cfg.State.Path, &buf)
 	}
 	if err != nil {
 		return withCode(exitState, err)
-	}
-	target := dest
-	if isFolder(dest) {
-		target = joinName(dest, backupPrefix+time.Now().UTC().Format("20060102T150405Z")+ext)
 	}
 	if err := writeTarget(ctx, target, buf.Bytes()); err != nil {
 		return withCode(exitFailed, fmt.Errorf("write the backup of state %s to %s: %w", where, target, err))
@@ -130,6 +151,14 @@ func newStateRestoreCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, _, err := g.load()
 			if err != nil {
+				return err
+			}
+			// Both are checked before the state is replaced: the adoption
+			// after it opens the accounts, too late to refuse.
+			if err := checkAccounts(cfg, g.accounts); err != nil {
+				return err
+			}
+			if err := notTheState(cfg, "state restore", args[0]); err != nil {
 				return err
 			}
 			ctx := cmd.Context()
@@ -254,6 +283,56 @@ func restoreCode(err error) int {
 		return exitState
 	}
 	return exitFailed
+}
+
+// checkAccounts refuses (exit 2) --account names the configuration lacks,
+// for the commands that work on the whole state and open no account.
+func checkAccounts(cfg *config.Config, names []string) error {
+	if _, err := app.SelectAccounts(cfg, names); err != nil {
+		return withCode(exitUsage, err)
+	}
+	return nil
+}
+
+// notTheState refuses (exit 2) a backup or restore whose other end is the
+// configured state itself. A backup is renamed into place: over the state
+// file, it would unlink the file a running syncd holds open, which would go
+// on committing to a file no one reads again.
+func notTheState(cfg *config.Config, command, target string) error {
+	if !isStateFile(cfg, target) {
+		return nil
+	}
+	why := "a copy written there would replace the file a running syncd holds, and lose what it commits next: give a file, or a folder ending in '/', elsewhere"
+	if command == "state restore" {
+		why = "give a backup that `syncd state backup` wrote"
+	}
+	return withCode(exitUsage, fmt.Errorf("%s %s: that is the state %s itself: %s; nothing was written", command, target, app.StateWhere(cfg), why))
+}
+
+// isStateFile reports whether target names the configured state: the same
+// path or object once resolved, or the same file under another name.
+func isStateFile(cfg *config.Config, target string) bool {
+	if cfg.State.URL != "" {
+		t, err1 := url.Parse(target)
+		s, err2 := url.Parse(cfg.State.URL)
+		return err1 == nil && err2 == nil && blobstore.IsURL(target) &&
+			t.Scheme == s.Scheme && t.Host == s.Host && path.Clean("/"+t.Path) == path.Clean("/"+s.Path)
+	}
+	if blobstore.IsURL(target) {
+		u, err := url.Parse(target)
+		if err != nil || u.Scheme != "file" {
+			return false
+		}
+		target = filepath.FromSlash(u.Path)
+	}
+	t, err1 := filepath.Abs(target)
+	s, err2 := filepath.Abs(cfg.State.Path)
+	if err1 == nil && err2 == nil && t == s {
+		return true
+	}
+	ti, err1 := os.Stat(target)
+	si, err2 := os.Stat(cfg.State.Path)
+	return err1 == nil && err2 == nil && os.SameFile(ti, si)
 }
 
 // isFolder reports whether dest names a folder or a bucket prefix: it ends
