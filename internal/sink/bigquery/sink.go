@@ -33,6 +33,18 @@
 // Parquet file is then written with exactly the table's modes, because
 // BigQuery compares a file's REQUIRED/OPTIONAL with the table's column
 // modes.
+//
+// The sink caches each table's schema, so that a batch that fits it costs
+// no table call. A batch that does not fit, and a load the table refuses,
+// make it read the table again: a table a person changed (a column
+// relaxed, the table moved aside, as a SchemaError asks) is taken as it is
+// now, without a restart. A load refused only because the file's modes no
+// longer match the table is tried again with a file that matches.
+//
+// Beside a table that keeps versions, the sink keeps the view
+// <table>_latest: looked at once per table, created when missing. A view
+// that cannot be made is logged and tried again with the next batch; it
+// never fails a load.
 package bigquery
 
 import (
@@ -165,6 +177,7 @@ type Sink struct {
 type tableState struct {
 	mu     sync.Mutex      // serialises creating and patching the table
 	schema bigquery.Schema // as last seen or written; nil when unknown
+	view   bool            // its latest view is known to exist
 }
 
 var (
@@ -270,12 +283,17 @@ type commit struct {
 	rec   arrow.Record
 	file  *os.File // the Parquet bytes, made on first submission, kept for retries
 	size  int64
+	// written is the schema of the last file made: the batch's columns in
+	// the modes of the table as the sink then knew it.
+	written *arrow.Schema
 }
 
+// close removes the file, if any; the next submission makes it again.
 func (c *commit) close() {
 	if c.file != nil {
 		c.file.Close()
 		os.RemoveAll(filepath.Dir(c.file.Name()))
+		c.file, c.size = nil, 0
 	}
 }
 
@@ -350,10 +368,27 @@ func (c *commit) run(ctx context.Context) error {
 			werr := s.apiError("load batch "+c.b.ID, c.table, id, jerr)
 			v, reason := classify(jerr)
 			if reason == "invalid" || v == missing || reason == "notFound" {
-				s.forgetTable(c.table) // the table may not be what the sink believes
+				// The table may not be what the sink believes: the next
+				// attempt reads it and writes its file for it.
+				s.forgetTable(c.table)
+				c.close()
 			}
 			if submitted && v != retry {
-				return werr
+				if reason != "invalid" {
+					return werr
+				}
+				// A person may have changed the table since the sink read
+				// it (relaxed a REQUIRED column, which the file then
+				// contradicts): only a file for the table as it is now can
+				// tell that apart from a fault in the batch.
+				changed, err := c.tableChanged(ctx)
+				if err != nil {
+					return err
+				}
+				if !changed {
+					return werr
+				}
+				log.Info("the table changed since the sink read it; the next attempt's file follows it", zap.String("job_id", id))
 			}
 			// A temporary failure, or a job of an earlier call that failed:
 			// the next attempt gets a fresh id.
@@ -395,6 +430,7 @@ func (c *commit) prepare(ctx context.Context) error {
 		return fmt.Errorf("bigquery sink: batch %s for %s: %w", c.b.ID, c.s.fullName(c.table), err)
 	}
 	defer rec.Release()
+	c.written = rec.Schema()
 	dir, err := spool.TempDir(c.s.opts.TempDir)
 	if err != nil {
 		return fmt.Errorf("bigquery sink: batch %s: %w", c.b.ID, err)
@@ -420,6 +456,22 @@ func (c *commit) prepare(ctx context.Context) error {
 	}
 	c.file, c.size = f, n
 	return nil
+}
+
+// tableChanged reads the table afresh (the caller made the sink forget
+// it) and reports whether the batch's file for it differs from the last one
+// made.
+func (c *commit) tableChanged(ctx context.Context) (bool, error) {
+	schema, err := c.s.ensureTable(ctx, c.table, c.b, c.rec.Schema())
+	if err != nil {
+		return false, err
+	}
+	rec, err := conform(c.rec, schema)
+	if err != nil {
+		return false, fmt.Errorf("bigquery sink: batch %s for %s: %w", c.b.ID, c.s.fullName(c.table), err)
+	}
+	defer rec.Release()
+	return !rec.Schema().Equal(c.written), nil
 }
 
 func outputRows(st *bigquery.JobStatus) (int64, error) {
@@ -593,6 +645,7 @@ func (s *Sink) forgetTable(table string) {
 	ts := s.tableState(table)
 	ts.mu.Lock()
 	ts.schema = nil
+	ts.view = false
 	ts.mu.Unlock()
 }
 
@@ -602,7 +655,8 @@ const maxPatchTries = 3
 
 // ensureTable makes table able to take a file of schema as: it creates the
 // table, or adds the new columns (NULLABLE) and relaxes REQUIRED columns the
-// batch has as nullable. It returns the table's schema.
+// batch has as nullable. It returns the table's schema. It also makes sure
+// of the table's latest view, once per table, without failing for it.
 func (s *Sink) ensureTable(ctx context.Context, table string, b sink.Batch, as *arrow.Schema) (bigquery.Schema, error) {
 	want, err := tableSchema(as, b.Required)
 	if err != nil {
@@ -611,14 +665,27 @@ func (s *Sink) ensureTable(ctx context.Context, table string, b sink.Batch, as *
 	ts := s.tableState(table)
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
+	schema, err := s.fitTable(ctx, ts, table, b, want)
+	if err != nil {
+		return nil, err
+	}
+	if !ts.view {
+		ts.view = s.ensureLatestView(ctx, table, b)
+	}
+	return schema, nil
+}
+
+// fitTable is ensureTable's work on the table itself; the caller holds
+// ts.mu.
+func (s *Sink) fitTable(ctx context.Context, ts *tableState, table string, b sink.Batch, want bigquery.Schema) (bigquery.Schema, error) {
 	if ts.schema != nil {
 		_, changes, err := reconcile(s.fullName(table), ts.schema, want)
-		if err != nil {
-			return nil, err
-		}
-		if len(changes) == 0 {
+		if err == nil && len(changes) == 0 {
 			return ts.schema, nil
 		}
+		// Changes, or a SchemaError that may be the cache's alone: its
+		// fixes (relax the column, move the table aside) are made on the
+		// table, so decide on the table as it is now.
 	}
 	t := s.client.DatasetInProject(s.opts.Project, s.opts.Dataset).Table(table)
 	for try := 1; ; try++ {
@@ -631,15 +698,13 @@ func (s *Sink) ensureTable(ctx context.Context, table string, b sink.Batch, as *
 			if err != nil {
 				return nil, err
 			}
-			if err := s.ensureLatestView(ctx, table, b); err != nil {
-				return nil, err
-			}
 			ts.schema = md.Schema
 			return md.Schema, nil
 		}
 		if err != nil {
 			return nil, s.apiError("get table", table, "", err)
 		}
+		ts.schema = md.Schema
 		next, changes, err := reconcile(s.fullName(table), md.Schema, want)
 		if err != nil {
 			return nil, err
@@ -728,21 +793,51 @@ func (s *Sink) Purge(ctx context.Context, table string) error {
 	return nil
 }
 
-// ensureLatestView creates the view <table>_latest over a table that keeps
-// versions (the batch names its key and version columns): the table's
-// current state, as sink.LatestQuery defines it. One that exists is kept.
-func (s *Sink) ensureLatestView(ctx context.Context, table string, b sink.Batch) error {
+// viewTimeout bounds the calls that keep a latest view: the rows of the
+// batch wait for them.
+const viewTimeout = 30 * time.Second
+
+// ensureLatestView makes sure of the view <table>_latest over a table that
+// keeps versions (the batch names its key and version columns): the
+// table's current state, as sink.LatestQuery defines it. It creates the
+// view when missing; one that exists is kept, whatever its query (a person
+// may have written it). It reports whether the view is in place. A failure
+// is logged, not returned: the rows load without the view, and the next
+// batch of the table tries again.
+func (s *Sink) ensureLatestView(ctx context.Context, table string, b sink.Batch) bool {
 	if b.KeyColumn == "" || b.VersionColumn == "" {
-		return nil
+		return false
 	}
-	from := "`" + s.opts.Project + "." + s.opts.Dataset + "." + table + "`"
-	v := s.client.DatasetInProject(s.opts.Project, s.opts.Dataset).Table(table + "_latest")
-	err := v.Create(ctx, &bigquery.TableMetadata{
-		ViewQuery:   sink.LatestQuery(from, b.KeyColumn, b.VersionColumn),
-		Description: fmt.Sprintf("The current state of %s: the latest version of each %s, deletions dropped. Kept by syncd.", table, b.KeyColumn),
-	})
-	if v, _ := classify(err); err != nil && v != duplicate {
-		return s.apiError("create view", table+"_latest", "", err)
+	name := table + "_latest"
+	query := sink.LatestQuery(s.quoted(table), b.KeyColumn, b.VersionColumn)
+	vctx, cancel := context.WithTimeout(ctx, viewTimeout)
+	defer cancel()
+	v := s.client.DatasetInProject(s.opts.Project, s.opts.Dataset).Table(name)
+	md, err := v.Metadata(vctx)
+	if err == nil {
+		if md.ViewQuery != query {
+			s.log.Info("the latest view exists with another query; kept as it is", zap.String("view", name), zap.String("query", md.ViewQuery), zap.String("syncd_query", query))
+		}
+		return true
 	}
-	return nil
+	op := "get view"
+	if vd, _ := classify(err); vd == missing {
+		op = "create view"
+		err = v.Create(vctx, &bigquery.TableMetadata{
+			ViewQuery:   query,
+			Description: fmt.Sprintf("The current state of %s: the latest version of each %s, deletions dropped. Kept by syncd.", table, b.KeyColumn),
+		})
+		if err == nil {
+			s.log.Info("view created", zap.String("view", name))
+			return true
+		}
+		if vd, _ := classify(err); vd == duplicate { // created meanwhile
+			return true
+		}
+	}
+	if ctx.Err() == nil { // else the batch fails for it anyway
+		s.log.Warn("latest view not in place; the batch loads without it and the next batch of the table tries again",
+			zap.String("view", name), zap.Error(s.apiError(op, name, "", err)))
+	}
+	return false
 }
