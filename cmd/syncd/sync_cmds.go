@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -197,13 +198,24 @@ type requestCounter struct{ n atomic.Int64 }
 
 func (c *requestCounter) ObserveRequest(string, int, int, time.Duration, error) { c.n.Add(1) }
 
-// selectForms checks the form ids the command line names: exit 2 for an id
-// that is not there, with the closest ids. It returns them. Ids of the
-// config are not checked here: one the account no longer has fails its own
-// pass, and the other forms sync.
+// selectForms checks the form ids the command line names (--form of once,
+// backfill, refresh and reconcile): exit 2, before anything is written, for
+// an empty id, one the account excludes (never synced), one a config that
+// lists forms does not list, or one the account does not have (with the
+// closest ids). It returns them. Ids of the config are not checked here:
+// one the account no longer has fails its own pass, and the other forms
+// sync.
 func (g *globals) selectForms(ctx context.Context, acct config.Account, client *forms.Client, ids []string) ([]string, error) {
 	if len(ids) == 0 {
 		return nil, nil
+	}
+	for _, id := range ids {
+		if strings.TrimSpace(id) == "" {
+			return nil, withCode(exitUsage, errors.New("--form is empty: give a form id (`syncd forms` lists them); nothing was written"))
+		}
+		if slices.Contains(acct.Exclude, id) {
+			return nil, withCode(exitUsage, fmt.Errorf("--form %s is excluded by account %s (accounts[].exclude), and an excluded form is never synced: remove it from exclude in the config first; nothing was written", id, acct.Name))
+		}
 	}
 	if len(acct.Forms) == 0 {
 		return ids, checkForms(ctx, client, ids)
@@ -326,6 +338,24 @@ func (g *globals) checkForm(ctx context.Context, formID string) error {
 		return err
 	}
 	return checkForms(ctx, client, []string{formID})
+}
+
+// checkFormFlag refuses, with exit 2 and before anything is written, the
+// --form of a command on one form, as once refuses its --form
+// (selectForms). It returns the configuration it loaded.
+func (g *globals) checkFormFlag(ctx context.Context, formID string) (*config.Config, error) {
+	cfg, _, client, err := g.loadClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	acct, err := g.account(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := g.selectForms(ctx, acct, client, []string{formID}); err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }
 
 // checkForms maps app.CheckForms to exit codes: 2 for an unknown id, 1 when
@@ -671,6 +701,12 @@ func newBackfillCmd(g *globals) *cobra.Command {
 			if err := checkFormat(format); err != nil {
 				return err
 			}
+			// An empty --from or --form (an unset variable in a script) is a
+			// mistake: never "from the beginning", never "every form".
+			if strings.TrimSpace(from) == "" {
+				return withCode(exitUsage, errors.New("--from is empty: give the start of the range, e.g. --from 2024-01-31 (or RFC 3339)"))
+			}
+			oneForm := cmd.Flags().Changed("form")
 			start, err := config.ParseDate(from)
 			if err != nil {
 				return withCode(exitUsage, fmt.Errorf("--from: %w", err))
@@ -688,10 +724,19 @@ func newBackfillCmd(g *globals) *cobra.Command {
 			if cmd.Flags().Changed("concurrency") && concurrency < 1 {
 				return withCode(exitUsage, fmt.Errorf("--concurrency %d: must be at least 1 (windows fetched at once)", concurrency))
 			}
-			if err := g.parseShard(shardSpec, formID != "" || dryRun); err != nil {
+			if err := g.parseShard(shardSpec, oneForm || dryRun); err != nil {
 				return err
 			}
-			if formID == "" {
+			// Nothing is committed past now - safety_lag: a range starting
+			// there is refused before anything is opened, dry run or not.
+			cfg, _, err := g.load()
+			if err != nil {
+				return err
+			}
+			if err := fromBeforeHorizon(start, time.Now().Add(-cfg.Sync.SafetyLag.D()), "backfill"); err != nil {
+				return err
+			}
+			if !oneForm {
 				if dryRun {
 					return withCode(exitUsage, errors.New("--dry-run plans one form's backfill: add --form"))
 				}
@@ -701,14 +746,14 @@ func newBackfillCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := checkForms(ctx, client, []string{formID}); err != nil {
+			acctCfg, err := g.account(cfg)
+			if err != nil {
+				return err
+			}
+			if _, err := g.selectForms(ctx, acctCfg, client, []string{formID}); err != nil {
 				return err
 			}
 			if dryRun {
-				acctCfg, err := g.account(cfg)
-				if err != nil {
-					return err
-				}
 				job := app.Offline(cfg, acctCfg, client).Job(formID)
 				if horizon := newDryRunner(cfg, client).horizon(); end.After(horizon) {
 					fmt.Fprintf(g.stderr, "syncd: --to %s is past now - sync.safety_lag; the backfill would stop at %s\n", end.Format(time.RFC3339), horizon.Format(time.RFC3339Nano))
@@ -729,9 +774,6 @@ func newBackfillCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if horizon := acct.Poller.Horizon(); end.After(horizon) {
-				if !start.Before(horizon) {
-					return withCode(exitUsage, fmt.Errorf("--from %s is not before now - sync.safety_lag (%s): there is nothing to backfill yet", start.Format(time.RFC3339), horizon.Format(time.RFC3339)))
-				}
 				if to != "" { // without --to, now - safety_lag is the end asked for
 					fmt.Fprintf(g.stderr, "syncd: --to %s is past now - sync.safety_lag; backfilling up to %s instead (later submissions come with the live sync)\n",
 						end.Format(time.RFC3339), horizon.Format(time.RFC3339Nano))
@@ -759,6 +801,17 @@ func newBackfillCmd(g *globals) *cobra.Command {
 	addOutputFlag(cmd, &format)
 	_ = cmd.MarkFlagRequired("from")
 	return cmd
+}
+
+// fromBeforeHorizon refuses, exit 2, a --from at or after now -
+// sync.safety_lag (horizon): nothing may be committed there yet, so the
+// command (verb: backfill, reconcile) has nothing to do.
+func fromBeforeHorizon(start, horizon time.Time, verb string) error {
+	if start.Before(horizon) {
+		return nil
+	}
+	return withCode(exitUsage, fmt.Errorf("--from %s is not before now - sync.safety_lag (%s): there is nothing to %s yet; nothing was written",
+		start.Format(time.RFC3339), horizon.Format(time.RFC3339), verb))
 }
 
 // backfillInDaemon has the running syncd that holds the state (held) do
@@ -836,9 +889,6 @@ func (g *globals) backfillAll(ctx context.Context, start, end time.Time, endAske
 		concurrency = a.Cfg.Sync.Concurrency
 	}
 	if horizon := a.Accounts[0].Poller.Horizon(); end.After(horizon) {
-		if !start.Before(horizon) {
-			return withCode(exitUsage, fmt.Errorf("--from %s is not before now - sync.safety_lag (%s): there is nothing to backfill yet", start.Format(time.RFC3339), horizon.Format(time.RFC3339)))
-		}
 		if endAsked {
 			fmt.Fprintf(g.stderr, "syncd: --to %s is past now - sync.safety_lag; backfilling up to %s instead\n", end.Format(time.RFC3339), horizon.Format(time.RFC3339Nano))
 		}
@@ -866,6 +916,9 @@ func newReconcileCmd(g *globals) *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if cmd.Flags().Changed("from") && strings.TrimSpace(from) == "" {
+				return withCode(exitUsage, errors.New("--from is empty: give a date, e.g. --from 2024-01-31 (or RFC 3339), or leave --from out to reconcile sync.lookback"))
+			}
 			start, err := config.ParseDate(from)
 			if err != nil {
 				return withCode(exitUsage, fmt.Errorf("--from: %w", err))
@@ -873,8 +926,15 @@ func newReconcileCmd(g *globals) *cobra.Command {
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			if err := g.checkForm(ctx, formID); err != nil {
+			cfg, err := g.checkFormFlag(ctx, formID)
+			if err != nil {
 				return err
+			}
+			// Refused before the state is opened: the pass would read nothing.
+			if !start.IsZero() {
+				if err := fromBeforeHorizon(start, time.Now().Add(-cfg.Sync.SafetyLag.D()), "reconcile"); err != nil {
+					return err
+				}
 			}
 			a, err := g.openApp(ctx, false)
 			if err != nil {
@@ -920,7 +980,7 @@ func newRefreshCmd(g *globals) *cobra.Command {
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			if err := g.checkForm(ctx, formID); err != nil {
+			if _, err := g.checkFormFlag(ctx, formID); err != nil {
 				return err
 			}
 			if !yes {
@@ -945,7 +1005,12 @@ func newRefreshCmd(g *globals) *cobra.Command {
 				}
 				return withCode(exitFailed, err)
 			}
-			fmt.Fprintf(g.stdout, "refresh %s: the old output is removed; syncing again\n", formID)
+			// A progress line: under -o json stdout is the JSON alone.
+			progress := g.stdout
+			if format == formatJSON {
+				progress = g.stderr
+			}
+			fmt.Fprintf(progress, "refresh %s: the old output is removed; syncing again\n", formID)
 			r := acct.Poller.Sync(ctx, acct.FormStream(job), job.Start)
 			r.Account = acct.Name
 			return g.finishPass([]poller.Result{r}, time.Since(started), summaryPath, format)

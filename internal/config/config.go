@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -20,6 +21,8 @@ import (
 
 	"github.com/robfig/cron/v3"
 	"gopkg.in/yaml.v3"
+
+	"github.com/syncd-dev/syncd/internal/table"
 )
 
 // Config is the whole configuration file.
@@ -787,8 +790,8 @@ func (c *Config) validate(file string) error {
 	if err := c.validateAccounts(bad); err != nil {
 		return err
 	}
-	if c.Source.RateLimit <= 0 {
-		return bad("source.rate_limit", "must be a positive number of requests per second (the service allows 5)")
+	if !positiveFinite(c.Source.RateLimit) {
+		return bad("source.rate_limit", fmt.Sprintf("must be a positive number of requests per second (the service allows 5), not %v", c.Source.RateLimit))
 	}
 	if c.Source.MaxAttempts < 1 {
 		return bad("source.max_attempts", "must be at least 1")
@@ -836,7 +839,10 @@ func (c *Config) validate(file string) error {
 // validateForms checks a forms list (the top level's, or an account's).
 func validateForms(list []FormConfig, at string, bad func(key, msg string) error) error {
 	seenID := map[string]bool{}
-	seenTable := map[string]bool{}
+	// seenTable is the index of the form writing each table, explicit or
+	// default: two forms in one table mix their rows, and a refresh of
+	// either removes both.
+	seenTable := map[string]int{}
 	for i, f := range list {
 		key := fmt.Sprintf("%s[%d]", at, i)
 		if f.ID == "" {
@@ -850,11 +856,22 @@ func validateForms(list []FormConfig, at string, bad func(key, msg string) error
 			if !tableName.MatchString(f.Table) || len(f.Table) > 1024 {
 				return bad(key+".table", fmt.Sprintf("%q is not a valid table name: use letters, digits and _ (at most 1024), starting with a letter or _", f.Table))
 			}
-			if seenTable[strings.ToLower(f.Table)] {
-				return bad(key+".table", fmt.Sprintf("table %s is used by two forms", f.Table))
-			}
-			seenTable[strings.ToLower(f.Table)] = true
 		}
+		name := effectiveTable(f)
+		if j, ok := seenTable[strings.ToLower(name)]; ok {
+			other := list[j]
+			// Name a table key when there is one: that is what to change.
+			k := key + ".id"
+			switch {
+			case f.Table != "":
+				k = key + ".table"
+			case other.Table != "":
+				k = fmt.Sprintf("%s[%d].table", at, j)
+			}
+			return bad(k, fmt.Sprintf("forms %s and %s would both write table %s (%s), and a refresh of one would remove the other's rows: give one of them a table of its own",
+				other.ID, f.ID, name, tableOrigin(other, f)))
+		}
+		seenTable[strings.ToLower(name)] = i
 		if f.Schedule != "" {
 			if err := checkSchedule(f.Schedule); err != nil {
 				return bad(key+".schedule", err.Error())
@@ -862,6 +879,29 @@ func validateForms(list []FormConfig, at string, bad func(key, msg string) error
 		}
 	}
 	return nil
+}
+
+// effectiveTable is the table a form is written to: its table, or the rule
+// of poller.DefaultTable (form_ and the folded id), which this leaf package
+// does not import.
+func effectiveTable(f FormConfig) string {
+	if f.Table != "" {
+		return f.Table
+	}
+	return "form_" + table.SanitizeName(f.ID)
+}
+
+// tableOrigin says where the shared table of forms a and b comes from.
+func tableOrigin(a, b FormConfig) string {
+	switch {
+	case a.Table != "" && b.Table != "":
+		return "the table of both"
+	case a.Table != "":
+		return fmt.Sprintf("the table of %s, and the default of %s, which sets none", a.ID, b.ID)
+	case b.Table != "":
+		return fmt.Sprintf("the default of %s, which sets none, and the table of %s", a.ID, b.ID)
+	}
+	return "the default of both: their ids fold to one name"
 }
 
 func (c *Config) validateRest(bad func(key, msg string) error) error {
@@ -962,6 +1002,11 @@ func (c *Config) validateRest(bad func(key, msg string) error) error {
 	}
 	return nil
 }
+
+// positiveFinite reports whether v is above 0 and finite: YAML reads .nan
+// and .inf as floats, and NaN passes every comparison check (NaN <= 0 is
+// false), to fail later, far from its key.
+func positiveFinite(v float64) bool { return v > 0 && !math.IsInf(v, 1) }
 
 var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -1083,8 +1128,8 @@ func (s *Scheduling) validate(bad func(key, msg string) error) error {
 			return bad(fmt.Sprintf("scheduling.scopes[%d]", i), fmt.Sprintf("%q is not a scope name like BOOKING_READ", sc))
 		}
 	}
-	if s.RateLimit <= 0 {
-		return bad("scheduling.rate_limit", "must be a positive number of requests per second")
+	if !positiveFinite(s.RateLimit) {
+		return bad("scheduling.rate_limit", fmt.Sprintf("must be a positive number of requests per second (default 2), not %v", s.RateLimit))
 	}
 	if s.MaxAttempts < 1 {
 		return bad("scheduling.max_attempts", "must be at least 1")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/logkey"
 	"github.com/syncd-dev/syncd/internal/state"
+	"github.com/syncd-dev/syncd/internal/table"
 )
 
 // The reconcile finds what changed in windows already committed: the API
@@ -35,16 +36,39 @@ type ErrNoIndex struct {
 
 func (e *ErrNoIndex) Error() string {
 	if e.IndexedFrom.IsZero() {
-		return fmt.Sprintf("form %s has no version index yet (no pass has committed a batch of it since syncd kept one): run `syncd once` first, or `syncd state adopt --form %s` to build the index from the output", e.FormID, e.FormID)
+		return fmt.Sprintf("form %s has no version index yet (no pass has committed a batch of it since syncd kept one): run `syncd once` first, or `%s` to build the index from the output", e.FormID, adoptCommand(e.FormID))
 	}
-	return fmt.Sprintf("form %s has the versions of its rows indexed from %s on (an older syncd kept them for sync.lookback only), so it cannot reconcile from %s: run `syncd state adopt --form %s` to index the earlier rows from the output, or use --from %s or later",
-		e.FormID, e.IndexedFrom.UTC().Format(time.RFC3339), e.From.UTC().Format(time.RFC3339), e.FormID, e.IndexedFrom.UTC().Format(time.RFC3339))
+	return fmt.Sprintf("form %s has the versions of its rows indexed from %s on (an older syncd kept them for sync.lookback only), so it cannot reconcile from %s: run `%s` to index the earlier rows from the output, or use --from %s or later",
+		e.FormID, e.IndexedFrom.UTC().Format(time.RFC3339), e.From.UTC().Format(time.RFC3339), adoptCommand(e.FormID), e.IndexedFrom.UTC().Format(time.RFC3339))
+}
+
+// adoptCommand is the `syncd state adopt` of one stream: its key in its
+// account's namespace is an argument, the account a flag.
+func adoptCommand(streamKey string) string {
+	ns, key := table.SplitStreamKey(streamKey)
+	if ns == "" {
+		return "syncd state adopt " + key
+	}
+	return "syncd state adopt " + key + " --account " + ns
+}
+
+// checkIndex returns an ErrNoIndex when st has no version index or, for a
+// reconcile asked for (explicit), when the index starts after from. A zero
+// from (sync.lookback 0) is the whole history the index covers.
+func checkIndex(key string, st state.FormState, from time.Time, explicit bool) error {
+	if st.IndexedFrom.IsZero() || explicit && !from.IsZero() && from.Before(st.IndexedFrom) {
+		return &ErrNoIndex{FormID: key, From: from, IndexedFrom: st.IndexedFrom}
+	}
+	return nil
 }
 
 // Reconcile re-reads the committed windows of one stream (a Reconciler)
 // from from (zero: now - sync.lookback) to now - safety lag, and writes
 // what changed: new versions, tombstones and late imports.
 func (p *Poller) Reconcile(ctx context.Context, s Stream, from time.Time) Result {
+	if err := p.checkReconcile(ctx, s, from); err != nil {
+		return Result{Source: Source(s), FormID: s.Key(), Table: s.Table(), Err: err}
+	}
 	return p.pass(ctx, s, func(f *streamRun) error {
 		if _, ok := s.(Reconciler); !ok {
 			return fmt.Errorf("reconcile %s: its records are never changed after they are written, so there is nothing to reconcile", s.Key())
@@ -55,6 +79,23 @@ func (p *Poller) Reconcile(ctx context.Context, s Stream, from time.Time) Result
 		f.reconciling = true
 		return f.reconcile(ctx, from, p.Horizon(), true)
 	})
+}
+
+// checkReconcile refuses, before the pass (which would record the refusal
+// as the form's error), a reconcile of a range the version index does not
+// cover: the operator's to change, so nothing is written.
+func (p *Poller) checkReconcile(ctx context.Context, s Stream, from time.Time) error {
+	if _, ok := s.(Reconciler); !ok {
+		return nil // the pass says why there is nothing to reconcile
+	}
+	st, err := p.store.Get(ctx, s.Key())
+	if err != nil {
+		return fmt.Errorf("read state of form %s: %w", s.Key(), err)
+	}
+	if from.IsZero() && p.opts.Lookback > 0 {
+		from = floorMS(p.opts.Now().Add(-p.opts.Lookback)) // as pass sets indexFrom
+	}
+	return checkIndex(s.Key(), st, from, true)
 }
 
 // reconcileDue reports whether a live pass should reconcile the form too.
@@ -97,9 +138,13 @@ func (f *streamRun) reconcile(ctx context.Context, from, to time.Time, explicit 
 	if from.IsZero() {
 		from = f.indexFrom
 	}
-	if st.IndexedFrom.IsZero() || (explicit && from.Before(st.IndexedFrom)) {
-		return &ErrNoIndex{FormID: f.key, From: from, IndexedFrom: st.IndexedFrom}
+	if err := checkIndex(f.key, st, from, explicit); err != nil {
+		return err
 	}
+	// Only a pass that reads all of the lookback stands for the scheduled
+	// reconcile: one from a later date (inside the lookback, or past now,
+	// reading nothing) must not put the next one off.
+	whole := !from.After(maxTime(f.indexFrom, st.IndexedFrom))
 	from = maxTime(from, st.IndexedFrom)
 	passStart := f.p.opts.Now().UTC()
 	for _, r := range st.Committed {
@@ -124,6 +169,9 @@ func (f *streamRun) reconcile(ctx context.Context, from, to time.Time, explicit 
 			}
 			f.reconciledWindows.Add(1)
 		}
+	}
+	if !whole {
+		return nil
 	}
 	return f.p.store.SetReconciled(ctx, f.key, passStart)
 }

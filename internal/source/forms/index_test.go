@@ -64,7 +64,7 @@ func TestIndexCoversTheWholeHistory(t *testing.T) {
 	}{
 		{"a new form reconciles from its start", time.Time{}, day0, ""},
 		{"a migrated form reconciles from where its index starts", day0.AddDate(0, 11, 0), day0.AddDate(0, 11, 0), ""},
-		{"a migrated form refuses earlier", day0.AddDate(0, 11, 0), day0, "syncd state adopt --form"},
+		{"a migrated form refuses earlier", day0.AddDate(0, 11, 0), day0, "syncd state adopt fIdx"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

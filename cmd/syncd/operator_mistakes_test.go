@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/syncd-dev/syncd/internal/formsim"
+	"github.com/syncd-dev/syncd/internal/state"
+	"github.com/syncd-dev/syncd/internal/testkit"
+)
+
+// The operator's mistakes of README "Exit codes": a bad value, an unknown
+// or excluded id, a range with nothing in it exits 2 and writes nothing.
+// These run the command in process against the Forms API simulator.
+
+// mistakeSim is a simulator of three small forms over the last days, and
+// the history's start.
+func mistakeSim(t *testing.T) (*testkit.Sim, time.Time) {
+	t.Helper()
+	t.Setenv("FORMS_API_KEY", testkit.APIKey)
+	end := time.Now().UTC().Truncate(time.Hour).Add(-time.Hour)
+	start := end.AddDate(0, 0, -3)
+	return testkit.StartSim(t, formsim.Config{Seed: 41, Forms: 3, Submissions: 40, Start: start, End: end}), start
+}
+
+// run runs syncd in process with the workdir's config.
+func run(t *testing.T, w *testkit.Workdir, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	return execute(t, append(args, "--config", w.Config)...)
+}
+
+// snapshot is everything a command may have written: every form's state
+// (as JSON, times included) and the output's files.
+func snapshot(t *testing.T, w *testkit.Workdir) string {
+	t.Helper()
+	var b strings.Builder
+	if _, err := os.Stat(w.State); err == nil {
+		st, err := state.OpenBolt(context.Background(), state.BoltOptions{Path: w.State, ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		list, err := st.List(context.Background())
+		st.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := json.Marshal(list)
+		b.Write(raw)
+	}
+	_ = filepath.WalkDir(w.Out, func(p string, d os.DirEntry, err error) error {
+		if err == nil {
+			fmt.Fprintln(&b, p)
+		}
+		return nil
+	})
+	return b.String()
+}
+
+// refused checks that a command exited 2 with a message holding want, and
+// wrote nothing.
+func refused(t *testing.T, w *testkit.Workdir, want string, args ...string) {
+	t.Helper()
+	before := snapshot(t, w)
+	code, stdout, stderr := run(t, w, args...)
+	if code != exitUsage || !strings.Contains(stderr, want) {
+		t.Errorf("%v: exit %d, stderr %q; want exit 2 saying %q", args, code, stderr, want)
+	}
+	if strings.Contains(stdout, "ok   ") || strings.Contains(stdout, `"status"`) {
+		t.Errorf("%v printed a result: %s", args, stdout)
+	}
+	if after := snapshot(t, w); after != before {
+		t.Errorf("%v exited %d but wrote:\nbefore %s\nafter  %s", args, code, before, after)
+	}
+}
+
+// TestSharedTableIsAConfigError: a form whose table is another's default
+// is refused by every command, naming the key (defect: a refresh of one
+// removed the other's rows).
+func TestSharedTableIsAConfigError(t *testing.T) {
+	sim, _ := mistakeSim(t)
+	ids := sim.FormIDs()
+	w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{Forms: fmt.Sprintf("forms:\n  - {id: %s, table: form_%s}\n  - {id: %s}\n", ids[0], strings.ToLower(ids[1]), ids[1])})
+	refused(t, w, "forms[0].table", "once")
+	refused(t, w, ids[1], "refresh", "--form", ids[0], "--yes")
+}
+
+// TestEmptyFormOrFromIsRefused: an empty --form (an unset variable in a
+// script) is never "every form", an empty --from never "from the
+// beginning".
+func TestEmptyFormOrFromIsRefused(t *testing.T) {
+	sim, start := mistakeSim(t)
+	form := sim.FormIDs()[0]
+	w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{})
+	from := start.Format(time.RFC3339)
+	refused(t, w, "--form is empty", "backfill", "--form", "", "--from", from)
+	refused(t, w, "--form is empty", "backfill", "--form", "", "--from", from, "--dry-run")
+	refused(t, w, "--from is empty", "backfill", "--form", form, "--from", "")
+	refused(t, w, "--from is empty", "backfill", "--from", "")
+	refused(t, w, "--form is empty", "once", "--form", "")
+	refused(t, w, "--form is empty", "refresh", "--form", "", "--yes")
+	refused(t, w, "--form is empty", "reconcile", "--form", "")
+	refused(t, w, "--from is empty", "reconcile", "--form", form, "--from", "")
+}
+
+// TestUnlistedOrExcludedFormIsRefused: every command on one form refuses,
+// as once does, an id the config does not list, and one the account
+// excludes (an excluded form is never synced).
+func TestUnlistedOrExcludedFormIsRefused(t *testing.T) {
+	sim, start := mistakeSim(t)
+	ids := sim.FormIDs()
+	from := start.Format(time.RFC3339)
+	commands := func(id string) [][]string {
+		return [][]string{
+			{"once", "--form", id},
+			{"backfill", "--form", id, "--from", from},
+			{"backfill", "--form", id, "--from", from, "--dry-run"},
+			{"refresh", "--form", id, "--yes"},
+			{"reconcile", "--form", id},
+		}
+	}
+	listed := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{Forms: "forms:\n  - id: " + ids[0] + "\n"})
+	for _, args := range commands(ids[1]) {
+		refused(t, listed, "--form "+ids[1]+" is not one of the forms this config lists", args...)
+	}
+
+	excluding := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{})
+	cfg := fmt.Sprintf("source: {base_url: %s, rate_limit: 200, max_attempts: 8, timeout: 10s}\n"+
+		"accounts:\n  - {name: acme, api_key: \"${FORMS_API_KEY}\", exclude: [%s]}\n"+
+		"sync: {safety_lag: 0s}\nsink: {type: parquet, parquet: {path: %s}}\nstate: {path: %s}\nlog: {level: info, format: json}\n",
+		sim.BaseURL, ids[1], excluding.Out, excluding.State)
+	if err := os.WriteFile(excluding.Config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range commands(ids[1]) {
+		refused(t, excluding, "--form "+ids[1]+" is excluded by account acme", args...)
+	}
+	if code, _, stderr := run(t, excluding, "once", "--form", ids[0]); code != 0 {
+		t.Fatalf("once --form of a form not excluded: exit %d %s", code, stderr)
+	}
+}
+
+// TestReconcileMistakesWriteNothing: a --from at or after now -
+// safety_lag, and one before the version index, exit 2 and write nothing
+// (no error recorded, no reconcile recorded); the message gives a command
+// that works.
+func TestReconcileMistakesWriteNothing(t *testing.T) {
+	sim, start := mistakeSim(t)
+	form := sim.FormIDs()[0]
+	w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{})
+	// The index of a form an older syncd synced: it starts a day in.
+	indexed := start.AddDate(0, 0, 1)
+	if err := os.MkdirAll(filepath.Dir(w.State), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	st, err := state.OpenBolt(context.Background(), state.BoltOptions{Path: w.State})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Commit(context.Background(), form, state.Commit{IndexFrom: indexed}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if code, _, stderr := run(t, w, "once"); code != 0 {
+		t.Fatalf("once: exit %d %s", code, stderr)
+	}
+
+	refused(t, w, "nothing to reconcile", "reconcile", "--form", form, "--from", time.Now().Add(time.Hour).Format(time.RFC3339))
+	refused(t, w, "nothing to reconcile", "reconcile", "--form", form, "--from", "2099-01-01")
+
+	adopt := "`syncd state adopt " + form + "`"
+	refused(t, w, adopt, "reconcile", "--form", form, "--from", start.Format(time.RFC3339))
+	// The command the message gives works.
+	if code, _, stderr := run(t, w, "state", "adopt", form); code != 0 {
+		t.Errorf("%s, as the message says: exit %d %s", adopt, code, stderr)
+	}
+}
+
+// TestRefreshJSONIsJSONOnly: under -o json stdout is one JSON document;
+// progress lines go to stderr.
+func TestRefreshJSONIsJSONOnly(t *testing.T) {
+	sim, _ := mistakeSim(t)
+	form := sim.FormIDs()[0]
+	w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{})
+	if code, _, stderr := run(t, w, "once"); code != 0 {
+		t.Fatalf("once: exit %d %s", code, stderr)
+	}
+	code, stdout, stderr := run(t, w, "refresh", "--form", form, "--yes", "-o", "json")
+	var entries []summaryEntry
+	if err := json.Unmarshal([]byte(stdout), &entries); code != 0 || err != nil || len(entries) != 1 || entries[0].Status != "ok" {
+		t.Fatalf("refresh -o json: exit %d, stdout is not the JSON summary alone (%v):\n%s", code, err, stdout)
+	}
+	if !strings.Contains(stderr, "old output is removed") {
+		t.Errorf("refresh -o json: the progress line is gone from stderr too: %s", stderr)
+	}
+	if code, stdout, _ := run(t, w, "refresh", "--form", form, "--yes"); code != 0 || !strings.Contains(stdout, "old output is removed") {
+		t.Errorf("refresh: exit %d, the table output lacks the progress line: %s", code, stdout)
+	}
+}
+
+// TestBackfillDryRunRefusesWhatTheRunRefuses: a range past now - safety_lag
+// has nothing to backfill, dry run or not.
+func TestBackfillDryRunRefusesWhatTheRunRefuses(t *testing.T) {
+	sim, _ := mistakeSim(t)
+	form := sim.FormIDs()[0]
+	w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{})
+	for _, dry := range [][]string{nil, {"--dry-run"}, {"--dry-run", "-o", "json"}} {
+		args := append([]string{"backfill", "--form", form, "--from", "2099-01-01", "--to", "2099-02-01"}, dry...)
+		refused(t, w, "nothing to backfill", args...)
+	}
+}
