@@ -198,7 +198,10 @@ func (c *Client) get(ctx context.Context, path, route, scope string, q url.Value
 // call runs one request with the API's judge; decode reads a 2xx body.
 // On the webhook endpoints every 403 is a missing scope: they have no
 // other refusal for the user's own webhooks.
-func (c *Client) call(ctx context.Context, r *httpapi.Request, scope string, decode func([]byte) error) error {
+//
+// hide are what the request sent that must never reach an error or a log
+// (a webhook's secret and URL): a service may echo them in its message.
+func (c *Client) call(ctx context.Context, r *httpapi.Request, scope string, decode func([]byte) error, hide ...string) error {
 	r.Header = http.Header{"Cal-Api-Version": {APIVersion}}
 	r.WaitKey = r.Route
 	route := r.Route
@@ -231,9 +234,9 @@ func (c *Client) call(ctx context.Context, r *httpapi.Request, scope string, dec
 			}
 			retry := !refreshed
 			refreshed = true
-			return httpapi.Verdict{Err: &APIError{Endpoint: ep, Status: s, Attempts: attempt, Message: httpapi.ServerMessage(res.Body)}, Retry: retry}
+			return httpapi.Verdict{Err: &APIError{Endpoint: ep, Status: s, Attempts: attempt, Message: httpapi.ServerMessage(res.Body, hide...)}, Retry: retry}
 		case s == http.StatusForbidden:
-			msg := httpapi.ServerMessage(res.Body)
+			msg := httpapi.ServerMessage(res.Body, hide...)
 			if oauth.IsScopeRefusal(msg) || webhooks {
 				var granted []string
 				if t, err := c.tokens.Token(ctx); err == nil {
@@ -243,11 +246,11 @@ func (c *Client) call(ctx context.Context, r *httpapi.Request, scope string, dec
 			}
 			return httpapi.Verdict{Err: &APIError{Endpoint: ep, Status: s, Message: msg}}
 		case httpapi.TransientStatus(s):
-			v := httpapi.Verdict{Err: &APIError{Endpoint: ep, Status: s, Attempts: attempt, Message: httpapi.ServerMessage(res.Body)}, Retry: true}
+			v := httpapi.Verdict{Err: &APIError{Endpoint: ep, Status: s, Attempts: attempt, Message: httpapi.ServerMessage(res.Body, hide...)}, Retry: true}
 			v.RetryAfter, v.HasRetryAfter = c.api.RetryAfter(res.Header)
 			return v
 		default:
-			return httpapi.Verdict{Err: &APIError{Endpoint: ep, Status: s, Message: httpapi.ServerMessage(res.Body)}}
+			return httpapi.Verdict{Err: &APIError{Endpoint: ep, Status: s, Message: httpapi.ServerMessage(res.Body, hide...)}}
 		}
 	})
 	var afe *httpapi.AuthFailedError

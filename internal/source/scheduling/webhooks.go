@@ -101,7 +101,7 @@ func (c *Client) CreateWebhook(ctx context.Context, subscriberURL, secret string
 			}
 			id = string(env.Data.ID)
 			return nil
-		})
+		}, secret, subscriberURL)
 	if err != nil {
 		return "", err
 	}

@@ -2,9 +2,14 @@ package scheduling
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/syncd-dev/syncd/internal/oauth"
 	"github.com/syncd-dev/syncd/internal/schedsim"
@@ -53,5 +58,45 @@ func TestWebhooks(t *testing.T) {
 	}
 	if _, err := ro.ListWebhooks(ctx); !errors.As(err, &se) {
 		t.Errorf("without WEBHOOK_READ: %v, want a ScopeError", err)
+	}
+}
+
+// A service that echoes the webhook's secret or URL in a refusal (400, or
+// 403 on the webhook endpoints, or a 5xx) must not put them in the error,
+// which reaches the logs.
+func TestCreateWebhookErrorHidesTheSecretAndURL(t *testing.T) {
+	const url, secret = "http://127.0.0.1:9/webhooks/scheduling/acme-3f9c2a71", "signing-secret-0123456789"
+	for _, status := range []int{http.StatusBadRequest, http.StatusForbidden, http.StatusInternalServerError} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			e := newEnv(t, schedsim.Config{Seed: 3})
+			front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodPost && r.URL.Path == "/v2/webhooks" {
+					body, _ := io.ReadAll(r.Body)
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(status)
+					_ = json.NewEncoder(w).Encode(map[string]any{"status": "error", "error": map[string]string{"message": "refused: " + string(body)}})
+					return
+				}
+				e.sim.ServeHTTP(w, r)
+			}))
+			defer front.Close()
+			_, ts := e.client(t, "sim-client", "BOOKING_READ", "WEBHOOK_READ", "WEBHOOK_WRITE")
+			c, err := New(Config{BaseURL: front.URL, Tokens: ts, RateLimit: 1000, Burst: 100,
+				MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, MaxAttempts: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.CreateWebhook(context.Background(), url, secret)
+			if err == nil {
+				t.Fatal("a refused create reported success")
+			}
+			if msg := err.Error(); strings.Contains(msg, secret) || strings.Contains(msg, "acme-3f9c2a71") {
+				t.Errorf("the error of a refused create holds the webhook's secret (%t) or URL (%t)", strings.Contains(msg, secret), strings.Contains(msg, "acme-3f9c2a71"))
+			}
+			var se *oauth.ScopeError
+			if !errors.As(err, &se) && !strings.Contains(err.Error(), "refused") { // a 403 says which scope instead
+				t.Errorf("the error lost the service's message: %v", err)
+			}
+		})
 	}
 }
