@@ -125,8 +125,7 @@ func newOnceCmd(g *globals) *cobra.Command {
 				}
 				defer a.Close()
 				if g.shard != nil && len(a.Accounts) == 0 {
-					fmt.Fprintf(g.stdout, "shard %s: no account hashes to this shard; nothing to do\n", g.shard)
-					return nil
+					return g.emptyShard(format)
 				}
 				started := time.Now()
 				return g.finishPass(a.Pass(ctx), time.Since(started), summaryPath, format)
@@ -403,6 +402,18 @@ func (g *globals) finishPass(results []poller.Result, took time.Duration, summar
 	if failed(results, false) > 0 {
 		return withCode(exitFailed, errReported)
 	}
+	return nil
+}
+
+// emptyShard reports a pass of a shard no account hashes to: nothing to
+// do, which is a success. Under -o json it is an empty list of streams, so
+// that stdout stays JSON alone.
+func (g *globals) emptyShard(format string) error {
+	if format == formatJSON {
+		fmt.Fprintf(g.stderr, "syncd: shard %s: no account hashes to this shard; nothing to do\n", g.shard)
+		return printJSON(g.stdout, summaryEntries(nil, false))
+	}
+	fmt.Fprintf(g.stdout, "shard %s: no account hashes to this shard; nothing to do\n", g.shard)
 	return nil
 }
 
@@ -835,7 +846,11 @@ func (g *globals) backfillInDaemon(ctx context.Context, cfg *config.Config, held
 	done, err := c.backfill(ctx, req, func(s string) { fmt.Fprintln(g.stderr, "syncd:", s) }, report.update)
 	report.finish()
 	if code, stopped := g.interruption(); stopped {
-		fmt.Fprintln(g.stdout, "INTERRUPTED: the daemon's backfill was cancelled with this command; what it committed stays committed")
+		out := g.stdout
+		if format == formatJSON {
+			out = g.stderr // stdout is for JSON alone
+		}
+		fmt.Fprintln(out, "INTERRUPTED: the daemon's backfill was cancelled with this command; what it committed stays committed")
 		return withCode(code, errors.New("interrupted: run the backfill again to load the rest"))
 	}
 	if err != nil {
@@ -882,8 +897,7 @@ func (g *globals) backfillAll(ctx context.Context, start, end time.Time, endAske
 	}
 	defer a.Close()
 	if g.shard != nil && len(a.Accounts) == 0 {
-		fmt.Fprintf(g.stdout, "shard %s: no account hashes to this shard; nothing to do\n", g.shard)
-		return nil
+		return g.emptyShard(format)
 	}
 	if concurrency < 1 {
 		concurrency = a.Cfg.Sync.Concurrency
@@ -1030,7 +1044,8 @@ func confirm(g *globals, question, word string) error {
 	if !isTerminal(os.Stdin) {
 		return withCode(exitUsage, errors.New("this needs confirmation: pass --yes when not on a terminal"))
 	}
-	fmt.Fprintf(g.stdout, "%s Type %s to confirm: ", question, word)
+	// The prompt goes to stderr: stdout may be -o json's alone.
+	fmt.Fprintf(g.stderr, "%s Type %s to confirm: ", question, word)
 	line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
 	if strings.TrimSpace(line) != word {
 		return withCode(exitUsage, errors.New("not confirmed; nothing changed"))
