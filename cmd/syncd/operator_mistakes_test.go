@@ -175,9 +175,13 @@ func TestReconcileMistakesWriteNothing(t *testing.T) {
 
 	adopt := "`syncd state adopt " + form + "`"
 	refused(t, w, adopt, "reconcile", "--form", form, "--from", start.Format(time.RFC3339))
-	// The command the message gives works.
+	// The command the message gives works: it indexes the earlier rows,
+	// and the reconcile it was refused for then runs.
 	if code, _, stderr := run(t, w, "state", "adopt", form); code != 0 {
-		t.Errorf("%s, as the message says: exit %d %s", adopt, code, stderr)
+		t.Fatalf("%s, as the message says: exit %d %s", adopt, code, stderr)
+	}
+	if code, _, stderr := run(t, w, "reconcile", "--form", form, "--from", start.Format(time.RFC3339)); code != 0 {
+		t.Errorf("reconcile from the start after %s: exit %d %s", adopt, code, stderr)
 	}
 }
 

@@ -155,6 +155,10 @@ func (p *Poller) Adopt(ctx context.Context, t AdoptTarget) (AdoptResult, error) 
 		return a.name.Start.Compare(b.name.Start)
 	})
 	var pinned table.Schema
+	// reindex: the output may hold a reconcile batch the state never
+	// committed (its window is committed all the same), whose versions
+	// the index then lacks.
+	reindex := false
 	for _, b := range batches {
 		if b.name.Generation < gen {
 			res.Earlier++
@@ -162,7 +166,11 @@ func (p *Poller) Adopt(ctx context.Context, t AdoptTarget) (AdoptResult, error) 
 		}
 		window := state.Interval{Start: b.name.Start, End: b.name.End}
 		if !b.Complete {
-			if _, open := st.Intents[b.ID]; open || st.Committed.Covers(window) {
+			// A reconcile batch's window is always committed, so only its
+			// intent tells: a committed batch is whole in the output, and
+			// one that is not and has no intent is one whose intent the
+			// state lost.
+			if _, open := st.Intents[b.ID]; open || b.name.Reconcile == 0 && st.Committed.Covers(window) {
 				continue
 			}
 			parts := b.AllParts
@@ -188,7 +196,23 @@ func (p *Poller) Adopt(ctx context.Context, t AdoptTarget) (AdoptResult, error) 
 			pinned = mergeTables(pinned, tbl)
 		}
 		_, open := st.Intents[b.ID]
+		if open && len(stale(b.Parts, b.AllParts)) > 0 {
+			// Files of an earlier attempt lie beside the whole one (a
+			// redo stopped before it removed them): committed now, they
+			// would stay; left open, the next pass removes them.
+			res.Open++
+			continue
+		}
 		if !open && st.Committed.Covers(window) {
+			// Passes of a stream never overlap, and a whole reconcile
+			// pass records its start (Reconciled) only after its batches
+			// are committed: a reconcile batch of a pass that started
+			// later may be one the state never committed (a state
+			// restored from a backup), so the index is read again from
+			// the output.
+			if b.name.Reconcile > st.Reconciled.UnixMilli() {
+				reindex = true
+			}
 			res.Known++
 			continue
 		}
@@ -219,7 +243,13 @@ func (p *Poller) Adopt(ctx context.Context, t AdoptTarget) (AdoptResult, error) 
 		}
 		res.Schema = true
 	}
-	if t.Index && res.Batches > 0 {
+	// An index kept for sync.lookback only (formats 1 and 2) starts after
+	// the epoch: ErrNoIndex sends the operator here to index the earlier
+	// rows, so it is read again from the output too.
+	if st.IndexedFrom.After(epoch) {
+		reindex = true
+	}
+	if t.Index && (res.Batches > 0 || reindex) {
 		n, err := p.adoptIndex(ctx, t)
 		if err != nil {
 			return res, err

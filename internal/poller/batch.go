@@ -106,6 +106,13 @@ func (f *streamRun) commitBatch(ctx context.Context, w window, b sink.Batch, int
 			intent.Parts, intent.Attempt = b.Parts, b.Attempt
 			if w.redo {
 				b.Replace, b.Stale = true, stale(w.parts, b.Parts)
+				// Until the commit has removed the earlier attempt's files,
+				// the intent names them too: a stop after this attempt's
+				// files land but before the stale ones are gone then
+				// leaves the batch open (Committed wants a file of this
+				// attempt in every partition named), and the next run
+				// fetches it again and removes them.
+				intent.Parts = union(w.parts, b.Parts)
 			}
 		}
 		if err := f.p.store.RecordIntent(ctx, f.key, intent); err != nil {
@@ -125,6 +132,16 @@ func (f *streamRun) commitBatch(ctx context.Context, w window, b sink.Batch, int
 			// The sink may or may not hold the batch: the intent stays, and the
 			// next run asks the sink before it fetches the window again.
 			return fmt.Errorf("commit batch %s of %s: %w", b.ID, f.key, err)
+		}
+	} else if parted && w.redo && len(w.parts) > 0 {
+		// Fetched again with no rows (its records are gone at the
+		// source), the batch writes no file, but the files an earlier
+		// attempt wrote must go before the state commits the window:
+		// a commit of no parts removes them. The intent still names
+		// them, so a stop before they are gone leaves the batch open.
+		b.Parts, b.Replace, b.Stale = nil, true, w.parts
+		if _, err := pt.CommitParts(ctx, b, nil); err != nil {
+			return fmt.Errorf("remove the files an earlier attempt of batch %s of %s wrote: %w", b.ID, f.key, err)
 		}
 	}
 
@@ -308,6 +325,13 @@ func stale(before, now []string) []string {
 		}
 	}
 	return out
+}
+
+// union is the sorted partitions of a and b.
+func union(a, b []string) []string {
+	out := slices.Concat(a, b)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // newAttempt names an attempt at writing a batch's files: unique enough

@@ -219,7 +219,13 @@ func (f *streamRun) reconcileWindow(ctx context.Context, w window, passStart tim
 		return err
 	}
 	if changes.Empty() {
-		return nil
+		if !w.redo {
+			return nil
+		}
+		// An open batch of an earlier run that now finds no change still
+		// commits, with no rows: that removes the files its earlier
+		// attempt wrote and clears its intent.
+		changes.Write = func(*Rows) error { return nil }
 	}
 	if w.id == "" {
 		w.id = f.batchFor(w).ID + fmt.Sprintf("-r%d", passStart.UnixMilli())

@@ -43,7 +43,8 @@ type Batch struct {
 	// place are from an attempt that never committed, and are rewritten
 	// with this attempt's rows (which the state then records), not kept.
 	// Stale lists partitions that attempt wrote and this one does not:
-	// their files are removed.
+	// their files are removed. A batch fetched again with no rows is
+	// handed to CommitParts with no parts, only to remove them.
 	Replace bool
 	Stale   []string
 	// Parts are the partition keys of a Partitioner's batch, sorted: the
