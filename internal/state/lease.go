@@ -135,7 +135,33 @@ func (l *lease) renew(ctx context.Context) {
 		case <-t.C:
 			expiry.Stop()
 		}
-		if err := l.renewOnce(ctx); err != nil && l.valid() != nil {
+		// The renewal runs apart, and the loop waits for it or for the
+		// expiry, whichever comes first: one that hangs (a half-open
+		// connection) must not keep Lost open past the expiry while
+		// another syncd takes over. It is not cut short either: a write
+		// abandoned halfway can leave some stores an object without a
+		// version, which no syncd could then take over.
+		renewed := make(chan error, 1)
+		go func() { renewed <- l.renewOnce(ctx) }()
+		l.mu.Lock()
+		left = l.expires.Sub(l.cfg.now())
+		l.mu.Unlock()
+		expiry = time.NewTimer(max(left, 0))
+		select {
+		case err := <-renewed:
+			expiry.Stop()
+			if err != nil && l.valid() != nil {
+				return
+			}
+		case <-expiry.C:
+			if l.valid() != nil {
+				return // gone for good (valid made it so): the renewal's late answer changes nothing
+			}
+			if err := <-renewed; err != nil && l.valid() != nil {
+				return
+			}
+		case <-ctx.Done():
+			expiry.Stop()
 			return
 		}
 	}
@@ -146,19 +172,10 @@ func (l *lease) markGone() { l.goneOnce.Do(func() { close(l.gone) }) }
 
 // renewOnce writes a later expiry. A failed write leaves the old expiry
 // standing: writes stop once it passes, unless a later renewal succeeds.
-// A renewal begun before that expiry gives up at it: one that hung past
-// it (a half-open connection) would keep renew from noticing the lease is
-// gone, and Lost open while another syncd takes over. One begun after it
-// only finds out whether another syncd took the lease over.
 func (l *lease) renewOnce(ctx context.Context) error {
 	l.mu.Lock()
-	ver, left := l.ver, l.expires.Sub(l.cfg.now())
+	ver := l.ver
 	l.mu.Unlock()
-	if left <= 0 {
-		left = l.cfg.ttl / 3
-	}
-	ctx, cancel := context.WithTimeout(ctx, left)
-	defer cancel()
 	rec := l.rec
 	rec.Expires = l.cfg.now().Add(l.cfg.ttl).UTC()
 	raw, _ := json.Marshal(rec)
@@ -186,8 +203,11 @@ func (l *lease) valid() error {
 		return l.lost
 	}
 	if !l.cfg.now().Before(l.expires) {
+		// For good: Lost is closed now, so a renewal answered late must
+		// not let writes go on.
+		l.lost = fmt.Errorf("the lease of state %s expired at %s without being renewed (the bucket did not answer in time): this one stopped writing; rerun", l.cfg.shown, l.expires.Format(time.RFC3339))
 		l.markGone()
-		return fmt.Errorf("the lease of state %s expired at %s without being renewed (the bucket did not answer in time): this one stopped writing; rerun", l.cfg.shown, l.expires.Format(time.RFC3339))
+		return l.lost
 	}
 	return nil
 }
