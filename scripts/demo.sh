@@ -71,6 +71,6 @@ Query it with DuckDB (https://duckdb.org), for example:
   duckdb -c "SELECT count(*) AS rows, count(DISTINCT submission_id) AS distinct_ids, min(submission_time), max(submission_time)
              FROM read_parquet('out/form_*/*/*.parquet', hive_partitioning = true, union_by_name = true)"
 and the bookings as they are now (the latest version of each):
-  duckdb -c "SELECT uid, status, start_time FROM read_parquet('out/bookings/*/*.parquet', hive_partitioning = true)
+  duckdb -c "SELECT uid, status, start_time FROM read_parquet('out/bookings/*/*.parquet', hive_partitioning = true, union_by_name = true)
              QUALIFY row_number() OVER (PARTITION BY uid ORDER BY _version_time DESC, _synced_at DESC) = 1 AND NOT _deleted"
 Q
