@@ -85,6 +85,10 @@ type App struct {
 	// held across the Claim or Release it decides on.
 	claimMu sync.Mutex
 	claims  map[string]int
+	// streamLocks are shared by every account's poller: an account a
+	// reload opens again runs no pass of a stream while the account it
+	// replaces is still in one.
+	streamLocks *poller.StreamLocks
 }
 
 // Account is one account's open parts: its Forms API client, its sink (its
@@ -438,8 +442,9 @@ func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options
 	}
 	a := &App{Cfg: cfg, Log: log, Store: store, Metrics: metrics.New(opts.Now), opts: opts,
 		limiters: forms.NewLimiters(), gate: semaphore.NewWeighted(int64(cfg.Sync.MaxBatches)),
-		planGate: semaphore.NewWeighted(4 * int64(cfg.Sync.MaxBatches)),
-		alloc:    arrowpool.ForProcess(opts.PoisonFreedBuffers)}
+		planGate:    semaphore.NewWeighted(4 * int64(cfg.Sync.MaxBatches)),
+		alloc:       arrowpool.ForProcess(opts.PoisonFreedBuffers),
+		streamLocks: poller.NewStreamLocks()}
 	a.current.Store(cfg)
 	a.shared = opts.Shared
 	if opts.ReadOnly {
@@ -541,6 +546,7 @@ func (a *App) OpenAccount(ctx context.Context, ac config.Account) (*Account, err
 		Gate:            a.gate,
 		PlanGate:        a.planGate,
 		Allocator:       a.alloc,
+		Locks:           a.streamLocks,
 	})
 	return acct, nil
 }

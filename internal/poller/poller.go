@@ -58,6 +58,33 @@ type Options struct {
 	// while its batch waits for a Gate slot: a first sync of many
 	// accounts then grew by about 3 MB per account, whatever Gate allowed.
 	PlanGate *semaphore.Weighted
+	// Locks keep two passes of one stream apart. Pollers that share them
+	// never run a stream twice at once: a reload opens a changed account
+	// (and its poller) again while the one it replaces may still be in a
+	// pass of the same streams. Nil: the poller's own.
+	Locks *StreamLocks
+}
+
+// StreamLocks are the locks of streams by key, one pass at a time each.
+// The zero value is not usable: use NewStreamLocks.
+type StreamLocks struct {
+	mu sync.Mutex
+	m  map[string]*sync.Mutex
+}
+
+// NewStreamLocks returns an empty set of stream locks.
+func NewStreamLocks() *StreamLocks { return &StreamLocks{m: map[string]*sync.Mutex{}} }
+
+// of is the lock of the stream of key.
+func (l *StreamLocks) of(key string) *sync.Mutex {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m, ok := l.m[key]
+	if !ok {
+		m = &sync.Mutex{}
+		l.m[key] = m
+	}
+	return m
 }
 
 func (o *Options) setDefaults() {
@@ -78,6 +105,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.Allocator == nil {
 		o.Allocator = arrowpool.ForProcess(false)
+	}
+	if o.Locks == nil {
+		o.Locks = NewStreamLocks()
 	}
 }
 
@@ -101,8 +131,7 @@ type Poller struct {
 	partStart func(time.Time) time.Time
 
 	mu          sync.Mutex
-	formLocks   map[string]*sync.Mutex // one pass of a form at a time
-	loggedTypes map[string]bool        // "form/type" of unknown types already logged
+	loggedTypes map[string]bool // "form/type" of unknown types already logged
 
 	draining  chan struct{} // closed by Drain: plan no new window
 	drainOnce sync.Once
@@ -120,7 +149,6 @@ func New(snk sink.Sink, store state.Store, opts Options) *Poller {
 		sink:        snk,
 		store:       store,
 		opts:        opts,
-		formLocks:   map[string]*sync.Mutex{},
 		loggedTypes: map[string]bool{},
 		draining:    make(chan struct{}),
 		streamSlot:  make(chan struct{}, 1),
@@ -223,16 +251,7 @@ func (p *Poller) Backfill(ctx context.Context, s Stream, from, to time.Time, con
 	return p.run(ctx, s, from, to, concurrency, progress)
 }
 
-func (p *Poller) formLock(formID string) *sync.Mutex {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	l, ok := p.formLocks[formID]
-	if !ok {
-		l = &sync.Mutex{}
-		p.formLocks[formID] = l
-	}
-	return l
-}
+func (p *Poller) formLock(formID string) *sync.Mutex { return p.opts.Locks.of(formID) }
 
 func (p *Poller) run(ctx context.Context, s Stream, from, to time.Time, concurrency int, progress func(Progress)) Result {
 	var clamped time.Time
