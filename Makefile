@@ -115,6 +115,7 @@ chaos: tools
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeWebhook$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/source/forms/api
 	$(GO) test -run '^$$' -fuzz '^FuzzPlainEnd$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/jsontext
 	$(GO) test -run '^$$' -fuzz '^FuzzAppend$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/source/forms/schema
+	$(GO) test -run '^$$' -fuzz '^FuzzNumberRules$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/source/forms/schema
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/config
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/rfc3339
 

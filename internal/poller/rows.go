@@ -192,7 +192,6 @@ func (r *Rows) toSpool() error {
 
 func (r *Rows) merge(st table.Stats) {
 	r.stats.Rows += st.Rows
-	r.stats.Dropped += st.Dropped
 	r.stats.Changes = append(r.stats.Changes, st.Changes...)
 	for col, ex := range st.MisfitExamples {
 		if _, ok := r.stats.MisfitExamples[col]; !ok {

@@ -35,9 +35,6 @@ type Stats struct {
 	// Changes are the columns the rows added on their own: values of a
 	// type, or of a field, that the metadata did not have.
 	Changes []Change
-	// Dropped counts values repeated within one record once both the
-	// column and its __v_json companion already held a value for it.
-	Dropped int
 }
 
 // Change is one schema change, for the log.

@@ -127,7 +127,7 @@ func (s *Stream) Evolve(ctx context.Context, pinned table.Schema) (table.Schema,
 	if err != nil {
 		return nil, nil, fmt.Errorf("map the metadata of form %s to a table: %w", s.form, err)
 	}
-	return Pinned{T: t}, changes, nil
+	return Pinned{T: t, names: schema.NewNames(t)}, changes, nil
 }
 
 // Unpin reads a form's schema that Pinned.Marshal wrote.
@@ -141,7 +141,12 @@ func (s *Stream) Unpin(raw []byte) (table.Schema, error) {
 
 // Pinned is a form's table (its columns pinned by question id) as the
 // engine handles it (table.Schema).
-type Pinned struct{ T *schema.Table }
+type Pinned struct {
+	T *schema.Table
+	// names, set on a pass's table (Evolve's), names the columns its
+	// windows' builders add, so that concurrent windows agree on them.
+	names *schema.Names
+}
 
 // ArrowSchema is the table's Arrow schema.
 func (p Pinned) ArrowSchema() *arrow.Schema { return p.T.ArrowSchema() }
@@ -159,7 +164,7 @@ func (p Pinned) Merge(other table.Schema) table.Schema {
 	if !ok {
 		return p
 	}
-	return Pinned{T: p.T.Merge(o.T)}
+	return Pinned{T: p.T.Merge(o.T), names: p.names}
 }
 
 // builderFor starts a window's builder on its own copy of the pass's table.
@@ -169,7 +174,11 @@ func builderFor(rows *poller.Rows) *schema.Builder {
 	if p.T != nil {
 		t = p.T.Clone()
 	}
-	return schema.NewBuilder(t, rows.Allocator())
+	b := schema.NewBuilder(t, rows.Allocator())
+	if p.names != nil {
+		b.ShareNames(p.names)
+	}
+	return b
 }
 
 // list asks for submissions of [start, end) in ascending order. The API's

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -45,6 +44,10 @@ type Builder struct {
 	strs  [][]byte
 	text  []byte // unescaped strings of the value being appended
 	buf   bytes.Buffer
+	// kept and keptText are the row's values for __v_json columns, appended
+	// at the row's end.
+	kept     []keptValue
+	keptText []byte
 
 	// routes remembers, per group of values (questions, calculations, URL
 	// parameters, scheduling, payments) and position in it, where the last
@@ -188,6 +191,10 @@ func NewBuilder(t *Table, mem memory.Allocator) *Builder {
 	return b
 }
 
+// ShareNames makes the builder name the columns it adds through names,
+// which the other builders of its pass share (see Names).
+func (b *Builder) ShareNames(names *Names) { b.ed.shared = names }
+
 // sync creates Arrow builders for columns the table gained, back-filling
 // nulls for the rows already appended.
 func (b *Builder) sync() {
@@ -286,6 +293,9 @@ func (b *Builder) Append(sub *forms.Submission, lin Lineage) error {
 		}
 	}
 
+	if len(b.kept) > 0 {
+		b.flushKept()
+	}
 	stamp := b.rows + 1
 	for i := range b.cols {
 		if c := &b.cols[i]; c.stamp != stamp {
@@ -319,6 +329,9 @@ func (b *Builder) AppendTombstone(id string, t, seen time.Time, lin Lineage) err
 	b.putString(f.batchID, lin.BatchID)
 	b.putTime(f.syncedAt, lin.SyncedAt)
 	b.putBool(f.deleted, true)
+	if len(b.kept) > 0 {
+		b.flushKept()
+	}
 	stamp := b.rows + 1
 	for i := range b.cols {
 		if c := &b.cols[i]; c.stamp != stamp {
@@ -486,8 +499,8 @@ func (b *Builder) putText(i int, s string) {
 	case TypeString:
 		appendString(b.cols[i].bld, s)
 	case TypeDouble:
-		f, err := strconv.ParseFloat(s, 64)
-		if !isNumberText(s) || err != nil {
+		f, ok := parseDouble(s)
+		if !isNumberText(s) || !ok {
 			b.misfitText(i, s)
 			return
 		}
@@ -598,17 +611,18 @@ func (b *Builder) compact(v []byte) ([]byte, bool) {
 }
 
 // keep stores text in the __v_json companion of column i and counts it.
+// The companion gets its value at the row's end (flushKept): an answer
+// repeated within one submission (the API sent a question more than once)
+// may have more than one value to keep.
 func (b *Builder) keep(i int, text []byte) {
 	j := b.ed.addCompanion(i)
 	b.sync()
-	if b.taken(j) {
-		b.stats.Dropped++
-		return
-	}
 	if !utf8.Valid(text) {
 		text = bytes.ToValidUTF8(text, []byte("\uFFFD"))
 	}
-	b.cols[j].bld.(*array.StringBuilder).BinaryBuilder.Append(text)
+	start := len(b.keptText)
+	b.keptText = append(b.keptText, text...)
+	b.kept = append(b.kept, keptValue{col: j, start: start, end: len(b.keptText)})
 	b.mark(j)
 	if b.stats.Misfits == nil {
 		b.stats.Misfits = make(map[string]int)
@@ -621,6 +635,54 @@ func (b *Builder) keep(i int, text []byte) {
 		}
 		b.stats.MisfitExamples[name] = Describe(text)
 	}
+}
+
+// keptValue is a value of the current row that a __v_json column keeps:
+// keptText[start:end].
+type keptValue struct{ col, start, end int }
+
+// flushKept appends the row's kept values to their __v_json columns. A
+// column with one value holds it as it came; one with several (a repeated
+// answer) holds them as a JSON array, in the order they came, each that is
+// not JSON itself as a JSON string.
+func (b *Builder) flushKept() {
+	for n, k := range b.kept {
+		if k.col < 0 {
+			continue // joined into an earlier value's array
+		}
+		var more bool
+		for _, l := range b.kept[n+1:] {
+			more = more || l.col == k.col
+		}
+		bld := b.cols[k.col].bld.(*array.StringBuilder)
+		if !more {
+			bld.BinaryBuilder.Append(b.keptText[k.start:k.end])
+			continue
+		}
+		b.buf.Reset()
+		b.buf.WriteByte('[')
+		for m := n; m < len(b.kept); m++ {
+			l := &b.kept[m]
+			if l.col != k.col {
+				continue
+			}
+			if m > n {
+				b.buf.WriteByte(',')
+			}
+			v := b.keptText[l.start:l.end]
+			if validJSON(v) {
+				b.buf.Write(v)
+			} else {
+				text, _ := json.Marshal(string(v)) // a string cannot fail
+				b.buf.Write(text)
+			}
+			l.col = -1
+		}
+		b.buf.WriteByte(']')
+		bld.BinaryBuilder.Append(b.buf.Bytes())
+	}
+	b.kept = b.kept[:0]
+	b.keptText = b.keptText[:0]
 }
 
 // appendValue appends v (valid, trimmed, not empty) to column i if it fits

@@ -23,6 +23,9 @@ type editor struct {
 	bySource  map[sourceKey][]int // a source's typed columns, oldest first
 	companion map[int]int         // typed column -> its __v_json column
 	changes   []Change
+	// shared, when set, names the columns this editor adds (a builder's,
+	// beside the other builders of its pass).
+	shared *Names
 }
 
 func newEditor(t *Table) *editor {
@@ -56,6 +59,14 @@ func (e *editor) index(i int) {
 		k := sourceKey{c.Kind, c.SourceID}
 		e.bySource[k] = append(e.bySource[k], i)
 	}
+}
+
+// nameFor returns a free name for new column c, from want.
+func (e *editor) nameFor(c Column, want string) string {
+	if e.shared != nil {
+		return e.shared.claim(c, want, e.names)
+	}
+	return e.names.take(want)
 }
 
 // appendColumn adds c at the end of the table; its name must be free.
@@ -185,19 +196,18 @@ func (e *editor) addTyped(si int, ct ColumnType, typ, why string) int {
 	s := e.t.Sources[si]
 	k := sourceKey{s.Kind, s.ID}
 	change := Change{Kind: ChangeAdded}
-	var name string
+	c := Column{Type: ct, Kind: s.Kind, SourceID: s.ID, SourceName: s.Name, SourceType: typ, Description: describe(s.Kind, s.Name, typ)}
 	if first := e.bySource[k]; len(first) == 0 {
-		name = e.names.take(baseName(s.Kind, s.Name, s.ID))
+		c.Name = e.nameFor(c, baseName(s.Kind, s.Name, s.ID))
 		change.Detail = fmt.Sprintf("%s %s %q (%s) as %s", s.Kind, s.ID, s.Name, typ, ct)
 	} else {
-		name = e.names.take(withSuffix(e.t.Columns[first[0]].Name, "__v_"+string(ct)))
+		c.Name = e.nameFor(c, withSuffix(e.t.Columns[first[0]].Name, "__v_"+string(ct)))
 		change.Kind = ChangeVariant
 		change.Detail = fmt.Sprintf("%s %s %q %s: its %s values go to this new column", s.Kind, s.ID, s.Name, why, ct)
 	}
-	change.Column = name
+	change.Column = c.Name
 	e.changes = append(e.changes, change)
-	return e.appendColumn(Column{Name: name, Type: ct, Kind: s.Kind, SourceID: s.ID, SourceName: s.Name,
-		SourceType: typ, Description: describe(s.Kind, s.Name, typ)})
+	return e.appendColumn(c)
 }
 
 // addCompanion returns the __v_json column of column i, adding it if needed.
@@ -206,11 +216,12 @@ func (e *editor) addCompanion(i int) int {
 		return j
 	}
 	p := e.t.Columns[i]
-	name := e.names.take(withSuffix(p.Name, "__v_json"))
-	e.changes = append(e.changes, Change{Kind: ChangeVariant, Column: name,
+	c := Column{Type: TypeJSON, Kind: KindVariantJSON, SourceID: p.SourceID,
+		SourceName: p.SourceName, SourceType: p.SourceType, Parent: p.Name, Description: describeCompanion(&p)}
+	c.Name = e.nameFor(c, withSuffix(p.Name, "__v_json"))
+	e.changes = append(e.changes, Change{Kind: ChangeVariant, Column: c.Name,
 		Detail: fmt.Sprintf("values of %s that do not fit its %s type are kept here as JSON text", p.Name, p.Type)})
-	return e.appendColumn(Column{Name: name, Type: TypeJSON, Kind: KindVariantJSON, SourceID: p.SourceID,
-		SourceName: p.SourceName, SourceType: p.SourceType, Parent: p.Name, Description: describeCompanion(&p)})
+	return e.appendColumn(c)
 }
 
 func describe(kind SourceKind, name, typ string) string {

@@ -208,33 +208,148 @@ func isEmpty(v []byte) bool {
 	return false
 }
 
-func isNumber(v []byte) bool { return len(v) > 0 && (v[0] == '-' || v[0] >= '0' && v[0] <= '9') }
+func isNumber[T string | []byte](v T) bool {
+	return len(v) > 0 && (v[0] == '-' || v[0] >= '0' && v[0] <= '9')
+}
 
-// parseDouble reads a JSON number token; out-of-range numbers do not fit.
-func parseDouble(v []byte) (float64, bool) {
+// parseDouble reads a JSON number token (or a calculation's number text)
+// that a double holds as written: its shortest decimal is the number
+// itself. Numbers out of range, beyond a double's precision
+// (9007199254740993, 0.10000000000000000001) or that underflow (1e-400)
+// do not fit, so that no value is stored as another.
+func parseDouble[T string | []byte](v T) (float64, bool) {
 	if !isNumber(v) {
 		return 0, false
 	}
 	f, err := strconv.ParseFloat(string(v), 64)
-	return f, err == nil
+	if err != nil {
+		return 0, false
+	}
+	var buf [maxDigits]byte
+	d, ok := decimalOf(v, &buf)
+	if !ok {
+		return 0, false
+	}
+	// Up to 15 significant digits, a normal double holds any decimal
+	// (DBL_DIG): the exact check below is for the rare longer number.
+	if len(d.digits) <= 15 && (len(d.digits) == 0 || math.Abs(f) >= 0x1p-1022) {
+		return f, true
+	}
+	var text [32]byte
+	var buf2 [maxDigits]byte
+	held, ok := decimalOf(strconv.AppendFloat(text[:0], f, 'e', -1, 64), &buf2)
+	return f, ok && held.exp == d.exp && bytes.Equal(held.digits, d.digits)
 }
 
 // parseInt reads a JSON number token that is a whole number in int64 range,
-// such as 4 or 4.0 (not 4.5).
+// such as 4, 4.0 or 4e3 (not 4.5, nor 4.0000000000000001).
 func parseInt(v []byte) (int64, bool) {
 	if !isNumber(v) {
 		return 0, false
 	}
-	if bytes.IndexAny(v, ".eE") < 0 { // an integer token; skips ParseInt's error for 4.0
-		if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
-			return n, true
+	if bytes.IndexAny(v, ".eE") < 0 { // an integer token
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		return n, err == nil
+	}
+	var buf [maxDigits]byte
+	d, ok := decimalOf(v, &buf)
+	switch {
+	case !ok || len(d.digits) > d.exp || d.exp > 19:
+		return 0, false // not whole, or too large
+	case len(d.digits) == 0:
+		return 0, true
+	}
+	var text [21]byte
+	t := text[:0]
+	if d.neg {
+		t = append(t, '-')
+	}
+	t = append(t, d.digits...)
+	for range d.exp - len(d.digits) {
+		t = append(t, '0')
+	}
+	n, err := strconv.ParseInt(string(t), 10, 64)
+	return n, err == nil
+}
+
+// maxDigits bounds the significant digits decimalOf keeps: a double's
+// shortest decimal has at most 17, an int64 at most 19.
+const maxDigits = 20
+
+// decimal is a number as 0.digits × 10^exp, negated if neg: digits has
+// no leading or trailing zeros, and zero has none.
+type decimal struct {
+	neg    bool
+	digits []byte
+	exp    int
+}
+
+// decimalOf reads a number in JSON's grammar (as strconv writes it too:
+// "1.5e+07") into buf. It reports false for one with more than maxDigits
+// significant digits.
+func decimalOf[T string | []byte](v T, buf *[maxDigits]byte) (decimal, bool) {
+	d := decimal{digits: buf[:0]}
+	i := 0
+	if i < len(v) && v[i] == '-' {
+		d.neg = true
+		i++
+	}
+	point := false
+	zeros := 0 // zeros after the last nonzero digit, kept once another follows
+	for ; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c == '.':
+			point = true
+			continue
+		case c < '0' || c > '9':
+		case c == '0' && len(d.digits) == 0: // a leading zero
+			if point {
+				d.exp--
+			}
+			continue
+		case c == '0':
+			zeros++
+			if !point {
+				d.exp++
+			}
+			continue
+		default:
+			if len(d.digits)+zeros >= maxDigits {
+				return d, false
+			}
+			for ; zeros > 0; zeros-- {
+				d.digits = append(d.digits, '0')
+			}
+			d.digits = append(d.digits, c)
+			if !point {
+				d.exp++
+			}
+			continue
 		}
+		break
 	}
-	f, err := strconv.ParseFloat(string(v), 64)
-	if err != nil || f != math.Trunc(f) || f < -(1<<63) || f >= 1<<63 {
-		return 0, false
+	if i < len(v) && (v[i] == 'e' || v[i] == 'E') {
+		i++
+		sign := 1
+		if i < len(v) && (v[i] == '+' || v[i] == '-') {
+			if v[i] == '-' {
+				sign = -1
+			}
+			i++
+		}
+		e := 0
+		for ; i < len(v) && v[i] >= '0' && v[i] <= '9'; i++ {
+			if e < 1<<24 { // far beyond any double's exponent
+				e = e*10 + int(v[i]-'0')
+			}
+		}
+		d.exp += sign * e
 	}
-	return int64(f), true
+	if len(d.digits) == 0 {
+		d.exp = 0
+	}
+	return d, true
 }
 
 // isNumberText reports whether s is a number in JSON's grammar, the strict

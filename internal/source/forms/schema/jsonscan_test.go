@@ -2,6 +2,9 @@ package schema
 
 import (
 	"encoding/json"
+	"math"
+	"math/big"
+	"strconv"
 	"testing"
 )
 
@@ -40,4 +43,42 @@ func TestKnownQuestionType(t *testing.T) {
 			t.Errorf("KnownQuestionType(%q) = %v, want %v", typ, got, want)
 		}
 	}
+}
+
+// FuzzNumberRules checks parseDouble and parseInt against exact arithmetic
+// (math/big): a number is taken exactly when, and only when, the column
+// holds it as written: a double whose shortest decimal is the number, an
+// int64 equal to it.
+func FuzzNumberRules(f *testing.F) {
+	for _, s := range []string{"0", "-0", "0.1", "1e-400", "9007199254740993", "9007199254740993.0", "4.0000000000000001",
+		"123.4500", "5e-324", "2.5e-324", "1.7976931348623157e308", "1e309", "-9223372036854775808", "9.223372036854775807e18",
+		"25e-1", "2500e-2", "0.30000000000000004", "100000000000000000000000000000000000001", "1E+2", "0e-99999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !isNumberText(s) || len(s) > 400 {
+			return
+		}
+		exact, ok := new(big.Rat).SetString(s)
+		if !ok {
+			return // an exponent beyond big.Rat's reach
+		}
+		d, dok := parseDouble([]byte(s))
+		want := false
+		if g, err := strconv.ParseFloat(s, 64); err == nil {
+			shortest, _ := new(big.Rat).SetString(strconv.FormatFloat(g, 'e', -1, 64))
+			want = shortest.Cmp(exact) == 0
+		}
+		if dok != want {
+			t.Errorf("parseDouble(%s) = %v, %v; want ok %v", s, d, dok, want)
+		}
+		n, iok := parseInt([]byte(s))
+		wantInt := exact.IsInt() && exact.Num().IsInt64()
+		if iok != wantInt || iok && exact.Num().Int64() != n {
+			t.Errorf("parseInt(%s) = %d, %v; want ok %v (%s)", s, n, iok, wantInt, exact.RatString())
+		}
+		if td, tok := parseDouble(s); td != d && !(math.IsNaN(td) && math.IsNaN(d)) || tok != dok {
+			t.Errorf("parseDouble of the text %s = %v, %v; of the bytes %v, %v", s, td, tok, d, dok)
+		}
+	})
 }

@@ -3,6 +3,7 @@ package schema
 import (
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/syncd-dev/syncd/internal/table"
 )
@@ -28,10 +29,19 @@ func withSuffix(name, suffix string) string {
 // lowercase, so exact uniqueness is case-insensitive uniqueness.
 type namer map[string]struct{}
 
+// partitionKeys are the keys of the folders a table's Parquet files are
+// partitioned in (parquetsink's layouts): a reader's hive_partitioning
+// gives a column of that name the folder's value, so no question may take
+// one.
+var partitionKeys = []string{"submission_date", "submission_month", "version_date", "version_month"}
+
 func newNamer(cols []Column) namer {
-	n := make(namer, len(cols)+len(fixedNames))
+	n := make(namer, len(cols)+len(fixedNames)+len(partitionKeys))
 	for _, name := range fixedNames {
 		n[name] = struct{}{} // even edit_link when absent: it may be enabled later
+	}
+	for _, name := range partitionKeys {
+		n[name] = struct{}{}
 	}
 	for _, c := range cols {
 		n[c.Name] = struct{}{}
@@ -53,6 +63,51 @@ func (n namer) take(name string) string {
 			return c
 		}
 	}
+}
+
+// Names hands out the names of the columns that the builders of one pass
+// add. Windows of a pass are built concurrently, each on its own copy of
+// the pass's table: without one authority, two builders could give one
+// name to two different columns (two new questions both named "Email"),
+// and a batch's files would hold under that name what the merged table
+// says is another column's.
+type Names struct {
+	mu         sync.Mutex
+	used       namer
+	byIdentity map[string]string
+}
+
+// NewNames starts the names of a pass on table t.
+func NewNames(t *Table) *Names {
+	n := &Names{used: newNamer(t.Columns), byIdentity: make(map[string]string, len(t.Columns))}
+	for _, c := range t.Columns {
+		n.byIdentity[identity(c)] = c.Name
+	}
+	return n
+}
+
+// claim returns the name of column c: the one any builder of the pass
+// gave the same column, else want (or want with a suffix) if no builder
+// has taken it and local (the asking builder's names) does not hold it.
+func (n *Names) claim(c Column, want string, local namer) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	id := identity(c)
+	if name, ok := n.byIdentity[id]; ok {
+		if _, clash := local[name]; !clash {
+			local[name] = struct{}{}
+			return name
+		}
+	}
+	for name := range local {
+		n.used[name] = struct{}{} // a name the pass's table did not have when the pass began
+	}
+	name := n.used.take(want)
+	local[name] = struct{}{}
+	if _, ok := n.byIdentity[id]; !ok {
+		n.byIdentity[id] = name
+	}
+	return name
 }
 
 // kindPrefix is put before the names of non-question sources, so that they
