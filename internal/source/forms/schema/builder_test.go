@@ -228,6 +228,11 @@ func TestMisfitsKeptAsJSON(t *testing.T) {
 		{"DatePicker", `"2024-02-01T00:00:00Z"`, `"2024-02-01T00:00:00Z"`},
 		{"DatePicker", `"01/02/2024"`, `"01/02/2024"`},
 		{"DatePicker", `20240201`, `20240201`},
+		{"DatePicker", `"0000-12-31"`, `"0000-12-31"`}, // before year 1: no warehouse takes it
+		{"DatePicker", `"2024-02-30"`, `"2024-02-30"`},
+		{"DateTimePicker", `"0000-12-31T23:59:59Z"`, `"0000-12-31T23:59:59Z"`},
+		{"DateTimePicker", `"9999-12-31T23:59:59-05:00"`, `"9999-12-31T23:59:59-05:00"`}, // year 10000 in UTC
+		{"DateTimePicker", `"0001-01-01T00:30:00+01:00"`, `"0001-01-01T00:30:00+01:00"`},
 		{"DateTimePicker", `"2024-02-01"`, `"2024-02-01"`},
 		{"DateTimePicker", `"2024-02-01T10:00:00"`, `"2024-02-01T10:00:00"`}, // no zone: ambiguous
 		{"DateRange", `["2024-01-01","2024-01-02"]`, `["2024-01-01","2024-01-02"]`},
@@ -283,6 +288,11 @@ func TestValuesThatFit(t *testing.T) {
 		{"Checkboxes", `["a", null, ""]`, []any{"a", nil, nil}},
 		{"Checkboxes", "[ \"a\" ,null,\n\"\" , \"b\\u00e9\",\"c\\\"d\", \"é\" ]", []any{"a", nil, nil, "bé", "c\"d", "é"}},
 		{"DatePicker", `"2024-02-29"`, "2024-02-29"},
+		{"DatePicker", `"0001-01-01"`, "0001-01-01"},
+		{"DatePicker", `"9999-12-31"`, "9999-12-31"},
+		{"DateTimePicker", `"0001-01-01T00:00:00Z"`, "0001-01-01T00:00:00Z"},
+		{"DateTimePicker", `"9999-12-31T23:59:59.999999Z"`, "9999-12-31T23:59:59.999999Z"},
+		{"DateTimePicker", `"9999-12-31T18:59:59+05:00"`, "9999-12-31T13:59:59Z"},
 		{"DateTimePicker", `"2024-02-01T10:00:00.123456789-05:00"`, "2024-02-01T15:00:00.123456Z"},
 		{"DateRange", `{"start":"2024-01-01"}`, map[string]any{"start": "2024-01-01", "end": nil}},
 		{"FileUpload", `[null, {}, {"url":"u","size":2.0}]`, []any{nil, nil, file("u", nil, nil, int64(2))}},

@@ -392,21 +392,38 @@ func isNumberText[T string | []byte](s T) bool {
 	return i == len(s)
 }
 
+// The range of dates and timestamps every reader takes: BigQuery's DATE
+// and TIMESTAMP (years 1 to 9999, UTC). A value outside it would fail a
+// whole load job, so it does not fit its column and is kept as text.
+const (
+	minDays   = -719162                // 0001-01-01
+	maxDays   = 2932896                // 9999-12-31
+	minMicros = -62135596800 * 1000000 // 0001-01-01T00:00:00Z
+	maxMicros = 253402300800*1000000 - 1
+)
+
 // parseDate reads "YYYY-MM-DD" as days since the Unix epoch.
 func parseDate(s []byte) (int32, bool) {
 	days, ok := rfc3339.ParseDate(s)
-	return int32(days), ok
+	if !ok || days < minDays || days > maxDays {
+		return 0, false
+	}
+	return int32(days), true
 }
 
 // parseTimestamp reads an RFC 3339 timestamp with a zone as microseconds
 // since the epoch, UTC. A time without a zone is ambiguous and does not fit.
 func parseTimestamp(s []byte) (int64, bool) {
-	if t, ok := rfc3339.Parse(s); ok {
-		return t.UnixMicro(), true
+	t, ok := rfc3339.Parse(s)
+	if !ok {
+		var err error
+		if t, err = time.Parse(time.RFC3339Nano, string(s)); err != nil {
+			return 0, false
+		}
 	}
-	t, err := time.Parse(time.RFC3339Nano, string(s))
-	if err != nil {
+	us := t.UnixMicro()
+	if us < minMicros || us > maxMicros {
 		return 0, false
 	}
-	return t.UnixMicro(), true
+	return us, true
 }
