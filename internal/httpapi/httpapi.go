@@ -280,6 +280,11 @@ type Verdict struct {
 	Retry         bool
 	RetryAfter    time.Duration
 	HasRetryAfter bool
+	// Refreshed says the retry follows a refreshed credential, not a
+	// transient failure: it is granted beyond MaxAttempts, so that a 401
+	// met on the last attempt still gets its retry. A judge grants it at
+	// most once per call.
+	Refreshed bool
 }
 
 // Judge classifies one attempt. It runs once per attempt, so it may decode a
@@ -300,6 +305,7 @@ func (e *AuthFailedError) Unwrap() error { return e.Err }
 func (c *Client) Do(ctx context.Context, r *Request, judge Judge) error {
 	ep := r.Endpoint()
 	noAnswer := 0
+	granted := 0 // attempts beyond maxAttempts: retries after a refresh
 	for attempt := 1; ; attempt++ {
 		if err := c.limiter.Wait(ctx); err != nil {
 			if cerr := ctx.Err(); cerr != nil {
@@ -324,7 +330,10 @@ func (c *Client) Do(ctx context.Context, r *Request, judge Judge) error {
 		if res.TimedOut {
 			noAnswer++
 		}
-		retry := v.Err != nil && v.Retry && attempt < c.maxAttempts && noAnswer < NoAnswerAttempts
+		if v.Err != nil && v.Retry && v.Refreshed && granted == 0 {
+			granted = 1
+		}
+		retry := v.Err != nil && v.Retry && attempt < c.maxAttempts+granted && noAnswer < NoAnswerAttempts
 		var delay time.Duration
 		if retry {
 			delay = c.Backoff(attempt, v)

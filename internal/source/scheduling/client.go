@@ -234,7 +234,7 @@ func (c *Client) call(ctx context.Context, r *httpapi.Request, scope string, dec
 			}
 			retry := !refreshed
 			refreshed = true
-			return httpapi.Verdict{Err: &APIError{Endpoint: ep, Status: s, Attempts: attempt, Message: httpapi.ServerMessage(res.Body, hide...)}, Retry: retry}
+			return httpapi.Verdict{Err: &APIError{Endpoint: ep, Status: s, Attempts: attempt, Message: httpapi.ServerMessage(res.Body, hide...)}, Retry: retry, Refreshed: retry}
 		case s == http.StatusForbidden:
 			msg := httpapi.ServerMessage(res.Body, hide...)
 			if oauth.IsScopeRefusal(msg) || webhooks {

@@ -211,14 +211,20 @@ func TestUnauthorizedRefreshedOncePerCall(t *testing.T) {
 	tests := []struct {
 		name          string
 		script        []string // answers to the first GET /v2/me; then the simulator answers
+		maxAttempts   int      // 0: 8
 		wantErr       bool
 		wantRequests  int32
 		wantRefreshes int
 	}{
-		{"401 on the first attempt", []string{refused}, false, 2, 1},
-		{"401 after a transient 503", []string{unavailable}, false, 3, 1},
-		{"401 again after the refresh", []string{refused, refused}, true, 2, 1},
-		{"401 again after a 503 and a refresh", []string{unavailable, refused, refused}, true, 3, 1},
+		{"401 on the first attempt", []string{refused}, 0, false, 2, 1},
+		{"401 after a transient 503", []string{unavailable}, 0, false, 3, 1},
+		{"401 again after the refresh", []string{refused, refused}, 0, true, 2, 1},
+		{"401 again after a 503 and a refresh", []string{unavailable, refused, refused}, 0, true, 3, 1},
+		// The refresh's retry is not a retry of a failure: it is granted
+		// beyond the attempts, once.
+		{"401 on the last attempt", []string{"503", "503", refused}, 3, false, 4, 1},
+		{"401 on the only attempt", []string{refused}, 1, false, 2, 1},
+		{"401 again on the granted attempt", []string{"503", refused, refused}, 2, true, 3, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -233,6 +239,8 @@ func TestUnauthorizedRefreshedOncePerCall(t *testing.T) {
 							http.Error(w, `{"status":"error","error":{"message":"temporarily unavailable"}}`, http.StatusServiceUnavailable)
 						case refused:
 							http.Error(w, `{"status":"error","error":{"message":"Invalid Access Token."}}`, http.StatusUnauthorized)
+						case "503":
+							http.Error(w, `{"status":"error","error":{"message":"temporarily unavailable"}}`, http.StatusServiceUnavailable)
 						}
 						return
 					}
@@ -241,8 +249,12 @@ func TestUnauthorizedRefreshedOncePerCall(t *testing.T) {
 			}))
 			defer front.Close()
 			_, ts := e.client(t, "sim-client", ScopeBookingRead, ScopeProfileRead)
+			attempts := tt.maxAttempts
+			if attempts == 0 {
+				attempts = 8
+			}
 			c, err := New(Config{BaseURL: front.URL, Tokens: ts, RateLimit: 1000, Burst: 100,
-				MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, MaxAttempts: 8})
+				MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, MaxAttempts: attempts})
 			if err != nil {
 				t.Fatal(err)
 			}
