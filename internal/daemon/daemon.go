@@ -109,7 +109,8 @@ const accountKey = "account"
 // changed ones are replaced.
 func Run(ctx context.Context, opts Options) error {
 	log, m := opts.Log, opts.Metrics
-	d := &daemon{opts: opts, log: log, m: m, cron: cron.New(cron.WithLocation(time.UTC)), entries: map[string]*running{}}
+	d := &daemon{opts: opts, log: log, m: m, cron: cron.New(cron.WithLocation(time.UTC)),
+		entries: map[string]*running{}, orphans: map[stream]bool{}}
 	scheds, err := parse(opts.Entries)
 	if err != nil {
 		closeAll(opts.Entries)
@@ -171,6 +172,7 @@ loop:
 		opts.Stop()
 	}
 	d.mu.Lock()
+	d.stopping = true
 	for _, r := range d.entries {
 		d.remove(r, false)
 	}
@@ -195,6 +197,13 @@ type daemon struct {
 
 	mu      sync.Mutex
 	entries map[string]*running // by ID: the entries on the schedule
+	// orphans are what the entries that reloads removed or replaced
+	// reported. Each goes once no pass that may still report it is left
+	// (unsettled is 0) and no entry on the schedule reports it: a stream
+	// may have moved to an entry whose first pass has not ended yet.
+	orphans   map[stream]bool
+	unsettled int  // first passes of added entries, passes in flight of removed ones, reloads being applied
+	stopping  bool // nothing is forgotten at the stop
 }
 
 // running is an entry on the schedule, or removed with a pass in flight.
@@ -206,11 +215,14 @@ type running struct {
 	// Guarded by daemon.mu.
 	inflight int
 	removed  bool
-	forget   bool // at the finish, drop what only this entry reported
+	forget   bool // at the finish, what it reported joins the orphans
 	// seen are the accounts and streams the entry's passes reported, so that
 	// a removed entry's series and health go once no running entry reports
 	// them, and a listing that now succeeds clears its account.
 	seen map[stream]bool
+	// listing is, by account, the error of listing its forms in its last
+	// pass (nil: listed); the map is not written once set.
+	listing map[string]error
 }
 
 // stream is an account's stream; stream "" with source "" is the account.
@@ -247,8 +259,9 @@ func closeAll(entries []Entry) {
 }
 
 // add puts e on the schedule and starts its first pass, without jitter's
-// wait for the next slot. seen carries over what the entry it replaces saw.
-// It is called from Run's goroutine only.
+// wait for the next slot. seen carries over the accounts of the entry it
+// replaces, so that its passes clear their listing failures. It is called
+// from Run's goroutine only.
 func (d *daemon) add(ctx context.Context, e Entry, s cron.Schedule, seen map[stream]bool) {
 	r := &running{e: e, gone: make(chan struct{}), seen: seen}
 	if r.seen == nil {
@@ -257,34 +270,43 @@ func (d *daemon) add(ctx context.Context, e Entry, s cron.Schedule, seen map[str
 	r.cron = d.cron.Schedule(s, cron.FuncJob(func() { d.pass(ctx, r) }))
 	d.mu.Lock()
 	d.entries[e.id()] = r
+	d.unsettled++ // until the first pass has reported the streams it syncs
 	d.mu.Unlock()
 	d.work.Add(1)
 	go func() {
 		defer d.work.Done()
 		d.pass(ctx, r)
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		d.settle()
 	}()
 }
 
 // remove takes r off the schedule; the finish follows once its pass in
-// flight, if any, has ended. forget says whether its series and health go
-// then (not for a replaced entry, whose successor reports the same streams,
-// nor at stop). d.mu is held.
+// flight, if any, has ended. forget says whether what it reported then
+// joins the orphans (a reload's removal or replacement; not at stop). d.mu
+// is held.
 func (d *daemon) remove(r *running, forget bool) {
 	d.cron.Remove(r.cron)
 	delete(d.entries, r.e.id())
 	r.removed, r.forget = true, forget
 	close(r.gone)
+	if forget {
+		d.unsettled++ // until its pass in flight has reported
+	}
 	if r.inflight == 0 {
 		d.finish(r)
 	}
 }
 
-// finish ends a removed entry whose pass has ended: what it alone reported
-// goes, and its Close runs on a goroutine of its own, so that a slow Close
-// holds up neither a reload nor a pass's goroutine. d.mu is held.
+// finish ends a removed entry whose pass has ended: what it reported joins
+// the orphans, and its Close runs on a goroutine of its own, so that a
+// slow Close holds up neither a reload nor a pass's goroutine. d.mu is
+// held.
 func (d *daemon) finish(r *running) {
 	if r.forget {
-		d.forget(r)
+		maps.Copy(d.orphans, r.seen)
+		d.settle()
 	}
 	if r.e.Close == nil {
 		return
@@ -296,20 +318,33 @@ func (d *daemon) finish(r *running) {
 	}()
 }
 
-// forget drops the series and health of the accounts and streams only r
-// reported. d.mu is held.
-func (d *daemon) forget(r *running) {
+// settle ends one unsettled pass or reload. The last one drops the series
+// and health of the orphans that no entry on the schedule reports. d.mu is
+// held.
+func (d *daemon) settle() {
+	d.unsettled--
+	if d.unsettled > 0 || d.stopping {
+		return
+	}
 	live := d.list()
-	for k := range r.seen {
+	for k := range d.orphans {
 		if slices.ContainsFunc(live, func(o *running) bool { return o.seen[k] }) {
 			continue
 		}
 		if k.stream == "" && k.source == "" {
 			d.m.ForgetAccount(k.account)
-		} else {
-			d.m.ForgetStream(k.account, k.source, k.stream)
+			continue
 		}
+		// While listing the account's forms fails, whether it still syncs
+		// the stream is unknown: the entry listing them keeps it, so that
+		// its counters do not reset when the listing succeeds again.
+		if i := slices.IndexFunc(live, func(o *running) bool { return o.listing[k.account] != nil }); i >= 0 {
+			live[i].seen[k] = true
+			continue
+		}
+		d.m.ForgetStream(k.account, k.source, k.stream)
 	}
+	clear(d.orphans)
 }
 
 func (d *daemon) list() []*running {
@@ -381,6 +416,10 @@ func (d *daemon) reload(ctx context.Context, why string) {
 
 // apply adds, replaces and removes entries so that the schedule is entries.
 func (d *daemon) apply(ctx context.Context, log *zap.Logger, entries []Entry, scheds []cron.Schedule) {
+	// No orphan goes before every entry of this reload is on the schedule.
+	d.mu.Lock()
+	d.unsettled++
+	d.mu.Unlock()
 	var added, changed, removed, kept int
 	want := make(map[string]bool, len(entries))
 	for i, e := range entries {
@@ -398,8 +437,11 @@ func (d *daemon) apply(ctx context.Context, log *zap.Logger, entries []Entry, sc
 		}
 		var seen map[stream]bool
 		if old != nil {
+			// Its streams are orphans until the successor's first pass
+			// reports those it still syncs; its accounts are the successor's.
 			seen = maps.Clone(old.seen)
-			d.remove(old, false)
+			maps.DeleteFunc(seen, func(k stream, _ bool) bool { return k.source != "" || k.stream != "" })
+			d.remove(old, true)
 		}
 		d.mu.Unlock()
 		d.add(ctx, e, scheds[i], seen)
@@ -420,6 +462,7 @@ func (d *daemon) apply(ctx context.Context, log *zap.Logger, entries []Entry, sc
 			log.Info("entry removed; its data stays where it is", zap.String("id", id), zap.String("version", r.e.Version))
 		}
 	}
+	d.settle()
 	d.mu.Unlock()
 	log.Info("configuration reloaded", zap.Int("added", added), zap.Int("changed", changed),
 		zap.Int("removed", removed), zap.Int("unchanged", kept))
@@ -450,6 +493,7 @@ func (d *daemon) observe(r *running, results []poller.Result) {
 		}
 		r.seen[stream{account: a, source: res.Source, stream: res.FormID}] = true
 	}
+	r.listing = listing
 	d.mu.Unlock()
 	for a, err := range listing {
 		m.ForAccount(a).ObserveFailure(err)
