@@ -830,14 +830,24 @@ func (c *Config) validate(file string) error {
 	if err := checkSchedule(c.Sync.Schedule); err != nil {
 		return bad("sync.schedule", err.Error())
 	}
-	if err := validateForms(c.Forms, "forms", bad); err != nil {
+	if err := validateForms(c.Forms, "forms", c.bookingsTable(c.Scheduling != nil), bad); err != nil {
 		return err
 	}
 	return c.validateRest(bad)
 }
 
-// validateForms checks a forms list (the top level's, or an account's).
-func validateForms(list []FormConfig, at string, bad func(key, msg string) error) error {
+// bookingsTable is the table of the bookings of an account that syncs
+// them (scheduling), else "".
+func (c *Config) bookingsTable(scheduling bool) string {
+	if !scheduling || c.Scheduling == nil {
+		return ""
+	}
+	return c.Scheduling.Bookings.Table
+}
+
+// validateForms checks a forms list (the top level's, or an account's);
+// bookings is the table of the account's bookings ("": none).
+func validateForms(list []FormConfig, at, bookings string, bad func(key, msg string) error) error {
 	seenID := map[string]bool{}
 	// seenTable is the index of the form writing each table, explicit or
 	// default: two forms in one table mix their rows, and a refresh of
@@ -872,6 +882,13 @@ func validateForms(list []FormConfig, at string, bad func(key, msg string) error
 				other.ID, f.ID, name, tableOrigin(other, f)))
 		}
 		seenTable[strings.ToLower(name)] = i
+		if bookings != "" && strings.EqualFold(name, bookings) {
+			k := key + ".table"
+			if f.Table == "" {
+				k = "scheduling.bookings.table"
+			}
+			return bad(k, fmt.Sprintf("form %s and the bookings would both write table %s, and a refresh of either would remove the other's rows: give the form a table of its own, or set scheduling.bookings.table", f.ID, name))
+		}
 		if f.Schedule != "" {
 			if err := checkSchedule(f.Schedule); err != nil {
 				return bad(key+".schedule", err.Error())
@@ -1226,7 +1243,7 @@ func (c *Config) validateAccounts(bad func(key, msg string) error) error {
 				return bad(fmt.Sprintf("%s.tags[%d]", key, j), "is empty")
 			}
 		}
-		if err := validateForms(a.Forms, key+".forms", bad); err != nil {
+		if err := validateForms(a.Forms, key+".forms", c.bookingsTable(a.Scheduling), bad); err != nil {
 			return err
 		}
 	}
