@@ -272,6 +272,11 @@ func newStateCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			formID := args[0]
+			// An empty --from (an unset variable in a script) is never
+			// "forget everything".
+			if cmd.Flags().Changed("from") && strings.TrimSpace(fromDate) == "" {
+				return withCode(exitUsage, fmt.Errorf("--from is empty: give a date, e.g. --from 2024-01-31 (or RFC 3339), or leave --from out to forget everything synced of form %s; nothing was changed", formID))
+			}
 			from, err := config.ParseDate(fromDate)
 			if err != nil {
 				return withCode(exitUsage, fmt.Errorf("--from: %w", err))

@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -108,6 +111,19 @@ func TestEmptyFormOrFromIsRefused(t *testing.T) {
 	refused(t, w, "--from is empty", "reconcile", "--form", form, "--from", "")
 }
 
+// oneFormCommands are the command lines that work on the one form id
+// (--form), from is backfill's --from.
+func oneFormCommands(id, from string) [][]string {
+	return [][]string{
+		{"once", "--form", id},
+		{"once", "--form", id, "--dry-run"},
+		{"backfill", "--form", id, "--from", from},
+		{"backfill", "--form", id, "--from", from, "--dry-run"},
+		{"refresh", "--form", id, "--yes"},
+		{"reconcile", "--form", id},
+	}
+}
+
 // TestUnlistedOrExcludedFormIsRefused: every command on one form refuses,
 // as once does, an id the config does not list, and one the account
 // excludes (an excluded form is never synced).
@@ -115,15 +131,7 @@ func TestUnlistedOrExcludedFormIsRefused(t *testing.T) {
 	sim, start := mistakeSim(t)
 	ids := sim.FormIDs()
 	from := start.Format(time.RFC3339)
-	commands := func(id string) [][]string {
-		return [][]string{
-			{"once", "--form", id},
-			{"backfill", "--form", id, "--from", from},
-			{"backfill", "--form", id, "--from", from, "--dry-run"},
-			{"refresh", "--form", id, "--yes"},
-			{"reconcile", "--form", id},
-		}
-	}
+	commands := func(id string) [][]string { return oneFormCommands(id, from) }
 	listed := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{Forms: "forms:\n  - id: " + ids[0] + "\n"})
 	for _, args := range commands(ids[1]) {
 		refused(t, listed, "--form "+ids[1]+" is not one of the forms this config lists", args...)
@@ -217,4 +225,86 @@ func TestBackfillDryRunRefusesWhatTheRunRefuses(t *testing.T) {
 		args := append([]string{"backfill", "--form", form, "--from", "2099-01-01", "--to", "2099-02-01"}, dry...)
 		refused(t, w, "nothing to backfill", args...)
 	}
+}
+
+// TestEmptyToIsRefused: an empty --to (an unset variable in a script) is
+// never "up to now - sync.safety_lag", as an empty --from is never "from
+// the beginning": exit 2, before a state or an output is created. A --to
+// left out keeps that default.
+func TestEmptyToIsRefused(t *testing.T) {
+	sim, start := mistakeSim(t)
+	form := sim.FormIDs()[0]
+	w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{})
+	from := start.Format(time.RFC3339)
+	for _, to := range []string{"", "  "} {
+		for _, args := range [][]string{
+			{"backfill", "--form", form, "--from", from, "--to", to},
+			{"backfill", "--form", form, "--from", from, "--to", to, "-o", "json"},
+			{"backfill", "--form", form, "--from", from, "--to", to, "--dry-run"},
+			{"backfill", "--from", from, "--to", to},
+			{"backfill", "--from", from, "--to=" + to},
+		} {
+			refused(t, w, "--to is empty", args...)
+		}
+	}
+	for _, p := range []string{w.State, w.Out} {
+		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("backfill --to '' created %s (%v)", p, err)
+		}
+	}
+	// Left out, --to is now - sync.safety_lag.
+	if code, _, stderr := run(t, w, "backfill", "--form", form, "--from", from); code != 0 {
+		t.Errorf("backfill without --to: exit %d %s", code, stderr)
+	}
+}
+
+// TestFormNotSelectedByTagsIsRefused: an account that selects its forms by
+// tag (accounts[].tags) never syncs a form without one of them, so every
+// command on one form refuses its id, as it refuses an excluded one: exit
+// 2 naming the form, its tags and the account's, nothing written.
+func TestFormNotSelectedByTagsIsRefused(t *testing.T) {
+	sim, start := mistakeSim(t)
+	ids := sim.FormIDs()
+	from := start.Format(time.RFC3339)
+	w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{})
+	// The forms' tags, as the account lists them.
+	code, stdout, stderr := run(t, w, "forms", "-o", "json")
+	var list struct{ Forms []formJSON }
+	if err := json.Unmarshal([]byte(stdout), &list); code != 0 || err != nil {
+		t.Fatalf("forms -o json: exit %d (%v) %s", code, err, stderr)
+	}
+	tags := map[string][]string{}
+	for _, f := range list.Forms {
+		tags[f.FormID] = f.Tags
+	}
+	tag := ""
+	for _, tg := range tags[ids[1]] {
+		if !slices.Contains(tags[ids[0]], tg) {
+			tag = tg
+		}
+	}
+	if tag == "" {
+		t.Fatalf("the simulator's forms %s (%v) and %s (%v) share their tags", ids[0], tags[ids[0]], ids[1], tags[ids[1]])
+	}
+	cfg := fmt.Sprintf("source: {base_url: %s, rate_limit: 200, max_attempts: 8, timeout: 10s}\n"+
+		"accounts:\n  - {name: acme, api_key: \"${FORMS_API_KEY}\", tags: [%s]}\n"+
+		"sync: {safety_lag: 0s}\nsink: {type: parquet, parquet: {path: %s}}\nstate: {path: %s}\nlog: {level: info, format: json}\n",
+		sim.BaseURL, tag, w.Out, w.State)
+	if err := os.WriteFile(w.Config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("--form %s is not selected by account acme: it carries none of the tags the account selects forms by (accounts[].tags: %s; the form's: ", ids[0], tag)
+	for _, args := range oneFormCommands(ids[0], from) {
+		refused(t, w, want, args...)
+	}
+	for _, p := range []string{w.State, w.Out} {
+		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("a command on form %s, which the config does not select, created %s (%v)", ids[0], p, err)
+		}
+	}
+	if code, _, stderr := run(t, w, "once", "--form", ids[1]); code != 0 {
+		t.Fatalf("once --form of a form carrying tag %s: exit %d %s", tag, code, stderr)
+	}
+	// An id the account does not have is still named as such.
+	refused(t, w, "form nosuchform does not exist in this account", "once", "--form", "nosuchform")
 }

@@ -29,6 +29,9 @@ import (
 // bucket prefix, so that --keep finds them (and only them).
 const backupPrefix = "syncd-state-"
 
+// backupStamp is the UTC time in a backup's name, after backupPrefix.
+const backupStamp = "20060102T150405Z"
+
 // minEvery is the shortest --every: each backup copies the whole state, so
 // a shorter interval only loads the disk and, with --keep, prunes the very
 // copies a backup is kept for.
@@ -43,7 +46,8 @@ func newStateBackupCmd(g *globals) *cobra.Command {
 		Long: "Write a consistent copy of the state to DEST, also while a syncd runs on it.\n" +
 			"DEST is a file, or a folder or bucket prefix ending in '/' (gs://, s3://, azblob://,\n" +
 			"file://), into which a file named " + backupPrefix + "<UTC time>.db (.json for state.url)\n" +
-			"is written; --keep N then deletes all but the newest N there. With --every the\n" +
+			"is written; --keep N then deletes all but the newest N so named there (never another\n" +
+			"file, nor the state or its lock file should they live there). With --every the\n" +
 			"command keeps running and backs up at that interval (a sidecar).\n" +
 			"A state file is copied until two reads agree and the copy passes every checksum;\n" +
 			"a state object is read at its current generation. A damaged state is refused.",
@@ -64,10 +68,10 @@ func newStateBackupCmd(g *globals) *cobra.Command {
 			if keep < 0 || (keep > 0 && !isFolder(dest)) {
 				return withCode(exitUsage, fmt.Errorf("--keep %d: it needs a DEST that is a folder or bucket prefix ending in '/', and N of 1 or more", keep))
 			}
-			if !isFolder(dest) {
-				if err := notTheState(cfg, "state backup", dest); err != nil {
-					return err
-				}
+			// Checked before the first backup, so that with --every too it
+			// is exit 2 (a backup in a folder checks its new name again).
+			if err := notTheState(cfg, "state backup", backupTarget(cfg, dest)); err != nil {
+				return err
 			}
 			ctx := cmd.Context()
 			for {
@@ -96,16 +100,10 @@ func newStateBackupCmd(g *globals) *cobra.Command {
 }
 
 func backupOnce(ctx context.Context, g *globals, cfg *config.Config, dest string, keep int) error {
-	where, ext := cfg.State.Path, ".db"
-	if cfg.State.URL != "" {
-		where, ext = cfg.State.URL, ".json"
-	}
-	target := dest
-	if isFolder(dest) {
-		target = joinName(dest, backupPrefix+time.Now().UTC().Format("20060102T150405Z")+ext)
-		if err := notTheState(cfg, "state backup", target); err != nil {
-			return err
-		}
+	where := app.StateWhere(cfg)
+	target := backupTarget(cfg, dest)
+	if err := notTheState(cfg, "state backup", target); err != nil {
+		return err
 	}
 	var buf bytes.Buffer
 	var info state.BackupInfo
@@ -123,7 +121,7 @@ func backupOnce(ctx context.Context, g *globals, cfg *config.Config, dest string
 	}
 	fmt.Fprintf(g.stdout, "backed up state %s (%s, version %s, %s) to %s\n", where, plural(int64(info.Forms), "form"), info.Version, plural(int64(buf.Len()), "byte"), target)
 	if keep > 0 {
-		removed, err := prune(ctx, dest, keep)
+		removed, err := prune(ctx, cfg, dest, keep)
 		if err != nil {
 			return withCode(exitFailed, fmt.Errorf("keep the newest %d backups in %s: %w", keep, dest, err))
 		}
@@ -132,6 +130,19 @@ func backupOnce(ctx context.Context, g *globals, cfg *config.Config, dest string
 		}
 	}
 	return nil
+}
+
+// backupTarget is where a backup to dest is written now: dest, or in a
+// folder or bucket prefix a new file named by the time.
+func backupTarget(cfg *config.Config, dest string) string {
+	if !isFolder(dest) {
+		return dest
+	}
+	ext := ".db"
+	if cfg.State.URL != "" {
+		ext = ".json"
+	}
+	return joinName(dest, backupPrefix+time.Now().UTC().Format(backupStamp)+ext)
 }
 
 func newStateRestoreCmd(g *globals) *cobra.Command {
@@ -295,44 +306,91 @@ func checkAccounts(cfg *config.Config, names []string) error {
 }
 
 // notTheState refuses (exit 2) a backup or restore whose other end is the
-// configured state itself. A backup is renamed into place: over the state
-// file, it would unlink the file a running syncd holds open, which would go
-// on committing to a file no one reads again.
+// configured state itself, or a file the state store keeps beside it (its
+// lock file; a state object's lease, index or accounts' states). A backup
+// is renamed into place: over the state file, it would unlink the file a
+// running syncd holds open, which would go on committing to a file no one
+// reads again; over the lock file, the next syncd would lock the new file
+// while the running one still writes, and both would write the state.
 func notTheState(cfg *config.Config, command, target string) error {
-	if !isStateFile(cfg, target) {
+	part := statePart(cfg, target)
+	if part == "" {
 		return nil
 	}
 	why := "a copy written there would replace the file a running syncd holds, and lose what it commits next: give a file, or a folder ending in '/', elsewhere"
+	if part != "the state" {
+		why = "a copy written there would replace what keeps a second syncd from writing the state beside a running one: give a file, or a folder ending in '/', elsewhere"
+	}
 	if command == "state restore" {
 		why = "give a backup that `syncd state backup` wrote"
 	}
-	return withCode(exitUsage, fmt.Errorf("%s %s: that is the state %s itself: %s; nothing was written", command, target, app.StateWhere(cfg), why))
+	if part == "the state" {
+		part += " " + app.StateWhere(cfg) + " itself"
+	} else {
+		part += " " + app.StateWhere(cfg)
+	}
+	return withCode(exitUsage, fmt.Errorf("%s %s: that is %s: %s; nothing was written", command, target, part, why))
 }
 
-// isStateFile reports whether target names the configured state: the same
-// path or object once resolved, or the same file under another name.
-func isStateFile(cfg *config.Config, target string) bool {
+// isStateFile reports whether target names the configured state, or a file
+// or object the state store keeps beside it (statePart).
+func isStateFile(cfg *config.Config, target string) bool { return statePart(cfg, target) != "" }
+
+// statePart says what of the configured state target names: "the state"
+// (the same path or object once resolved, or the same file under another
+// name), "the lock file of the state" (<state.path>.lock, which a writer
+// holds), for a state.url "the lease of the state" (<url>.lease), "the
+// index of the state" (under <url>.index/) or "an account's state beside
+// the state" (under <url>.accounts/, state.shared); "" when none of them.
+func statePart(cfg *config.Config, target string) string {
 	if cfg.State.URL != "" {
 		t, err1 := url.Parse(target)
 		s, err2 := url.Parse(cfg.State.URL)
-		return err1 == nil && err2 == nil && blobstore.IsURL(target) &&
-			t.Scheme == s.Scheme && t.Host == s.Host && path.Clean("/"+t.Path) == path.Clean("/"+s.Path)
+		if err1 != nil || err2 != nil || !blobstore.IsURL(target) || t.Scheme != s.Scheme || t.Host != s.Host {
+			return ""
+		}
+		tp, sp := path.Clean("/"+t.Path), path.Clean("/"+s.Path)
+		switch {
+		case tp == sp:
+			return "the state"
+		case tp == sp+".lease":
+			return "the lease of the state"
+		case strings.HasPrefix(tp, sp+".index/"):
+			return "the index of the state"
+		case strings.HasPrefix(tp, sp+".accounts/"):
+			return "an account's state beside the state"
+		}
+		return ""
 	}
 	if blobstore.IsURL(target) {
 		u, err := url.Parse(target)
 		if err != nil || u.Scheme != "file" {
-			return false
+			return ""
 		}
 		target = filepath.FromSlash(u.Path)
 	}
-	t, err1 := filepath.Abs(target)
-	s, err2 := filepath.Abs(cfg.State.Path)
-	if err1 == nil && err2 == nil && t == s {
+	for _, c := range []struct{ path, part string }{
+		{cfg.State.Path, "the state"},
+		{cfg.State.Path + ".lock", "the lock file of the state"},
+	} {
+		if sameFile(target, c.path) {
+			return c.part
+		}
+	}
+	return ""
+}
+
+// sameFile reports whether the paths a and b name one file: the same path
+// once made absolute, or the same file under another name.
+func sameFile(a, b string) bool {
+	aa, err1 := filepath.Abs(a)
+	ab, err2 := filepath.Abs(b)
+	if err1 == nil && err2 == nil && aa == ab {
 		return true
 	}
-	ti, err1 := os.Stat(target)
-	si, err2 := os.Stat(cfg.State.Path)
-	return err1 == nil && err2 == nil && os.SameFile(ti, si)
+	ai, err1 := os.Stat(a)
+	bi, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(ai, bi)
 }
 
 // isFolder reports whether dest names a folder or a bucket prefix: it ends
@@ -415,9 +473,29 @@ func readSource(ctx context.Context, src string) ([]byte, error) {
 	return b.ReadAll(ctx, name)
 }
 
+// isBackupName reports whether name is one state backup writes into a
+// folder: backupPrefix, its UTC time, .db or .json.
+func isBackupName(name string) bool {
+	stamp, ok := strings.CutPrefix(name, backupPrefix)
+	if !ok {
+		return false
+	}
+	ext := path.Ext(stamp)
+	if ext != ".db" && ext != ".json" {
+		return false
+	}
+	_, err := time.Parse(backupStamp, strings.TrimSuffix(stamp, ext))
+	return err == nil
+}
+
 // prune deletes all but the newest keep backups in dir; the names carry
-// their UTC time, so their order is their age.
-func prune(ctx context.Context, dir string, keep int) ([]string, error) {
+// their UTC time, so their order is their age. Only names a backup is
+// written under count, and never the state or a file the state store keeps
+// beside it (statePart), should the state live there under such a name.
+func prune(ctx context.Context, cfg *config.Config, dir string, keep int) ([]string, error) {
+	backup := func(name string) bool {
+		return isBackupName(name) && !isStateFile(cfg, joinName(dir, name))
+	}
 	var names []string
 	if !blobstore.IsURL(dir) {
 		entries, err := os.ReadDir(dir)
@@ -425,7 +503,7 @@ func prune(ctx context.Context, dir string, keep int) ([]string, error) {
 			return nil, err
 		}
 		for _, e := range entries {
-			if !e.IsDir() && strings.HasPrefix(e.Name(), backupPrefix) && !strings.HasSuffix(e.Name(), ".tmp") {
+			if !e.IsDir() && backup(e.Name()) {
 				names = append(names, e.Name())
 			}
 		}
@@ -444,7 +522,7 @@ func prune(ctx context.Context, dir string, keep int) ([]string, error) {
 			if err != nil {
 				return nil, err
 			}
-			if !obj.IsDir {
+			if !obj.IsDir && backup(obj.Key) {
 				names = append(names, obj.Key)
 			}
 		}

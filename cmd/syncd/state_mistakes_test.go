@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/syncd-dev/syncd/internal/app"
+	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/formsim"
 	"github.com/syncd-dev/syncd/internal/state"
 	"github.com/syncd-dev/syncd/internal/testkit"
@@ -288,5 +292,160 @@ func TestSchemaOfAnEmptyID(t *testing.T) {
 	code, stdout, stderr := e.run("schema", "")
 	if code != exitUsage || stdout != "" || !strings.Contains(stderr, "empty") {
 		t.Errorf("schema '': exit %d, stdout %q, stderr %q; want exit 2 saying the id is empty", code, stdout, stderr)
+	}
+}
+
+// TestStateBackupRefusesTheStateLockFile: a DEST that is the state's lock
+// file (<state>.lock) would be renamed over the file whose lock a running
+// syncd holds: the next syncd would lock the new file and write the state
+// beside it. It is exit 2, nothing written, as for the state itself;
+// `state restore` of the lock file is refused likewise.
+func TestStateBackupRefusesTheStateLockFile(t *testing.T) {
+	e := newMistakeEnv(t, testkit.Config{})
+	e.sync()
+	stateDir := filepath.Dir(e.w.State)
+	lock := e.w.State + ".lock"
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatalf("the state keeps no lock file: %v", err)
+	}
+	// Held open as `syncd run` holds it.
+	held, err := state.OpenBolt(t.Context(), state.BoltOptions{Path: e.w.State})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	for _, dest := range []string{
+		lock,
+		filepath.Join(stateDir, "..", "state", ".", filepath.Base(lock)),
+		"file://" + filepath.ToSlash(lock),
+	} {
+		before := snapDir(t, stateDir)
+		code, stdout, stderr := e.run("state", "backup", dest)
+		if code != exitUsage || stdout != "" || !strings.Contains(stderr, "is the lock file of the state ") || !strings.Contains(stderr, "nothing was written") {
+			t.Errorf("state backup %s: exit %d, stdout %q, stderr %q; want exit 2 naming the lock file", dest, code, stdout, stderr)
+		}
+		unchanged(t, "state backup "+dest, stateDir, before)
+	}
+	held.Close()
+
+	before := snapDir(t, stateDir)
+	code, stdout, stderr := e.run("state", "restore", lock)
+	if code != exitUsage || stdout != "" || !strings.Contains(stderr, "is the lock file of the state ") {
+		t.Errorf("state restore of the lock file: exit %d, stdout %q, stderr %q; want exit 2", code, stdout, stderr)
+	}
+	unchanged(t, "state restore "+lock, stateDir, before)
+}
+
+// TestStateBackupKeepNeverPrunesTheState: --keep prunes only the backups
+// it writes: never the state, nor its lock file, when the state lives in
+// the backup folder under a name like a backup's, nor a file of the
+// operator's that merely starts like one.
+func TestStateBackupKeepNeverPrunesTheState(t *testing.T) {
+	backups := filepath.Join(t.TempDir(), "backups")
+	// "syncd-state-0.db" sorts before every backup: the oldest, by name.
+	live := filepath.Join(backups, backupPrefix+"0.db")
+	e := newMistakeEnv(t, testkit.Config{State: "  path: " + live + "\n"})
+	e.sync()
+	old := filepath.Join(backups, backupPrefix+"20000101T000000Z.db")
+	if code, _, stderr := e.run("state", "backup", old); code != 0 {
+		t.Fatalf("state backup %s: exit %d %s", old, code, stderr)
+	}
+	notes := filepath.Join(backups, backupPrefix+"notes.txt")
+	if err := os.WriteFile(notes, []byte("kept by hand\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keep := map[string]os.FileInfo{}
+	for _, p := range []string{live, live + ".lock", notes} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keep[p] = fi
+	}
+
+	code, stdout, stderr := e.run("state", "backup", backups+string(filepath.Separator), "--keep", "1")
+	if code != 0 {
+		t.Fatalf("state backup --keep 1: exit %d %s %s", code, stdout, stderr)
+	}
+	for p, before := range keep {
+		if after, err := os.Stat(p); err != nil || !os.SameFile(before, after) {
+			t.Errorf("state backup --keep 1 removed or replaced %s (%v):\n%s", p, err, stdout)
+		}
+	}
+	if _, err := os.Stat(old); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("state backup --keep 1 kept the older backup %s (%v):\n%s", old, err, stdout)
+	}
+	entries, err := os.ReadDir(backups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var written []string
+	for _, en := range entries {
+		if p := filepath.Join(backups, en.Name()); keep[p] == nil {
+			written = append(written, en.Name())
+		}
+	}
+	if len(written) != 1 || !strings.HasPrefix(written[0], backupPrefix+"2") {
+		t.Errorf("state backup --keep 1 left the backups %v, want the new one alone:\n%s", written, stdout)
+	}
+	e.sync() // the state is whole, and still the one syncd uses
+}
+
+// TestStateResetRefusesAnEmptyFrom: an empty --from (an unset variable in a
+// script) is never "forget everything": exit 2, the state unchanged.
+func TestStateResetRefusesAnEmptyFrom(t *testing.T) {
+	e := newMistakeEnv(t, testkit.Config{})
+	e.sync()
+	before := testkit.Covered(t, e.w.State, e.form)
+	for _, args := range [][]string{
+		{"state", "reset", e.form, "--from", "", "--yes"},
+		{"state", "reset", e.form, "--from=  ", "--yes"},
+	} {
+		code, stdout, stderr := e.run(args...)
+		if code != exitUsage || stdout != "" || !strings.Contains(stderr, "--from is empty") {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 2 saying --from is empty", strings.Join(args, " "), code, stdout, stderr)
+		}
+		if after := testkit.Covered(t, e.w.State, e.form); !slices.Equal(after, before) {
+			t.Errorf("%s changed the committed windows: %v, were %v", strings.Join(args, " "), after, before)
+		}
+	}
+}
+
+// TestStatePart: what of the configured state a backup's DEST or a
+// restore's FILE names, by path or URL: the state, its lock file, or
+// (for a state in a bucket) its lease, index or accounts' states.
+func TestStatePart(t *testing.T) {
+	dir := t.TempDir()
+	file := &config.Config{}
+	file.State.Path = filepath.Join(dir, "state", "syncd.db")
+	bucket := &config.Config{}
+	bucket.State.URL = "gs://lake/syncd/state.json"
+	for _, tc := range []struct {
+		cfg    *config.Config
+		target string
+		want   string
+	}{
+		{file, file.State.Path, "the state"},
+		{file, filepath.Join(dir, "state", "..", "state", "syncd.db"), "the state"},
+		{file, "file://" + filepath.ToSlash(file.State.Path), "the state"},
+		{file, file.State.Path + ".lock", "the lock file of the state"},
+		{file, "file://" + filepath.ToSlash(file.State.Path) + ".lock", "the lock file of the state"},
+		{file, filepath.Join(dir, "state", "syncd-state-20240101T000000Z.db"), ""},
+		{file, file.State.Path + ".lock.bak", ""},
+		{file, "gs://lake/" + filepath.ToSlash(file.State.Path) + ".lock", ""},
+		{bucket, "gs://lake/syncd/state.json", "the state"},
+		{bucket, "gs://lake/syncd/./state.json", "the state"},
+		{bucket, "gs://lake/syncd/state.json.lease", "the lease of the state"},
+		{bucket, "gs://lake/syncd/state.json.index/acme", "the index of the state"},
+		{bucket, "gs://lake/syncd/state.json.accounts/acme", "an account's state beside the state"},
+		{bucket, "gs://lake/syncd/state.json.accounts/acme.lease", "an account's state beside the state"},
+		{bucket, "gs://lake/syncd/state.json.bak", ""},
+		{bucket, "gs://other/syncd/state.json.lease", ""},
+		{bucket, "s3://lake/syncd/state.json.lease", ""},
+		{bucket, "/syncd/state.json.lease", ""},
+	} {
+		if got := statePart(tc.cfg, tc.target); got != tc.want {
+			t.Errorf("statePart(%s, %s) = %q, want %q", app.StateWhere(tc.cfg), tc.target, got, tc.want)
+		}
 	}
 }

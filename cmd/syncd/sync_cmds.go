@@ -167,7 +167,7 @@ func newOnceCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&summaryPath, "summary", "", "also write a JSON summary per form to this file")
-	cmd.Flags().StringArrayVar(&formIDs, "form", nil, "sync only this form (repeatable): one of the configured forms, or of the account's when the config lists none")
+	cmd.Flags().StringArrayVar(&formIDs, "form", nil, "sync only this form (repeatable): one the config selects (listed under forms:, or of the account's forms, carrying one of its tags: when it names some; never an excluded one)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "plan only: print the windows, requests and time the pass would take, write nothing")
 	cmd.Flags().StringVar(&shardSpec, "shard", "", "sync only the accounts of shard I of N (I/N; /N takes I from JOB_COMPLETION_INDEX): the pods of an Indexed Job split the accounts")
 	addOutputFlag(cmd, &format)
@@ -200,10 +200,11 @@ func (c *requestCounter) ObserveRequest(string, int, int, time.Duration, error) 
 // selectForms checks the form ids the command line names (--form of once,
 // backfill, refresh and reconcile): exit 2, before anything is written, for
 // an empty id, one the account excludes (never synced), one a config that
-// lists forms does not list, or one the account does not have (with the
-// closest ids). It returns them. Ids of the config are not checked here:
-// one the account no longer has fails its own pass, and the other forms
-// sync.
+// lists forms does not list, one the account does not have (with the
+// closest ids), or one without any of the tags an account that selects its
+// forms by tag names (never synced either). It returns them. Ids of the
+// config are not checked here: one the account no longer has fails its own
+// pass, and the other forms sync.
 func (g *globals) selectForms(ctx context.Context, acct config.Account, client *forms.Client, ids []string) ([]string, error) {
 	if len(ids) == 0 {
 		return nil, nil
@@ -215,6 +216,9 @@ func (g *globals) selectForms(ctx context.Context, acct config.Account, client *
 		if slices.Contains(acct.Exclude, id) {
 			return nil, withCode(exitUsage, fmt.Errorf("--form %s is excluded by account %s (accounts[].exclude), and an excluded form is never synced: remove it from exclude in the config first; nothing was written", id, acct.Name))
 		}
+	}
+	if len(acct.Tags) > 0 {
+		return ids, checkTagged(ctx, acct, client, ids)
 	}
 	if len(acct.Forms) == 0 {
 		return ids, checkForms(ctx, client, ids)
@@ -235,6 +239,45 @@ func (g *globals) selectForms(ctx context.Context, acct config.Account, client *
 		}
 	}
 	return ids, checkForms(ctx, client, ids)
+}
+
+// checkTagged is checkForms for an account that selects its forms by tag
+// (accounts[].tags), with the same one request: an id the account does not
+// have, or a form that carries none of the tags (the pass of the account
+// never syncs it), is exit 2.
+func checkTagged(ctx context.Context, acct config.Account, client *forms.Client, ids []string) error {
+	list, err := client.ListForms(ctx)
+	if err != nil {
+		return withCode(exitFailed, fmt.Errorf("list the forms of account %s to check the form ids: %w", acct.Name, err))
+	}
+	known := make([]string, 0, len(list))
+	tags := make(map[string][]string, len(list))
+	for _, f := range list {
+		known = append(known, f.FormID)
+		tags[f.FormID] = f.Tags
+	}
+	var unknown app.UnknownFormError
+	for _, id := range ids {
+		if _, ok := tags[id]; !ok {
+			unknown.IDs = append(unknown.IDs, id)
+			unknown.Hint = append(unknown.Hint, suggest.Phrase(id, known))
+		}
+	}
+	if len(unknown.IDs) > 0 {
+		return withCode(exitUsage, &unknown)
+	}
+	for _, id := range ids {
+		if app.HasAnyTag(tags[id], acct.Tags) { // the pass's own rule
+			continue
+		}
+		has := "the form has no tags"
+		if len(tags[id]) > 0 {
+			has = "the form's: " + strings.Join(tags[id], ", ")
+		}
+		return withCode(exitUsage, fmt.Errorf("--form %s is not selected by account %s: it carries none of the tags the account selects forms by (accounts[].tags: %s; %s), so it is never synced: give the form one of those tags, or add one of its tags to the account's tags in the config; nothing was written",
+			id, acct.Name, strings.Join(acct.Tags, ", "), has))
+	}
+	return nil
 }
 
 // selectJobs are the jobs of ids, or every job when ids is empty.
@@ -716,6 +759,9 @@ func newBackfillCmd(g *globals) *cobra.Command {
 			// mistake: never "from the beginning", never "every form".
 			if strings.TrimSpace(from) == "" {
 				return withCode(exitUsage, errors.New("--from is empty: give the start of the range, e.g. --from 2024-01-31 (or RFC 3339)"))
+			}
+			if cmd.Flags().Changed("to") && strings.TrimSpace(to) == "" {
+				return withCode(exitUsage, errors.New("--to is empty: give the end of the range, e.g. --to 2024-07-01 (or RFC 3339), or leave --to out to backfill up to now - sync.safety_lag; nothing was written"))
 			}
 			oneForm := cmd.Flags().Changed("form")
 			start, err := config.ParseDate(from)

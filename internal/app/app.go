@@ -767,7 +767,7 @@ func (acct *Account) Jobs(ctx context.Context) ([]poller.Job, error) {
 	sort.Slice(list, func(i, j int) bool { return list[i].FormID < list[j].FormID })
 	jobs := make([]poller.Job, 0, len(list))
 	for _, f := range list {
-		if excluded[f.FormID] || !hasAnyTag(f.Tags, acct.Cfg.Tags) {
+		if excluded[f.FormID] || !HasAnyTag(f.Tags, acct.Cfg.Tags) {
 			continue
 		}
 		jobs = append(jobs, poller.Job{FormID: f.FormID, Start: start})
@@ -775,9 +775,9 @@ func (acct *Account) Jobs(ctx context.Context) ([]poller.Job, error) {
 	return jobs, nil
 }
 
-// hasAnyTag reports whether a form carrying tags is selected by want
+// HasAnyTag reports whether a form carrying tags is selected by want
 // (every form when want is empty).
-func hasAnyTag(tags, want []string) bool {
+func HasAnyTag(tags, want []string) bool {
 	if len(want) == 0 {
 		return true
 	}
