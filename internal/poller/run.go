@@ -78,11 +78,14 @@ type streamRun struct {
 }
 
 // recordError keeps the pass's error in the form's state, for `state
-// show`; a form the state does not hold yet (a typo, a form that never
-// committed anything) is not added for it.
+// show` and `syncd accounts`; a form the state holds no record of (a
+// typo, a form whose passes failed before they wrote anything) is not
+// added for it. A pass writes its form's record before its first commit
+// (the version index starts then), so a form failing from its first pass
+// on is recorded failing.
 func (f *streamRun) recordError(ctx context.Context, err error) {
 	st, gerr := f.p.store.Get(ctx, f.key)
-	if gerr != nil || (len(st.Committed) == 0 && len(st.Intents) == 0 && st.Batches == 0) {
+	if gerr != nil || st.UpdatedAt.IsZero() {
 		return
 	}
 	if serr := f.p.store.SetError(ctx, f.key, err.Error()); serr != nil {
