@@ -29,6 +29,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/syncd-dev/syncd/internal/httpapi"
 )
 
 // Fillout's endpoints: the defaults of the forms_oauth section.
@@ -182,7 +184,10 @@ func (a *App) Exchange(ctx context.Context, code string) (Token, error) {
 			Error   string `json:"error"`
 		}
 		_ = json.Unmarshal(raw, &e) // a body that is not JSON leaves no message
-		return Token{}, &ExchangeError{Status: resp.StatusCode, Message: firstNonEmpty(e.Message, e.Error)}
+		// An endpoint (or a proxy) may echo the request: the secret and the
+		// code never reach the message.
+		msg := httpapi.Scrub(firstNonEmpty(e.Message, e.Error), a.cfg.ClientSecret, code)
+		return Token{}, &ExchangeError{Status: resp.StatusCode, Message: msg}
 	}
 	var tok Token
 	if err := json.Unmarshal(raw, &tok); err != nil {

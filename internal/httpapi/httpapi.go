@@ -20,6 +20,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -272,6 +273,10 @@ type Response struct {
 	TooLarge bool  // a 2xx body above MaxBodyBytes (Body is then nil)
 	TimedOut bool  // the per-attempt Timeout fired
 	Duration time.Duration
+	// Credential is what the Authorizer put in the Authorization header
+	// (its scheme cut off), so that a judge can hide it from a server
+	// message that echoes the request's headers. Never logged.
+	Credential string
 }
 
 // Verdict is what one attempt amounts to.
@@ -385,6 +390,11 @@ func (c *Client) send(ctx context.Context, r *Request) (res Response, authErr er
 		if err := c.auth.Authorize(ctx, req); err != nil {
 			return res, err
 		}
+		auth := req.Header.Get("Authorization")
+		if _, cred, ok := strings.Cut(auth, " "); ok {
+			auth = cred
+		}
+		res.Credential = auth
 	}
 	start := time.Now()
 	defer func() { res.Duration = time.Since(start) }()

@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -212,6 +213,12 @@ func (c *Client) call(ctx context.Context, r *httpapi.Request, scope string, dec
 	refreshed := false
 	err := c.api.Do(ctx, r, func(r *httpapi.Request, res *httpapi.Response, attempt int) httpapi.Verdict {
 		ep := r.Endpoint()
+		// The access token the attempt sent is hidden too: a service or a
+		// proxy may echo the request's headers.
+		hide := hide
+		if res.Credential != "" {
+			hide = append(slices.Clip(hide), res.Credential)
+		}
 		switch s := res.Status; {
 		case res.Err != nil:
 			return httpapi.Verdict{Err: &APIError{Endpoint: ep, Attempts: attempt, Message: res.Err.Error()}, Retry: !httpapi.PermanentNetError(res.Err)}
