@@ -200,9 +200,52 @@ type BigQuerySink struct {
 	// failures (5xx, backendError, rateLimitExceeded, no answer); 0: 5.
 	MaxAttempts int `yaml:"max_attempts"`
 	// MinBackoff and MaxBackoff bound the pause between tries, and the
-	// polling of a running job; 0: 1s and 30s.
+	// polling of a running job; 0: 1s and 30s (min_backoff when longer).
 	MinBackoff Duration `yaml:"min_backoff"`
 	MaxBackoff Duration `yaml:"max_backoff"`
+}
+
+// maxClustering is BigQuery's limit on a table's clustering columns.
+const maxClustering = 4
+
+// setDefaults fills what a sink.bigquery section leaves out (or sets to
+// 0), so that `syncd config` shows the values the sink uses; the sink
+// falls back to the same ones for callers that leave them 0.
+func (b *BigQuerySink) setDefaults() {
+	if b == nil {
+		return
+	}
+	if b.MaxAttempts == 0 {
+		b.MaxAttempts = 5
+	}
+	if b.MinBackoff == 0 {
+		b.MinBackoff = Duration(time.Second)
+	}
+	if b.MaxBackoff == 0 {
+		// The sink never pauses less than min_backoff.
+		b.MaxBackoff = max(Duration(30*time.Second), b.MinBackoff)
+	}
+}
+
+// datasetID is what BigQuery takes as a dataset id.
+var datasetID = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
+
+// datasetIDProblem says what is wrong with a dataset id, with the fix, or
+// "" when BigQuery takes it.
+func datasetIDProblem(id string) string {
+	if len(id) > 1024 {
+		return fmt.Sprintf("is %d characters long: a BigQuery dataset id has at most 1024 (letters, digits and underscores)", len(id))
+	}
+	if !datasetID.MatchString(id) {
+		fixed := strings.Map(func(r rune) rune {
+			if r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+				return r
+			}
+			return '_'
+		}, id)
+		return fmt.Sprintf("%q is not a BigQuery dataset id: use letters, digits and underscores only (at most 1024), e.g. %s", id, fixed)
+	}
+	return ""
 }
 
 // State is where checkpoints and pinned schemas live: a local bbolt file
@@ -426,6 +469,7 @@ func Load(path string, lookupEnv func(string) (string, bool)) (*Config, error) {
 			return nil, err
 		}
 	}
+	cfg.setSectionDefaults()
 	if err := cfg.expandSecrets(path, lookupEnv); err != nil {
 		return nil, err
 	}
@@ -491,6 +535,7 @@ func Parse(name string, raw []byte, lookupEnv func(string) (string, bool)) (*Con
 	if err := decode(name, raw, &cfg, lookupEnv); err != nil {
 		return nil, err
 	}
+	cfg.setSectionDefaults()
 	if err := cfg.expandSecrets(name, lookupEnv); err != nil {
 		return nil, err
 	}
@@ -523,51 +568,57 @@ func expand(s string, lookupEnv func(string) (string, bool)) (string, error) {
 	return out, nil
 }
 
-// secretKeys are expanded after decoding, so that their values never reach
-// a YAML error.
-var secretKeys = map[string]bool{"source.api_key": true, "scheduling.client_secret": true, "scheduling.client_secret_next": true, "server.connect_secret": true,
-	"forms_oauth.client_secret": true}
+// secretKeys are the keys of type Secret (accounts[].api_key for every
+// account's): expandNode leaves them alone, and expandSecrets expands them
+// after decoding, so that their values never reach a YAML error and are
+// expanded once (a value holding "${" stays as it is).
+var secretKeys = keysOfType(reflect.TypeOf(Secret("")))
 
-// accountKey matches the secret of an account in the accounts list.
-var accountKey = regexp.MustCompile(`^accounts\[\d+\]\.api_key$`)
+// listIndex is the index of a list item in a dotted key (forms[0]).
+var listIndex = regexp.MustCompile(`\[\d+\]`)
 
-func isSecretKey(path string) bool { return secretKeys[path] || accountKey.MatchString(path) }
+func isSecretKey(path string) bool { return secretKeys[listIndex.ReplaceAllString(path, "[]")] }
 
-// expandSecrets expands ${ENV} in every secret and fills the scheduling
-// section's defaults. With an accounts list, source.api_key is not used:
-// its default (${FORMS_API_KEY}) must not be required.
+// setSectionDefaults fills what the optional sections the file has
+// (scheduling, forms_oauth, sink.bigquery) leave out.
+func (c *Config) setSectionDefaults() {
+	if c.Scheduling != nil {
+		c.Scheduling.setDefaults()
+	}
+	if c.FormsOAuth != nil {
+		c.FormsOAuth.setDefaults()
+	}
+	c.Sink.BigQuery.setDefaults()
+}
+
+// expandSecrets expands ${ENV} in every secret; an unset variable is an
+// error naming the key and its line. With an accounts list, source.api_key
+// is not used: its default (${FORMS_API_KEY}) must not be required.
 func (c *Config) expandSecrets(file string, lookupEnv func(string) (string, bool)) error {
-	var err error
+	type secret struct {
+		key string
+		v   *Secret
+	}
+	var secrets []secret
 	if len(c.Accounts) == 0 {
-		if c.Source.APIKey, err = expandSecret(c.Source.APIKey, lookupEnv); err != nil {
-			return &Error{File: file, Key: "source.api_key", Msg: err.Error()}
-		}
+		secrets = append(secrets, secret{"source.api_key", &c.Source.APIKey})
 	}
-	if c.Server.ConnectSecret, err = expandSecret(c.Server.ConnectSecret, lookupEnv); err != nil {
-		return &Error{File: file, Line: c.lines["server.connect_secret"], Key: "server.connect_secret", Msg: err.Error()}
-	}
-	if c.Sync.Webhooks.Secret, err = expandSecret(c.Sync.Webhooks.Secret, lookupEnv); err != nil {
-		return &Error{File: file, Line: c.lines["sync.webhooks.secret"], Key: "sync.webhooks.secret", Msg: err.Error()}
-	}
+	secrets = append(secrets, secret{"server.connect_secret", &c.Server.ConnectSecret}, secret{"sync.webhooks.secret", &c.Sync.Webhooks.Secret})
 	for i := range c.Accounts {
-		if c.Accounts[i].APIKey, err = expandSecret(c.Accounts[i].APIKey, lookupEnv); err != nil {
-			return &Error{File: file, Line: c.lines[fmt.Sprintf("accounts[%d].api_key", i)], Key: fmt.Sprintf("accounts[%d].api_key", i), Msg: err.Error()}
-		}
+		secrets = append(secrets, secret{fmt.Sprintf("accounts[%d].api_key", i), &c.Accounts[i].APIKey})
 	}
 	if s := c.Scheduling; s != nil {
-		s.setDefaults()
-		if s.ClientSecret, err = expandSecret(s.ClientSecret, lookupEnv); err != nil {
-			return &Error{File: file, Key: "scheduling.client_secret", Msg: err.Error()}
-		}
-		if s.ClientSecretNext, err = expandSecret(s.ClientSecretNext, lookupEnv); err != nil {
-			return &Error{File: file, Key: "scheduling.client_secret_next", Msg: err.Error()}
-		}
+		secrets = append(secrets, secret{"scheduling.client_secret", &s.ClientSecret}, secret{"scheduling.client_secret_next", &s.ClientSecretNext})
 	}
 	if f := c.FormsOAuth; f != nil {
-		f.setDefaults()
-		if f.ClientSecret, err = expandSecret(f.ClientSecret, lookupEnv); err != nil {
-			return &Error{File: file, Line: c.lines["forms_oauth.client_secret"], Key: "forms_oauth.client_secret", Msg: err.Error()}
+		secrets = append(secrets, secret{"forms_oauth.client_secret", &f.ClientSecret})
+	}
+	for _, s := range secrets {
+		v, err := expandSecret(*s.v, lookupEnv)
+		if err != nil {
+			return &Error{File: file, Line: c.lines[s.key], Key: s.key, Msg: err.Error()}
 		}
+		*s.v = v
 	}
 	return nil
 }
@@ -613,8 +664,9 @@ func decode(name string, raw []byte, cfg *Config, lookupEnv func(string) (string
 	return nil
 }
 
-// expandNode expands ${ENV} in every scalar value except source.api_key, which
-// is expanded after decoding so that its value never reaches a YAML error.
+// expandNode expands ${ENV} in every scalar value except the secrets, which
+// expandSecrets expands after decoding so that their values never reach a
+// YAML error.
 func expandNode(file string, n *yaml.Node, path string, lookupEnv func(string) (string, bool)) error {
 	switch n.Kind {
 	case yaml.MappingNode:
@@ -946,16 +998,29 @@ func (c *Config) validateRest(bad func(key, msg string) error) error {
 			return bad("sink.parquet.partition", fmt.Sprintf("%q is not one of day, month, none", c.Sink.Parquet.Partition))
 		}
 	case "bigquery":
-		if c.Sink.BigQuery == nil || c.Sink.BigQuery.Project == "" || c.Sink.BigQuery.Dataset == "" {
+		bq := c.Sink.BigQuery
+		if bq == nil || bq.Project == "" || bq.Dataset == "" {
 			return bad("sink.bigquery", "needs project and dataset")
 		}
-		if e := c.Sink.BigQuery.Endpoint; e != "" {
+		if msg := datasetIDProblem(bq.Dataset); msg != "" {
+			return bad("sink.bigquery.dataset", msg)
+		}
+		if e := bq.Endpoint; e != "" {
 			if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				return bad("sink.bigquery.endpoint", fmt.Sprintf("%q is not an http(s) URL: leave it out to use BigQuery itself", e))
 			}
 		}
-		if c.Sink.BigQuery.MaxAttempts < 0 || c.Sink.BigQuery.MinBackoff < 0 || c.Sink.BigQuery.MaxBackoff < 0 {
+		if bq.MaxAttempts < 0 || bq.MinBackoff < 0 || bq.MaxBackoff < 0 {
 			return bad("sink.bigquery", "max_attempts, min_backoff and max_backoff cannot be negative")
+		}
+		if n := len(bq.Clustering); n > maxClustering {
+			return bad("sink.bigquery.clustering", fmt.Sprintf("names %d columns, but BigQuery clusters a table on at most %d: keep the %d that queries filter on most", n, maxClustering, maxClustering))
+		}
+		// The loads are Parquet files of sink.parquet.compression.
+		switch c.Sink.Parquet.Compression {
+		case "zstd", "snappy", "none":
+		default:
+			return bad("sink.parquet.compression", fmt.Sprintf("%q is not one of zstd, snappy, none, the compressions of the Parquet files syncd loads into BigQuery: leave it out for zstd", c.Sink.Parquet.Compression))
 		}
 	default:
 		return bad("sink.type", fmt.Sprintf("%q is not a sink: use parquet or bigquery", c.Sink.Type))

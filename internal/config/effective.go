@@ -10,12 +10,21 @@ import (
 
 // Effective is the configuration as syncd uses it, for `syncd config`:
 // every key, with the defaults filled in and ${ENV} expanded, secrets as
-// ***. Sections that are optional (sink.bigquery) are shown with their
+// ***. A listed form shows the table, start date and schedule it is synced
+// with (form_ + its folded id, sync.start_date, sync.schedule when it sets
+// none). Sections that are optional (sink.bigquery) are shown with their
 // zero values when left out.
 func (c *Config) Effective() Config {
 	out := *c
 	out.lines = nil
-	out.Forms = append([]FormConfig{}, c.Forms...)
+	out.Forms = c.effectiveForms(c.Forms)
+	if c.Accounts != nil {
+		out.Accounts = make([]Account, len(c.Accounts))
+		for i, a := range c.Accounts {
+			a.Forms = c.effectiveForms(a.Forms)
+			out.Accounts[i] = a
+		}
+	}
 	if out.Scheduling == nil {
 		out.Scheduling = &Scheduling{Scopes: []string{}}
 	}
@@ -29,6 +38,23 @@ func (c *Config) Effective() Config {
 		b := *out.Sink.BigQuery
 		b.Clustering = []string{}
 		out.Sink.BigQuery = &b
+	}
+	return out
+}
+
+// effectiveForms is a copy of list with each form's defaults filled in, as
+// the app applies them (Account.Job, DaemonEntries).
+func (c *Config) effectiveForms(list []FormConfig) []FormConfig {
+	out := make([]FormConfig, len(list))
+	for i, f := range list {
+		f.Table = effectiveTable(f)
+		if f.StartDate.IsZero() {
+			f.StartDate = c.Sync.StartDate
+		}
+		if f.Schedule == "" {
+			f.Schedule = c.Sync.Schedule
+		}
+		out[i] = f
 	}
 	return out
 }
@@ -51,6 +77,24 @@ func (c *Config) EffectiveMap() (map[string]any, error) {
 // spell them (forms[].id for the keys of each form), in struct order.
 func Keys() []string {
 	var keys []string
+	walkKeys(func(key string, _ reflect.Type) { keys = append(keys, key) })
+	return keys
+}
+
+// keysOfType is the set of keys (as Keys spells them) whose values are of
+// type t.
+func keysOfType(t reflect.Type) map[string]bool {
+	keys := map[string]bool{}
+	walkKeys(func(key string, kt reflect.Type) {
+		if kt == t {
+			keys[key] = true
+		}
+	})
+	return keys
+}
+
+// walkKeys calls fn with every key of Keys and the type of its value.
+func walkKeys(fn func(key string, t reflect.Type)) {
 	var walk func(t reflect.Type, path string)
 	walk = func(t reflect.Type, path string) {
 		for t.Kind() == reflect.Pointer {
@@ -73,12 +117,11 @@ func Keys() []string {
 			case ft.Kind() == reflect.Struct && !isLeaf(ft):
 				walk(ft, p)
 			default:
-				keys = append(keys, p)
+				fn(p, ft)
 			}
 		}
 	}
 	walk(reflect.TypeOf(Config{}), "")
-	return keys
 }
 
 // isLeaf reports whether a struct type is one value in the file (a date).
