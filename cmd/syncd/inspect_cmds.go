@@ -142,10 +142,10 @@ func newSchemaCmd(g *globals) *cobra.Command {
 				return err
 			}
 			form, err := client.GetForm(ctx, args[0])
+			if errors.Is(err, forms.ErrNotFound) {
+				return unknownForm(ctx, client, args[0])
+			}
 			if err != nil {
-				if errors.Is(err, forms.ErrNotFound) {
-					return withCode(exitUsage, err) // a form id the account lacks: a usage error, as everywhere
-				}
 				return withCode(exitFailed, err)
 			}
 			// The pinned schema, when a sync has run, is what the output holds:
@@ -212,6 +212,18 @@ func newSchemaCmd(g *globals) *cobra.Command {
 	}
 	addOutputFlag(cmd, &format)
 	return cmd
+}
+
+// unknownForm is the exit-2 error of a form id from the command line that
+// the API says does not exist: the one once --form gives (checkForms),
+// naming the closest of the account's ids. Should the account's list fail,
+// or hold the id after all, the error names no close ids, in the same words.
+func unknownForm(ctx context.Context, client *forms.Client, formID string) error {
+	var unknown *app.UnknownFormError
+	if err := app.CheckForms(ctx, client, []string{formID}); !errors.As(err, &unknown) {
+		unknown = &app.UnknownFormError{IDs: []string{formID}, Hint: []string{""}}
+	}
+	return withCode(exitUsage, unknown)
 }
 
 func passwordQuestions(f *forms.Form) []string {

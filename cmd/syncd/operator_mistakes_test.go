@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -307,4 +308,120 @@ func TestFormNotSelectedByTagsIsRefused(t *testing.T) {
 	}
 	// An id the account does not have is still named as such.
 	refused(t, w, "form nosuchform does not exist in this account", "once", "--form", "nosuchform")
+}
+
+// TestUnknownFormIDNamesTheClosest: a mistyped form id on the command line
+// exits 2 naming the closest ids (README "Exit codes"), whichever command
+// it is given to. `syncd schema` named none, and pointed at forms[]
+// ("check the form id in forms[]"), though the id came from the command
+// line and this config lists no forms.
+func TestUnknownFormIDNamesTheClosest(t *testing.T) {
+	sim, start := mistakeSim(t)
+	id := sim.FormIDs()[0]
+	typo := id[:len(id)-1] + "x"
+	if typo == id {
+		typo = id[:len(id)-1] + "y"
+	}
+	w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{})
+	want := "form " + typo + " does not exist in this account (closest: " + id
+	for _, args := range append(oneFormCommands(typo, start.Format(time.RFC3339)),
+		[]string{"schema", typo}, []string{"schema", typo, "-o", "json"}) {
+		refused(t, w, want, args...)
+	}
+	if code, _, stderr := run(t, w, "state", "adopt", typo); code != exitUsage || !strings.Contains(stderr, want) {
+		t.Errorf("state adopt %s: exit %d, stderr %q; want exit 2 saying %q", typo, code, stderr, want)
+	}
+	if _, _, stderr := run(t, w, "schema", typo); strings.Contains(stderr, "forms[]") {
+		t.Errorf("schema %s: %q points at forms[], but the id came from the command line and the config lists no forms", typo, strings.TrimSpace(stderr))
+	}
+	if code, stdout, stderr := run(t, w, "schema", id); code != 0 || !strings.Contains(stdout, "form "+id) {
+		t.Errorf("schema %s (a form of the account): exit %d\n%s%s", id, code, stdout, stderr)
+	}
+}
+
+// TestUnusableSpoolDirIsRefused: a sync.spool_dir that does not exist, is
+// not a folder or cannot be written is an operator's mistake. validate
+// reports it as a failed check; every command that syncs exits 2 with the
+// same message before it opens the state or writes a file (it used to
+// sync, and fail every batch that spooled with exit 1). syncd never
+// creates the folder; once it exists and is writable, the same commands
+// sync.
+func TestUnusableSpoolDirIsRefused(t *testing.T) {
+	sim, start := mistakeSim(t)
+	form := sim.FormIDs()[0]
+	from := start.Format(time.RFC3339)
+	base := t.TempDir()
+	file := filepath.Join(base, "a-file")
+	if err := os.WriteFile(file, []byte("not a folder\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	readOnly := filepath.Join(base, "read-only")
+	if err := os.Mkdir(readOnly, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ name, dir, want string }{
+		{"missing", filepath.Join(base, "missing"), "does not exist: create it"},
+		{"a file", file, "is not a folder"},
+		{"read-only", readOnly, "cannot be written"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "read-only" && os.Geteuid() == 0 {
+				t.Skip("root writes a read-only folder")
+			}
+			// chunk_rows 4: every batch of the forms spools.
+			w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{Sync: fmt.Sprintf("  safety_lag: 0s\n  chunk_rows: 4\n  spool_dir: %q\n", tc.dir)})
+			want := "sync.spool_dir " + tc.dir + " " + tc.want
+			for _, args := range [][]string{
+				{"once"},
+				{"once", "--form", form},
+				{"backfill", "--from", from},
+				{"backfill", "--form", form, "--from", from},
+				{"refresh", "--form", form, "--yes"},
+				{"reconcile", "--form", form},
+			} {
+				refused(t, w, want, args...)
+			}
+			// run is refused at its start too (before the fix it synced on
+			// until stopped).
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			var out, errb bytes.Buffer
+			root, _ := newRoot(&out, &errb)
+			root.SetArgs([]string{"run", "--config", w.Config})
+			if code := exitCode(root.ExecuteContext(ctx), &errb); code != exitUsage || !strings.Contains(errb.String(), want) {
+				t.Errorf("run: exit %d, stderr %q; want exit 2 saying %q", code, errb.String(), want)
+			}
+			for _, p := range []string{w.State, w.Out} {
+				if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("a command refused for sync.spool_dir %s created %s (%v)", tc.dir, p, err)
+				}
+			}
+			// validate (which makes the output folder, as a first pass would)
+			// reports the same as a failed check, beside the others.
+			code, stdout, _ := run(t, w, "validate")
+			if code != exitFailed || !strings.Contains(stdout, "FAIL spool: "+want) || !strings.Contains(stdout, "ok   sink") {
+				t.Errorf("validate: exit %d, stdout %q; want exit 1 and a failed spool check saying %q", code, stdout, want)
+			}
+			if tc.name != "missing" {
+				return
+			}
+			if _, err := os.Stat(tc.dir); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("sync.spool_dir %s was created (%v): syncd never creates it", tc.dir, err)
+			}
+			// Created by the operator, as the message says: it works.
+			if err := os.Mkdir(tc.dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if code, stdout, _ := run(t, w, "validate"); code != exitOK || !strings.Contains(stdout, "ok   spool "+tc.dir) {
+				t.Errorf("validate with sync.spool_dir created: exit %d\n%s", code, stdout)
+			}
+			if code, stdout, stderr := run(t, w, "once"); code != exitOK {
+				t.Errorf("once with sync.spool_dir created: exit %d\n%s%s", code, stdout, stderr)
+			}
+			if left, _ := os.ReadDir(tc.dir); len(left) != 0 {
+				t.Errorf("sync.spool_dir holds %d entries after the pass and validate: they remove their scratch folders", len(left))
+			}
+		})
+	}
 }

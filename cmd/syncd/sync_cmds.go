@@ -116,6 +116,11 @@ func newOnceCmd(g *globals) *cobra.Command {
 			if err := g.parseShard(shardSpec, len(formIDs) > 0 || dryRun); err != nil {
 				return err
 			}
+			if !dryRun { // a dry run writes nothing, and spools nothing
+				if err := g.checkSpool(); err != nil {
+					return err
+				}
+			}
 			if len(formIDs) == 0 && !dryRun {
 				// Every account (or those --account or --shard names), each on
 				// its own key.
@@ -632,6 +637,9 @@ func newRunCmd(g *globals) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if err := g.checkSpool(); err != nil {
+				return err
+			}
 			a, err := g.openAppShared(ctx, false, true)
 			if err != nil {
 				return err
@@ -792,6 +800,11 @@ func newBackfillCmd(g *globals) *cobra.Command {
 			}
 			if err := fromBeforeHorizon(start, time.Now().Add(-cfg.Sync.SafetyLag.D()), "backfill"); err != nil {
 				return err
+			}
+			if !dryRun {
+				if err := refuseUnusableSpool(cfg); err != nil {
+					return err
+				}
 			}
 			if !oneForm {
 				if dryRun {
@@ -986,6 +999,9 @@ func newReconcileCmd(g *globals) *cobra.Command {
 			if err := checkFormat(format); err != nil {
 				return err
 			}
+			if err := g.checkSpool(); err != nil {
+				return err
+			}
 			cfg, err := g.checkFormFlag(ctx, formID)
 			if err != nil {
 				return err
@@ -1038,6 +1054,9 @@ func newRefreshCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if err := checkFormat(format); err != nil {
+				return err
+			}
+			if err := g.checkSpool(); err != nil {
 				return err
 			}
 			if _, err := g.checkFormFlag(ctx, formID); err != nil {

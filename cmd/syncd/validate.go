@@ -45,7 +45,8 @@ func newValidateCmd(g *globals) *cobra.Command {
 		Long: "Check everything a sync needs, each on one line (ok, WARN or FAIL), within about 30 s:\n" +
 			"the config; the API key and base_url (one answer within 20 s); every configured form;\n" +
 			"that the output can be written (a hidden probe file or object is written and deleted;\n" +
-			"for BigQuery a dry-run query job checks the dataset and the job permission); and the\n" +
+			"for BigQuery a dry-run query job checks the dataset and the job permission); that\n" +
+			"sync.spool_dir (or the temporary folder) takes a scratch folder; and the\n" +
 			"state (beside a running `syncd run`, through its /status). Exit 0 when all is ok, 1 when\n" +
 			"a check failed, 2 when the config is invalid.",
 		Example: "  syncd validate\n  syncd validate --config /etc/syncd/syncd.yaml",
@@ -114,6 +115,12 @@ func newValidateCmd(g *globals) *cobra.Command {
 					fmt.Fprintf(out, "WARN sink: %s\n", warn)
 				}
 				fmt.Fprintf(out, "ok   sink %s\n", msg)
+			}
+			if dir, err := checkSpoolDir(cfg); err != nil {
+				fmt.Fprintf(out, "FAIL spool: %v\n", err)
+				bad++
+			} else {
+				fmt.Fprintf(out, "ok   spool %s (a scratch folder was made and removed)\n", dir)
 			}
 			stateCtx, cancelState := context.WithTimeout(ctx, checkBudget)
 			defer cancelState()
