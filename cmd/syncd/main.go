@@ -75,7 +75,17 @@ func main() {
 	}()
 	err := root.ExecuteContext(ctx)
 	cancel()
-	os.Exit(exitCode(err, os.Stderr))
+	os.Exit(g.finalCode(exitCode(err, os.Stderr)))
+}
+
+// finalCode is the process's exit code: a command that failed (exit 1)
+// after a signal arrived was stopped by it, wherever it was (checking the
+// form ids, say, before any pass began), and exits as a stopped pass does.
+func (g *globals) finalCode(code int) int {
+	if c, stopped := g.interruption(); stopped && code == exitFailed {
+		return c
+	}
+	return code
 }
 
 func exitCode(err error, stderr io.Writer) int {

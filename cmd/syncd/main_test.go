@@ -6,6 +6,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -240,6 +242,35 @@ func TestGCThreshold(t *testing.T) {
 	for _, tc := range tests {
 		if got := gcThreshold(tc.softLimit); got != tc.want {
 			t.Errorf("gcThreshold(%d) = %d, want %d", tc.softLimit, got, tc.want)
+		}
+	}
+}
+
+// TestStoppedCommandExitsAsStopped: a command that fails after a signal
+// arrived was stopped by it, even before any pass began (checking the form
+// ids through a long Retry-After): it exits 130 or 143, as a stopped pass
+// does, not 1. Other codes stand.
+func TestStoppedCommandExitsAsStopped(t *testing.T) {
+	tests := []struct {
+		signal    os.Signal // nil: none came
+		code      int
+		wantFinal int
+	}{
+		{nil, exitFailed, exitFailed},
+		{nil, exitOK, exitOK},
+		{syscall.SIGTERM, exitFailed, 143},
+		{syscall.SIGINT, exitFailed, 130},
+		{syscall.SIGTERM, exitOK, exitOK},       // it finished before the signal mattered
+		{syscall.SIGTERM, exitUsage, exitUsage}, // an operator's mistake stays one
+		{syscall.SIGTERM, 143, 143},
+	}
+	for _, tt := range tests {
+		_, g := newRoot(io.Discard, io.Discard)
+		if tt.signal != nil {
+			g.stop(func() {}, tt.signal)
+		}
+		if got := g.finalCode(tt.code); got != tt.wantFinal {
+			t.Errorf("signal %v, code %d: exit %d, want %d", tt.signal, tt.code, got, tt.wantFinal)
 		}
 	}
 }
