@@ -293,16 +293,7 @@ func (b *Builder) Append(sub *forms.Submission, lin Lineage) error {
 		}
 	}
 
-	if len(b.kept) > 0 {
-		b.flushKept()
-	}
-	stamp := b.rows + 1
-	for i := range b.cols {
-		if c := &b.cols[i]; c.stamp != stamp {
-			c.bld.AppendNull()
-		}
-	}
-	b.rows++
+	b.endRow()
 	return nil
 }
 
@@ -329,6 +320,13 @@ func (b *Builder) AppendTombstone(id string, t, seen time.Time, lin Lineage) err
 	b.putString(f.batchID, lin.BatchID)
 	b.putTime(f.syncedAt, lin.SyncedAt)
 	b.putBool(f.deleted, true)
+	b.endRow()
+	return nil
+}
+
+// endRow finishes the row: the values its __v_json columns keep, and
+// nulls in every column it left empty.
+func (b *Builder) endRow() {
 	if len(b.kept) > 0 {
 		b.flushKept()
 	}
@@ -339,7 +337,6 @@ func (b *Builder) AppendTombstone(id string, t, seen time.Time, lin Lineage) err
 		}
 	}
 	b.rows++
-	return nil
 }
 
 func (b *Builder) putBool(i int, v bool) {
