@@ -251,25 +251,13 @@ func (g *globals) selectForms(ctx context.Context, acct config.Account, client *
 // have, or a form that carries none of the tags (the pass of the account
 // never syncs it), is exit 2.
 func checkTagged(ctx context.Context, acct config.Account, client *forms.Client, ids []string) error {
-	list, err := client.ListForms(ctx)
+	list, err := app.ListAndCheckForms(ctx, client, ids)
 	if err != nil {
-		return withCode(exitFailed, fmt.Errorf("list the forms of account %s to check the form ids: %w", acct.Name, err))
+		return formsCheckError(err)
 	}
-	known := make([]string, 0, len(list))
 	tags := make(map[string][]string, len(list))
 	for _, f := range list {
-		known = append(known, f.FormID)
 		tags[f.FormID] = f.Tags
-	}
-	var unknown app.UnknownFormError
-	for _, id := range ids {
-		if _, ok := tags[id]; !ok {
-			unknown.IDs = append(unknown.IDs, id)
-			unknown.Hint = append(unknown.Hint, suggest.Phrase(id, known))
-		}
-	}
-	if len(unknown.IDs) > 0 {
-		return withCode(exitUsage, &unknown)
 	}
 	for _, id := range ids {
 		if app.HasAnyTag(tags[id], acct.Tags) { // the pass's own rule
@@ -408,7 +396,12 @@ func (g *globals) checkFormFlag(ctx context.Context, formID string) (*config.Con
 // checkForms maps app.CheckForms to exit codes: 2 for an unknown id, 1 when
 // the account could not be asked.
 func checkForms(ctx context.Context, client *forms.Client, ids []string) error {
-	err := app.CheckForms(ctx, client, ids)
+	return formsCheckError(app.CheckForms(ctx, client, ids))
+}
+
+// formsCheckError gives a form-id check's error its exit code: 2 for an
+// id the account lacks, 1 when the forms could not be listed.
+func formsCheckError(err error) error {
 	var unknown *app.UnknownFormError
 	switch {
 	case err == nil:

@@ -898,12 +898,19 @@ func (e *UnknownFormError) Error() string {
 // (the account's form list). It is how a typo becomes an error before
 // anything is written.
 func CheckForms(ctx context.Context, client *forms.Client, ids []string) error {
+	_, err := ListAndCheckForms(ctx, client, ids)
+	return err
+}
+
+// ListAndCheckForms is CheckForms, returning the account's forms it listed
+// for callers that check more of them (their tags); nil when ids is empty.
+func ListAndCheckForms(ctx context.Context, client *forms.Client, ids []string) ([]forms.FormSummary, error) {
 	if len(ids) == 0 {
-		return nil
+		return nil, nil
 	}
 	list, err := client.ListForms(ctx)
 	if err != nil {
-		return fmt.Errorf("list the account's forms to check the form ids: %w", err)
+		return nil, fmt.Errorf("list the account's forms to check the form ids: %w", err)
 	}
 	known := make([]string, 0, len(list))
 	have := make(map[string]bool, len(list))
@@ -919,9 +926,9 @@ func CheckForms(ctx context.Context, client *forms.Client, ids []string) error {
 		}
 	}
 	if len(bad.IDs) > 0 {
-		return &bad
+		return nil, &bad
 	}
-	return nil
+	return list, nil
 }
 
 // Pass is one live pass of every open account, each in its own goroutine:
