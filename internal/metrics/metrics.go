@@ -143,7 +143,10 @@ func (p promauto) gaugeVec(name, help string, labels ...string) *prometheus.Gaug
 }
 
 // sinceCollector computes syncd_seconds_since_last_success at scrape time,
-// so the gauge keeps rising while a form is stuck.
+// so the gauge keeps rising while a form is stuck. A form that has failed
+// without a success in this process (failing from its first pass, or since
+// a restart) counts from its first failure: the time since its last
+// success is at least that, and an alert on the gauge must see such a form.
 type sinceCollector struct{ m *Metrics }
 
 var sinceDesc = prometheus.NewDesc("syncd_seconds_since_last_success", "Seconds since the last successful pass of each form.", []string{"account", "source", "stream"}, nil)
@@ -155,10 +158,14 @@ func (c *sinceCollector) Collect(ch chan<- prometheus.Metric) {
 	defer c.m.mu.Unlock()
 	now := c.m.now()
 	for k, h := range c.m.forms {
-		if h.lastSuccess.IsZero() || k.stream == "" {
+		since := h.lastSuccess
+		if since.IsZero() {
+			since = h.failingSince
+		}
+		if since.IsZero() || k.stream == "" {
 			continue
 		}
-		ch <- prometheus.MustNewConstMetric(sinceDesc, prometheus.GaugeValue, now.Sub(h.lastSuccess).Seconds(), k.account, h.source, k.stream)
+		ch <- prometheus.MustNewConstMetric(sinceDesc, prometheus.GaugeValue, now.Sub(since).Seconds(), k.account, h.source, k.stream)
 	}
 }
 

@@ -139,3 +139,37 @@ syncd_config_reloads_total{result="ok"} 1
 		t.Error(err)
 	}
 }
+
+// A form that fails from its first pass in this process (a new form, or
+// any form after a restart) must show in the gauge an alert watches, rising
+// from its first failure; a success restarts it from the success.
+func TestSecondsSinceLastSuccessOfAFormThatNeverSucceeded(t *testing.T) {
+	at := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	now := at
+	m := New(func() time.Time { return now })
+	fails := errors.New("list submissions of form f: 500")
+	const family = "syncd_seconds_since_last_success"
+	gauge := func(value string) string {
+		return `
+# HELP syncd_seconds_since_last_success Seconds since the last successful pass of each form.
+# TYPE syncd_seconds_since_last_success gauge
+syncd_seconds_since_last_success{account="default",source="forms",stream="f"} ` + value + "\n"
+	}
+	steps := []struct {
+		advance time.Duration
+		err     error
+		want    string
+	}{
+		{0, fails, gauge("0")},
+		{time.Hour, fails, gauge("3600")},        // still counted from the first failure
+		{time.Hour, nil, gauge("0")},             // a success restarts it
+		{30 * time.Minute, fails, gauge("1800")}, // and a later failure does not
+	}
+	for i, s := range steps {
+		now = now.Add(s.advance)
+		m.ObservePass(Pass{Source: "forms", Stream: "f", Err: s.err})
+		if err := testutil.GatherAndCompare(m.Registry, strings.NewReader(s.want), family); err != nil {
+			t.Errorf("step %d: %v", i, err)
+		}
+	}
+}
