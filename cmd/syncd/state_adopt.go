@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/source/scheduling"
+	tablepkg "github.com/syncd-dev/syncd/internal/table"
 )
 
 // newStateAdoptCmd is `syncd state adopt`: the state rebuilt from the
@@ -34,6 +36,11 @@ func newStateAdoptCmd(g *globals) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
+			// A mistyped id is refused before the state and the output are
+			// opened (which creates them): a refused command writes nothing.
+			if err := g.checkAdoptArgs(ctx, args); err != nil {
+				return err
+			}
 			a, err := g.openApp(ctx, false)
 			if err != nil {
 				return err
@@ -120,4 +127,35 @@ func selectAdoptJobs(cmd *cobra.Command, g *globals, a *app.Account, ids []strin
 		jobs = append(jobs, a.Job(id))
 	}
 	return jobs, nil
+}
+
+// checkAdoptArgs refuses (exit 2) a STREAM of adopt that is neither a form
+// of the account nor its bookings stream, before anything is opened.
+func (g *globals) checkAdoptArgs(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	cfg, _, err := g.load()
+	if err != nil {
+		return err
+	}
+	acct, err := g.account(cfg)
+	if err != nil {
+		return err
+	}
+	var forms []string
+	for _, id := range args {
+		if acct.Scheduling && (id == scheduling.StreamKey || id == tablepkg.StreamKey(acct.Namespace(), scheduling.StreamKey)) {
+			continue
+		}
+		forms = append(forms, id)
+	}
+	if len(forms) == 0 {
+		return nil
+	}
+	_, _, client, err := g.loadClient(ctx)
+	if err != nil {
+		return err
+	}
+	return checkForms(ctx, client, forms)
 }
