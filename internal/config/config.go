@@ -1013,6 +1013,12 @@ func (c *Config) validateRest(bad func(key, msg string) error) error {
 		if bq.MaxAttempts < 0 || bq.MinBackoff < 0 || bq.MaxBackoff < 0 {
 			return bad("sink.bigquery", "max_attempts, min_backoff and max_backoff cannot be negative")
 		}
+		// Left out, max_backoff is at least min_backoff; set below it, the
+		// sink would pause min_backoff anyway.
+		if bq.MaxBackoff < bq.MinBackoff {
+			return bad("sink.bigquery.max_backoff", fmt.Sprintf("%s is shorter than min_backoff (%s), the first pause between tries: raise max_backoff, or lower min_backoff (1s when left out)",
+				time.Duration(bq.MaxBackoff), time.Duration(bq.MinBackoff)))
+		}
 		if n := len(bq.Clustering); n > maxClustering {
 			return bad("sink.bigquery.clustering", fmt.Sprintf("names %d columns, but BigQuery clusters a table on at most %d: keep the %d that queries filter on most", n, maxClustering, maxClustering))
 		}

@@ -32,6 +32,12 @@ func TestBigQueryValuesAreConfigErrors(t *testing.T) {
 		{"a compression the loads do not take", "sink:\n  type: bigquery\n  parquet:\n    compression: lz4\n  bigquery:\n    project: p\n    dataset: d\n",
 			[]string{"line 4", "sink.parquet.compression", `"lz4"`, "zstd, snappy, none", "BigQuery"}},
 		{"snappy loads", "sink:\n  type: bigquery\n  parquet:\n    compression: snappy\n  bigquery:\n    project: p\n    dataset: d\n", nil},
+		{"max_backoff below min_backoff", base + "    min_backoff: 10s\n    max_backoff: 5s\n",
+			[]string{"line 7", "sink.bigquery.max_backoff", "max_backoff: 5s is shorter than min_backoff (10s)"}},
+		{"max_backoff below the default min_backoff", base + "    max_backoff: 500ms\n",
+			[]string{"line 6", "sink.bigquery.max_backoff", "min_backoff (1s)"}},
+		{"min_backoff alone above the default max_backoff", base + "    min_backoff: 1m\n", nil},
+		{"equal backoffs", base + "    min_backoff: 2s\n    max_backoff: 2s\n", nil},
 		{"uncompressed loads", "sink:\n  type: bigquery\n  parquet:\n    compression: none\n  bigquery:\n    project: p\n    dataset: d\n", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
