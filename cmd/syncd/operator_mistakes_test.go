@@ -430,3 +430,28 @@ func TestUnusableSpoolDirIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateWarnsOfAPausedForm: a form an account both lists and
+// excludes is not synced (exclude wins: a way to pause a listed form), so
+// validate names it as a warning, without failing (internal/app tests
+// that the form is not synced).
+func TestValidateWarnsOfAPausedForm(t *testing.T) {
+	sim, _ := mistakeSim(t)
+	ids := sim.FormIDs()
+	w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{})
+	cfg := fmt.Sprintf("source: {base_url: %s, rate_limit: 200, max_attempts: 8, timeout: 10s}\n"+
+		"accounts:\n  - {name: acme, api_key: \"${FORMS_API_KEY}\", forms: [{id: %s}, {id: %s}], exclude: [%s]}\n"+
+		"sync: {safety_lag: 0s}\nsink: {type: parquet, parquet: {path: %s}}\nstate: {path: %s}\nlog: {level: info, format: json}\n",
+		sim.BaseURL, ids[0], ids[1], ids[1], w.Out, w.State)
+	if err := os.WriteFile(w.Config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("WARN config: accounts[0] (acme): form %s is in forms[1] and in exclude, so it is not synced", ids[1])
+	code, stdout, stderr := run(t, w, "validate")
+	if code != exitOK || !strings.Contains(stdout, want) {
+		t.Errorf("validate: exit %d, stdout %q, stderr %q; want exit 0 and %q", code, stdout, stderr, want)
+	}
+	if strings.Contains(stdout, "form "+ids[0]+" is in") {
+		t.Errorf("validate warns of form %s, which is listed and not excluded:\n%s", ids[0], stdout)
+	}
+}

@@ -62,6 +62,9 @@ func newValidateCmd(g *globals) *cobra.Command {
 			for _, w := range cfg.QuotaWarnings(time.Now()) {
 				fmt.Fprintf(out, "WARN quota: %s\n", w)
 			}
+			for _, w := range cfg.PausedForms() {
+				fmt.Fprintf(out, "WARN config: %s\n", w)
+			}
 			bad := 0
 			accounts, err := app.SelectAccounts(cfg, g.accounts)
 			if err != nil {
