@@ -233,8 +233,12 @@ func (f *streamRun) noteStats(log *zap.Logger, st table.Stats) {
 	}
 	sort.Strings(cols)
 	for _, col := range cols {
+		keptIn := st.KeptIn[col]
+		if keptIn == "" {
+			keptIn = col + "__v_json" // a source that does not name it
+		}
 		log.Warn("values did not fit their column and were kept as JSON text", zap.String("column", col), zap.Int("values", st.Misfits[col]),
-			zap.String("example", st.MisfitExamples[col]), zap.String("kept_in", col+"__v_json"))
+			zap.String("example", st.MisfitExamples[col]), zap.String("kept_in", keptIn))
 	}
 	for typ, n := range st.Discarded {
 		f.discarded.Add(int64(n))

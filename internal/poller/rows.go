@@ -193,12 +193,19 @@ func (r *Rows) toSpool() error {
 func (r *Rows) merge(st table.Stats) {
 	r.stats.Rows += st.Rows
 	r.stats.Changes = append(r.stats.Changes, st.Changes...)
-	for col, ex := range st.MisfitExamples {
-		if _, ok := r.stats.MisfitExamples[col]; !ok {
-			if r.stats.MisfitExamples == nil {
-				r.stats.MisfitExamples = make(map[string]string)
+	for _, m := range []struct {
+		dst *map[string]string
+		src map[string]string
+	}{
+		{&r.stats.MisfitExamples, st.MisfitExamples}, {&r.stats.KeptIn, st.KeptIn},
+	} {
+		for col, v := range m.src {
+			if _, ok := (*m.dst)[col]; !ok {
+				if *m.dst == nil {
+					*m.dst = make(map[string]string)
+				}
+				(*m.dst)[col] = v
 			}
-			r.stats.MisfitExamples[col] = ex
 		}
 	}
 	for _, m := range []struct {

@@ -30,6 +30,9 @@ type Stats struct {
 	// the first value kept: its type and length, never the value, which
 	// may be personal.
 	MisfitExamples map[string]string
+	// KeptIn names, per column of Misfits, the column that keeps them
+	// (<column>__v_json, shortened to fit a long name).
+	KeptIn map[string]string
 	// Discarded counts, per unknown field type, the values discarded.
 	Discarded map[string]int
 	// Changes are the columns the rows added on their own: values of a

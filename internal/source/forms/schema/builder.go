@@ -40,7 +40,6 @@ type Builder struct {
 
 	// Scratch reused across values so that appending allocates little.
 	cells []cell
-	nulls []bool
 	strs  [][]byte
 	text  []byte // unescaped strings of the value being appended
 	buf   bytes.Buffer
@@ -631,6 +630,10 @@ func (b *Builder) keep(i int, text []byte) {
 			b.stats.MisfitExamples = make(map[string]string)
 		}
 		b.stats.MisfitExamples[name] = Describe(text)
+		if b.stats.KeptIn == nil {
+			b.stats.KeptIn = make(map[string]string)
+		}
+		b.stats.KeptIn[name] = b.ed.t.Columns[j].Name
 	}
 }
 
@@ -760,7 +763,9 @@ func (b *Builder) unquote(s []byte) []byte {
 	return text
 }
 
-// appendStrings appends an array of strings; null and "" elements are null.
+// appendStrings appends an array of strings. An empty element (null or
+// "") does not fit: BigQuery takes no null element in an array, and one
+// would fail the whole batch's load, so such an answer is kept as JSON.
 func (b *Builder) appendStrings(lb *array.ListBuilder, v []byte) bool {
 	if v[0] != '[' {
 		return false
@@ -768,13 +773,10 @@ func (b *Builder) appendStrings(lb *array.ListBuilder, v []byte) bool {
 	b.strs = b.strs[:0]
 	ok := eachElement(v, func(i int) (int, bool) {
 		switch v[i] {
-		case 'n':
-			b.strs = append(b.strs, nil)
-			return valueEnd(v, i), true
 		case '"':
 			if body, end, plain := plainLiteral(v, i); plain {
 				b.strs = append(b.strs, body)
-				return end, true
+				return end, len(body) > 0
 			}
 			end := valueEnd(v, i)
 			b.strs = append(b.strs, b.unquote(v[i:end]))
@@ -788,23 +790,19 @@ func (b *Builder) appendStrings(lb *array.ListBuilder, v []byte) bool {
 	vb := lb.ValueBuilder().(*array.StringBuilder)
 	lb.Append(true)
 	for _, s := range b.strs {
-		if len(s) == 0 {
-			vb.AppendNull()
-		} else {
-			vb.BinaryBuilder.Append(s)
-		}
+		vb.BinaryBuilder.Append(s)
 	}
 	return true
 }
 
-// appendFiles appends an array of file objects; null or {} elements are null.
+// appendFiles appends an array of file objects. An empty element (null or
+// {}) does not fit, as in appendStrings.
 func (b *Builder) appendFiles(lb *array.ListBuilder, v []byte) bool {
 	if v[0] != '[' {
 		return false
 	}
 	spec := specFile
 	n := len(spec.keys)
-	b.nulls = b.nulls[:0]
 	b.cells = b.cells[:0]
 	// Each object is decoded where it starts, and its decoding finds its
 	// end: finding each element's end first scanned every file twice.
@@ -814,24 +812,17 @@ func (b *Builder) appendFiles(lb *array.ListBuilder, v []byte) bool {
 			b.cells = append(b.cells, cell{})
 		}
 		if v[i] == '{' && v[skipSpace(v, i+1)] != '}' {
-			b.nulls = append(b.nulls, false)
 			return b.decodeStructAt(spec, v, i, b.cells[base:base+n])
 		}
-		end := valueEnd(v, i)
-		b.nulls = append(b.nulls, true)
-		return end, isEmpty(v[i:end]) // anything else is not a file: the value does not fit
+		return 0, false // empty, or not a file: the value does not fit
 	})
 	if !ok {
 		return false
 	}
 	vb := lb.ValueBuilder().(*array.StructBuilder)
 	lb.Append(true)
-	for k, null := range b.nulls {
-		if null {
-			vb.AppendNull()
-		} else {
-			appendStruct(vb, spec, b.cells[k*n:(k+1)*n])
-		}
+	for k := range len(b.cells) / n {
+		appendStruct(vb, spec, b.cells[k*n:(k+1)*n])
 	}
 	return true
 }

@@ -201,13 +201,28 @@ func (e *editor) addTyped(si int, ct ColumnType, typ, why string) int {
 		c.Name = e.nameFor(c, baseName(s.Kind, s.Name, s.ID))
 		change.Detail = fmt.Sprintf("%s %s %q (%s) as %s", s.Kind, s.ID, s.Name, typ, ct)
 	} else {
-		c.Name = e.nameFor(c, withSuffix(e.t.Columns[first[0]].Name, "__v_"+string(ct)))
+		c.Name = e.nameFor(c, withSuffix(e.t.Columns[first[0]].Name, variantSuffix(ct, typ)))
 		change.Kind = ChangeVariant
 		change.Detail = fmt.Sprintf("%s %s %q %s: its %s values go to this new column", s.Kind, s.ID, s.Name, why, ct)
 	}
 	change.Column = c.Name
 	e.changes = append(e.changes, change)
 	return e.appendColumn(c)
+}
+
+// variantSuffix names the column a question's values of type ct go to
+// when its first column has another type: __v_<type>. A type held as JSON
+// text is named by its question type instead (notes__v_matrix), since
+// <name>__v_json is where every column keeps the values that do not fit.
+func variantSuffix(ct ColumnType, questionType string) string {
+	if ct != TypeJSON {
+		return "__v_" + string(ct)
+	}
+	t := foldName(questionType)
+	if t == "" || t == string(TypeJSON) {
+		t = "json_text"
+	}
+	return "__v_" + t
 }
 
 // addCompanion returns the __v_json column of column i, adding it if needed.

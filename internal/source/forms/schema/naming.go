@@ -30,10 +30,10 @@ func withSuffix(name, suffix string) string {
 type namer map[string]struct{}
 
 // partitionKeys are the keys of the folders a table's Parquet files are
-// partitioned in (parquetsink's layouts): a reader's hive_partitioning
-// gives a column of that name the folder's value, so no question may take
-// one.
-var partitionKeys = []string{"submission_date", "submission_month", "version_date", "version_month"}
+// partitioned in (parquetsink's layouts, and app.AccountFolder, the folder
+// of a named account's tables): a reader's hive_partitioning gives a
+// column of that name the folder's value, so no question may take one.
+var partitionKeys = []string{"submission_date", "submission_month", "version_date", "version_month", "account"}
 
 func newNamer(cols []Column) namer {
 	n := make(namer, len(cols)+len(fixedNames)+len(partitionKeys))
