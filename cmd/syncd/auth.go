@@ -149,6 +149,21 @@ func newAuthCmd(g *globals) *cobra.Command {
 			if cfg.Scheduling == nil {
 				return withCode(exitUsage, errors.New("the configuration has no scheduling section: nothing signs in to the scheduling API (the Forms API sign-ins: `syncd auth status --source forms`)"))
 			}
+			// Every account named with --account must sign in, as for login
+			// and logout; checked before anything is printed.
+			signsIn := 0
+			for _, acct := range list {
+				err := signsInToScheduling(acct)
+				if err != nil && len(g.accounts) > 0 {
+					return err
+				}
+				if err == nil {
+					signsIn++
+				}
+			}
+			if signsIn == 0 {
+				return withCode(exitUsage, errors.New("no account signs in to the scheduling API: set scheduling: true on one"))
+			}
 			bad := 0
 			for _, acct := range list {
 				if !acct.Scheduling {
@@ -367,8 +382,17 @@ func (g *globals) schedulingAccount(cfg *config.Config) (config.Account, error) 
 	if err != nil {
 		return acct, err
 	}
-	if !acct.Scheduling {
-		return acct, withCode(exitUsage, fmt.Errorf("account %s does not sign in to the scheduling API: set scheduling: true on it", acct.Name))
+	if err := signsInToScheduling(acct); err != nil {
+		return acct, err
 	}
 	return acct, nil
+}
+
+// signsInToScheduling refuses (exitUsage) an account without scheduling:
+// true: it has no sign-in to the scheduling API to log in, out or check.
+func signsInToScheduling(acct config.Account) error {
+	if !acct.Scheduling {
+		return withCode(exitUsage, fmt.Errorf("account %s does not sign in to the scheduling API: set scheduling: true on it", acct.Name))
+	}
+	return nil
 }

@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -212,7 +213,7 @@ func (h *Handler) connect(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{
 		Name:     cookieName,
 		Value:    browser,
-		Path:     PathConnect,
+		Path:     cookiePath(client.Config().RedirectURI),
 		MaxAge:   int(h.opts.TTL / time.Second),
 		HttpOnly: true,
 		Secure:   strings.HasPrefix(client.Config().RedirectURI, "https:"),
@@ -350,6 +351,22 @@ func cookieNonce(r *http.Request) string {
 		return ""
 	}
 	return c.Value
+}
+
+// cookiePath is the path the browser reaches the connect pages under: the
+// directory of the redirect URI's PathCallback, so that behind a reverse
+// proxy serving syncd under a prefix (public_url https://host/syncd) the
+// cookie is sent to /syncd/connect/callback; PathConnect without a prefix.
+func cookiePath(redirectURI string) string {
+	u, err := url.Parse(redirectURI)
+	if err != nil {
+		return PathConnect
+	}
+	p := u.EscapedPath()
+	if !strings.HasSuffix(p, PathCallback) {
+		return PathConnect
+	}
+	return strings.TrimSuffix(p, PathCallback) + PathConnect
 }
 
 func randomNonce() string {

@@ -27,8 +27,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -265,7 +268,7 @@ func (c *Client) Refresh(ctx context.Context, old Token) (Token, error) {
 	}
 	t := c.tokenFrom(tr)
 	t.User, t.UserID, t.CodeVerifier = old.User, old.UserID, old.CodeVerifier
-	if tr.Scope == "" {
+	if tr.Scope() == "" {
 		t.Scopes, t.Legacy = old.Scopes, old.Legacy // scopes stay those of the authorization
 	}
 	return t, nil
@@ -273,29 +276,47 @@ func (c *Client) Refresh(ctx context.Context, old Token) (Token, error) {
 
 // tokenResponse is the token endpoint's answer, flat (RFC 6749) or inside
 // the API's {status, data} envelope: both shapes are in Cal.com's history.
+//
+// Only the two tokens must have their type: the other fields are read
+// leniently (a scope list, expires_in as a string), since an answer
+// refused after the server rotated the refresh token loses the sign-in.
 type tokenResponse struct {
 	AccessToken  string          `json:"access_token"`
 	RefreshToken string          `json:"refresh_token"`
-	TokenType    string          `json:"token_type"`
-	ExpiresIn    json.Number     `json:"expires_in"`
-	Scope        string          `json:"scope"`
+	TokenType    json.RawMessage `json:"token_type"`
+	ExpiresIn    json.RawMessage `json:"expires_in"`
+	RawScope     json.RawMessage `json:"scope"`
 	Data         *tokenResponse  `json:"data"`
 	Status       json.RawMessage `json:"status"`
 }
 
+// Scope is the answer's scope: a space-separated string (RFC 6749), or a
+// list of scopes; "" when absent or of another shape.
+func (tr *tokenResponse) Scope() string {
+	var list []string
+	if json.Unmarshal(tr.RawScope, &list) == nil {
+		return strings.Join(list, " ")
+	}
+	return httpapi.ScalarText(tr.RawScope)
+}
+
+// maxExpiresIn keeps a huge expires_in from overflowing a time.Duration
+// (which would put the expiry in the past and refresh at every call).
+const maxExpiresIn = int64(math.MaxInt64 / int64(time.Second))
+
 func (c *Client) tokenFrom(tr *tokenResponse) Token {
 	now := c.now()
 	exp := DefaultExpires
-	if n, err := tr.ExpiresIn.Int64(); err == nil && n > 0 {
-		exp = time.Duration(n) * time.Second
+	if n, err := strconv.ParseInt(httpapi.ScalarText(tr.ExpiresIn), 10, 64); err == nil && n > 0 {
+		exp = time.Duration(min(n, maxExpiresIn)) * time.Second
 	}
 	t := Token{
-		AccessToken: tr.AccessToken, RefreshToken: tr.RefreshToken, TokenType: tr.TokenType,
+		AccessToken: tr.AccessToken, RefreshToken: tr.RefreshToken, TokenType: httpapi.ScalarText(tr.TokenType),
 		Expiry: now.Add(exp), IssuedAt: now, ClientID: c.cfg.ClientID,
 	}
-	switch {
-	case tr.Scope != "":
-		t.Scopes = ParseScopes(tr.Scope)
+	switch scope := tr.Scope(); {
+	case scope != "":
+		t.Scopes = ParseScopes(scope)
 	case c.scoped():
 		t.Scopes = append([]string(nil), c.cfg.Scopes...)
 	default:
@@ -427,7 +448,14 @@ func tokenError(op string, res *httpapi.Response, scrub []string) *TokenEndpoint
 		Message     json.RawMessage `json:"message"`
 	}
 	if json.Unmarshal(res.Body, &flat) == nil {
-		te.Code = httpapi.ScalarText(flat.Error)
+		// The error field is a code (invalid_grant), but a service or a
+		// proxy may put any text there, such as the request it refused:
+		// only a code's shape is taken, and what the request sent is
+		// hidden even then. Other text reaches the description, scrubbed,
+		// through the message below.
+		if code := httpapi.Scrub(httpapi.ScalarText(flat.Error), scrub...); errorCode.MatchString(code) {
+			te.Code = code
+		}
 		te.Description = httpapi.Scrub(flat.Description, scrub...)
 	}
 	msg := httpapi.ServerMessage(res.Body, scrub...)
@@ -447,6 +475,9 @@ func tokenError(op string, res *httpapi.Response, scrub []string) *TokenEndpoint
 	}
 	return te
 }
+
+// errorCode is the shape of an OAuth error code (RFC 6749 5.2: invalid_grant).
+var errorCode = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
 func isKnown(code string) bool {
 	for _, k := range knownCodes {

@@ -379,6 +379,11 @@ func (c *Client) ListBookings(ctx context.Context, p ListParams) (*BookingPage, 
 		if err := json.Unmarshal(env.Data, &raws); err != nil {
 			return fmt.Errorf("data is not a list: %w", err)
 		}
+		if raws == nil {
+			// A page with no bookings says data: []. Read as empty, a
+			// missing list would commit its window without its bookings.
+			return errors.New("data is missing or null, not a list of bookings")
+		}
 		page := &BookingPage{Bookings: make([]*Booking, 0, len(raws))}
 		if env.Pagination != nil {
 			page.Pagination = *env.Pagination
