@@ -490,11 +490,14 @@ func (c *Client) walk(ctx context.Context, start time.Time, params func(time.Tim
 				return err
 			}
 		}
-		if len(page.Bookings) < p.Take {
+		// A short page ends the walk unless the service says more follow:
+		// one that serves fewer than take a page would otherwise end it
+		// early, and the window would be committed without the rest.
+		if len(page.Bookings) < p.Take && !page.Pagination.HasNextPage {
 			return nil
 		}
 		if !progress {
-			return fmt.Errorf("a full page at %s brought no booking not seen already: the API ignores skip or the sort", stamp(cursor))
+			return fmt.Errorf("a page at %s brought no booking not seen already, and more follow: the API ignores skip or the sort", stamp(cursor))
 		}
 	}
 }

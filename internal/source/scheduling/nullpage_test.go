@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"context"
+	"github.com/syncd-dev/syncd/internal/schedsim"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -28,5 +29,42 @@ func TestNullBookingsPageIsNotAnEmptyWindow(t *testing.T) {
 	err = c.Changes(context.Background(), end.Add(-24*time.Hour), end, func(*Booking) error { n++; return nil })
 	if err == nil {
 		t.Errorf("a page with data null (pagination: 3 bookings, hasNextPage) read as %d bookings and no error: the window would be committed empty", n)
+	}
+}
+
+// TestPagesShorterThanAskedAreFollowed: a service that serves fewer
+// bookings a page than asked (a lower cap on take) while its pagination
+// says more follow must be read to the end. The walk took any short page
+// for the last one, and the rest of the window was committed without its
+// bookings.
+func TestPagesShorterThanAskedAreFollowed(t *testing.T) {
+	e := newEnv(t, schedsim.Config{Seed: 5, Bookings: 40})
+	capped := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v2/bookings" {
+			q := r.URL.Query()
+			q.Set("take", "7")
+			r.URL.RawQuery = q.Encode()
+		}
+		e.sim.ServeHTTP(w, r)
+	}))
+	t.Cleanup(capped.Close)
+	e.srv = capped
+	c, _ := e.client(t, "sim-legacy")
+	end := time.Now().Add(-time.Millisecond)
+	got := map[string]bool{}
+	if err := c.Changes(context.Background(), time.Unix(0, 0), end, func(b *Booking) error { got[b.UID] = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for _, j := range e.sim.Journal() {
+		if j.VersionTime.Before(end) {
+			want++
+			if !got[j.UID] {
+				t.Errorf("booking %s (version %s) was not read", j.UID, j.VersionTime)
+			}
+		}
+	}
+	if want < 20 {
+		t.Fatalf("the simulator holds %d bookings: too few to need several pages", want)
 	}
 }
