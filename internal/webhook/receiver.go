@@ -82,6 +82,11 @@ var bookingTriggers = map[string]bool{
 
 func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	at := rc.now()
+	// A delivery is small: a client that trickles its body is cut off
+	// (the server itself has no read timeout, for /status and /metrics).
+	// Set before any refusal: the server reads what a refused request
+	// left unread before it answers, and would wait on a stalled body.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(readTimeout))
 	source, parts, ok := splitPath(r.URL)
 	if !ok {
 		// A path under /webhooks/ that is neither source's: counted under
@@ -209,9 +214,6 @@ func hexSignature(h string) ([]byte, error) {
 // read reads the body, at most MaxBody bytes; it has answered 413 when it
 // reports false.
 func (rc *Receiver) read(w http.ResponseWriter, r *http.Request, source string) ([]byte, bool) {
-	// A delivery is small: a client that trickles its body is cut off
-	// (the server itself has no read timeout, for /status and /metrics).
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(readTimeout))
 	if r.ContentLength > rc.MaxBody {
 		rc.refuse(w, source, OutcomeRefusedSize, http.StatusRequestEntityTooLarge, fmt.Sprintf("a delivery is at most %d bytes", rc.MaxBody))
 		return nil, false
@@ -257,6 +259,9 @@ func (rc *Receiver) refuse(w http.ResponseWriter, source, outcome string, status
 	if rc.Log != nil {
 		rc.Log.Debug("webhook delivery refused", zap.String("source", source), zap.String("outcome", outcome), zap.Int("status", status))
 	}
+	// What a refused request has not sent is not waited for: the
+	// connection closes after the answer.
+	w.Header().Set("Connection", "close")
 	http.Error(w, msg, status)
 }
 
