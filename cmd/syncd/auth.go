@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -151,17 +152,14 @@ func newAuthCmd(g *globals) *cobra.Command {
 			}
 			// Every account named with --account must sign in, as for login
 			// and logout; checked before anything is printed.
-			signsIn := 0
-			for _, acct := range list {
-				err := signsInToScheduling(acct)
-				if err != nil && len(g.accounts) > 0 {
-					return err
-				}
-				if err == nil {
-					signsIn++
+			if len(g.accounts) > 0 {
+				for _, acct := range list {
+					if err := signsInToScheduling(acct); err != nil {
+						return err
+					}
 				}
 			}
-			if signsIn == 0 {
+			if !slices.ContainsFunc(list, func(a config.Account) bool { return a.Scheduling }) {
 				return withCode(exitUsage, errors.New("no account signs in to the scheduling API: set scheduling: true on one"))
 			}
 			bad := 0

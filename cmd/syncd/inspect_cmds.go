@@ -32,14 +32,24 @@ func (g *globals) loadClient(ctx context.Context) (*config.Config, *zap.Logger, 
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	client, err := formsClient(ctx, cfg, acct, log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return cfg, log, client, nil
+}
+
+// formsClient is the Forms API client of a configured account, for a
+// command that reads its forms (exit 2 when it has no key).
+func formsClient(ctx context.Context, cfg *config.Config, acct config.Account, log *zap.Logger) (*forms.Client, error) {
 	if !acct.HasForms() {
-		return nil, nil, nil, withCode(exitUsage, fmt.Errorf("account %s has no Forms API key: this command reads forms", acct.Name))
+		return nil, withCode(exitUsage, fmt.Errorf("account %s has no Forms API key: this command reads forms", acct.Name))
 	}
 	client, _, err := app.ReadClient(ctx, cfg, acct, log, nil)
 	if err != nil {
-		return nil, nil, nil, withCode(exitUsage, err)
+		return nil, withCode(exitUsage, err)
 	}
-	return cfg, log, client, nil
+	return client, nil
 }
 
 // formJSON is one form of `syncd forms -o json`.

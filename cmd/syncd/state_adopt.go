@@ -64,7 +64,7 @@ func newStateAdoptCmd(g *globals) *cobra.Command {
 				var forms []string
 				bookings := len(args) == 0
 				for _, id := range args {
-					if acct.Scheduling != nil && (id == acct.Scheduling.Stream.Key() || id == scheduling.StreamKey) {
+					if acct.Scheduling != nil && isBookingsArg(acct.Cfg.Namespace(), id) {
 						bookings = true
 						continue
 					}
@@ -135,7 +135,7 @@ func (g *globals) checkAdoptArgs(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		return nil
 	}
-	cfg, _, err := g.load()
+	cfg, log, err := g.load()
 	if err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ func (g *globals) checkAdoptArgs(ctx context.Context, args []string) error {
 	}
 	var forms []string
 	for _, id := range args {
-		if acct.Scheduling && (id == scheduling.StreamKey || id == tablepkg.StreamKey(acct.Namespace(), scheduling.StreamKey)) {
+		if acct.Scheduling && isBookingsArg(acct.Namespace(), id) {
 			continue
 		}
 		forms = append(forms, id)
@@ -153,9 +153,15 @@ func (g *globals) checkAdoptArgs(ctx context.Context, args []string) error {
 	if len(forms) == 0 {
 		return nil
 	}
-	_, _, client, err := g.loadClient(ctx)
+	client, err := formsClient(ctx, cfg, acct, log)
 	if err != nil {
 		return err
 	}
 	return checkForms(ctx, client, forms)
+}
+
+// isBookingsArg reports whether a STREAM argument names the bookings
+// stream of the account of namespace: its key, bare or namespaced.
+func isBookingsArg(namespace, id string) bool {
+	return id == scheduling.StreamKey || id == tablepkg.StreamKey(namespace, scheduling.StreamKey)
 }
