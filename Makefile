@@ -9,7 +9,7 @@ BIN     := bin
 all: build
 
 # go build optimizes syncd with the CPU profile cmd/syncd/default.pgo
-# (profile-guided optimization: about 2% less CPU, bench/RESULTS.md); make
+# (profile-guided optimization: 2-3% less CPU, bench/RESULTS.md); make
 # pgo refreshes it.
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/syncd ./cmd/syncd
