@@ -121,3 +121,80 @@ func TestSet(t *testing.T) {
 		})
 	}
 }
+
+// TestSetAgainstMap adds random UUIDs, each one again with some
+// probability and some differing from an earlier one in a single byte
+// (the same tag is likely, the key is not), to sets sized well below and
+// at their count: Add, Has and Len must agree with a map through every
+// growth of the table.
+func TestSetAgainstMap(t *testing.T) {
+	for _, hint := range []int{0, 1, 100, 20_000} {
+		rng := rand.New(rand.NewPCG(uint64(hint), 7))
+		s, want := NewSet(hint), map[string]bool{}
+		var added []string
+		for i := 0; i < 20_000; i++ {
+			var id string
+			switch r := rng.IntN(10); {
+			case r == 0 && len(added) > 0: // again
+				id = added[rng.IntN(len(added))]
+			case r == 1 && len(added) > 0: // one byte apart
+				b := []byte(added[rng.IntN(len(added))])
+				at := rng.IntN(36)
+				if b[at] != '-' {
+					b[at] = hexDigits[(strings.IndexByte(hexDigits, b[at])+1)%16]
+				}
+				id = string(b)
+			default:
+				var u [16]byte
+				for j := range u {
+					u[j] = byte(rng.Uint32())
+				}
+				id = UnpackUUID(u)
+			}
+			if got := s.Add(id); got == want[id] {
+				t.Fatalf("hint %d: Add(%q) = %v with the id added before: %v", hint, id, got, want[id])
+			}
+			want[id] = true
+			added = append(added, id)
+			if s.Len() != len(want) {
+				t.Fatalf("hint %d: Len() = %d, want %d", hint, s.Len(), len(want))
+			}
+		}
+		for id := range want {
+			if !s.Has(id) {
+				t.Fatalf("hint %d: Has(%q) = false after adding it", hint, id)
+			}
+		}
+		for i := 0; i < 1000; i++ {
+			var u [16]byte
+			for j := range u {
+				u[j] = byte(rng.Uint32())
+			}
+			if id := UnpackUUID(u); s.Has(id) != want[id] {
+				t.Fatalf("hint %d: Has(%q) = %v, want %v", hint, id, !want[id], want[id])
+			}
+		}
+	}
+}
+
+// BenchmarkSetAdd adds a window's worth of random UUIDs (50,000, the
+// largest window) to a set sized for them, as a window's walk does.
+func BenchmarkSetAdd(b *testing.B) {
+	const window = 50_000
+	rng := rand.New(rand.NewPCG(1, 2))
+	ids := make([]string, window)
+	for i := range ids {
+		var u [16]byte
+		for j := range u {
+			u[j] = byte(rng.Uint32())
+		}
+		ids[i] = UnpackUUID(u)
+	}
+	for b.Loop() {
+		s := NewSet(window)
+		for _, id := range ids {
+			s.Add(id)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*window), "ns/id")
+}
