@@ -43,6 +43,10 @@ type Rows struct {
 	partOf    func(time.Time) string
 	cur       map[string]bool   // partitions of the rows since the last chunk
 	lastKey   string            // the partition of the last row noted
+	runRows   int               // rows of lastKey's run in the chunk being built
+	runSize   int               // and their estimated bytes
+	peekTime  time.Time         // the time Opens last named a partition of
+	peekKey   string            // and that partition
 	chunkKeys []map[string]bool // per chunk, in order
 	partRows  map[string]int64  // rows per partition
 
@@ -78,19 +82,42 @@ func (r *Rows) Table() table.Schema { return r.base }
 // Allocator is the memory the rows' records are built in.
 func (r *Rows) Allocator() memory.Allocator { return r.mem }
 
+// Opens reports, before the source appends a row at t, whether the row
+// opens another partition than the last row's after a run of that
+// partition of at least a quarter chunk: the source then cuts the chunk
+// first. Rows that come in time order then make chunks of one dense
+// partition each, which the commit reads once, whole, instead of once per
+// partition the chunk holds and row by row. Short runs (a sparse form, a
+// row a day) share chunks as before.
+func (r *Rows) Opens(t time.Time) bool {
+	if r.partOf == nil || r.n == 0 {
+		return false
+	}
+	r.peekTime, r.peekKey = t, r.partOf(t)
+	return r.peekKey != r.lastKey && (4*r.runRows >= r.chunkRows || 4*r.runSize >= chunkBytes)
+}
+
 // Row notes a row the source appended to its builder: its time (for its
 // partition) and about what it takes in memory. It reports whether the
 // builder is full: the source then cuts it into a Chunk.
 func (r *Rows) Row(t time.Time, size int) bool {
 	if r.partOf != nil {
-		key := r.partOf(t)
+		var key string
+		if t.Equal(r.peekTime) && r.peekKey != "" {
+			key = r.peekKey // Opens named it
+		} else {
+			key = r.partOf(t)
+		}
 		// Rows come mostly in time order: a row of the last row's
 		// partition need not be noted again.
 		if key != r.lastKey || len(r.cur) == 0 {
 			r.cur[key] = true
 			r.lastKey = key
+			r.runRows, r.runSize = 0, 0
 		}
 		r.partRows[key]++
+		r.runRows++
+		r.runSize += size
 	}
 	r.n++
 	r.size += size
@@ -316,6 +343,9 @@ func (r *Rows) commitParts(ctx context.Context, f *streamRun, pt sink.Partitione
 		each := func(fn func(arrow.Record) error) error {
 			for _, i := range chunks {
 				err := chunk(i, func(rec arrow.Record) error {
+					if len(r.chunkKeys[i]) == 1 {
+						return fn(rec) // the chunk is this partition's alone
+					}
 					return eachRun(rec, timeCol[0], key, f.p.partOf, fn)
 				})
 				if err != nil {

@@ -264,6 +264,11 @@ func (s *Stream) Read(ctx context.Context, w poller.Window, rows *poller.Rows) e
 	defer bld.Release()
 	lin := rows.Lineage()
 	_, err := s.fetch(ctx, w, func(sub *api.Submission) error {
+		if rows.Opens(sub.SubmissionTime) {
+			if err := cutChunk(bld, rows); err != nil {
+				return err
+			}
+		}
 		if err := bld.Append(sub, lin); err != nil {
 			return err
 		}
