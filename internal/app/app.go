@@ -815,7 +815,11 @@ func (acct *Account) SyncAll(ctx context.Context, jobs []poller.Job, concurrency
 				results[i] = poller.Result{Account: acct.Name, Source: poller.SourceForms, FormID: job.FormID, Interrupted: true}
 				return
 			}
-			results[i] = acct.Poller.Sync(ctx, acct.FormStream(job), job.Start)
+			if len(job.Recheck) > 0 {
+				results[i] = acct.Poller.SyncRecheck(ctx, acct.FormStream(job), job.Start, job.Recheck)
+			} else {
+				results[i] = acct.Poller.Sync(ctx, acct.FormStream(job), job.Start)
+			}
 			results[i].Account = acct.Name
 			var nf *forms.NotFoundError
 			if errors.As(results[i].Err, &nf) && nf.What == "form" && nf.ID == job.FormID {

@@ -206,8 +206,8 @@ func TestReloadWaitsForATriggeredPass(t *testing.T) {
 	type outcome struct{ busy, ok bool }
 	triggered := make(chan outcome, 1)
 	go func() {
-		busy, ok := h.a.triggeredPass(context.Background(), webhook.Stream{Account: "acme", Source: webhook.SourceForms, Stream: ids[0]})
-		triggered <- outcome{busy: busy, ok: ok}
+		out := h.a.triggeredPass(context.Background(), webhook.Stream{Account: "acme", Source: webhook.SourceForms, Stream: ids[0]}, nil)
+		triggered <- outcome{busy: out.Busy, ok: out.OK}
 	}()
 	select {
 	case <-entered:

@@ -358,45 +358,58 @@ func (a *App) webhookPresence(s webhook.Stream) webhook.Presence {
 
 // triggeredPass is the pass a delivery rang for: one form, or the
 // bookings, through the same engine, limiter and exactly-once path as a
-// scheduled pass.
-func (a *App) triggeredPass(ctx context.Context, s webhook.Stream) (busy, ok bool) {
+// scheduled pass. A form's pass also re-reads what of recheck was
+// committed before it (submissions imported behind the checkpoint).
+func (a *App) triggeredPass(ctx context.Context, s webhook.Stream, recheck []webhook.Window) webhook.Outcome {
 	// The Bell runs it on a goroutine of its own, beside the daemon's
 	// entries: it holds the account as they do, so that a reload that
 	// replaces or removes the account closes it (its sink, its share of the
 	// claim on the state) only once this pass has ended.
 	acct := a.holdAccount(s.Account)
 	if acct == nil {
-		return false, false // released since (a reload, another replica took it)
+		return webhook.Outcome{} // released since (a reload, another replica took it)
 	}
 	defer acct.drop()
 	var results []poller.Result
 	if s.Source == webhook.SourceScheduling {
 		if acct.Scheduling == nil {
-			return false, false
+			return webhook.Outcome{}
 		}
 		none := func(context.Context) ([]poller.Job, error) { return nil, nil }
 		results = acct.Pass(ctx, none, true)
 	} else {
 		job := acct.Job(s.Stream)
+		for _, w := range recheck {
+			job.Recheck = append(job.Recheck, state.Interval{Start: w.Start, End: w.End})
+		}
 		one := func(context.Context) ([]poller.Job, error) { return []poller.Job{job}, nil }
 		results = acct.Pass(ctx, one, false)
 	}
 	if len(results) == 0 {
-		return false, false
+		return webhook.Outcome{}
 	}
-	ok = true
+	out := webhook.Outcome{OK: true}
 	for _, r := range results {
 		if errors.Is(r.Err, poller.ErrBusy) {
-			return true, false
+			return webhook.Outcome{Busy: true}
 		}
 		if r.Err != nil || r.Interrupted {
-			ok = false
+			out.OK = false
+		}
+		// The form's own result (its key may carry the account's
+		// namespace): one form ran, beside no other.
+		if s.Source == webhook.SourceForms && r.Source == poller.SourceForms && r.FormID != "" {
+			for i, w := range recheck {
+				if i >= len(r.Rechecked) || !r.Rechecked[i] {
+					out.Missed = append(out.Missed, w)
+				}
+			}
 		}
 	}
 	// Labelled as the pass's other series are: by the stream's key.
 	a.Metrics.ObserveTriggered(acct.Name, s.Source, results[len(results)-1].FormID)
 	daemon.Report(acct.Log, a.Metrics, results)
-	return false, ok
+	return out
 }
 
 // webhookHandler is the receiver and the bell `syncd run` serves with
@@ -410,13 +423,14 @@ func (a *App) webhookHandler(ctx context.Context) (http.Handler, func()) {
 		Lag: a.Cfg.Sync.SafetyLag.D(), Debounce: w.Debounce.D(), Retry: time.Second,
 		Run: a.triggeredPass, Now: a.opts.Now,
 		Latency: func(s webhook.Stream, d time.Duration) { a.Metrics.ObserveWebhookLatency(s.Source, d) },
+		Log:     a.Log.Named("webhook"),
 	}
 	bell.Start(ctx)
-	ring := func(s webhook.Stream, at time.Time) bool {
+	ring := func(s webhook.Stream, at, announced time.Time) bool {
 		if acct := a.Account(s.Account); acct != nil && s.Source == webhook.SourceForms {
 			acct.noteDelivery(s.Stream, at)
 		}
-		return bell.Ring(s, at)
+		return bell.Ring(s, at, announced)
 	}
 	rc := &webhook.Receiver{
 		Secret: a.webhookSecret(), MaxBody: w.MaxBody,

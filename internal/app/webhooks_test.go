@@ -83,8 +83,8 @@ func TestWebhooksRegisterLookupTrigger(t *testing.T) {
 	// With safety_lag 0s a window ends now: past the submission's
 	// millisecond, as the Bell's wait of the safety lag makes it.
 	time.Sleep(5 * time.Millisecond)
-	if busy, ok := a.triggeredPass(ctx, webhook.Stream{Account: "acme", Source: webhook.SourceForms, Stream: ids[0]}); busy || !ok {
-		t.Fatalf("triggered pass: busy %v ok %v", busy, ok)
+	if out := a.triggeredPass(ctx, webhook.Stream{Account: "acme", Source: webhook.SourceForms, Stream: ids[0]}, nil); out.Busy || !out.OK {
+		t.Fatalf("triggered pass: busy %v ok %v", out.Busy, out.OK)
 	}
 	after, err := a.Store.Get(ctx, table.StreamKey(acme.Cfg.Namespace(), ids[0]))
 	if err != nil {

@@ -117,6 +117,10 @@ type Job struct {
 	FormID string
 	Table  string    // destination table; empty: derived from the form id
 	Start  time.Time // the earliest submission time to sync; zero: the form's whole history
+	// Recheck are windows of submission time that webhook deliveries
+	// announced: a pass re-reads what of them was committed before it (a
+	// submission imported behind the checkpoint), see SyncRecheck.
+	Recheck []state.Interval
 }
 
 // Poller is the engine: it syncs streams into a Sink, recording progress
@@ -203,7 +207,11 @@ type Result struct {
 	ReconciledWindows int64 `json:"reconciled_windows"`
 	Versions          int64 `json:"versions"`
 	Tombstones        int64 `json:"tombstones"`
-	Err               error `json:"-"`
+	// Rechecked says, for each window a SyncRecheck was given, whether the
+	// pass left it committed as the API lists it now: read by this pass,
+	// new or again.
+	Rechecked []bool `json:"-"`
+	Err       error  `json:"-"`
 }
 
 // ErrBusy is returned when a pass of the same form is already running.
@@ -213,7 +221,16 @@ var ErrBusy = errors.New("a pass of this form is already running")
 // then, for a Reconciler whose reconcile is due, the reconcile of the
 // lookback.
 func (p *Poller) Sync(ctx context.Context, s Stream, start time.Time) Result {
-	return p.run(ctx, s, start, p.Horizon(), 1, nil)
+	return p.run(ctx, s, start, p.Horizon(), 1, nil, nil)
+}
+
+// SyncRecheck is Sync, which then re-reads the parts of recheck that were
+// committed before the pass, through the reconcile (a late import is a new
+// row, an edit a version, each once): a webhook delivery announced a
+// record there, and an incremental pass never reads behind the
+// checkpoint. Result.Rechecked says which windows the pass committed.
+func (p *Poller) SyncRecheck(ctx context.Context, s Stream, start time.Time, recheck []state.Interval) Result {
+	return p.run(ctx, s, start, p.Horizon(), 1, nil, recheck)
 }
 
 // Horizon is now - safety lag, to the millisecond: the latest instant any
@@ -248,20 +265,35 @@ func (p *Poller) Backfill(ctx context.Context, s Stream, from, to time.Time, con
 	if concurrency < 1 {
 		concurrency = 1
 	}
-	return p.run(ctx, s, from, to, concurrency, progress)
+	return p.run(ctx, s, from, to, concurrency, progress, nil)
 }
 
 func (p *Poller) formLock(formID string) *sync.Mutex { return p.opts.Locks.of(formID) }
 
-func (p *Poller) run(ctx context.Context, s Stream, from, to time.Time, concurrency int, progress func(Progress)) Result {
+func (p *Poller) run(ctx context.Context, s Stream, from, to time.Time, concurrency int, progress func(Progress), recheck []state.Interval) Result {
 	var clamped time.Time
 	if h := p.Horizon(); to.After(h) {
 		to, clamped = h, h
 	}
 	res := p.pass(ctx, s, func(f *streamRun) error {
 		f.progress = progress
+		var before state.Intervals
+		if len(recheck) > 0 {
+			// What was committed before this pass: the part of recheck the
+			// pass itself commits now needs no second read.
+			st, err := p.store.Get(ctx, f.key)
+			if err != nil {
+				return fmt.Errorf("read state of %s: %w", f.key, err)
+			}
+			before = st.Committed
+		}
 		if err := f.execute(ctx, from, to, concurrency); err != nil {
 			return err
+		}
+		if len(recheck) > 0 {
+			if err := f.recheck(ctx, before, recheck, to); err != nil {
+				return err
+			}
 		}
 		st, err := p.store.Get(ctx, f.key)
 		if err != nil {
@@ -310,6 +342,7 @@ func (p *Poller) pass(ctx context.Context, s Stream, body func(f *streamRun) err
 	res.Requests = s.Requests() - requests
 	res.Reconciled = f.reconciling
 	res.ReconciledWindows, res.Versions, res.Tombstones = f.reconciledWindows.Load(), f.versions.Load(), f.tombstones.Load()
+	res.Rechecked = f.rechecked
 	res.Duration = p.opts.Now().Sub(started)
 	if st, gerr := p.store.Get(context.WithoutCancel(ctx), key); gerr == nil && len(st.Committed) > 0 {
 		res.CoveredStart = st.Committed[0].Start

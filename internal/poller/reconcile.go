@@ -250,3 +250,66 @@ func (f *streamRun) reconcileWindow(ctx context.Context, w window, passStart tim
 		zap.Time("window_start", w.start), zap.Time("window_end", w.end))
 	return nil
 }
+
+// recheck re-reads the parts of wins that before (the committed windows
+// before this pass) holds, up to to, as a reconcile of those windows
+// only: a webhook delivery announced a record there. It sets f.rechecked:
+// a window is committed when the state now covers it and every part of it
+// committed before was read again. A part the version index does not
+// reach is left to `syncd reconcile` (logged), never read: without the
+// index a re-read cannot tell a new row from one written before.
+func (f *streamRun) recheck(ctx context.Context, before state.Intervals, wins []state.Interval, to time.Time) error {
+	f.rechecked = make([]bool, len(wins))
+	st, err := f.p.store.Get(ctx, f.key)
+	if err != nil {
+		return fmt.Errorf("read state of %s to re-read announced windows: %w", f.key, err)
+	}
+	_, reconciler := f.s.(Reconciler)
+	passStart := f.p.opts.Now().UTC()
+	for i, w := range wins {
+		w = state.Interval{Start: state.Normalize(w.Start), End: state.Normalize(w.End)}
+		ok := st.Committed.Covers(w)
+		for _, part := range overlap(before, w) {
+			if !reconciler {
+				// Its records never change once written, and a new one never
+				// lands behind the checkpoint: nothing to read again.
+				continue
+			}
+			if st.IndexedFrom.IsZero() || part.Start.Before(st.IndexedFrom) || part.End.After(to) {
+				ok = false
+				f.log.Info("a webhook delivery announced a submission where the version index does not reach; `syncd reconcile --from` (after `syncd state adopt`) reads it",
+					zap.Time("window_start", part.Start), zap.Time("window_end", part.End), zap.Time("indexed_from", st.IndexedFrom))
+				continue
+			}
+			ws, err := f.cutByIndex(ctx, part.Start, part.End)
+			if err != nil {
+				return fmt.Errorf("re-read announced window %s of %s: %w", part, f.key, err)
+			}
+			for _, cw := range ws {
+				if f.p.Draining() {
+					f.interrupted.Store(true)
+					return nil
+				}
+				if err := f.reconcileWindow(ctx, cw, passStart); err != nil {
+					return fmt.Errorf("re-read announced window %s of %s: %w", part, f.key, err)
+				}
+				f.reconciling = true
+				f.reconciledWindows.Add(1)
+			}
+		}
+		f.rechecked[i] = ok
+	}
+	return nil
+}
+
+// overlap is the part of w that s holds.
+func overlap(s state.Intervals, w state.Interval) []state.Interval {
+	var out []state.Interval
+	for _, c := range s {
+		lo, hi := maxTime(c.Start, w.Start), minTime(c.End, w.End)
+		if lo.Before(hi) {
+			out = append(out, state.Interval{Start: lo, End: hi})
+		}
+	}
+	return out
+}

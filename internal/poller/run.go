@@ -75,6 +75,8 @@ type streamRun struct {
 	// indexFrom: where a scheduled reconcile starts re-reading (now -
 	// sync.lookback); zero: sync.lookback is 0.
 	indexFrom time.Time
+	// rechecked: per window of a SyncRecheck, whether the pass committed it.
+	rechecked []bool
 }
 
 // recordError keeps the pass's error in the form's state, for `state

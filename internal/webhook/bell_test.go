@@ -50,7 +50,7 @@ type passes struct {
 
 func newPasses() *passes { return &passes{started: make(chan Stream, 100), release: make(chan bool)} }
 
-func (p *passes) Run(_ context.Context, s Stream) (bool, bool) {
+func (p *passes) Run(_ context.Context, s Stream, _ []Window) Outcome {
 	p.started <- s
 	busy := <-p.release
 	if !busy {
@@ -58,7 +58,7 @@ func (p *passes) Run(_ context.Context, s Stream) (bool, bool) {
 		p.n++
 		p.mu.Unlock()
 	}
-	return busy, !busy
+	return Outcome{Busy: busy, OK: !busy}
 }
 
 func (p *passes) count() int { p.mu.Lock(); defer p.mu.Unlock(); return p.n }
@@ -110,7 +110,7 @@ func TestBellDebounce(t *testing.T) {
 			b.Start(context.Background())
 			debounced := 0
 			for range tt.burst {
-				if b.Ring(f1, c.Now()) {
+				if b.Ring(f1, c.Now(), time.Time{}) {
 					debounced++
 				}
 				c.advance(10 * time.Millisecond)
@@ -127,7 +127,7 @@ func TestBellDebounce(t *testing.T) {
 				t.Fatalf("pass of %v", s)
 			}
 			for range tt.duringPass {
-				if b.Ring(f1, c.Now()) {
+				if b.Ring(f1, c.Now(), time.Time{}) {
 					debounced++
 				}
 			}
@@ -159,7 +159,7 @@ func TestBellDebounce(t *testing.T) {
 		c, p := newClock(), newPasses()
 		b := &Bell{Run: p.Run, Now: c.Now, After: c.After}
 		b.Start(context.Background())
-		if b.Ring(f1, c.Now()) || b.Ring(f2, c.Now()) {
+		if b.Ring(f1, c.Now(), time.Time{}) || b.Ring(f2, c.Now(), time.Time{}) {
 			t.Fatal("the first delivery of each stream must be accepted, not debounced")
 		}
 		got := map[Stream]bool{p.waitStart(t): true, p.waitStart(t): true}
@@ -174,10 +174,10 @@ func TestBellDebounce(t *testing.T) {
 		c, p := newClock(), newPasses()
 		b := &Bell{Lag: time.Minute, Run: p.Run, Now: c.Now, After: c.After}
 		b.Start(context.Background())
-		b.Ring(f1, c.Now())
+		b.Ring(f1, c.Now(), time.Time{})
 		<-c.waits // waiting for the lag
 		b.Close()
-		b.Ring(f1, c.Now())
+		b.Ring(f1, c.Now(), time.Time{})
 		p.none(t)
 		if p.count() != 0 {
 			t.Fatal("a pass ran after Close")
@@ -208,18 +208,18 @@ func TestBellRetriesAFailedPass(t *testing.T) {
 			var mu sync.Mutex
 			runs, lat := 0, 0
 			b := &Bell{Lag: time.Second, Debounce: 100 * time.Millisecond, Retry: time.Second, Now: c.Now, After: c.After,
-				Run: func(context.Context, Stream) (bool, bool) {
+				Run: func(context.Context, Stream, []Window) Outcome {
 					mu.Lock()
 					runs++
 					ok := runs > tt.failures
 					mu.Unlock()
 					started <- struct{}{}
-					return false, ok
+					return Outcome{OK: ok}
 				},
 				Latency: func(Stream, time.Duration) { mu.Lock(); lat++; mu.Unlock() }}
 			b.Start(context.Background())
 			for range 3 {
-				b.Ring(f1, c.Now())
+				b.Ring(f1, c.Now(), time.Time{})
 			}
 			for i := 0; i < tt.wantPasses; i++ {
 				c.fire(t, 10*time.Second) // the first wait, then each backoff
@@ -252,7 +252,7 @@ func TestBellCoversTheDeliverysMillisecond(t *testing.T) {
 		Latency: func(_ Stream, d time.Duration) { covered = append(covered, d) }}
 	b.Start(context.Background())
 	c.advance(400 * time.Microsecond) // the delivery arrives inside a millisecond
-	b.Ring(f1, c.Now())
+	b.Ring(f1, c.Now(), time.Time{})
 	c.fire(t, time.Second) // exactly the lag: the first pass starts
 	p.waitStart(t)
 	p.release <- false
@@ -290,10 +290,10 @@ func TestBellCoversALateDeliveryAfterAFlood(t *testing.T) {
 			b.Start(context.Background())
 			defer b.Close()
 			for range tt.burst {
-				b.Ring(f1, c.Now())
+				b.Ring(f1, c.Now(), time.Time{})
 			}
 			c.advance(5 * time.Second)
-			if !b.Ring(f1, c.Now()) {
+			if !b.Ring(f1, c.Now(), time.Time{}) {
 				t.Fatal("the late delivery was not debounced: the first pass should cover it or be followed by one that does")
 			}
 			c.fire(t, 6*time.Second) // t0+11s: the first pass, whose window ends at t0+1s
@@ -322,9 +322,9 @@ func TestBellFloodWithFailedPasses(t *testing.T) {
 	var mu sync.Mutex
 	samples := 0
 	b := &Bell{Lag: 10 * time.Second, Debounce: time.Second, Retry: time.Second, Now: c.Now, After: c.After,
-		Run: func(context.Context, Stream) (bool, bool) {
+		Run: func(context.Context, Stream, []Window) Outcome {
 			started <- struct{}{}
-			return false, <-results
+			return Outcome{OK: <-results}
 		},
 		Latency: func(Stream, time.Duration) { mu.Lock(); samples++; mu.Unlock() }}
 	b.Start(context.Background())
@@ -339,7 +339,7 @@ func TestBellFloodWithFailedPasses(t *testing.T) {
 		results <- ok
 	}
 	for range 2 * maxArrivals {
-		b.Ring(f1, c.Now())
+		b.Ring(f1, c.Now(), time.Time{})
 	}
 	c.fire(t, 11*time.Second) // t0+11s: the first pass covers the flood
 	select {
@@ -348,7 +348,7 @@ func TestBellFloodWithFailedPasses(t *testing.T) {
 		t.Fatal("pass 1 never started")
 	}
 	for range 10 {
-		b.Ring(f1, c.Now()) // while it runs: only a pass from t0+21s covers these
+		b.Ring(f1, c.Now(), time.Time{}) // while it runs: only a pass from t0+21s covers these
 	}
 	results <- false         // it fails
 	c.fire(t, 2*time.Second) // its backoff, t0+13s: covers the flood again

@@ -65,9 +65,10 @@ type Receiver struct {
 	MaxBody int64
 	// Lookup says where a stream is synced. For a form, Stream is its id.
 	Lookup func(s Stream) Presence
-	// Ring asks for a pass of s covering what arrived at at; it reports
-	// whether a pass already due covers it.
-	Ring    func(s Stream, at time.Time) (debounced bool)
+	// Ring asks for a pass of s covering what arrived at at, a record of
+	// time announced (zero: the delivery names none); it reports whether a
+	// pass already due covers it.
+	Ring    func(s Stream, at, announced time.Time) (debounced bool)
 	Observe func(source, outcome string)
 	Now     func() time.Time
 	Log     *zap.Logger
@@ -156,7 +157,10 @@ func (rc *Receiver) forms(w http.ResponseWriter, r *http.Request, parts []string
 		rc.refuse(w, SourceForms, OutcomeRefusedBody, http.StatusBadRequest, "the delivery is of another form")
 		return
 	}
-	rc.take(w, s, where, at)
+	// The submission's time: an import may set one behind the checkpoint,
+	// which the pass then re-reads. The time is only where to look; the
+	// rows still come from the API.
+	rc.take(w, s, where, at, d.Submission.SubmissionTime)
 }
 
 func (rc *Receiver) scheduling(w http.ResponseWriter, r *http.Request, parts []string, at time.Time) {
@@ -195,7 +199,9 @@ func (rc *Receiver) scheduling(w http.ResponseWriter, r *http.Request, parts []s
 		rc.refuse(w, SourceScheduling, OutcomeRefusedBody, http.StatusBadRequest, "a booking delivery has a payload object")
 		return
 	}
-	rc.take(w, s, where, at)
+	// No announced time: a booking's changes move the time its stream
+	// windows by, so an incremental pass finds them.
+	rc.take(w, s, where, at, time.Time{})
 }
 
 // hexSignature is the header's lowercase hex, with an optional sha256=
@@ -233,12 +239,12 @@ func (rc *Receiver) read(w http.ResponseWriter, r *http.Request, source string) 
 
 // take answers an authentic, whole delivery: it rings its stream's bell
 // when this replica syncs it.
-func (rc *Receiver) take(w http.ResponseWriter, s Stream, where Presence, at time.Time) {
+func (rc *Receiver) take(w http.ResponseWriter, s Stream, where Presence, at, announced time.Time) {
 	if where != Here {
 		rc.answer(w, s.Source, OutcomeIgnored, "another replica syncs this account")
 		return
 	}
-	if rc.Ring(s, at) {
+	if rc.Ring(s, at, announced) {
 		rc.answer(w, s.Source, OutcomeDebounced, "a pass is already due")
 		return
 	}

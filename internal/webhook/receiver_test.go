@@ -24,7 +24,7 @@ func newReceiver(where map[Stream]Presence) (*Receiver, *recorder) {
 	return &Receiver{
 		Secret: testSecret, MaxBody: 4096,
 		Lookup:  func(s Stream) Presence { return where[s] },
-		Ring:    func(s Stream, _ time.Time) bool { rec.rings = append(rec.rings, s); return false },
+		Ring:    func(s Stream, _, _ time.Time) bool { rec.rings = append(rec.rings, s); return false },
 		Observe: func(source, outcome string) { rec.outcomes[source+"/"+outcome]++ },
 	}, rec
 }
