@@ -263,7 +263,7 @@ func (c *countTableGets) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // A cached schema that fits costs no table call, and the view is looked at
-// once per Sink.
+// once per viewRecheck (TestLatestViewLookedAtAgain moves the clock).
 func TestFittingBatchesReadNoTable(t *testing.T) {
 	ctx := context.Background()
 	f := bqfake.New(t)

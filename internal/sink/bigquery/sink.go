@@ -42,9 +42,10 @@
 // longer match the table is tried again with a file that matches.
 //
 // Beside a table that keeps versions, the sink keeps the view
-// <table>_latest: looked at once per table, created when missing. A view
-// that cannot be made is logged and tried again with the next batch; it
-// never fails a load.
+// <table>_latest: looked at with the table's first batch and again with a
+// batch at least viewRecheck later, created when missing (a person or a
+// cleanup job may drop it while syncd runs). A view that cannot be made is
+// logged and tried again with the next batch; it never fails a load.
 package bigquery
 
 import (
@@ -170,6 +171,8 @@ type Sink struct {
 
 	mu     sync.Mutex
 	tables map[string]*tableState
+
+	now func() time.Time // the clock of view re-checks; tests move it
 }
 
 // tableState caches what the sink knows of one table, so that a batch with
@@ -178,6 +181,12 @@ type tableState struct {
 	mu     sync.Mutex      // serialises creating and patching the table
 	schema bigquery.Schema // as last seen or written; nil when unknown
 	view   bool            // its latest view is known to exist
+	// viewSeen is when the view was last found or made; after viewRecheck
+	// the next batch looks again.
+	viewSeen time.Time
+	// viewOther is the query of a view someone else defined, once logged,
+	// so that each re-check does not log it again.
+	viewOther string
 }
 
 var (
@@ -202,6 +211,7 @@ func New(ctx context.Context, opts Options) (*Sink, error) {
 		client: client,
 		log:    opts.Logger.With(zap.String("sink", "bigquery"), zap.String("project", opts.Project), zap.String("dataset", opts.Dataset)),
 		tables: map[string]*tableState{},
+		now:    time.Now,
 	}, nil
 }
 
@@ -656,7 +666,8 @@ const maxPatchTries = 3
 // ensureTable makes table able to take a file of schema as: it creates the
 // table, or adds the new columns (NULLABLE) and relaxes REQUIRED columns the
 // batch has as nullable. It returns the table's schema. It also makes sure
-// of the table's latest view, once per table, without failing for it.
+// of the table's latest view, again at most once per viewRecheck while it
+// is in place, without failing for it.
 func (s *Sink) ensureTable(ctx context.Context, table string, b sink.Batch, as *arrow.Schema) (bigquery.Schema, error) {
 	want, err := tableSchema(as, b.Required)
 	if err != nil {
@@ -669,8 +680,8 @@ func (s *Sink) ensureTable(ctx context.Context, table string, b sink.Batch, as *
 	if err != nil {
 		return nil, err
 	}
-	if !ts.view {
-		ts.view = s.ensureLatestView(ctx, table, b)
+	if now := s.now(); !ts.view || now.Sub(ts.viewSeen) >= viewRecheck {
+		s.ensureLatestView(ctx, ts, table, b, now)
 	}
 	return schema, nil
 }
@@ -797,17 +808,26 @@ func (s *Sink) Purge(ctx context.Context, table string) error {
 // batch wait for them.
 const viewTimeout = 30 * time.Second
 
+// viewRecheck is how long the sink trusts a latest view it saw to be still
+// there. Someone may drop it while syncd runs, and whoever queries it then
+// gets "not found" until it is back; looking again costs one metadata get
+// per table per interval, not one per batch of a backfill.
+const viewRecheck = 5 * time.Minute
+
 // ensureLatestView makes sure of the view <table>_latest over a table that
 // keeps versions (the batch names its key and version columns): the
 // table's current state, as sink.LatestQuery defines it. It creates the
-// view when missing; one that exists is kept, whatever its query (a person
-// may have written it). It reports whether the view is in place. A failure
-// is logged, not returned: the rows load without the view, and the next
-// batch of the table tries again.
-func (s *Sink) ensureLatestView(ctx context.Context, table string, b sink.Batch) bool {
+// view when missing, again if it was dropped since the sink saw it; one
+// that exists is kept, whatever its query (a person may have written it).
+// It records in ts whether the view is in place, and when it was seen; the
+// caller holds ts.mu. A failure is logged, not returned: the rows load
+// without the view, and the next batch of the table tries again.
+func (s *Sink) ensureLatestView(ctx context.Context, ts *tableState, table string, b sink.Batch, now time.Time) {
 	if b.KeyColumn == "" || b.VersionColumn == "" {
-		return false
+		return
 	}
+	known := ts.view
+	ts.view = false // until seen or made
 	name := table + "_latest"
 	query := sink.LatestQuery(s.quoted(table), b.KeyColumn, b.VersionColumn)
 	vctx, cancel := context.WithTimeout(ctx, viewTimeout)
@@ -815,29 +835,35 @@ func (s *Sink) ensureLatestView(ctx context.Context, table string, b sink.Batch)
 	v := s.client.DatasetInProject(s.opts.Project, s.opts.Dataset).Table(name)
 	md, err := v.Metadata(vctx)
 	if err == nil {
-		if md.ViewQuery != query {
+		if md.ViewQuery != query && md.ViewQuery != ts.viewOther {
 			s.log.Info("the latest view exists with another query; kept as it is", zap.String("view", name), zap.String("query", md.ViewQuery), zap.String("syncd_query", query))
+			ts.viewOther = md.ViewQuery
 		}
-		return true
+		ts.view, ts.viewSeen = true, now
+		return
 	}
 	op := "get view"
 	if vd, _ := classify(err); vd == missing {
 		op = "create view"
+		if known {
+			op = "re-create view"
+		}
 		err = v.Create(vctx, &bigquery.TableMetadata{
 			ViewQuery:   query,
 			Description: fmt.Sprintf("The current state of %s: the latest version of each %s, deletions dropped. Kept by syncd.", table, b.KeyColumn),
 		})
-		if err == nil {
+		if err == nil && known {
+			s.log.Warn("the latest view was dropped since syncd last saw it; re-created", zap.String("table", table), zap.String("view", name))
+		} else if err == nil {
 			s.log.Info("view created", zap.String("view", name))
-			return true
 		}
-		if vd, _ := classify(err); vd == duplicate { // created meanwhile
-			return true
+		if vd, _ := classify(err); err == nil || vd == duplicate { // duplicate: created meanwhile
+			ts.view, ts.viewSeen, ts.viewOther = true, now, ""
+			return
 		}
 	}
 	if ctx.Err() == nil { // else the batch fails for it anyway
 		s.log.Warn("latest view not in place; the batch loads without it and the next batch of the table tries again",
 			zap.String("view", name), zap.Error(s.apiError(op, name, "", err)))
 	}
-	return false
 }
