@@ -99,19 +99,25 @@ func newAuthCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return withCode(exitFailed, err)
 			}
-			code, err := waitForCode(ctx, g, cfg.Scheduling.RedirectURI, req.URL, req.State, noBrowser, "syncd auth login")
+			code, answer, err := waitForCode(ctx, g, cfg.Scheduling.RedirectURI, req.URL, req.State, noBrowser, "syncd auth login")
 			if err != nil {
 				return withCode(exitFailed, err)
 			}
-			tok, err := oc.Exchange(ctx, code, req.Verifier)
-			if err != nil {
-				return withCode(exitFailed, err)
-			}
-			tok = app.WhoAmI(ctx, cfg, log, tok)
-			save := func(store state.Store) error {
-				return (app.StateTokens{Store: store, Namespace: acct.Namespace()}).Save(ctx, tok)
-			}
-			how, err := saveSignIn(ctx, cfg, acct, sourceScheduling, tok, save, "syncd auth login", "tokens")
+			// The browser waits for this outcome (answer): its page says
+			// signed in only once the tokens are saved.
+			tok, how, err := func() (oauth.Token, string, error) {
+				tok, err := oc.Exchange(ctx, code, req.Verifier)
+				if err != nil {
+					return tok, "", oauth.StepFailed(oauth.StepExchange, withCode(exitFailed, err))
+				}
+				tok = app.WhoAmI(ctx, cfg, log, tok)
+				save := func(store state.Store) error {
+					return (app.StateTokens{Store: store, Namespace: acct.Namespace()}).Save(ctx, tok)
+				}
+				how, err := saveSignIn(ctx, cfg, acct, sourceScheduling, tok, save, "syncd auth login", "tokens")
+				return tok, how, oauth.StepFailed(oauth.StepSave, err)
+			}()
+			answer(err)
 			if err != nil {
 				return err
 			}
@@ -311,30 +317,44 @@ func saveSignIn(ctx context.Context, cfg *config.Config, acct config.Account, so
 // waitForCode prints the authorization URL alone on a line and returns the
 // code of the redirect to redirectURI, checked against state: from the
 // loopback listener, or pasted on stdin. login is the command to run again.
-func waitForCode(ctx context.Context, g *globals, redirectURI, authURL, state string, noBrowser bool, login string) (string, error) {
+//
+// answer gives the browser, which waits on the listener, the outcome of the
+// sign-in (nil: signed in; an oauth.StepError names the step that failed)
+// and stops the listener: call it once the tokens are saved or the sign-in
+// failed. It does nothing with --no-browser, or when err is not nil (the
+// browser was answered already).
+func waitForCode(ctx context.Context, g *globals, redirectURI, authURL, state string, noBrowser bool, login string) (code string, answer func(error), err error) {
+	nothing := func(error) {}
 	if noBrowser {
 		fmt.Fprintln(g.stderr, "Open this URL in a browser, approve, then paste the address the browser ends on (it may fail to load) here:")
 		fmt.Fprintln(g.stdout, authURL)
 		line, err := bufio.NewReader(os.Stdin).ReadString('\n')
 		if err != nil && strings.TrimSpace(line) == "" {
-			return "", fmt.Errorf("read the redirected URL from stdin: %w", err)
+			return "", nothing, fmt.Errorf("read the redirected URL from stdin: %w", err)
 		}
-		return oauth.ParseRedirect(line, state)
+		code, err := oauth.ParseRedirect(line, state)
+		return code, nothing, err
 	}
 	rcv, err := oauth.Listen(redirectURI)
 	if err != nil {
-		return "", err
+		return "", nothing, err
 	}
-	defer rcv.Close()
 	fmt.Fprintf(g.stderr, "Open this URL in a browser and approve; syncd waits on %s (or use --no-browser):\n", redirectURI)
 	fmt.Fprintln(g.stdout, authURL)
 	wctx, cancel := context.WithTimeout(ctx, loginWait)
 	defer cancel()
-	code, err := rcv.Wait(wctx, state)
-	if errors.Is(err, context.DeadlineExceeded) {
-		return "", fmt.Errorf("no redirect reached %s within %s: run `%s` again", redirectURI, loginWait, login)
+	code, err = rcv.Wait(wctx, state)
+	if err != nil {
+		_ = rcv.Close()
+		if errors.Is(err, context.DeadlineExceeded) {
+			return "", nothing, fmt.Errorf("no redirect reached %s within %s: run `%s` again", redirectURI, loginWait, login)
+		}
+		return "", nothing, err
 	}
-	return code, err
+	return code, func(err error) {
+		rcv.Finish(err)
+		_ = rcv.Close()
+	}, nil
 }
 
 // signInStatus is the stored sign-in, checked at the token endpoint

@@ -11,6 +11,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/formsauth"
+	"github.com/syncd-dev/syncd/internal/oauth"
 	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 	"github.com/syncd-dev/syncd/internal/state"
 )
@@ -67,21 +68,27 @@ func formsLogin(ctx context.Context, g *globals, cfg *config.Config, log *zap.Lo
 	if err != nil {
 		return withCode(exitFailed, err)
 	}
-	code, err := waitForCode(ctx, g, fa.RedirectURI(), req.URL, req.State, noBrowser, login)
+	code, answer, err := waitForCode(ctx, g, fa.RedirectURI(), req.URL, req.State, noBrowser, login)
 	if err != nil {
 		return withCode(exitFailed, err)
 	}
-	tok, err := fa.Exchange(ctx, code)
-	if err != nil {
-		return withCode(exitFailed, fmt.Errorf("account %s: %w", acct.Name, err))
-	}
-	if err := app.CheckFormsToken(ctx, cfg, acct, tok, log); err != nil {
-		return withCode(exitFailed, fmt.Errorf("account %s: the new sign-in does not work, and was not stored: %w", acct.Name, err))
-	}
-	save := func(store state.Store) error {
-		return (app.FormsTokens{Store: store, Namespace: acct.Namespace()}).Save(ctx, tok)
-	}
-	how, err := saveSignIn(ctx, cfg, acct, sourceForms, tok, save, login, "token")
+	// The browser waits for this outcome (answer), as for the scheduling
+	// API's sign-in.
+	tok, how, err := func() (formsauth.Token, string, error) {
+		tok, err := fa.Exchange(ctx, code)
+		if err != nil {
+			return tok, "", oauth.StepFailed(oauth.StepExchange, withCode(exitFailed, fmt.Errorf("account %s: %w", acct.Name, err)))
+		}
+		if err := app.CheckFormsToken(ctx, cfg, acct, tok, log); err != nil {
+			return tok, "", oauth.StepFailed(oauth.StepCheck, withCode(exitFailed, fmt.Errorf("account %s: the new sign-in does not work, and was not stored: %w", acct.Name, err)))
+		}
+		save := func(store state.Store) error {
+			return (app.FormsTokens{Store: store, Namespace: acct.Namespace()}).Save(ctx, tok)
+		}
+		how, err := saveSignIn(ctx, cfg, acct, sourceForms, tok, save, login, "token")
+		return tok, how, oauth.StepFailed(oauth.StepSave, err)
+	}()
+	answer(err)
 	if err != nil {
 		return err
 	}

@@ -201,11 +201,15 @@ func openScheduling(cfg *config.Config, ac config.Account, store state.Store, lo
 }
 
 // CheckSignIn asks the token endpoint whether the stored sign-in still
-// works, by refreshing it (the rotated pair is saved, as every refresh
-// saves it): a token that merely looks valid here may have been revoked at
-// the server. It returns the fresh token, or the stored one with the
-// error that says what to do (`syncd auth login` for a revoked or expired
-// sign-in).
+// works, by refreshing it: a token that merely looks valid here may have
+// been revoked at the server, and only a refresh shows that of the refresh
+// token. A refresh rotates the refresh token, so it must never cost the
+// sign-in: the stored pair is first written back unchanged, so that a
+// state that cannot be written fails before the rotation (the sign-in
+// untouched), and the rotated pair's save is tried again before it is
+// given up, with an error that says so. It returns the fresh token, or the
+// stored one with the error that says what to do (`syncd auth login` for a
+// revoked or expired sign-in).
 func CheckSignIn(ctx context.Context, cfg *config.Config, namespace string, store state.Store, log *zap.Logger) (oauth.Token, error) {
 	tokens := StateTokens{Store: store, Namespace: namespace}
 	stored, err := tokens.Load(ctx)
@@ -216,14 +220,44 @@ func CheckSignIn(ctx context.Context, cfg *config.Config, namespace string, stor
 	if err != nil {
 		return stored, err
 	}
+	where := StateWhere(cfg)
+	if err := tokens.Save(ctx, stored); err != nil {
+		return stored, fmt.Errorf("the state %s cannot be written (%w): syncd did not refresh the token to check the sign-in at the token endpoint, "+
+			"since the rotated refresh token could not be saved and the sign-in would be lost; the sign-in is unchanged: "+
+			"make the state writable (permissions, free space) and run `syncd auth status` again", where, err)
+	}
 	fresh, err := oc.Refresh(ctx, stored)
 	if err != nil {
 		return stored, err
 	}
-	if err := tokens.Save(ctx, fresh); err != nil {
-		return stored, fmt.Errorf("save the rotated refresh token: %w", err)
+	if err := saveRotated(ctx, tokens, fresh); err != nil {
+		log.Error("the scheduling API rotated the refresh token, and the new one could not be saved: the sign-in is lost",
+			zap.String("state", where), zap.Error(err))
+		return stored, fmt.Errorf("the scheduling API rotated the refresh token when syncd refreshed it to check the sign-in, "+
+			"but the new one could not be saved in the state %s (%w): the stored one no longer works; "+
+			"make the state writable (permissions, free space), then run `syncd auth login`", where, err)
 	}
 	return fresh, nil
+}
+
+// saveRotated saves a rotated pair, trying again a few times: the server
+// has retired the stored refresh token, so this save is the sign-in's only
+// way on, and a busy or briefly failing state should not end it.
+func saveRotated(ctx context.Context, tokens StateTokens, fresh oauth.Token) error {
+	var err error
+	for attempt := range 3 {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return errors.Join(err, ctx.Err())
+			case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
+			}
+		}
+		if err = tokens.Save(ctx, fresh); err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 // SignIns are the scheduling sign-ins the state holds of cfg's accounts
