@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
 )
 
 // Sentinels matched with errors.Is by the typed errors below.
@@ -98,9 +99,33 @@ func (e *AuthorizationError) Error() string {
 	}
 	d := ""
 	if e.Description != "" {
-		d = " (" + e.Description + ")"
+		d = " (" + terminalSafe(e.Description) + ")"
 	}
-	return fmt.Sprintf("authorization failed: %s%s: %s, then run `syncd auth login` again", e.Code, d, fix)
+	return fmt.Sprintf("authorization failed: %s%s: %s, then run `syncd auth login` again", terminalSafe(e.Code), d, fix)
+}
+
+// maxShownRedirectText bounds what an error shows of a redirect's text.
+const maxShownRedirectText = 200
+
+// terminalSafe is text from a redirect URL (anyone can craft one) as an
+// error may show it: control characters (terminal escapes, new lines that
+// would fake further output) become '?', and it is cut to
+// maxShownRedirectText runes.
+func terminalSafe(s string) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range s {
+		if n == maxShownRedirectText {
+			b.WriteString("…")
+			break
+		}
+		if !unicode.IsPrint(r) {
+			r = '?'
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return b.String()
 }
 
 // Is makes errors.Is(err, ErrAuthorization) true.
