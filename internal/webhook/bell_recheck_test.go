@@ -128,10 +128,9 @@ func TestBellAnnouncedNotYetCovered(t *testing.T) {
 	f1 := Stream{Account: "a", Source: SourceForms, Stream: "f1"}
 	old := time.Date(2023, 6, 1, 12, 0, 0, 0, time.UTC)
 	c, r := newClock(), newRecheckRuns()
-	var mu sync.Mutex
-	samples := 0
+	var samples latencyCount
 	b := &Bell{Lag: time.Second, Retry: time.Second, Run: r.Run, Now: c.Now, After: c.After,
-		Latency: func(Stream, time.Duration) { mu.Lock(); samples++; mu.Unlock() }}
+		Latency: samples.observe}
 	b.Start(context.Background())
 	defer b.Close()
 	b.Ring(f1, c.Now(), time.Time{})
@@ -146,10 +145,8 @@ func TestBellAnnouncedNotYetCovered(t *testing.T) {
 		t.Errorf("the second pass re-reads %v, want %v", got, want)
 	}
 	r.none(t)
-	mu.Lock()
-	defer mu.Unlock()
-	if samples != 2 {
-		t.Errorf("%d latency samples, want 2 (one per pass)", samples)
+	if samples.n() != 2 {
+		t.Errorf("%d latency samples, want 2 (one per pass)", samples.n())
 	}
 }
 
@@ -165,10 +162,9 @@ func TestBellLatencyOnlyWhenCommitted(t *testing.T) {
 	r.missed = func(ws []Window) []Window {
 		return slices.DeleteFunc(slices.Clone(ws), func(w Window) bool { return !w.Start.Equal(behind) })
 	}
-	var mu sync.Mutex
-	samples := 0
+	var samples latencyCount
 	b := &Bell{Lag: time.Second, Retry: time.Second, Run: r.Run, Now: c.Now, After: c.After,
-		Latency: func(Stream, time.Duration) { mu.Lock(); samples++; mu.Unlock() }}
+		Latency: samples.observe}
 	b.Start(context.Background())
 	defer b.Close()
 	b.Ring(f1, c.Now(), behind)
@@ -181,10 +177,8 @@ func TestBellLatencyOnlyWhenCommitted(t *testing.T) {
 		t.Errorf("the retry re-reads %v, the failed pass %v: want the same two windows", retry, first)
 	}
 	r.none(t)
-	mu.Lock()
-	defer mu.Unlock()
-	if samples != 2 {
-		t.Errorf("%d latency samples, want 2: the delivery of the missed window has none", samples)
+	if samples.n() != 2 {
+		t.Errorf("%d latency samples, want 2: the delivery of the missed window has none", samples.n())
 	}
 }
 
@@ -195,10 +189,9 @@ func TestBellAnnouncedBounded(t *testing.T) {
 	f1 := Stream{Account: "a", Source: SourceForms, Stream: "f1"}
 	core, logs := observer.New(zap.WarnLevel)
 	c, r := newClock(), newRecheckRuns()
-	var mu sync.Mutex
-	samples := 0
+	var samples latencyCount
 	b := &Bell{Lag: time.Second, Retry: time.Second, Run: r.Run, Now: c.Now, After: c.After, Log: zap.New(core),
-		Latency: func(Stream, time.Duration) { mu.Lock(); samples++; mu.Unlock() }}
+		Latency: samples.observe}
 	b.Start(context.Background())
 	defer b.Close()
 	base := time.Date(2023, 6, 1, 0, 0, 0, 0, time.UTC)
@@ -223,10 +216,8 @@ func TestBellAnnouncedBounded(t *testing.T) {
 		}
 	}
 	r.none(t)
-	mu.Lock()
-	defer mu.Unlock()
-	if samples > maxArrivals {
-		t.Errorf("%d latency samples, want at most %d", samples, maxArrivals)
+	if n := samples.n(); n > maxArrivals {
+		t.Errorf("%d latency samples, want at most %d", n, maxArrivals)
 	}
 	if n := logs.FilterMessageSnippet("left out are re-read by the scheduled reconcile").Len(); n != 1 {
 		t.Errorf("%d warnings for the times left out, want 1", n)
@@ -241,10 +232,9 @@ func TestBellDuplicateAnnouncementWaits(t *testing.T) {
 	f1 := Stream{Account: "a", Source: SourceForms, Stream: "f1"}
 	old := time.Date(2023, 6, 1, 12, 0, 0, 0, time.UTC)
 	c, r := newClock(), newRecheckRuns()
-	var mu sync.Mutex
-	samples := 0
+	var samples latencyCount
 	b := &Bell{Lag: time.Second, Retry: time.Second, Run: r.Run, Now: c.Now, After: c.After,
-		Latency: func(Stream, time.Duration) { mu.Lock(); samples++; mu.Unlock() }}
+		Latency: samples.observe}
 	b.Start(context.Background())
 	defer b.Close()
 	b.Ring(f1, c.Now(), old)
@@ -260,9 +250,25 @@ func TestBellDuplicateAnnouncementWaits(t *testing.T) {
 		t.Errorf("the second pass re-reads %v, want %v", got, want)
 	}
 	r.none(t)
-	mu.Lock()
-	defer mu.Unlock()
-	if samples != 2 {
-		t.Errorf("%d latency samples, want 2 (both by the second pass)", samples)
+	if samples.n() != 2 {
+		t.Errorf("%d latency samples, want 2 (both by the second pass)", samples.n())
 	}
+}
+
+// latencyCount counts the latency samples a Bell reports.
+type latencyCount struct {
+	mu      sync.Mutex
+	samples int
+}
+
+func (c *latencyCount) observe(Stream, time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.samples++
+}
+
+func (c *latencyCount) n() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.samples
 }
