@@ -244,6 +244,16 @@ func TestLatestViewOfAnotherDefinitionIsKept(t *testing.T) {
 	}
 }
 
+// newCountingSink is a sink on f whose GETs of table (or view) metadata
+// are counted.
+func newCountingSink(t *testing.T, f *bqfake.Server) (*Sink, *countTableGets) {
+	t.Helper()
+	opts := testOptions(t, f)
+	gets := &countTableGets{next: http.DefaultTransport, n: map[string]int{}}
+	opts.ClientOptions = append(opts.ClientOptions, option.WithHTTPClient(&http.Client{Transport: gets}))
+	return newSink(t, opts), gets
+}
+
 // countTableGets counts the GETs of table (or view) metadata.
 type countTableGets struct {
 	next http.RoundTripper
@@ -267,10 +277,7 @@ func (c *countTableGets) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestFittingBatchesReadNoTable(t *testing.T) {
 	ctx := context.Background()
 	f := bqfake.New(t)
-	opts := testOptions(t, f)
-	gets := &countTableGets{next: http.DefaultTransport, n: map[string]int{}}
-	opts.ClientOptions = append(opts.ClientOptions, option.WithHTTPClient(&http.Client{Transport: gets}))
-	s := newSink(t, opts)
+	s, gets := newCountingSink(t, f)
 	b1 := versioned("b1")
 	if err := s.Commit(ctx, b1, record(t, schemaOf(baseFields()...), b1, ids("s", 2), nil)); err != nil {
 		t.Fatal(err)

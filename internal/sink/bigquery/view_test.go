@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"sync"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	gbq "cloud.google.com/go/bigquery"
 	"github.com/apache/arrow-go/v18/arrow"
 	"google.golang.org/api/iterator"
-	"google.golang.org/api/option"
 
 	"github.com/syncd-dev/syncd/internal/bqfake"
 	"github.com/syncd-dev/syncd/internal/sink"
@@ -109,10 +107,7 @@ func TestLatestViewLookedAtAgain(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			f := bqfake.New(t)
-			opts := testOptions(t, f)
-			gets := &countTableGets{next: http.DefaultTransport, n: map[string]int{}}
-			opts.ClientOptions = append(opts.ClientOptions, option.WithHTTPClient(&http.Client{Transport: gets}))
-			s := newSink(t, opts)
+			s, gets := newCountingSink(t, f)
 			clk := withClock(s)
 			c := testClient(t, f)
 
@@ -165,10 +160,7 @@ func TestLatestViewLookedAtAgain(t *testing.T) {
 func TestDroppedLatestViewsMadeAgainUnderConcurrentBatches(t *testing.T) {
 	ctx := context.Background()
 	f := bqfake.New(t)
-	opts := testOptions(t, f)
-	gets := &countTableGets{next: http.DefaultTransport, n: map[string]int{}}
-	opts.ClientOptions = append(opts.ClientOptions, option.WithHTTPClient(&http.Client{Transport: gets}))
-	s := newSink(t, opts)
+	s, gets := newCountingSink(t, f)
 	clk := withClock(s)
 	c := testClient(t, f)
 	tables := []string{"form_fa1", "form_fb2", "form_fc3"}
