@@ -14,7 +14,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/oauth"
 	"github.com/syncd-dev/syncd/internal/poller"
-	"github.com/syncd-dev/syncd/internal/sink/parquetsink"
+	"github.com/syncd-dev/syncd/internal/sink"
 	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 	"github.com/syncd-dev/syncd/internal/source/scheduling"
 	"github.com/syncd-dev/syncd/internal/state"
@@ -134,7 +134,7 @@ func (d *dryRunner) planForm(ctx context.Context, job poller.Job, st formView, f
 	}
 	if from.Before(to) {
 		for _, g := range committed.Gaps(state.Interval{Start: from, End: to}) {
-			if err := d.planGap(ctx, job.FormID, g.Start, g.End, &f.Requests, emit); err != nil {
+			if err := d.planGap(ctx, job.FormID, sink.Layout(st.Layout), g.Start, g.End, &f.Requests, emit); err != nil {
 				f.Error = err.Error()
 				return f
 			}
@@ -147,11 +147,11 @@ func (d *dryRunner) planForm(ctx context.Context, job poller.Job, st formView, f
 }
 
 // planGap plans [a, b) with the poller's own planner, counting its
-// requests in *requests: they are the pass's too.
-func (d *dryRunner) planGap(ctx context.Context, formID string, a, b time.Time, requests *int64, emit func(dryRunWindow)) error {
+// requests in *requests: they are the pass's too. layout is the table's,
+// as the state records it ("": a new table's, chosen as the pass would).
+func (d *dryRunner) planGap(ctx context.Context, formID string, layout sink.Layout, a, b time.Time, requests *int64, emit func(dryRunWindow)) error {
 	s := app.FormStream(d.cfg, d.client, poller.Job{FormID: formID}, zap.NewNop())
-	opts := poller.Options{MaxRowsPerBatch: d.cfg.Sync.MaxRowsPerBatch, SafetyLag: d.cfg.Sync.SafetyLag.D(), Now: func() time.Time { return d.now }}
-	windows, err := poller.Plan(ctx, s, opts, d.partStart(), []state.Interval{{Start: a, End: b}})
+	windows, _, err := poller.Plan(ctx, s, d.planOptions(), d.parted(), layout, []state.Interval{{Start: a, End: b}})
 	*requests += s.Requests()
 	d.asked += s.Requests()
 	if err != nil {
@@ -176,13 +176,14 @@ func (d *dryRunner) planGap(ctx context.Context, formID string, a, b time.Time, 
 	return nil
 }
 
-// partStart is where the configured sink's partitions start (windows are
-// cut there), nil for BigQuery.
-func (d *dryRunner) partStart() func(time.Time) time.Time {
-	if d.cfg.Sink.Type != "parquet" {
-		return nil
-	}
-	return parquetsink.Layout(d.cfg.Sink.Parquet.Partition).PartitionStart
+// parted says the configured sink writes a file per partition (windows
+// are cut at partition starts): Parquet, not BigQuery.
+func (d *dryRunner) parted() bool { return d.cfg.Sink.Type == "parquet" }
+
+// planOptions are the poller's options a pass would plan with.
+func (d *dryRunner) planOptions() poller.Options {
+	return poller.Options{MaxRowsPerBatch: d.cfg.Sync.MaxRowsPerBatch, SafetyLag: d.cfg.Sync.SafetyLag.D(), Now: func() time.Time { return d.now },
+		Layout: sink.Layout(d.cfg.Sink.Parquet.Partition)}
 }
 
 func (d *dryRunner) pageSize() int {
@@ -289,8 +290,7 @@ func (d *dryRunner) planBookings(ctx context.Context, st formView, from, to time
 	for _, w := range st.Committed {
 		committed = committed.Add(state.Interval{Start: w.Start, End: w.End})
 	}
-	opts := poller.Options{MaxRowsPerBatch: d.cfg.Sync.MaxRowsPerBatch, SafetyLag: d.cfg.Sync.SafetyLag.D(), Now: func() time.Time { return d.now }}
-	windows, err := poller.Plan(ctx, stream, opts, d.partStart(), committed.Gaps(state.Interval{Start: from, End: to}))
+	windows, _, err := poller.Plan(ctx, stream, d.planOptions(), d.parted(), sink.Layout(st.Layout), committed.Gaps(state.Interval{Start: from, End: to}))
 	f.Requests += stream.Requests() // the counts: the pass makes them too
 	d.asked += stream.Requests()
 	if err != nil {

@@ -120,6 +120,10 @@ type schemaJSON struct {
 	Pinned      bool         `json:"pinned"` // true: the schema a sync pinned (what the output holds), evolved with today's questions
 	Columns     []columnJSON `json:"columns"`
 	NotExported []string     `json:"not_exported"` // Password questions
+	// Layout is how the table's Parquet files are partitioned (none,
+	// year, month, day), as the state records it; "" until its first
+	// batch chooses it (or for BigQuery).
+	Layout string `json:"layout"`
 }
 
 type columnJSON struct {
@@ -170,7 +174,11 @@ func newSchemaCmd(g *globals) *cobra.Command {
 			if err != nil {
 				fmt.Fprintf(g.stderr, "syncd: warning: %v; showing the mapping of today's questions, which may differ from the output's columns\n", err)
 			}
+			layout := ""
 			for _, f := range v.Forms {
+				if f.FormID == key {
+					layout = f.Layout
+				}
 				if f.FormID == key && len(f.PinnedSchema) > 0 {
 					if pinned, err = schema.Unmarshal(f.PinnedSchema); err != nil {
 						return withCode(exitFailed, fmt.Errorf("read the pinned schema of form %s from the state: %w", form.ID, err))
@@ -187,7 +195,7 @@ func newSchemaCmd(g *globals) *cobra.Command {
 				return withCode(exitFailed, fmt.Errorf("map form %s: %w", form.ID, err))
 			}
 			out := schemaJSON{FormID: form.ID, FormName: form.Name, Table: tableOf(cfg, form.ID), Pinned: pinned != nil,
-				Columns: make([]columnJSON, 0, len(table.Columns)), NotExported: passwordQuestions(form)}
+				Columns: make([]columnJSON, 0, len(table.Columns)), NotExported: passwordQuestions(form), Layout: layout}
 			if out.NotExported == nil {
 				out.NotExported = []string{}
 			}
@@ -214,6 +222,13 @@ func newSchemaCmd(g *globals) *cobra.Command {
 				rows = append(rows, []string{c.Name, c.Type, c.Mode, src, c.SourceName})
 			}
 			fmt.Fprintf(g.stdout, "form %s (%s) -> table %s: %s\n", form.ID, form.Name, out.Table, plural(int64(len(out.Columns)), "column"))
+			if cfg.Sink.Type == "parquet" {
+				if out.Layout != "" {
+					fmt.Fprintf(g.stdout, "files partitioned by %s\n", layoutWords(out.Layout))
+				} else {
+					fmt.Fprintf(g.stdout, "files partitioned by: chosen by the table's first batch (sink.parquet.partition: %s)\n", cfg.Sink.Parquet.Partition)
+				}
+			}
 			if len(out.NotExported) > 0 {
 				fmt.Fprintf(g.stdout, "not exported (Password questions): %s\n", strings.Join(out.NotExported, ", "))
 			}

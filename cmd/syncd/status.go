@@ -52,6 +52,9 @@ func printStateTable(w io.Writer, v stateView) {
 			fmt.Fprintf(w, ", fresh to %s (%s ago)", fmtTime(*f.FreshTo), (time.Duration(*f.FreshnessSeconds * float64(time.Second))).Round(time.Second))
 		}
 		fmt.Fprintln(w)
+		if f.Layout != "" {
+			fmt.Fprintf(w, "  files partitioned by %s\n", layoutWords(f.Layout))
+		}
 		for _, iv := range f.Committed {
 			fmt.Fprintf(w, "  committed [%s, %s)\n", fmtTime(iv.Start), fmtTime(iv.End))
 		}
@@ -184,4 +187,16 @@ func readState(ctx context.Context, cfg *config.Config, query string) (stateView
 		return stateView{}, withCode(exitState, fmt.Errorf("%w; and its status could not be read either: %v (is server.addr in this config the daemon's?)", err, aerr))
 	}
 	return v, nil
+}
+
+// layoutWords says what a table's layout (sink.Layout) makes of its
+// files, for a person.
+func layoutWords(layout string) string {
+	switch layout {
+	case "none":
+		return "nothing (layout none: files in the table's folder)"
+	case "year", "month", "day":
+		return layout + " (layout " + layout + ")"
+	}
+	return layout
 }

@@ -339,7 +339,7 @@ func NewAccountSink(cfg *config.Config, namespace, version string, log *zap.Logg
 		if blobstore.IsURL(path) {
 			s, err := blobsink.New(context.Background(), blobsink.Options{
 				URL: path, Version: version, Logger: log.Named("sink"), Encode: enc,
-				Layout: parquetsink.Layout(cfg.Sink.Parquet.Partition),
+				Layout: sinkDefaultLayout(cfg),
 			})
 			if err != nil {
 				return nil, fmt.Errorf("open the parquet sink: %w", err)
@@ -348,7 +348,7 @@ func NewAccountSink(cfg *config.Config, namespace, version string, log *zap.Logg
 		}
 		s, err := parquetsink.New(parquetsink.Options{
 			Root: path, Version: version, Logger: log.Named("sink"), Encode: enc,
-			Layout: parquetsink.Layout(cfg.Sink.Parquet.Partition),
+			Layout: sinkDefaultLayout(cfg),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("open the parquet sink: %w", err)
@@ -534,6 +534,7 @@ func (a *App) OpenAccount(ctx context.Context, ac config.Account) (*Account, err
 	}
 	acct.Poller = poller.New(acct.Sink, a.Store, poller.Options{
 		MaxRowsPerBatch: cfg.Sync.MaxRowsPerBatch,
+		Layout:          sink.Layout(cfg.Sink.Parquet.Partition),
 		ChunkRows:       cfg.Sync.ChunkRows,
 		SpoolDir:        cfg.Sync.SpoolDir,
 		SafetyLag:       cfg.Sync.SafetyLag.D(),
@@ -1327,4 +1328,15 @@ func (a *App) SetOwned(names []string) {
 func processUserAgent() string {
 	host, _ := os.Hostname()
 	return fmt.Sprintf("%s (%s; pid %d)", forms.DefaultUserAgent, host, os.Getpid())
+}
+
+// sinkDefaultLayout is the layout the Parquet sink writes a batch that
+// names none in (sink.Batch.Layout): the configured one, or day, the
+// default of the versions before each table chose its own. Every batch
+// the engine commits names its table's.
+func sinkDefaultLayout(cfg *config.Config) parquetsink.Layout {
+	if l := cfg.Sink.Parquet.Partition; l != "" && l != sink.LayoutAuto {
+		return parquetsink.Layout(l)
+	}
+	return parquetsink.LayoutDay
 }

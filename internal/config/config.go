@@ -180,9 +180,12 @@ type ParquetSink struct {
 	Path         string `yaml:"path"`
 	Compression  string `yaml:"compression"`
 	RowGroupRows int    `yaml:"row_group_rows"`
-	// Partition is the Hive folder layout of a table: day
-	// (submission_date=YYYY-MM-DD, the default), month
-	// (submission_month=YYYY-MM) or none (files in the table's folder).
+	// Partition is the Hive folder layout of a new table: auto (the
+	// default: chosen once per table, at its first batch, from its
+	// density), none (files in the table's folder), year
+	// (submission_year=YYYY), month (submission_month=YYYY-MM) or day
+	// (submission_date=YYYY-MM-DD). A table keeps the layout it was first
+	// written with; the state records it.
 	Partition string `yaml:"partition"`
 }
 
@@ -414,7 +417,7 @@ func Defaults() Config {
 		},
 		Sink: Sink{
 			Type:    "parquet",
-			Parquet: ParquetSink{Path: "./out", Compression: "zstd", RowGroupRows: 65536, Partition: "day"},
+			Parquet: ParquetSink{Path: "./out", Compression: "zstd", RowGroupRows: 65536, Partition: "auto"},
 		},
 		State:  State{Path: "./state/syncd.db", LeaseTTL: Duration(30 * time.Second)},
 		Log:    Log{Level: "info", Format: "auto"},
@@ -993,9 +996,9 @@ func (c *Config) validateRest(bad func(key, msg string) error) error {
 			return bad("sink.parquet.row_group_rows", "must be at least 1")
 		}
 		switch c.Sink.Parquet.Partition {
-		case "day", "month", "none":
+		case "auto", "day", "month", "year", "none":
 		default:
-			return bad("sink.parquet.partition", fmt.Sprintf("%q is not one of day, month, none", c.Sink.Parquet.Partition))
+			return bad("sink.parquet.partition", fmt.Sprintf("%q is not one of auto (the default: each new table's density chooses), none, year, month, day", c.Sink.Parquet.Partition))
 		}
 	case "bigquery":
 		bq := c.Sink.BigQuery

@@ -99,6 +99,7 @@ type AdoptResult struct {
 	Generation int    `json:"generation"` // the stream's generation after
 	Schema     bool   `json:"schema"`     // a pinned schema was taken from the files
 	Windows    int    `json:"windows"`    // committed windows after
+	Layout     string `json:"layout"`     // the layout the table's files show ("": none found)
 }
 
 // Adopt rebuilds a stream's state from what its table holds: the windows
@@ -131,6 +132,14 @@ func (p *Poller) Adopt(ctx context.Context, t AdoptTarget) (AdoptResult, error) 
 	if err != nil {
 		return res, fmt.Errorf("adopt %s: read what table %s holds: %w", t.Stream, t.Table, err)
 	}
+	// The table keeps the layout its files were written with.
+	var layout sink.Layout
+	if lf, ok := p.sink.(sink.LayoutFinder); ok {
+		if layout, err = lf.TableLayout(ctx, t.Table, t.Time); err != nil {
+			return res, fmt.Errorf("adopt %s: %w", t.Stream, err)
+		}
+	}
+	res.Layout = string(layout)
 	type found struct {
 		sink.Held
 		name BatchName
@@ -178,7 +187,7 @@ func (p *Poller) Adopt(ctx context.Context, t AdoptTarget) (AdoptResult, error) 
 				parts = b.Parts
 			}
 			in := state.Intent{BatchID: b.ID, Table: t.Table, Start: window.Start, End: window.End, Parts: parts, Attempt: b.Attempt,
-				Reconcile: b.name.Reconcile != 0, CreatedAt: p.opts.Now().UTC()}
+				Layout: string(layout), Reconcile: b.name.Reconcile != 0, CreatedAt: p.opts.Now().UTC()}
 			if b.name.Reconcile != 0 {
 				in.CreatedAt = time.UnixMilli(b.name.Reconcile).UTC()
 			}
@@ -216,7 +225,7 @@ func (p *Poller) Adopt(ctx context.Context, t AdoptTarget) (AdoptResult, error) 
 			res.Known++
 			continue
 		}
-		c := state.Commit{BatchID: b.ID, Window: window, Rows: int(b.Rows), Generation: gen}
+		c := state.Commit{BatchID: b.ID, Window: window, Rows: int(b.Rows), Generation: gen, Layout: string(layout)}
 		if err := p.store.Commit(ctx, t.Stream, c); err != nil {
 			return res, fmt.Errorf("adopt %s: commit batch %s found in the output: %w", t.Stream, b.ID, err)
 		}

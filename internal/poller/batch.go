@@ -35,7 +35,7 @@ func (f *streamRun) processWindow(ctx context.Context, w window) error {
 	// An open batch of an earlier run keeps the files its intent names
 	// until this attempt names its own: a stop in between must not leave an
 	// intent that names fewer files than are (partly) in the sink.
-	intent := state.Intent{BatchID: b.ID, Table: b.Table, Start: w.start, End: w.end, Parts: w.parts, Attempt: w.attempt, CreatedAt: f.p.opts.Now().UTC()}
+	intent := state.Intent{BatchID: b.ID, Table: b.Table, Start: w.start, End: w.end, Parts: w.parts, Attempt: w.attempt, Layout: string(b.Layout), CreatedAt: f.p.opts.Now().UTC()}
 	if err := f.p.store.RecordIntent(ctx, f.key, intent); err != nil {
 		return fmt.Errorf("record intent of batch %s: %w", b.ID, err)
 	}
@@ -71,7 +71,7 @@ func (f *streamRun) commitBatch(ctx context.Context, w window, b sink.Batch, int
 		return err
 	}
 	lin := table.Lineage{BatchID: b.ID, SyncedAt: f.p.opts.Now().UTC()}
-	rows := newRows(base, lin, b.TimeColumn, f.p.opts.Allocator, f.p.opts.ChunkRows, f.p.opts.SpoolDir, f.p.partOf)
+	rows := newRows(base, lin, b.TimeColumn, f.p.opts.Allocator, f.p.opts.ChunkRows, f.p.opts.SpoolDir, f.partOf())
 	rows.indexHint = min(Window{Count: w.count, AtMost: w.atMost}.SizeHint(), f.p.opts.MaxRowsPerBatch)
 	defer rows.release(f)
 	if err := fill(rows); err != nil {
@@ -91,7 +91,7 @@ func (f *streamRun) commitBatch(ctx context.Context, w window, b sink.Batch, int
 	}
 
 	n := rows.rows()
-	commit := state.Commit{BatchID: b.ID, Window: state.Interval{Start: w.start, End: w.end}, Rows: int(n)}
+	commit := state.Commit{BatchID: b.ID, Window: state.Interval{Start: w.start, End: w.end}, Rows: int(n), Layout: string(b.Layout)}
 	extra(&intent, &commit, rows)
 	pt, parted := f.p.sink.(sink.Partitioner)
 	if n > 0 && (parted || intent.Index != nil || b.Schema != nil) {

@@ -137,22 +137,30 @@ type PlannedWindow struct {
 
 // Plan cuts gaps of one stream into the windows a pass would fetch, the
 // way a pass plans them, reading only: it makes the requests planning makes
-// and writes nothing. partStart is the sink's (sink.Partitioner), nil for a
-// sink without partitions. It is what `--dry-run` prints.
-func Plan(ctx context.Context, s Stream, opts Options, partStart func(time.Time) time.Time, gaps []state.Interval) ([]PlannedWindow, error) {
+// and writes nothing. parted says the sink writes a file per partition (a
+// sink.Partitioner), in layout, the table's ("": a new table's, chosen as
+// its first pass would choose it, or opts.Layout). It returns the windows
+// and that layout. It is what `--dry-run` prints.
+func Plan(ctx context.Context, s Stream, opts Options, parted bool, layout sink.Layout, gaps []state.Interval) ([]PlannedWindow, sink.Layout, error) {
 	opts.setDefaults()
-	p := &Poller{opts: opts, partStart: partStart, draining: make(chan struct{})}
+	p := &Poller{opts: opts, parted: parted, draining: make(chan struct{})}
+	f := &streamRun{p: p, s: s, key: s.Key(), table: s.Table(), log: opts.Logger}
+	if layout == "" {
+		layout = opts.Layout
+	}
+	f.layout = layout
 	var out []PlannedWindow
 	for _, g := range gaps {
-		err := p.plan(ctx, s, g, func(w Window) error {
+		err := p.plan(ctx, s, g, f.cutter(), func(w Window) error {
+			f.noteWindow(w)
 			out = append(out, PlannedWindow{Start: w.Start, End: w.End, Rows: w.Count, FirstRead: w.First != nil, Empty: w.Empty})
 			return nil
 		})
 		if err != nil {
-			return out, err
+			return out, f.currentLayout(), err
 		}
 	}
-	return out, nil
+	return out, f.currentLayout(), nil
 }
 
 // PagesFor is the requests that reading a window of rows takes with pages

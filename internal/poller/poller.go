@@ -58,6 +58,15 @@ type Options struct {
 	// while its batch waits for a Gate slot: a first sync of many
 	// accounts then grew by about 3 MB per account, whatever Gate allowed.
 	PlanGate *semaphore.Weighted
+	// Layout is the partition layout of a new table (a sink.Partitioner's):
+	// "" (or sink.LayoutAuto) lets each table's density choose its own at
+	// its first batch (sink.ChooseLayout, for partitions of LayoutTarget
+	// rows: default MaxRowsPerBatch, a full batch); a layout applies to
+	// every new table. A table keeps the layout it was first written with
+	// (state.FormState.Layout); one that another layout is asked of is
+	// refused (LayoutError).
+	Layout       sink.Layout
+	LayoutTarget int
 	// Locks keep two passes of one stream apart. Pollers that share them
 	// never run a stream twice at once: a reload opens a changed account
 	// (and its poller) again while the one it replaces may still be in a
@@ -109,6 +118,12 @@ func (o *Options) setDefaults() {
 	if o.Locks == nil {
 		o.Locks = NewStreamLocks()
 	}
+	if o.Layout == sink.LayoutAuto {
+		o.Layout = ""
+	}
+	if o.LayoutTarget <= 0 {
+		o.LayoutTarget = o.MaxRowsPerBatch
+	}
 }
 
 // Job is one form to sync, as the configuration names it (the app makes
@@ -129,10 +144,10 @@ type Poller struct {
 	sink  sink.Sink
 	store state.Store
 	opts  Options
-	// partOf and partStart are the sink's partitions (a sink.Partitioner);
-	// nil for a sink that takes a batch as one unit.
-	partOf    func(time.Time) string
-	partStart func(time.Time) time.Time
+	// parted: the sink writes a file per partition (a sink.Partitioner),
+	// in each table's layout; false for a sink that takes a batch as one
+	// unit.
+	parted bool
 
 	mu          sync.Mutex
 	loggedTypes map[string]bool // "form/type" of unknown types already logged
@@ -157,9 +172,7 @@ func New(snk sink.Sink, store state.Store, opts Options) *Poller {
 		draining:    make(chan struct{}),
 		streamSlot:  make(chan struct{}, 1),
 	}
-	if pt, ok := snk.(sink.Partitioner); ok {
-		p.partOf, p.partStart = pt.PartitionOf, pt.PartitionStart
-	}
+	_, p.parted = snk.(sink.Partitioner)
 	return p
 }
 

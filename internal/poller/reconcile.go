@@ -233,7 +233,7 @@ func (f *streamRun) reconcileWindow(ctx context.Context, w window, passStart tim
 	b := f.batchFor(w)
 	idx := changes.Index
 	counts := &state.ReconcileCounts{Versions: len(idx.Put), Tombstones: len(idx.Gone)}
-	intent := state.Intent{BatchID: b.ID, Table: b.Table, Start: w.start, End: w.end, Parts: w.parts, Attempt: w.attempt, CreatedAt: w.seen, Reconcile: true, Index: &idx, Counts: counts}
+	intent := state.Intent{BatchID: b.ID, Table: b.Table, Start: w.start, End: w.end, Parts: w.parts, Attempt: w.attempt, Layout: string(b.Layout), CreatedAt: w.seen, Reconcile: true, Index: &idx, Counts: counts}
 	if err := f.p.store.RecordIntent(ctx, f.key, intent); err != nil {
 		return fmt.Errorf("record intent of reconcile batch %s: %w", b.ID, err)
 	}

@@ -346,7 +346,7 @@ func (r *Rows) commitParts(ctx context.Context, f *streamRun, pt sink.Partitione
 					if len(r.chunkKeys[i]) == 1 {
 						return fn(rec) // the chunk is this partition's alone
 					}
-					return eachRun(rec, timeCol[0], key, f.p.partOf, fn)
+					return eachRun(rec, timeCol[0], key, f.partOf(), fn)
 				})
 				if err != nil {
 					return err

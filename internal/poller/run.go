@@ -67,6 +67,10 @@ type streamRun struct {
 	pinned      table.Schema
 	metaFetched bool
 
+	// layout is the table's partition layout (resolveLayout, decideLayout).
+	layoutMu sync.Mutex
+	layout   sink.Layout
+
 	// interrupted: Drain stopped planning before the range was done.
 	interrupted atomic.Bool
 	// What reconciles did in this pass.
@@ -120,6 +124,9 @@ func (f *streamRun) prepare(ctx context.Context) (state.FormState, error) {
 		return st, err
 	}
 	f.gen = st.Generation
+	if err := f.resolveLayout(ctx, st); err != nil {
+		return st, err
+	}
 	redo, err := f.recoverIntents(ctx, st)
 	if err != nil {
 		return st, err
@@ -234,6 +241,7 @@ func (f *streamRun) execute(ctx context.Context, from, to time.Time, concurrency
 		if pw.Empty {
 			return f.commitEmpty(ctx, pw.Start, pw.End)
 		}
+		f.noteWindow(pw)
 		select {
 		case windows <- window{start: pw.Start, end: pw.End, count: pw.Count, atMost: pw.AtMost, first: pw.First, planSlot: carry}:
 			if carry {
@@ -254,7 +262,7 @@ func (f *streamRun) execute(ctx context.Context, from, to time.Time, concurrency
 			}
 			held = true
 		}
-		err := f.p.plan(ctx, f.s, g, emit)
+		err := f.p.plan(ctx, f.s, g, f.cutter(), emit)
 		letGo()
 		if err != nil {
 			if errors.Is(err, errDraining) {
@@ -342,7 +350,7 @@ func (p *Poller) recoverIntents(ctx context.Context, st state.FormState, log *za
 		}
 		// The commit applies the index change the intent recorded, and pins
 		// the columns the batch's files hold.
-		c := state.Commit{BatchID: id, Window: state.Interval{Start: in.Start, End: in.End}, Rows: in.Rows}
+		c := state.Commit{BatchID: id, Window: state.Interval{Start: in.Start, End: in.End}, Rows: in.Rows, Layout: in.Layout}
 		if len(in.Schema) > 0 {
 			cur, gerr := p.store.Get(ctx, st.FormID)
 			if gerr != nil {
@@ -381,6 +389,12 @@ func (f *streamRun) batchFor(w window) sink.Batch {
 		}
 	}
 	cols := f.s.Columns()
+	layout := f.currentLayout()
+	if f.p.parted && layout == "" {
+		// A batch no planning chose for (a reconcile of a table that
+		// never had a batch): its own window chooses.
+		layout = f.decideLayout(w.start, w.end, max(w.count, w.atMost))
+	}
 	b := sink.Batch{
 		ID:            id,
 		FormID:        f.key,
@@ -393,6 +407,7 @@ func (f *streamRun) batchFor(w window) sink.Batch {
 		Required:      cols.Required,
 		Parts:         w.parts,
 		Attempt:       w.attempt,
+		Layout:        layout,
 	}
 	if d, ok := f.s.(Describer); ok {
 		b.Description = d.Description()
@@ -408,17 +423,29 @@ func (f *streamRun) commitEmpty(ctx context.Context, start, end time.Time) error
 	if err := f.p.checkHorizon(f.key, end); err != nil {
 		return err
 	}
-	if err := f.p.store.Commit(ctx, f.key, state.Commit{Window: state.Interval{Start: start, End: end}}); err != nil {
+	if err := f.p.store.Commit(ctx, f.key, state.Commit{Window: state.Interval{Start: start, End: end}, Layout: string(f.currentLayout())}); err != nil {
 		return fmt.Errorf("record empty range of form %s: %w", f.key, err)
 	}
 	return nil
 }
 
+// cutter is what the stream's windows are cut with: the batch bound, and
+// a split at the start of the table's partitions, whose layout a new
+// table chooses at its first split, from the gap's count and first record.
+func (f *streamRun) cutter() Cutter {
+	return Cutter{MaxRows: f.p.opts.MaxRowsPerBatch, Split: func(a, lo, b time.Time, total int, count func(t time.Time) (int, error)) (time.Time, int, error) {
+		l := f.currentLayout()
+		if l == "" {
+			l = f.decideLayout(lo, b, total)
+		}
+		return f.p.split(l, a, lo, b, total, count)
+	}}
+}
+
 // plan cuts the gap into the windows of the stream: its own Planner's, or
 // by its counts. A stream that can neither plan nor count is read as one
 // window per gap.
-func (p *Poller) plan(ctx context.Context, s Stream, gap state.Interval, emit func(Window) error) error {
-	cut := Cutter{MaxRows: p.opts.MaxRowsPerBatch, Split: p.split}
+func (p *Poller) plan(ctx context.Context, s Stream, gap state.Interval, cut Cutter, emit func(Window) error) error {
 	if pl, ok := s.(Planner); ok {
 		return pl.Plan(ctx, gap, cut, emit)
 	}
@@ -451,10 +478,10 @@ func (p *Poller) plan(ctx context.Context, s Stream, gap state.Interval, emit fu
 // MaxRowsPerBatch records, none before lo: an instant whose window [a, t)
 // counts (with count) between half and all of a batch, found by
 // interpolating on counts (records are seldom spread evenly), then moved
-// back to the start of its partition when that is still inside the
-// window (the window's count is then -1, unknown). A single millisecond
-// holding more than a batch is taken whole.
-func (p *Poller) split(a, lo, b time.Time, total int, count func(t time.Time) (int, error)) (time.Time, int, error) {
+// back to the start of its partition in layout ("": none) when that is
+// still inside the window (the window's count is then -1, unknown). A
+// single millisecond holding more than a batch is taken whole.
+func (p *Poller) split(layout sink.Layout, a, lo, b time.Time, total int, count func(t time.Time) (int, error)) (time.Time, int, error) {
 	maxRows := p.opts.MaxRowsPerBatch
 	target := max(maxRows*9/10, 1)
 	loN, hi, hiN := 0, b, total
@@ -486,8 +513,8 @@ func (p *Poller) split(a, lo, b time.Time, total int, count func(t time.Time) (i
 			lo, loN = t, n
 		}
 	}
-	if p.partStart != nil {
-		if s := floorMS(p.partStart(lo)); s.After(a) && s.Before(lo) {
+	if layout != "" && layout != sink.LayoutNone {
+		if s := floorMS(layout.PartitionStart(lo)); s.After(a) && s.Before(lo) {
 			return s, -1, nil
 		}
 	}

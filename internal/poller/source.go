@@ -49,6 +49,10 @@ type Window struct {
 	// First is what planning already read of the window (the source's own
 	// value, handed back to its Read); nil when nothing.
 	First any
+	// Since is the time of the window's first record, when planning saw
+	// it (zero: unknown): with Count, it is what a new table's layout is
+	// chosen from (sink.ChooseLayout).
+	Since time.Time
 }
 
 // SizeHint is about how many records w holds, to size memory up front:

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/syncd-dev/syncd/internal/sink"
 )
 
 func ts(s string) time.Time {
@@ -111,8 +113,9 @@ func TestSplitBoundsUnknownCounts(t *testing.T) {
 			unknown := 0
 			for _, partitioned := range []bool{false, true} {
 				p := &Poller{opts: Options{MaxRowsPerBatch: maxRows}}
+				layout := sink.Layout("")
 				if partitioned {
-					p.partStart = dayStart
+					layout = sink.LayoutDay
 				}
 				b := tc.times[len(tc.times)-1].Add(time.Millisecond)
 				for from := a; from.Before(b); {
@@ -120,7 +123,7 @@ func TestSplitBoundsUnknownCounts(t *testing.T) {
 					if total <= maxRows {
 						break
 					}
-					end, n, err := p.split(from, from, b, total, func(x time.Time) (int, error) { return count(from, x), nil })
+					end, n, err := p.split(layout, from, from, b, total, func(x time.Time) (int, error) { return count(from, x), nil })
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -23,6 +23,10 @@ type Batch struct {
 	SchemaFingerprint string    // of the pinned table schema the record was built with
 	// TimeColumn is the column the window and the partitions follow.
 	TimeColumn string
+	// Layout is the table's partition layout (a Partitioner's), recorded
+	// in the state when the table was first written; "" is the sink's
+	// own default.
+	Layout Layout
 	// KeyColumn and VersionColumn name a record and order its versions,
 	// for the latest view (see LatestQuery); empty: the table keeps no
 	// versions.
@@ -103,16 +107,11 @@ type Part struct {
 }
 
 // Partitioner is a capability a Sink may have: it writes one file per
-// partition of the time column, so the poller hands it a batch cut into
-// parts. Its Commit of a whole record splits the record itself.
+// partition of the time column, in the batch's Layout, so the poller hands
+// it a batch cut into parts (Batch.Layout's PartitionOf names them) and
+// cuts windows at partition starts, so that a pass writes one file per
+// partition. Its Commit of a whole record splits the record itself.
 type Partitioner interface {
-	// PartitionOf names the partition of a row whose time is t ("" for a
-	// sink that keeps one folder per table).
-	PartitionOf(t time.Time) string
-	// PartitionStart is the first instant of the partition holding t (the
-	// zero time for a sink without partitions): windows are cut there, so
-	// that a pass writes one file per partition.
-	PartitionStart(t time.Time) time.Time
 	// CommitParts writes each part as one file of batch b, in the order of
 	// b.Parts (which lists every part's key), each visible whole or not at
 	// all; a file already in place is kept, so a replay adds nothing. The

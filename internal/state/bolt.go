@@ -884,7 +884,7 @@ func (b *Bolt) BeginRefresh(ctx context.Context, formID string, r Refresh) error
 // FinishRefresh resets the form and clears its refresh mark in one
 // transaction.
 func (b *Bolt) FinishRefresh(ctx context.Context, formID string) error {
-	if err := b.updateTx(ctx, formID, resetChange, resetIndex, true); err != nil {
+	if err := b.updateTx(ctx, formID, finishRefreshChange, resetIndex, true); err != nil {
 		return fmt.Errorf("finish refresh of form %s: %w", formID, err)
 	}
 	return nil

@@ -30,6 +30,17 @@ func intentChange(formID string, in Intent) (change, error) {
 		return nil, fmt.Errorf("record intent %s for form %s: negative row count %d", in.BatchID, formID, in.Rows)
 	}
 	return func(st *FormState, now time.Time) error {
+		if in.Layout != "" {
+			// The table's layout is recorded with its first intent, before
+			// any of its files is written, and never changes under them.
+			switch st.Layout {
+			case "":
+				st.Layout = in.Layout
+			case in.Layout:
+			default:
+				return fmt.Errorf("record intent %s for form %s: its files would be partitioned by %s, but the table's are by %s", in.BatchID, formID, in.Layout, st.Layout)
+			}
+		}
 		if in.CreatedAt.IsZero() {
 			in.CreatedAt = now
 		}
@@ -73,6 +84,9 @@ func commitChange(formID string, c Commit) (change, error) {
 		}
 		st.Committed = st.Committed.Add(w)
 		st.Rows += int64(c.Rows)
+		if st.Layout == "" {
+			st.Layout = c.Layout
+		}
 		if !c.IndexFrom.IsZero() {
 			st.IndexedFrom = Normalize(c.IndexFrom)
 		}
@@ -146,8 +160,16 @@ func errorChange(msg string) change {
 }
 
 // resetChange forgets everything a sync of the form built up and moves it
-// to the next generation (see FormState.Generation).
+// to the next generation (see FormState.Generation). The table's layout
+// stays: its files stay, and the rows fetched again join them.
 func resetChange(st *FormState, now time.Time) error {
+	*st = FormState{FormID: st.FormID, Generation: st.Generation + 1, UpdatedAt: now, Layout: st.Layout}
+	return nil
+}
+
+// finishRefreshChange is resetChange once the table's output is gone: the
+// table written again chooses its layout again.
+func finishRefreshChange(st *FormState, now time.Time) error {
 	*st = FormState{FormID: st.FormID, Generation: st.Generation + 1, UpdatedAt: now}
 	return nil
 }

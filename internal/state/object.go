@@ -440,7 +440,7 @@ func (o *Object) BeginRefresh(ctx context.Context, formID string, r Refresh) err
 // FinishRefresh resets the form and clears its refresh mark in one
 // transaction.
 func (o *Object) FinishRefresh(ctx context.Context, formID string) error {
-	if err := o.updateWith(ctx, formID, resetChange, resetObjIndex, true); err != nil {
+	if err := o.updateWith(ctx, formID, finishRefreshChange, resetObjIndex, true); err != nil {
 		return fmt.Errorf("finish refresh of form %s: %w", formID, err)
 	}
 	return nil

@@ -32,6 +32,10 @@ type Intent struct {
 	Parts []string `json:"parts,omitempty"`
 	// Attempt names the attempt that writes those files (sink.Batch.Attempt).
 	Attempt string `json:"attempt,omitempty"`
+	// Layout is the partition layout of the table's files (sink.Layout):
+	// the first intent that names one records it as the form's (Layout),
+	// before any file is written, and one that names another is refused.
+	Layout string `json:"layout,omitempty"`
 	// Schema is the table schema the batch's rows were built with, once
 	// they are (the source's, as Commit.Schema): a batch found in the sink
 	// after a stop is committed with it, so the pin never misses the
@@ -58,15 +62,23 @@ type ReconcileCounts struct {
 
 // FormState is everything the store keeps about one form.
 type FormState struct {
-	FormID      string            `json:"form_id"`
-	Committed   Intervals         `json:"committed"`
-	Intents     map[string]Intent `json:"intents,omitempty"`
-	Schema      json.RawMessage   `json:"schema,omitempty"` // owned by the schema package
-	Rows        int64             `json:"rows"`
-	Batches     int64             `json:"batches"`
-	LastSuccess time.Time         `json:"last_success,omitempty"`
-	LastError   string            `json:"last_error,omitempty"` // cleared by the next Commit
-	UpdatedAt   time.Time         `json:"updated_at"`
+	FormID    string            `json:"form_id"`
+	Committed Intervals         `json:"committed"`
+	Intents   map[string]Intent `json:"intents,omitempty"`
+	Schema    json.RawMessage   `json:"schema,omitempty"` // owned by the schema package
+	// Layout is how the table's files are partitioned (sink.Layout: none,
+	// year, month, day), chosen once, by the table's first batch, from its
+	// density or the config, and kept for the table's life (a reset keeps
+	// it; a refresh, which removes the files, forgets it). Empty: not
+	// chosen yet, or a table written before layouts were recorded, which
+	// the engine records from its files (day, the default then) at its
+	// next commit.
+	Layout      string    `json:"layout,omitempty"`
+	Rows        int64     `json:"rows"`
+	Batches     int64     `json:"batches"`
+	LastSuccess time.Time `json:"last_success,omitempty"`
+	LastError   string    `json:"last_error,omitempty"` // cleared by the next Commit
+	UpdatedAt   time.Time `json:"updated_at"`
 	// Generation counts the times the form was reset or refreshed. Batch
 	// ids carry it (after the first), so a re-sync's batches never pass
 	// for the earlier ones a sink still remembers (BigQuery keeps job ids).
@@ -128,6 +140,9 @@ type Commit struct {
 	// later: a state rebuilt from the output (adopt) takes the generation
 	// of the batches it finds.
 	Generation int
+	// Layout records FormState.Layout when none is recorded yet (a table
+	// written before layouts were recorded, or rebuilt from its output).
+	Layout string
 }
 
 // Store is the durable record of every form's progress. Every method that

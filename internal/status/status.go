@@ -139,6 +139,11 @@ type Form struct {
 	// PinnedSchema is the schema the output holds; only /status?schema=1
 	// carries it (for `syncd schema` beside a running daemon).
 	PinnedSchema json.RawMessage `json:"pinned_schema,omitempty"`
+	// Layout is how the table's files are partitioned (none, year, month,
+	// day), as the state records it; "" while a new table has chosen none,
+	// or for a table written before layouts were recorded (its next pass
+	// records the one its files have).
+	Layout string `json:"layout"`
 }
 
 type Window struct {
@@ -184,7 +189,7 @@ func Of(where string, list []state.FormState, now time.Time, withSchema bool) Vi
 	for _, st := range list {
 		f := Form{
 			FormID: st.FormID, Rows: st.Rows, Batches: st.Batches, LastSuccess: TimePtr(st.LastSuccess),
-			UpdatedAt: TimePtr(st.UpdatedAt), Generation: st.Generation, LastError: st.LastError,
+			UpdatedAt: TimePtr(st.UpdatedAt), Generation: st.Generation, LastError: st.LastError, Layout: st.Layout,
 			Committed: make([]Window, 0, len(st.Committed)), OpenBatches: make([]OpenBatch, 0, len(st.Intents)),
 		}
 		for _, iv := range st.Committed {

@@ -262,7 +262,7 @@ func judge(id string, footers []fileFooter, layout Layout) (sink.Held, []fileFoo
 // partition, which is what every batch of those versions was (windows were
 // cut at partitions). A batch of them that spans partitions is reported
 // incomplete: no file of it can tell whether another is missing.
-func wholeAttempt(fs []fileFooter, layout Layout) []string {
+func wholeAttempt(fs []fileFooter, _ Layout) []string {
 	have := map[string]bool{}
 	for _, f := range fs {
 		have[f.part] = true
@@ -276,6 +276,9 @@ func wholeAttempt(fs []fileFooter, layout Layout) []string {
 	if all == nil {
 		f := fs[0]
 		end := f.windowEnd.Add(-time.Microsecond)
+		// Those versions had one layout per sink, not per table: the
+		// file's own partition name tells which.
+		layout := partLayout(f.part)
 		if len(fs) != 1 || layout.PartitionOf(f.windowStart) != f.part || layout.PartitionOf(end) != f.part {
 			return nil
 		}

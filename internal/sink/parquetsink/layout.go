@@ -14,71 +14,38 @@ import (
 )
 
 // Layout is how a table's files are partitioned into Hive folders by the
-// time column: one folder per UTC day (the default), per UTC month, or
+// time column (sink.Layout): one folder per UTC day, month or year, or
 // none (every file in the table's folder).
-type Layout string
+type Layout sink.Layout
 
 // The layouts.
 const (
-	LayoutDay   Layout = "day"   // <table>/submission_date=YYYY-MM-DD/<batch id>.parquet
-	LayoutMonth Layout = "month" // <table>/submission_month=YYYY-MM/<batch id>.parquet
-	LayoutNone  Layout = "none"  // <table>/<batch id>.parquet
+	LayoutDay   = Layout(sink.LayoutDay)   // <table>/submission_date=YYYY-MM-DD/<batch id>.parquet
+	LayoutMonth = Layout(sink.LayoutMonth) // <table>/submission_month=YYYY-MM/<batch id>.parquet
+	LayoutYear  = Layout(sink.LayoutYear)  // <table>/submission_year=YYYY/<batch id>.parquet
+	LayoutNone  = Layout(sink.LayoutNone)  // <table>/<batch id>.parquet
 )
 
 // PartitionKey is the day folder key of a form's table, for readers'
 // hive_partitioning.
 const PartitionKey = "submission_date"
 
-// ParseLayout accepts day, month or none; "" is day.
+// ParseLayout accepts day, month, year or none; "" is day, the layout of
+// every table written before layouts were chosen per table.
 func ParseLayout(s string) (Layout, error) {
-	switch Layout(s) {
-	case "", LayoutDay:
+	if s == "" {
 		return LayoutDay, nil
-	case LayoutMonth, LayoutNone:
-		return Layout(s), nil
 	}
-	return "", fmt.Errorf("partition %q is not one of day, month, none", s)
+	l, err := sink.ParseLayout(s)
+	return Layout(l), err
 }
 
 // PartitionOf names the partition of a row whose time is t.
-func (l Layout) PartitionOf(t time.Time) string {
-	if l == LayoutNone {
-		return ""
-	}
-	t = t.UTC()
-	// Written by hand: the engine names the partition of every row it
-	// gathers and commits, and time.Format's layout parsing was 1.5% of a
-	// backfill's CPU. Years outside 0-9999 keep Format's spelling.
-	y, m, d := t.Date()
-	if y < 0 || y > 9999 {
-		if l == LayoutMonth {
-			return t.Format("2006-01")
-		}
-		return t.Format(time.DateOnly)
-	}
-	b := [10]byte{
-		byte('0' + y/1000), byte('0' + y/100%10), byte('0' + y/10%10), byte('0' + y%10), '-',
-		byte('0' + int(m)/10), byte('0' + int(m)%10), '-',
-		byte('0' + d/10), byte('0' + d%10),
-	}
-	if l == LayoutMonth {
-		return string(b[:7])
-	}
-	return string(b[:])
-}
+func (l Layout) PartitionOf(t time.Time) string { return sink.Layout(l).PartitionOf(t) }
 
 // PartitionStart is the first instant of the partition holding t; the
 // zero time for none.
-func (l Layout) PartitionStart(t time.Time) time.Time {
-	t = t.UTC()
-	switch l {
-	case LayoutMonth:
-		return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
-	case LayoutNone:
-		return time.Time{}
-	}
-	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
-}
+func (l Layout) PartitionStart(t time.Time) time.Time { return sink.Layout(l).PartitionStart(t) }
 
 // Prefix is the first word of a table's partition folders: the time
 // column's name without a leading "_" or a trailing "_time" or "_at"
@@ -97,6 +64,8 @@ func Prefix(timeColumn string) string {
 // key is the folder's key= prefix for a time column's prefix; "" for none.
 func (l Layout) key(prefix string) string {
 	switch l {
+	case LayoutYear:
+		return prefix + "_year"
 	case LayoutMonth:
 		return prefix + "_month"
 	case LayoutNone:
@@ -121,30 +90,61 @@ func (l Layout) RelPath(table, prefix, part, id string) string {
 	return path.Join(table, l.Dir(prefix, part), id+".parquet")
 }
 
+// found is the layout of a table whose folder holds the entry name; ""
+// when the entry tells nothing (a hidden file, another folder).
+func found(prefix, name string) Layout {
+	for _, l := range []Layout{LayoutDay, LayoutMonth, LayoutYear} {
+		if strings.HasPrefix(name, l.key(prefix)+"=") {
+			return l
+		}
+	}
+	if strings.HasSuffix(name, ".parquet") && !strings.HasPrefix(name, ".") {
+		return LayoutNone
+	}
+	return ""
+}
+
+// layoutOf is the layout of the table whose folder holds entries; "" when
+// they tell none.
+func layoutOf(prefix string, entries []string) Layout {
+	for _, name := range entries {
+		if l := found(prefix, name); l != "" {
+			return l
+		}
+	}
+	return ""
+}
+
+// partLayout is the layout whose partitions are named like part.
+func partLayout(part string) Layout {
+	switch len(part) {
+	case 0:
+		return LayoutNone
+	case len("2006"):
+		return LayoutYear
+	case len("2006-01"):
+		return LayoutMonth
+	}
+	return LayoutDay
+}
+
 // CheckTable refuses a table whose folder (its entries' names) was written
 // with another layout: readers' hive_partitioning needs one layout per table.
 func (l Layout) CheckTable(table, prefix string, entries []string) error {
 	for _, name := range entries {
-		var found Layout
-		switch {
-		case strings.HasPrefix(name, LayoutDay.key(prefix)+"="):
-			found = LayoutDay
-		case strings.HasPrefix(name, LayoutMonth.key(prefix)+"="):
-			found = LayoutMonth
-		case strings.HasSuffix(name, ".parquet") && !strings.HasPrefix(name, "."):
-			found = LayoutNone
-		default:
+		f := found(prefix, name)
+		if f == "" || f == l {
 			continue
 		}
-		if found != l {
-			return fmt.Errorf("table %s is partitioned by %s (sink.parquet.partition: %s) but the config says %s: set it back to %s, or run `syncd refresh --form ID` to rewrite the table with the new layout", table, found.describe(prefix), found, l, found)
-		}
+		return fmt.Errorf("table %s is partitioned by %s but its state or the config says %s: set sink.parquet.partition to %s or auto (each table keeps the layout it was written with), or run `syncd refresh --form ID` to rewrite the table with the new layout", table, f.describe(prefix), l, f)
 	}
 	return nil
 }
 
 func (l Layout) describe(prefix string) string {
 	switch l {
+	case LayoutYear:
+		return "year (" + l.key(prefix) + "=)"
 	case LayoutMonth:
 		return "month (" + l.key(prefix) + "=)"
 	case LayoutNone:

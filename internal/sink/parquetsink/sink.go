@@ -19,7 +19,7 @@ import (
 type Options struct {
 	Root    string        // folder holding one sub-folder per table; created if missing
 	Encode  EncodeOptions // compression and row group size
-	Layout  Layout        // partition folders: day (default), month or none
+	Layout  Layout        // partition folders of a batch that names none (Batch.Layout): day (default), month, year or none
 	Version string        // written to the footer as syncd.version; "" uses the build info
 	Logger  *zap.Logger   // nil logs nothing
 }
@@ -27,7 +27,7 @@ type Options struct {
 // Settings configures a Sink over any Storage (see NewOn).
 type Settings struct {
 	Encode  EncodeOptions // compression and row group size
-	Layout  Layout        // partition folders: day (default), month or none
+	Layout  Layout        // partition folders of a batch that names none (Batch.Layout): day (default), month, year or none
 	Version string        // written to the footer as syncd.version; "" uses the build info
 	Logger  *zap.Logger   // nil logs nothing
 }
@@ -50,7 +50,7 @@ type Sink struct {
 	locks keyedMutex
 
 	checkedMu sync.Mutex
-	checked   map[string]bool // tables whose layout was checked
+	checked   map[string]Layout // tables whose layout was checked, and that layout
 }
 
 var (
@@ -59,6 +59,7 @@ var (
 	_ sink.Purger        = (*Sink)(nil)
 	_ sink.Inventory     = (*Sink)(nil)
 	_ sink.VersionReader = (*Sink)(nil)
+	_ sink.LayoutFinder  = (*Sink)(nil)
 )
 
 // New opens the sink at opts.Root, creating the folder if needed, and
@@ -89,7 +90,7 @@ func NewOn(st Storage, set Settings) (*Sink, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	s := &Sink{st: st, enc: set.Encode, layout: layout, log: log, checked: map[string]bool{}}
+	s := &Sink{st: st, enc: set.Encode, layout: layout, log: log, checked: map[string]Layout{}}
 	if set.Version != "" {
 		s.kv = map[string]string{KeyVersion: set.Version}
 	}
@@ -99,14 +100,35 @@ func NewOn(st Storage, set Settings) (*Sink, error) {
 // Key is where the file of batch b's partition part lives, relative to
 // the storage's root.
 func (s *Sink) Key(b sink.Batch, part string) string {
-	return s.layout.RelPath(b.Table, Prefix(b.TimeColumn), part, b.ID)
+	return s.layoutOf(b).RelPath(b.Table, Prefix(b.TimeColumn), part, b.ID)
 }
 
-// PartitionOf names the partition of a row whose time is t.
+// layoutOf is the layout batch b is written in: its table's, or the
+// sink's default for a batch that names none.
+func (s *Sink) layoutOf(b sink.Batch) Layout {
+	if b.Layout != "" {
+		return Layout(b.Layout)
+	}
+	return s.layout
+}
+
+// PartitionOf names the partition of a row whose time is t, in the sink's
+// default layout (that of a batch that names none).
 func (s *Sink) PartitionOf(t time.Time) string { return s.layout.PartitionOf(t) }
 
-// PartitionStart is the first instant of the partition holding t.
+// PartitionStart is the first instant of the partition holding t, in the
+// sink's default layout.
 func (s *Sink) PartitionStart(t time.Time) time.Time { return s.layout.PartitionStart(t) }
+
+// TableLayout is the layout table's files were written with, from the
+// names in its folder; "" when it holds none (sink.LayoutFinder).
+func (s *Sink) TableLayout(ctx context.Context, table, timeColumn string) (sink.Layout, error) {
+	names, err := s.st.Entries(ctx, table, 100)
+	if err != nil {
+		return "", fmt.Errorf("read the layout of table %s: %w", table, err)
+	}
+	return sink.Layout(layoutOf(Prefix(timeColumn), names)), nil
+}
 
 // Commit writes rec as batch b: one file per partition its rows fall in.
 // A file already in place that b's attempt wrote is kept: the rows are
@@ -125,14 +147,15 @@ func (s *Sink) CommitSized(ctx context.Context, b sink.Batch, rec arrow.Record) 
 	if rec == nil {
 		return 0, fmt.Errorf("commit batch %s: no record", b.ID)
 	}
-	b, parts, err := s.layout.Split(b, rec)
+	layout := s.layoutOf(b)
+	b, parts, err := layout.Split(b, rec)
 	if err != nil {
 		return 0, err
 	}
 	if len(parts) == 0 {
 		// A batch without rows still leaves its mark, so that Committed
 		// and replays agree on it.
-		part := s.layout.PartitionOf(b.WindowStart)
+		part := layout.PartitionOf(b.WindowStart)
 		b.Parts = []string{part}
 		parts = []sink.Part{{Key: part, Records: sink.Records{Schema: rec.Schema(), Each: func(fn func(arrow.Record) error) error { return fn(rec) }}}}
 	}
@@ -177,20 +200,20 @@ func (s *Sink) CommitParts(ctx context.Context, b sink.Batch, parts []sink.Part)
 // checkLayout refuses, once per table and process, a table written with
 // another layout.
 func (s *Sink) checkLayout(ctx context.Context, b sink.Batch) error {
-	table := b.Table
+	table, layout := b.Table, s.layoutOf(b)
 	s.checkedMu.Lock()
 	defer s.checkedMu.Unlock()
-	if s.checked[table] {
+	if l, ok := s.checked[table]; ok && l == layout {
 		return nil
 	}
 	names, err := s.st.Entries(ctx, table, 100)
 	if err != nil {
 		return fmt.Errorf("check the layout of table %s: %w", table, err)
 	}
-	if err := s.layout.CheckTable(table, Prefix(b.TimeColumn), names); err != nil {
+	if err := layout.CheckTable(table, Prefix(b.TimeColumn), names); err != nil {
 		return err
 	}
-	s.checked[table] = true
+	s.checked[table] = layout
 	return nil
 }
 
@@ -251,7 +274,7 @@ func (s *Sink) Committed(ctx context.Context, b sink.Batch) (bool, error) {
 	if err := validate(b); err != nil {
 		return false, err
 	}
-	for _, part := range s.layout.PartsOf(b) {
+	for _, part := range s.layoutOf(b).PartsOf(b) {
 		if err := ctx.Err(); err != nil {
 			return false, fmt.Errorf("check batch %s: %w", b.ID, err)
 		}

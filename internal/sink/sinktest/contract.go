@@ -39,7 +39,7 @@ func testWholeOrNothing(t *testing.T, newSink func(t *testing.T) sink.Sink) {
 		}},
 		{"rows failed part-way", func(t *testing.T, s sink.Sink, b sink.Batch, rec arrow.Record) error {
 			if p, ok := s.(sink.Partitioner); ok {
-				b.Parts = []string{p.PartitionOf(b.WindowStart)}
+				b.Parts = []string{ContractLayout.PartitionOf(b.WindowStart)}
 				_, err := p.CommitParts(context.Background(), b, []sink.Part{failingPart(b.Parts[0], rec)})
 				return err
 			}
@@ -130,7 +130,7 @@ func testStoppedAttempt(t *testing.T, newSink func(t *testing.T) sink.Sink) {
 	defer r2.Release()
 	r3 := Record(b.ID, false, subs("s3", d3, 2)...)
 	defer r3.Release()
-	b.Parts = []string{p.PartitionOf(d1), p.PartitionOf(d2), p.PartitionOf(d3)}
+	b.Parts = []string{ContractLayout.PartitionOf(d1), ContractLayout.PartitionOf(d2), ContractLayout.PartitionOf(d3)}
 	if _, err := p.CommitParts(ctx, b, []sink.Part{part(b.Parts[0], r1), part(b.Parts[1], r2), failingPart(b.Parts[2], r3)}); err == nil {
 		t.Fatal("the stopped attempt succeeded")
 	}

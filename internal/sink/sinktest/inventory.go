@@ -63,9 +63,8 @@ func testInventory(t *testing.T, newSink func(t *testing.T) sink.Sink) {
 	_, partitioned := s.(sink.Partitioner)
 	want := []heldWant{{id: "b1", rows: 3, complete: true}, {id: "b2", rows: 4, complete: true}}
 	if partitioned {
-		p := s.(sink.Partitioner)
-		want[0].parts = []string{p.PartitionOf(d1)}
-		want[1].parts = []string{p.PartitionOf(d1), p.PartitionOf(d2)}
+		want[0].parts = []string{ContractLayout.PartitionOf(d1)}
+		want[1].parts = []string{ContractLayout.PartitionOf(d1), ContractLayout.PartitionOf(d2)}
 		if want[1].parts[0] == want[1].parts[1] {
 			want[1].parts = want[1].parts[:1]
 		}
@@ -100,7 +99,7 @@ func testInventory(t *testing.T, newSink func(t *testing.T) sink.Sink) {
 	days := []time.Time{d1.Add(5 * time.Hour), d2.Add(5 * time.Hour), d3}
 	var recs []sinkRecord
 	for i, d := range days {
-		recs = append(recs, sinkRecord{p.PartitionOf(d), Record("b3", false, subs(fmt.Sprintf("k3-%d", i), d, 2)...)})
+		recs = append(recs, sinkRecord{ContractLayout.PartitionOf(d), Record("b3", false, subs(fmt.Sprintf("k3-%d", i), d, 2)...)})
 	}
 	defer func() {
 		for _, r := range recs {

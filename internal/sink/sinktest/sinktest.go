@@ -113,8 +113,13 @@ func Batch(table, id string, from, to time.Time) sink.Batch {
 		ID: id, FormID: "f1", Table: table, WindowStart: from, WindowEnd: to,
 		SchemaFingerprint: "fp", TimeColumn: TimeColumn, KeyColumn: KeyColumn, VersionColumn: VersionColumn,
 		Attempt: "a1", Schema: []byte(`{"columns":["` + KeyColumn + `"]}`),
+		Layout: ContractLayout,
 	}
 }
+
+// ContractLayout is the layout of the contract's batches: by day, so that
+// a sink that writes files writes one per day the rows fall in.
+const ContractLayout = sink.LayoutDay
 
 // subs are n submissions a minute apart from day on, keys prefix-i, each
 // version a second after its time.

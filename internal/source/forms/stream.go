@@ -233,17 +233,18 @@ func (s *Stream) Plan(ctx context.Context, gap state.Interval, cut poller.Cutter
 		if page.TotalResponses == 0 || len(page.Responses) == 0 {
 			return emit(poller.Window{Start: a, End: b, Empty: true})
 		}
-		if page.TotalResponses <= cut.MaxRows {
-			return emit(poller.Window{Start: a, End: b, Count: page.TotalResponses, First: page})
-		}
 		// Nothing lies before the gap's first submission: a form sparse for
-		// years starts the search where its data does.
+		// years starts the search where its data does, and a new table's
+		// layout follows the span its rows were seen in.
 		lo := a
 		for _, sub := range page.Responses {
 			if t := sub.SubmissionTime.UTC().Truncate(time.Millisecond); !t.Before(a) && t.Before(b) {
 				lo = t
 				break
 			}
+		}
+		if page.TotalResponses <= cut.MaxRows {
+			return emit(poller.Window{Start: a, End: b, Count: page.TotalResponses, First: page, Since: lo})
 		}
 		end, count, err := cut.Split(a, lo, b, page.TotalResponses, func(t time.Time) (int, error) { return s.Count(ctx, a, t) })
 		if err != nil {
