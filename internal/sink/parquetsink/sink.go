@@ -229,7 +229,7 @@ func (s *Sink) commitPart(ctx context.Context, b sink.Batch, p sink.Part) (int64
 		// batch at all: replaced.
 		o := PutOptions{BatchID: b.ID, Attempt: b.Attempt, IfAbsent: !st.Present, IfVersion: st.Version}
 		n, err := s.st.Put(ctx, key, o, func(w io.Writer) (int64, error) {
-			return EncodeRecords(w, p.Records, b, s.kv, s.enc)
+			return EncodePart(w, p.Records, b, p.Key, s.kv, s.enc)
 		})
 		if errors.Is(err, ErrChanged) && try < maxPutTries {
 			// Another writer, or a dead one's commit completed late,
