@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/sink/parquetsink"
 	"github.com/syncd-dev/syncd/internal/state"
 )
@@ -137,7 +138,7 @@ func newRestoreCase(t *testing.T) *restoreCase {
 		t.Fatal(err)
 	}
 	c.sink = &stopSink{Sink: ps}
-	c.opts = Options{SpoolDir: t.TempDir(), Lookback: 30 * 24 * time.Hour, ReconcileEvery: time.Hour, Now: func() time.Time { return c.now }}
+	c.opts = Options{Layout: sink.LayoutDay, SpoolDir: t.TempDir(), Lookback: 30 * 24 * time.Hour, ReconcileEvery: time.Hour, Now: func() time.Time { return c.now }}
 	c.run(func(p *Poller) {
 		if res := p.Sync(ctx, c.src, time.Time{}); res.Err != nil {
 			t.Fatal(res.Err)

@@ -105,7 +105,7 @@ func twoDays(t *testing.T, stopBeforeStale bool) (*Poller, *memStream, *stopSink
 		t.Fatal(err)
 	}
 	snk := &stopSink{Sink: ps, failSecond: true, stopBeforeStale: stopBeforeStale}
-	p := New(snk, openTestStore(t), Options{SpoolDir: t.TempDir(), Now: func() time.Time { return now }})
+	p := New(snk, openTestStore(t), Options{SpoolDir: t.TempDir(), Now: func() time.Time { return now }, Layout: sink.LayoutDay})
 	if res := p.Sync(context.Background(), src, time.Time{}); res.Err == nil {
 		t.Fatal("the first run wrote both files; it should stop after the first")
 	}

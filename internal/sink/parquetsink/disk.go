@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -52,7 +54,8 @@ func openDisk(root string, log *zap.Logger) (*diskStore, error) {
 	}
 	switch fi, err := os.Stat(abs); {
 	case errors.Is(err, fs.ErrNotExist):
-		if err := os.MkdirAll(abs, 0o755); err != nil {
+		// 0777 less the umask, as for every folder the sink makes.
+		if err := os.MkdirAll(abs, 0o777); err != nil {
 			return nil, fmt.Errorf("parquet sink: create folder %s: %w", abs, hint(err))
 		}
 	case err != nil:
@@ -184,7 +187,7 @@ func (d *diskStore) Keep(_ context.Context, key string) error {
 // writeTemp encodes into a new hidden file in dir, syncs and closes it,
 // and returns its path. On error nothing is left behind.
 func (d *diskStore) writeTemp(ctx context.Context, dir, final, id string, write func(io.Writer) (int64, error)) (path string, n int64, err error) {
-	f, err := os.CreateTemp(dir, tempPrefix(id)+"*")
+	f, err := createTemp(dir, tempPrefix(id))
 	if err != nil {
 		return "", 0, fmt.Errorf("create a temporary file in %s: %w", dir, hint(err))
 	}
@@ -213,6 +216,23 @@ func (d *diskStore) writeTemp(ctx context.Context, dir, final, id string, write 
 		return "", 0, fmt.Errorf("write %s: close %s: %w", final, path, hint(err))
 	}
 	return path, n, nil
+}
+
+// createTemp creates a new file in dir named prefix and a random suffix,
+// as os.CreateTemp does, but with mode 0666 less the umask, as os.Create
+// gives: os.CreateTemp's 0600 survives the rename, and a reader running as
+// another user (Spark, Trino, a colleague's DuckDB) was refused the file.
+// The kernel applies the umask, so it is never read (syscall.Umask reads
+// it only by setting it, racing with other goroutines' files).
+func createTemp(dir, prefix string) (*os.File, error) {
+	for try := 0; ; try++ {
+		name := filepath.Join(dir, prefix+strconv.FormatUint(rand.Uint64(), 36))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if errors.Is(err, fs.ErrExist) && try < 100 {
+			continue
+		}
+		return f, err
+	}
 }
 
 // WriteBuffer is the buffer to write an encoded file through: it gathers
@@ -332,7 +352,9 @@ func (d *diskStore) mkdirs(dir string) error {
 			continue
 		}
 		cur = filepath.Join(cur, e)
-		err := os.Mkdir(cur, 0o755)
+		// 0777 less the umask, as os.MkdirAll gives: readers of another
+		// user need to list the partition folders.
+		err := os.Mkdir(cur, 0o777)
 		switch {
 		case err == nil:
 		case errors.Is(err, fs.ErrExist):

@@ -5,12 +5,14 @@
 package parquetsink
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -49,12 +51,33 @@ const (
 	KeyWindowEnd         = "syncd.window_end"
 	KeySchemaFingerprint = "syncd.schema_fingerprint"
 	KeyAttempt           = "syncd.attempt"
-	// KeyParts lists every partition of the batch (Batch.Parts, a JSON
-	// array), so that one file tells whether its batch is whole; KeySchema
-	// is the pinned table schema (Batch.Schema), so that a state can be
-	// rebuilt from the output.
-	KeyParts  = "syncd.parts"
-	KeySchema = "syncd.schema"
+)
+
+// Footer keys of the batch as a whole. They are written into one file of
+// a batch, the file of its first partition (Batch.Parts[0]), which a commit
+// writes first: any attempt that left a file also left that one, unless a
+// later attempt replaced it. Every file repeating them made a batch's
+// footers grow with the square of its partitions, and a 1-row file of a
+// wide form mostly footer (issue 40).
+//
+// KeyPartsZst lists every partition of the batch (Batch.Parts), so that
+// inventory can tell whether the batch is whole; KeySchemaZst is the
+// pinned table schema (Batch.Schema), so that a state can be rebuilt from
+// the output. Both are JSON, zstd-compressed, then base64 (std encoding):
+// a Parquet footer value is a string, and DuckDB shows it as one.
+// KeyPartCount, in the batch's other files, is the number of partitions:
+// it marks them as files of a batch whose list is elsewhere, so that
+// inventory never takes one of them for a file of an older version (which
+// listed nothing) and judges it by that version's rule.
+//
+// KeyParts and KeySchema are the keys of older versions, which wrote both
+// uncompressed into every file; they are still read.
+const (
+	KeyPartsZst  = "syncd.parts.zst"
+	KeySchemaZst = "syncd.schema.zst"
+	KeyPartCount = "syncd.part_count"
+	KeyParts     = "syncd.parts"
+	KeySchema    = "syncd.schema"
 )
 
 // TimeLayout formats the window bounds in the footer: RFC 3339, UTC,
@@ -108,23 +131,25 @@ func (o EncodeOptions) Validate() error {
 // set it, or a file could claim to be a batch it is not.
 func reserved(k string) bool {
 	switch k {
-	case KeyFormID, KeyBatchID, KeyWindowStart, KeyWindowEnd, KeySchemaFingerprint, KeyAttempt, KeyParts, KeySchema:
+	case KeyFormID, KeyBatchID, KeyWindowStart, KeyWindowEnd, KeySchemaFingerprint, KeyAttempt,
+		KeyPartsZst, KeySchemaZst, KeyPartCount, KeyParts, KeySchema:
 		return true
 	}
 	return false
 }
 
-// Encode writes rec as one Parquet file to w and returns the number of bytes
-// written. Row groups hold at most opts.RowGroupRows rows; every column has
-// statistics and is dictionary-encoded unless its values are mostly
-// distinct (dictionaryProps);
-// the Arrow schema is stored so that
-// Arrow readers get the exact types back (timestamps stay µs UTC).
+// Encode writes rec as one Parquet file to w, the whole of batch b, and
+// returns the number of bytes written. Row groups hold at most
+// opts.RowGroupRows rows; every column has statistics (in files of a few
+// rows, see smallFileStats) and is dictionary-encoded unless its values are
+// mostly distinct (dictionaryProps). Arrow readers get the exact types
+// back from the Parquet schema (timestamps stay µs UTC).
 //
 // The footer carries the batch (KeyFormID, KeyBatchID, KeyWindowStart,
-// KeyWindowEnd, KeySchemaFingerprint), KeyVersion, and kv. kv may set
-// KeyVersion; when it does not, the main module's build version is used.
-// kv may not set the batch keys.
+// KeyWindowEnd, KeySchemaFingerprint, KeyAttempt), its partitions and its
+// pinned schema (KeyPartsZst, KeySchemaZst, when b has them), KeyVersion,
+// and kv. kv may set KeyVersion; when it does not, the main module's build
+// version is used. kv may not set the batch keys.
 //
 // Encode does not close w. A non-nil error means the bytes written so far
 // are not a valid file.
@@ -135,6 +160,21 @@ func Encode(w io.Writer, rec arrow.Record, b sink.Batch, kv map[string]string, o
 	return EncodeRecords(w, sink.Records{Schema: rec.Schema(), Rows: rec.NumRows(), Each: func(fn func(arrow.Record) error) error {
 		return fn(rec)
 	}}, b, kv, opts)
+}
+
+// EncodeRecords is Encode of a batch replayed in chunks: chunks are gathered
+// into row groups of up to opts.RowGroupRows rows and rowGroupBytes of Arrow
+// data, so memory holds one row group's chunks, never the whole batch.
+func EncodeRecords(w io.Writer, recs sink.Records, b sink.Batch, kv map[string]string, opts EncodeOptions) (int64, error) {
+	return encodeRecords(w, recs, b, true, kv, opts)
+}
+
+// EncodePart is EncodeRecords of the file of one partition, part, of a
+// batch written as one file per partition (b.Parts). Only the file of the
+// first partition carries the batch's partitions and pinned schema; the
+// others carry their number (KeyPartCount).
+func EncodePart(w io.Writer, recs sink.Records, b sink.Batch, part string, kv map[string]string, opts EncodeOptions) (int64, error) {
+	return encodeRecords(w, recs, b, len(b.Parts) == 0 || part == b.Parts[0], kv, opts)
 }
 
 // rowGroupBytes bounds the Arrow data gathered for one row group: rows of a
@@ -153,10 +193,9 @@ const (
 	smallFileBytes = 4 << 10
 )
 
-// EncodeRecords is Encode of a batch replayed in chunks: chunks are gathered
-// into row groups of up to opts.RowGroupRows rows and rowGroupBytes of Arrow
-// data, so memory holds one row group's chunks, never the whole batch.
-func EncodeRecords(w io.Writer, recs sink.Records, b sink.Batch, kv map[string]string, opts EncodeOptions) (n int64, err error) {
+// encodeRecords is EncodeRecords; first tells whether the file carries the
+// batch's partitions and schema.
+func encodeRecords(w io.Writer, recs sink.Records, b sink.Batch, first bool, kv map[string]string, opts EncodeOptions) (n int64, err error) {
 	if recs.Schema == nil || recs.Each == nil {
 		return 0, errors.New("encode batch " + b.ID + ": no records")
 	}
@@ -174,7 +213,10 @@ func EncodeRecords(w io.Writer, recs sink.Records, b sink.Batch, kv map[string]s
 		}
 	}
 
-	meta := footer(b, kv)
+	meta, err := footer(b, first, kv)
+	if err != nil {
+		return 0, fmt.Errorf("encode batch %s: %w", b.ID, err)
+	}
 	cw := &countingWriter{w: w}
 	// pqarrow panics on some write failures (the magic bytes) and drops
 	// others (closing a row group); the counting writer keeps the first
@@ -207,11 +249,19 @@ func EncodeRecords(w io.Writer, recs sink.Records, b sink.Batch, kv map[string]s
 		plain := only && rows < plainFileRows
 		if plain {
 			props = append(props, parquet.WithDictionaryDefault(false))
+			props = append(props, smallFileStats(recs.Schema)...)
 		}
 		if only && size < smallFileBytes {
 			props = append(props, parquet.WithCompression(compress.Codecs.Uncompressed))
 		}
-		arrowProps := []pqarrow.WriterOption{pqarrow.WithStoreSchema()}
+		// No ARROW:schema: pqarrow reads back the same types from the
+		// Parquet schema alone (timestamps µs UTC, lists, structs, dates;
+		// TestAllTypesReadBack), DuckDB and BigQuery never read it, and
+		// with the columns' descriptions it was 30 KB of a wide form's
+		// 1-row file. What it alone carried, the fields' metadata, no
+		// reader of the files uses (a state rebuilt from the output takes
+		// the pinned schema, KeySchemaZst).
+		var arrowProps []pqarrow.WriterOption
 		if opts.Allocator != nil {
 			props = append(props, parquet.WithAllocator(opts.Allocator))
 			arrowProps = append(arrowProps, pqarrow.WithAllocator(opts.Allocator))
@@ -316,9 +366,10 @@ type orderedKV struct {
 }
 
 // footer merges the batch keys, the version and kv, in sorted key order so
-// that the same batch always encodes to the same bytes.
-func footer(b sink.Batch, kv map[string]string) orderedKV {
-	m := make(map[string]string, len(kv)+6)
+// that the same batch always encodes to the same bytes. first: the file
+// carries the batch's partitions and schema (see KeyPartsZst).
+func footer(b sink.Batch, first bool, kv map[string]string) (orderedKV, error) {
+	m := make(map[string]string, len(kv)+8)
 	for k, v := range kv {
 		m[k] = v
 	}
@@ -333,20 +384,96 @@ func footer(b sink.Batch, kv map[string]string) orderedKV {
 	if b.Attempt != "" {
 		m[KeyAttempt] = b.Attempt
 	}
-	if len(b.Parts) > 0 {
+	switch {
+	case first && len(b.Parts) > 0:
 		// Partition keys are dates, months or "": they always marshal.
 		parts, _ := json.Marshal(b.Parts)
-		m[KeyParts] = string(parts)
+		v, err := pack(parts)
+		if err != nil {
+			return orderedKV{}, fmt.Errorf("footer: the batch's partitions: %w", err)
+		}
+		m[KeyPartsZst] = v
+	case len(b.Parts) > 0:
+		m[KeyPartCount] = strconv.Itoa(len(b.Parts))
 	}
-	if b.Schema != nil {
-		m[KeySchema] = string(b.Schema)
+	if first && b.Schema != nil {
+		v, err := pack(b.Schema)
+		if err != nil {
+			return orderedKV{}, fmt.Errorf("footer: the pinned schema: %w", err)
+		}
+		m[KeySchemaZst] = v
 	}
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	return orderedKV{keys: keys, m: m}
+	return orderedKV{keys: keys, m: m}, nil
+}
+
+// pack is a footer value of b: zstd (arrow's codec, which is this
+// package's shared encoder), then base64.
+func pack(b []byte) (string, error) {
+	c, err := compress.GetCodec(compress.Codecs.Zstd)
+	if err != nil {
+		return "", err
+	}
+	return base64.StdEncoding.EncodeToString(c.Encode(nil, b)), nil
+}
+
+// unpack reverses pack.
+func unpack(s string) ([]byte, error) {
+	z, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, err
+	}
+	c, err := compress.GetCodec(compress.Codecs.Zstd)
+	if err != nil {
+		return nil, err
+	}
+	return compress.Decode(c, nil, z)
+}
+
+// smallFileStats trims the statistics of a file of a few rows, whose
+// footer and page headers are most of its bytes (a wide form's 1-row file
+// spent 14 of its 29 KB on them, issue 40). Statistics are kept where a
+// reader prunes by them: every column outside a list, with min/max of at
+// most smallStatsBytes (times, numbers, ids, short answers). Min/max of
+// list elements prune nothing (DuckDB filters a list by its whole value),
+// and a long text's are not worth four copies (page header and footer,
+// min and max) in a file of a few rows.
+func smallFileStats(s *arrow.Schema) []parquet.WriterProperty {
+	props := []parquet.WriterProperty{parquet.WithMaxStatsSize(smallStatsBytes)}
+	for _, f := range s.Fields() {
+		props = appendListLeaves(props, parquet.ColumnPath{f.Name}, f.Type, false)
+	}
+	return props
+}
+
+// smallStatsBytes bounds a min or max kept in a file of a few rows: a
+// UUID, an e-mail address or a batch id fits.
+const smallStatsBytes = 64
+
+// appendListLeaves adds a property turning statistics off for each leaf
+// column under path (of type t) that lies inside a list, with pqarrow's
+// names for a list's levels (<name>.list.element).
+func appendListLeaves(props []parquet.WriterProperty, path parquet.ColumnPath, t arrow.DataType, inList bool) []parquet.WriterProperty {
+	switch t := t.(type) {
+	case *arrow.StructType:
+		for _, c := range t.Fields() {
+			props = appendListLeaves(props, append(slices.Clip(path), c.Name), c.Type, inList)
+		}
+	case *arrow.MapType:
+		// Not a type the schema mappers emit; its leaves (named otherwise)
+		// keep their statistics.
+	case arrow.ListLikeType:
+		props = appendListLeaves(props, append(slices.Clip(path), "list", "element"), t.Elem(), true)
+	default:
+		if inList {
+			props = append(props, parquet.WithStatsPath(path, false))
+		}
+	}
+	return props
 }
 
 func formatTime(t time.Time) string {

@@ -9,6 +9,7 @@ import (
 	"path"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/syncd-dev/syncd/internal/sink"
@@ -113,9 +115,14 @@ type fileFooter struct {
 	heldFile
 	stream, attempt        string
 	windowStart, windowEnd time.Time
-	allParts               []string // nil: the file predates syncd.parts
-	schema                 []byte
-	rows                   int64
+	// allParts is the batch's partitions, as the file lists them (nil: it
+	// lists none: a file of a version before syncd.parts, or one of the
+	// batch's files other than its first partition's). partCount is the
+	// number of partitions such another file records (0: none).
+	allParts  []string
+	partCount int
+	schema    []byte
+	rows      int64
 }
 
 // readFooter reads the footer of f. ok is false for a file that is not a
@@ -151,25 +158,52 @@ func readFooter(ctx context.Context, st Lister, f heldFile) (ff fileFooter, ok b
 	if ff.windowEnd, err = time.Parse(TimeLayout, get(KeyWindowEnd)); err != nil {
 		return ff, false, nil
 	}
-	if v := kv.FindValue(KeyParts); v != nil {
-		if err := json.Unmarshal([]byte(*v), &ff.allParts); err != nil {
+	// A value that does not decode makes the file unreadable as the
+	// batch's, as a torn file is.
+	parts, ok := packedValue(kv, KeyPartsZst, KeyParts)
+	if !ok {
+		return ff, false, nil
+	}
+	if parts != nil {
+		if err := json.Unmarshal(parts, &ff.allParts); err != nil {
 			return ff, false, nil
 		}
 		if ff.allParts == nil {
 			ff.allParts = []string{}
 		}
 	}
-	if v := kv.FindValue(KeySchema); v != nil {
-		ff.schema = []byte(*v)
+	if v := kv.FindValue(KeyPartCount); v != nil {
+		if ff.partCount, err = strconv.Atoi(*v); err != nil || ff.partCount < 1 {
+			return ff, false, nil
+		}
+	}
+	if ff.schema, ok = packedValue(kv, KeySchemaZst, KeySchema); !ok {
+		return ff, false, nil
 	}
 	return ff, true, nil
 }
 
+// packedValue is the value of key packed (see pack) or, in files of older
+// versions, of key plain; nil when there is neither. ok is false when the
+// packed value does not decode.
+func packedValue(kv metadata.KeyValueMetadata, packed, plain string) (v []byte, ok bool) {
+	if p := kv.FindValue(packed); p != nil {
+		b, err := unpack(*p)
+		if err != nil {
+			return nil, false
+		}
+		return b, true
+	}
+	if p := kv.FindValue(plain); p != nil {
+		return []byte(*p), true
+	}
+	return nil, true
+}
+
 // describe reads the footers of table's batch files and tells, per
 // batch, what its files say of it (sink.Inventory), sorted by id, and the
-// files whose rows make each complete batch. layout names the partition
-// of a window, for files older than syncd.parts.
-func describe(ctx context.Context, st Lister, layout Layout, table string) ([]sink.Held, map[string][]fileFooter, error) {
+// files whose rows make each complete batch.
+func describe(ctx context.Context, st Lister, table string) ([]sink.Held, map[string][]fileFooter, error) {
 	byID, err := listHeld(ctx, st, table)
 	if err != nil {
 		return nil, nil, err
@@ -198,7 +232,7 @@ func describe(ctx context.Context, st Lister, layout Layout, table string) ([]si
 			}
 		}
 		slices.Sort(parts)
-		h, whole := judge(id, footers, layout)
+		h, whole := judge(id, footers)
 		h.Parts = slices.Compact(parts)
 		out = append(out, h)
 		if h.Complete {
@@ -211,7 +245,7 @@ func describe(ctx context.Context, st Lister, layout Layout, table string) ([]si
 // judge tells what a batch's readable files say of it: the attempt that
 // wrote it whole if there is one, else the attempt with the most files. It
 // returns the files of the reported attempt.
-func judge(id string, footers []fileFooter, layout Layout) (sink.Held, []fileFooter) {
+func judge(id string, footers []fileFooter) (sink.Held, []fileFooter) {
 	h := sink.Held{ID: id}
 	if len(footers) == 0 {
 		return h, nil
@@ -227,7 +261,7 @@ func judge(id string, footers []fileFooter, layout Layout) (sink.Held, []fileFoo
 	sort.Strings(attempts)
 	best, bestWhole := "", false
 	for _, a := range attempts {
-		whole := wholeAttempt(byAttempt[a], layout) != nil
+		whole := wholeAttempt(byAttempt[a]) != nil
 		switch {
 		case whole && !bestWhole, whole == bestWhole && len(byAttempt[a]) > len(byAttempt[best]):
 			best, bestWhole = a, whole
@@ -237,11 +271,16 @@ func judge(id string, footers []fileFooter, layout Layout) (sink.Held, []fileFoo
 	first := fs[0]
 	h.Stream, h.Attempt = first.stream, best
 	h.WindowStart, h.WindowEnd = first.windowStart, first.windowEnd
-	h.Schema = first.schema
-	if all := wholeAttempt(fs, layout); all != nil {
+	for _, f := range fs {
+		if f.schema != nil {
+			h.Schema = f.schema
+			break
+		}
+	}
+	if all := wholeAttempt(fs); all != nil {
 		h.AllParts, h.Complete = all, true
 	} else {
-		h.AllParts = first.allParts
+		h.AllParts = listedParts(fs, footers)
 	}
 	var rows int64
 	var whole []fileFooter
@@ -255,23 +294,60 @@ func judge(id string, footers []fileFooter, layout Layout) (sink.Held, []fileFoo
 	return h, whole
 }
 
+// listedParts is what the files of an incomplete batch say its
+// partitions are: the list in the files of the reported attempt, fs; when
+// none of them has it (its first partition's file is missing, or another
+// attempt's replaced it), every partition any other attempt's files list,
+// since a batch found incomplete is fetched again and its open intent had
+// better name too many partitions than too few; nil when no file lists
+// any.
+func listedParts(fs, all []fileFooter) []string {
+	for _, f := range fs {
+		if f.allParts != nil {
+			return f.allParts
+		}
+	}
+	var union []string
+	for _, f := range all {
+		union = append(union, f.allParts...)
+	}
+	if union == nil {
+		return nil
+	}
+	slices.Sort(union)
+	return slices.Compact(union)
+}
+
 // wholeAttempt returns the partitions of a batch that files fs, all of one
-// attempt, make whole; nil when they do not. A file older than syncd.parts
-// does not say which partitions its batch has: such a batch is taken as
-// whole only when it is one file whose window lies in that file's
-// partition, which is what every batch of those versions was (windows were
-// cut at partitions). A batch of them that spans partitions is reported
-// incomplete: no file of it can tell whether another is missing.
-func wholeAttempt(fs []fileFooter, _ Layout) []string {
+// attempt, make whole; nil when they do not.
+//
+// The file of the batch's first partition lists them (KeyPartsZst) and
+// every other file records their number (KeyPartCount): the batch is whole
+// when the list is there and a file of the attempt is in each partition it
+// names, and every other file agrees on the number. A batch whose list is
+// missing is never taken as whole: nothing names its partitions.
+//
+// Files of versions that wrote syncd.parts list every partition in every
+// file: they are judged the same way, and must agree.
+//
+// A file older than syncd.parts does not say which partitions its batch
+// has: such a batch is taken as whole only when it is one file whose
+// window lies in that file's partition, which is what every batch of
+// those versions was (windows were cut at partitions). A batch of them
+// that spans partitions is reported incomplete: no file of it can tell
+// whether another is missing.
+func wholeAttempt(fs []fileFooter) []string {
 	have := map[string]bool{}
+	var all []string
 	for _, f := range fs {
 		have[f.part] = true
-	}
-	all := fs[0].allParts
-	for _, f := range fs[1:] {
-		if !slices.Equal(f.allParts, all) {
+		if f.allParts == nil {
+			continue
+		}
+		if all != nil && !slices.Equal(f.allParts, all) {
 			return nil // files of one attempt that disagree: not trusted
 		}
+		all = f.allParts
 	}
 	if all == nil {
 		f := fs[0]
@@ -279,13 +355,20 @@ func wholeAttempt(fs []fileFooter, _ Layout) []string {
 		// Those versions had one layout per sink, not per table: the
 		// file's own partition name tells which.
 		layout := partLayout(f.part)
-		if len(fs) != 1 || layout.PartitionOf(f.windowStart) != f.part || layout.PartitionOf(end) != f.part {
+		if len(fs) != 1 || f.partCount != 0 || layout.PartitionOf(f.windowStart) != f.part || layout.PartitionOf(end) != f.part {
 			return nil
 		}
 		return []string{f.part}
 	}
 	if len(all) == 0 {
 		return nil
+	}
+	for _, f := range fs {
+		// A file that neither lists the partitions nor counts as many is
+		// of another writing of the batch: not trusted.
+		if f.allParts == nil && f.partCount != len(all) {
+			return nil
+		}
 	}
 	for _, p := range all {
 		if !have[p] {
@@ -298,8 +381,8 @@ func wholeAttempt(fs []fileFooter, _ Layout) []string {
 // readHeldVersions reads the key, version, time and _deleted columns of
 // the files of table's complete batches (sink.VersionReader), one record
 // batch at a time.
-func readHeldVersions(ctx context.Context, st Lister, layout Layout, t sink.TableColumns, fn func(sink.RowVersion) error) error {
-	_, files, err := describe(ctx, st, layout, t.Table)
+func readHeldVersions(ctx context.Context, st Lister, t sink.TableColumns, fn func(sink.RowVersion) error) error {
+	_, files, err := describe(ctx, st, t.Table)
 	if err != nil {
 		return err
 	}

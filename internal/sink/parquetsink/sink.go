@@ -252,7 +252,7 @@ func (s *Sink) commitPart(ctx context.Context, b sink.Batch, p sink.Part) (int64
 		// batch at all: replaced.
 		o := PutOptions{BatchID: b.ID, Attempt: b.Attempt, IfAbsent: !st.Present, IfVersion: st.Version}
 		n, err := s.st.Put(ctx, key, o, func(w io.Writer) (int64, error) {
-			return EncodeRecords(w, p.Records, b, s.kv, s.enc)
+			return EncodePart(w, p.Records, b, p.Key, s.kv, s.enc)
 		})
 		if errors.Is(err, ErrChanged) && try < maxPutTries {
 			// Another writer, or a dead one's commit completed late,
@@ -335,14 +335,14 @@ func (s *Sink) HeldBatches(ctx context.Context, table string) ([]string, error) 
 
 // DescribeBatches reads the footers of table's files (sink.Inventory).
 func (s *Sink) DescribeBatches(ctx context.Context, table string) ([]sink.Held, error) {
-	held, _, err := describe(ctx, s.st, s.layout, table)
+	held, _, err := describe(ctx, s.st, table)
 	return held, err
 }
 
 // ReadVersions reads the identity columns of the files of table's
 // complete batches, those columns only (sink.VersionReader).
 func (s *Sink) ReadVersions(ctx context.Context, t sink.TableColumns, fn func(sink.RowVersion) error) error {
-	return readHeldVersions(ctx, s.st, s.layout, t, fn)
+	return readHeldVersions(ctx, s.st, t, fn)
 }
 
 // validate refuses batches that would land somewhere unexpected: hidden

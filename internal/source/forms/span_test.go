@@ -83,16 +83,11 @@ func (s *memSink) count(rec arrow.Record) {
 func (s *memSink) Committed(context.Context, sink.Batch) (bool, error) { return false, nil }
 func (s *memSink) Close() error                                        { return nil }
 
-// partSink is a memSink that partitions by UTC day, as the Parquet sinks
-// do, and records every part it is handed.
+// partSink is a memSink that partitions by the batch's layout, as the
+// Parquet sinks do, and records every part it is handed.
 type partSink struct {
 	*memSink
 	files map[string]int // partition -> files written
-}
-
-func (s *partSink) PartitionOf(t time.Time) string { return t.UTC().Format(time.DateOnly) }
-func (s *partSink) PartitionStart(t time.Time) time.Time {
-	return dayStart(t)
 }
 
 func (s *partSink) CommitParts(_ context.Context, b sink.Batch, parts []sink.Part) (int64, error) {
@@ -108,7 +103,7 @@ func (s *partSink) CommitParts(_ context.Context, b sink.Batch, parts []sink.Par
 		err := p.Records.Each(func(rec arrow.Record) error {
 			times := rec.Column(rec.Schema().FieldIndices("submission_time")[0]).(*array.Timestamp)
 			for j := 0; j < times.Len(); j++ {
-				if got := s.PartitionOf(times.Value(j).ToTime(arrow.Microsecond)); got != p.Key {
+				if got := b.Layout.PartitionOf(times.Value(j).ToTime(arrow.Microsecond)); got != p.Key {
 					return fmt.Errorf("a row of %s in part %s", got, p.Key)
 				}
 			}
@@ -187,7 +182,7 @@ func TestWindowsAreBoundedByRows(t *testing.T) {
 				snk = ps
 			}
 			now := day0.AddDate(0, 0, 6).Add(-2 * time.Hour)
-			p := newTestPoller(src, snk, store, poller.Options{MaxRowsPerBatch: tc.maxRows, SafetyLag: time.Nanosecond, Now: func() time.Time { return now }})
+			p := newTestPoller(src, snk, store, poller.Options{MaxRowsPerBatch: tc.maxRows, SafetyLag: time.Nanosecond, Now: func() time.Time { return now }, Layout: sink.LayoutDay})
 			job := poller.Job{FormID: "fSpan"}
 			var res poller.Result
 			if tc.backfill > 0 {
