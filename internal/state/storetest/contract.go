@@ -353,6 +353,45 @@ func testReplay(t *testing.T, p Place) {
 	checkIndex(t, s, "f", wantIdx, "after replays")
 }
 
+// testLayout: a table's layout is recorded by its first intent that names
+// one, an intent naming another is refused, a commit records one only
+// where none is, a reset keeps it (the files stay) and a refresh, which
+// removes them, forgets it.
+func testLayout(t *testing.T, p Place) {
+	ctx := context.Background()
+	s := open(t, p, Options{Now: NewClock(H(1000)).Now})
+	must(t, s.RecordIntent(ctx, "f", state.Intent{BatchID: "b0", Table: "t", Start: H(0), End: H(1), Layout: "month"}))
+	if got := get(t, s, "f").Layout; got != "month" {
+		t.Fatalf("after the first intent: layout %q, want month", got)
+	}
+	if err := s.RecordIntent(ctx, "f", state.Intent{BatchID: "b1", Table: "t", Start: H(1), End: H(2), Layout: "day"}); err == nil {
+		t.Fatal("an intent of another layout was recorded")
+	}
+	if _, open := get(t, s, "f").Intents["b1"]; open {
+		t.Fatal("the refused intent is open")
+	}
+	must(t, s.Commit(ctx, "f", state.Commit{BatchID: "b0", Window: Win(0, 1), Rows: 1, Layout: "day"}))
+	if got := get(t, s, "f").Layout; got != "month" {
+		t.Fatalf("a commit naming another layout changed it to %q", got)
+	}
+	must(t, s.Reset(ctx, "f"))
+	if got := get(t, s, "f").Layout; got != "month" {
+		t.Fatalf("after a reset: layout %q, want month (the files stay)", got)
+	}
+	must(t, s.BeginRefresh(ctx, "f", state.Refresh{Table: "t"}))
+	must(t, s.FinishRefresh(ctx, "f"))
+	if got := get(t, s, "f").Layout; got != "" {
+		t.Fatalf("after a refresh: layout %q, want none recorded", got)
+	}
+	// A table written before layouts were recorded gets one with its
+	// next commit, of a batch or of an empty range.
+	must(t, s.Commit(ctx, "g", state.Commit{Window: Win(0, 1)}))
+	must(t, s.Commit(ctx, "g", state.Commit{Window: Win(1, 2), Layout: "day"}))
+	if got := get(t, s, "g").Layout; got != "day" {
+		t.Fatalf("a legacy table's commit: layout %q, want day", got)
+	}
+}
+
 // testRefusals: a write the store must refuse fails and changes nothing.
 func testRefusals(t *testing.T, p Place) {
 	ctx := context.Background()

@@ -60,6 +60,7 @@ func Run(t *testing.T, newPlace func(t *testing.T) Place) {
 	t.Run("Methods", func(t *testing.T) { testMethods(t, newPlace(t)) })
 	t.Run("Index", func(t *testing.T) { testIndex(t, newPlace(t)) })
 	t.Run("Replay", func(t *testing.T) { testReplay(t, newPlace(t)) })
+	t.Run("Layout", func(t *testing.T) { testLayout(t, newPlace(t)) })
 	t.Run("Refusals", func(t *testing.T) { testRefusals(t, newPlace(t)) })
 	t.Run("Secrets", func(t *testing.T) { testSecrets(t, newPlace(t)) })
 	t.Run("ReadOnly", func(t *testing.T) { testReadOnly(t, newPlace(t)) })
