@@ -16,8 +16,9 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/formsim ./cmd/formsim
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/schedsim ./cmd/schedsim
 
-# Builds its own binaries into bin/demo (without the profile: -pgo=off,
-# about half the first build's time; it prints the packages it compiles),
+# Builds its own binaries into bin/demo (as make test builds: -pgo=off;
+# it prints the packages it compiles: a first build takes about 6 minutes
+# on 2 idle cores, README),
 # starts the Forms and scheduling API simulators on loopback, signs in,
 # syncs into ./out, adds a few submissions and syncs again to show an
 # incremental pass, then prints some rows with `syncd rows`.

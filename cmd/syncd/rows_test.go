@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/syncd-dev/syncd/internal/testkit"
 )
@@ -32,11 +33,11 @@ func TestRowsReadsWhatDuckDBReads(t *testing.T) {
 	}
 	// Two partitions of form_abc: the second has a column the first lacks.
 	write("form_abc/submission_date=2024-01-01/b1.parquet",
-		"SELECT 's' || i AS submission_id, TIMESTAMPTZ '2024-01-01 00:00:00+00' + i * INTERVAL 1 MINUTE AS submission_time, "+
+		"SELECT 's' || i AS submission_id, to_timestamp(1704067200 + i * 60) AS submission_time, "+
 			"'line\tone\n' || i AS answer FROM range(3) t(i)")
 	write("form_abc/submission_date=2024-01-02/b2.parquet",
-		"SELECT 't' || i AS submission_id, TIMESTAMPTZ '2024-01-02 00:00:00+00' + i * INTERVAL 1 MINUTE AS submission_time, "+
-			"'x' AS answer, i * 1.5 AS score FROM range(4) t(i)")
+		"SELECT 't' || i AS submission_id, to_timestamp(1704153600 + i * 60) AS submission_time, "+
+			"'x' AS answer, (i * 1.5)::DOUBLE AS score FROM range(4) t(i)")
 	// A commit in flight: hidden, never read.
 	write("form_abc/submission_date=2024-01-02/.b3.parquet.tmp-1", "SELECT 'hidden' AS submission_id")
 	cfg := filepath.Join(dir, "syncd.yaml")
@@ -48,16 +49,18 @@ func TestRowsReadsWhatDuckDBReads(t *testing.T) {
 	// The independent reader's rows, file by file in path order.
 	var want []map[string]any
 	for _, f := range []string{"submission_date=2024-01-01/b1.parquet", "submission_date=2024-01-02/b2.parquet"} {
-		rows, err := duck.DB.Query(fmt.Sprintf("SELECT submission_id, strftime(submission_time AT TIME ZONE 'UTC', '%%Y-%%m-%%dT%%H:%%M:%%SZ'), answer FROM read_parquet('%s')",
+		rows, err := duck.DB.Query(fmt.Sprintf("SELECT submission_id, epoch_ms(submission_time), answer FROM read_parquet('%s')",
 			filepath.Join(out, "form_abc", f)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for rows.Next() {
-			var id, ts, answer string
-			if err := rows.Scan(&id, &ts, &answer); err != nil {
+			var id, answer string
+			var ms int64
+			if err := rows.Scan(&id, &ms, &answer); err != nil {
 				t.Fatal(err)
 			}
+			ts := time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
 			want = append(want, map[string]any{"submission_id": id, "submission_time": ts, "answer": answer})
 		}
 		rows.Close()
@@ -102,7 +105,7 @@ func TestRowsReadsWhatDuckDBReads(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	lines := strings.Split(strings.TrimRight(stdout, "\n"), "\n")
-	if len(lines) != 4 || !strings.HasPrefix(lines[0], "ANSWER") || !strings.Contains(lines[1], "line one  0") ||
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "ANSWER") || !strings.Contains(lines[1], "line one 0  s0") ||
 		lines[3] != "2 of 7 rows of form_abc (2 files under "+filepath.Join(out, "form_abc")+")" {
 		t.Errorf("table output:\n%s", stdout)
 	}
