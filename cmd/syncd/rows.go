@@ -284,7 +284,7 @@ func printRows(w io.Writer, res rowsJSON) error {
 	if err := tw.Flush(); err != nil {
 		return withCode(exitFailed, err)
 	}
-	_, err := fmt.Fprintf(w, "%d of %d rows of %s (%d files under %s)\n", len(res.Rows), res.TotalRows, res.Table, res.Files, res.Path)
+	_, err := fmt.Fprintf(w, "%d of %s of %s (%s under %s)\n", len(res.Rows), plural(res.TotalRows, "row"), res.Table, plural(int64(res.Files), "file"), res.Path)
 	return err
 }
 
