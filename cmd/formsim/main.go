@@ -33,6 +33,7 @@
 //	PUT    /_admin/webhook-faults              {"drop_rate","duplicate_rate","delay_min","delay_max","bare_rate"}
 //	GET    /_admin/stats                       counters; deliveries under "Webhooks"
 //	POST   /_admin/forms/{formId}/submissions  one submission now: {"formId","submissionId","submissionTime"}
+//	POST   /_admin/forms/{formId}/submissions/{submissionId}/edit  edit one now (lastUpdatedAt moves): 204
 package main
 
 import (

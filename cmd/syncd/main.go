@@ -164,7 +164,7 @@ func newRoot(stdout, stderr io.Writer) (*cobra.Command, *globals) {
 	g := &globals{stdout: stdout, stderr: stderr, stopping: make(chan struct{})}
 	root := &cobra.Command{
 		Use:           "syncd",
-		Short:         "Copy form submissions into Parquet or BigQuery, exactly once",
+		Short:         "Copy form submissions and bookings into Parquet or BigQuery, exactly once",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Example: "  syncd validate --config syncd.yaml   # check everything first\n" +
@@ -199,6 +199,7 @@ func newRoot(stdout, stderr io.Writer) (*cobra.Command, *globals) {
 		newVersionCmd(g),
 		newConfigCmd(g),
 		newWebhooksCmd(g),
+		newRowsCmd(g),
 	)
 	addPprofFlags(root, g)
 	return root, g

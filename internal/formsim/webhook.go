@@ -120,6 +120,9 @@ func (s *Server) SubmitNow(formID string) (Submitted, error) {
 //	GET    /_admin/stats                       counters, deliveries under "Webhooks"
 //	POST   /_admin/forms/{formId}/submissions  one submission now, delivered:
 //	                                           201 {"formId","submissionId","submissionTime"}
+//	POST   /_admin/forms/{formId}/submissions/{submissionId}/edit
+//	                                           edit one as a person does: its lastUpdatedAt
+//	                                           moves to now, its submissionTime stays: 204, 404
 //
 // Multi serves the same for each account under /_admin/accounts/{apiKey}/,
 // and PUT /_admin/webhook-faults there sets every account's.
@@ -162,6 +165,13 @@ func (s *Server) routeAdmin() *http.ServeMux {
 			return
 		}
 		adminJSON(w, http.StatusCreated, sub)
+	})
+	mux.HandleFunc("POST /_admin/forms/{formId}/submissions/{submissionId}/edit", func(w http.ResponseWriter, r *http.Request) {
+		if err := s.Edit(r.PathValue("formId"), r.PathValue("submissionId")); err != nil {
+			adminError(w, http.StatusNotFound, err.Error())
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
 	})
 	return mux
 }

@@ -203,6 +203,14 @@ func TestWebhookAdmin(t *testing.T) {
 	if status, body := adminDo(t, "POST", root+"/_admin/forms/nope/submissions", ""); status != 404 || !strings.Contains(string(body), "nope") {
 		t.Errorf("submit to an unknown form: %d %s", status, body)
 	}
+	// Edited as a person does (README, Development): 204, then 404 for an
+	// id the form does not have.
+	if status, body := adminDo(t, "POST", root+"/_admin/forms/"+form+"/submissions/"+sub.SubmissionID+"/edit", ""); status != 204 {
+		t.Errorf("edit: %d %s, want 204", status, body)
+	}
+	if status, body := adminDo(t, "POST", root+"/_admin/forms/"+form+"/submissions/nope/edit", ""); status != 404 || !strings.Contains(string(body), "nope") {
+		t.Errorf("edit an unknown submission: %d %s", status, body)
+	}
 	drainHooks(t, s.Server)
 	if got, _, _ := keep.snapshot(); got[sub.SubmissionID] != 1 || len(got) != 1 {
 		t.Errorf("kept webhook got %v, want %s once", got, sub.SubmissionID)
