@@ -158,5 +158,5 @@ and, in another terminal, sync again or look around:
   $bin/syncd rows $form -o json --config configs/demo.yaml
 With DuckDB (https://duckdb.org), if you have it:
   duckdb -c "SELECT count(*) AS rows, count(DISTINCT submission_id) AS distinct_ids, min(submission_time), max(submission_time)
-             FROM read_parquet('out/form_*/*/*.parquet', hive_partitioning = true, union_by_name = true)"
+             FROM read_parquet('out/form_*/**/*.parquet', hive_partitioning = true, union_by_name = true)"
 Q
