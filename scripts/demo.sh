@@ -141,7 +141,7 @@ echo
 echo "== output"
 files=$(find out -name '*.parquet' | wc -l | tr -d ' ')
 tables=$(find out -mindepth 1 -maxdepth 1 -type d | wc -l | tr -d ' ')
-echo "$tables tables, $files Parquet files under ./out (Hive-partitioned by submission_date; bookings by version_date)"
+echo "$tables tables, $files Parquet files under ./out (each table partitioned as its density asks; bin/demo/syncd state show --config configs/demo.yaml says how)"
 "$bin/syncd" state show --config configs/demo.yaml | grep '^form'
 echo
 echo "== some of the rows it wrote: syncd rows (reads ./out; -o json prints every column whole)"

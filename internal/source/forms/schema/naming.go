@@ -33,7 +33,7 @@ type namer map[string]struct{}
 // partitioned in (parquetsink's layouts, and app.AccountFolder, the folder
 // of a named account's tables): a reader's hive_partitioning gives a
 // column of that name the folder's value, so no question may take one.
-var partitionKeys = []string{"submission_date", "submission_month", "version_date", "version_month", "account"}
+var partitionKeys = []string{"submission_date", "submission_month", "submission_year", "version_date", "version_month", "version_year", "account"}
 
 func newNamer(cols []Column) namer {
 	n := make(namer, len(cols)+len(fixedNames)+len(partitionKeys))
