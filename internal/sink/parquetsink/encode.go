@@ -191,6 +191,7 @@ const rowGroupBytes = 3 << 20
 const (
 	plainFileRows  = 128
 	smallFileBytes = 4 << 10
+	tinyFileRows   = 8
 )
 
 // encodeRecords is EncodeRecords; first tells whether the file carries the
@@ -251,7 +252,10 @@ func encodeRecords(w io.Writer, recs sink.Records, b sink.Batch, first bool, kv 
 			props = append(props, parquet.WithDictionaryDefault(false))
 			props = append(props, smallFileStats(recs.Schema)...)
 		}
-		if only && size < smallFileBytes {
+		// Arrow buffers come in 64-byte multiples with a floor per
+		// column, so a wide form's single row measures a few KB: a file
+		// of a handful of rows is small whatever its buffers say.
+		if only && (size < smallFileBytes || rows <= tinyFileRows) {
 			props = append(props, parquet.WithCompression(compress.Codecs.Uncompressed))
 		}
 		// No ARROW:schema: pqarrow reads back the same types from the
