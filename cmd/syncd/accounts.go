@@ -57,6 +57,12 @@ func newAccountsCmd(g *globals) *cobra.Command {
 				if err := tabular(g.stdout, []string{"ACCOUNT", "FORMS", "BOOKINGS", "SIGN-IN", "ROWS", "LAST SUCCESS", "LAG", "LAST ERROR"}, rows); err != nil {
 					return err
 				}
+				for _, a := range list {
+					if n := len(a.NotConfigured); n > 0 {
+						fmt.Fprintf(g.stdout, "account %s: the state still holds %s the configuration no longer names, not synced and not counted above: %s (`syncd state forget ID --yes` removes a record)\n",
+							a.Name, plural(int64(n), "stream"), strings.Join(a.NotConfigured, ", "))
+					}
+				}
 			}
 			for _, a := range list {
 				if a.Failing > 0 || a.SignIn != nil && !a.SignIn.SignedIn {

@@ -351,7 +351,7 @@ func newStateCmd(g *globals) *cobra.Command {
 	}
 	reset.Flags().StringVar(&fromDate, "from", "", "forget only from this date on: 2024-01-31 or RFC 3339")
 	reset.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
-	cmd.AddCommand(show, reset, newStateAdoptCmd(g), newStateBackupCmd(g), newStateRestoreCmd(g))
+	cmd.AddCommand(show, reset, newStateForgetCmd(g), newStateAdoptCmd(g), newStateBackupCmd(g), newStateRestoreCmd(g))
 	return cmd
 }
 

@@ -257,7 +257,7 @@ func newLogger(c config.Log, w io.Writer) (*zap.Logger, error) {
 	default:
 		return nil, fmt.Errorf("log format %q: use auto, json or console", c.Format)
 	}
-	core := zapcore.NewCore(encoder, zapcore.AddSync(w), level)
+	core := zapcore.NewCore(encoder, zapcore.AddSync(lineClearer{w}), level)
 	return zap.New(core), nil
 }
 

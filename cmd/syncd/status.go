@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -79,6 +80,9 @@ func printStateTable(w io.Writer, v stateView) {
 		if f.LastError != "" {
 			fmt.Fprintf(w, "  last error: %s\n", f.LastError)
 		}
+		if f.NotConfigured {
+			fmt.Fprintf(w, "  no longer in the configuration: not synced; `syncd state forget %s` removes this record\n", f.FormID)
+		}
 	}
 	if len(v.Forms) == 0 {
 		fmt.Fprintln(w, "no form has been synced yet")
@@ -88,7 +92,7 @@ func printStateTable(w io.Writer, v stateView) {
 // statusHandler serves GET /status (status.Handler).
 func statusHandler(cfg *config.Config, store state.Store) http.HandlerFunc {
 	current := func() *config.Config { return cfg }
-	return status.Handler(app.StateWhere(cfg), store, app.AccountsView(current, store), app.WebhooksView(current, store))
+	return status.Handler(app.StateWhere(cfg), store, func() func(string) bool { return app.StreamConfigured(cfg) }, app.AccountsView(current, store), app.WebhooksView(current, store))
 }
 
 // daemonURL is where a client on this host reaches the daemon's listener
@@ -165,6 +169,7 @@ func readState(ctx context.Context, cfg *config.Config, query string) (stateView
 			return stateView{}, withCode(exitFailed, fmt.Errorf("read the state %s: %w", app.StateWhere(cfg), err))
 		}
 		v := viewOf(app.StateWhere(cfg), list, time.Now(), strings.Contains(query, "schema=1"))
+		v.MarkConfigured(app.StreamConfigured(cfg))
 		if strings.Contains(query, "accounts=1") {
 			v.Accounts = app.AccountsView(func() *config.Config { return cfg }, st)(ctx, v)
 		}
@@ -181,7 +186,27 @@ func readState(ctx context.Context, cfg *config.Config, query string) (stateView
 	}
 	v, aerr := askDaemon(ctx, cfg, query)
 	if aerr != nil {
+		if notDaemon(cfg, le) {
+			// A `syncd once`, backfill or other command holds the state: no
+			// daemon serves its status, and server.addr is beside the point.
+			return stateView{}, withCode(exitState, fmt.Errorf("state %s is in use by a syncd that is not a daemon (%s): a `syncd once`, `backfill` or another command writing it, which serves no /status; let it finish (or stop it) and run this again",
+				le.Path, le.Holder))
+		}
 		return stateView{}, withCode(exitState, fmt.Errorf("%w; and its status could not be read either: %v (is server.addr in this config the daemon's?)", err, aerr))
 	}
 	return v, nil
+}
+
+// notDaemon reports whether the process that holds the state (held names
+// it) runs on this host and is no `syncd run`: a daemon writes a control
+// file beside the state, with its pid.
+func notDaemon(cfg *config.Config, held *state.LockedError) bool {
+	if held.Holder == nil || held.Holder.PID == 0 {
+		return false
+	}
+	if host, err := os.Hostname(); err != nil || host != held.Holder.Host {
+		return false
+	}
+	ci, err := readControl(cfg)
+	return errors.Is(err, os.ErrNotExist) || err == nil && ci.PID != held.Holder.PID
 }

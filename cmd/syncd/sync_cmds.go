@@ -850,7 +850,7 @@ func newBackfillCmd(g *globals) *cobra.Command {
 			started := time.Now()
 			r := acct.Poller.Backfill(ctx, acct.FormStream(acct.Job(formID)), start, end, concurrency, report.update)
 			r.Account = acct.Name
-			report.finish()
+			report.finish(r)
 			return g.finishPass([]poller.Result{r}, time.Since(started), summaryPath, format)
 		},
 	}
@@ -896,7 +896,8 @@ func (g *globals) backfillInDaemon(ctx context.Context, cfg *config.Config, held
 	report := newProgressReporter(g.stderr, log, orDash(req.Form))
 	started := time.Now()
 	done, err := c.backfill(ctx, req, func(s string) { fmt.Fprintln(g.stderr, "syncd:", s) }, report.update)
-	report.finish()
+	_, stopped := g.interruption()
+	report.finish(poller.Result{Err: err, Interrupted: stopped || done == nil || done.Code != exitOK})
 	if code, stopped := g.interruption(); stopped {
 		out := g.stdout
 		if format == formatJSON {
@@ -1115,6 +1116,7 @@ func confirm(g *globals, question, word string) error {
 // seconds otherwise.
 type progressReporter struct {
 	mu      sync.Mutex
+	w       io.Writer
 	bar     *progressbar.ProgressBar
 	log     *zap.Logger
 	formID  string
@@ -1123,8 +1125,9 @@ type progressReporter struct {
 }
 
 func newProgressReporter(w io.Writer, log *zap.Logger, formID string) *progressReporter {
-	p := &progressReporter{log: log, formID: formID, started: time.Now()}
+	p := &progressReporter{w: w, log: log, formID: formID, started: time.Now()}
 	if isTerminal(w) {
+		barShown.Store(true) // log lines clear it first (lineClearer)
 		p.bar = progressbar.NewOptions64(-1,
 			progressbar.OptionSetWriter(w),
 			progressbar.OptionSetDescription("backfill "+formID),
@@ -1166,11 +1169,38 @@ func (p *progressReporter) update(pr poller.Progress) {
 	p.log.Info("backfill progress", fields...)
 }
 
-func (p *progressReporter) finish() {
-	if p.bar != nil {
-		_ = p.bar.Finish()
-		fmt.Fprintln(os.Stderr)
+// finish ends the bar: at 100% when the backfill completed (r ended well),
+// where it stood otherwise (interrupted or failed), never drawn full.
+func (p *progressReporter) finish(r poller.Result) {
+	if p.bar == nil {
+		return
 	}
+	if r.Err == nil && !r.Interrupted {
+		_ = p.bar.Finish()
+	} else {
+		_ = p.bar.Exit()
+	}
+	barShown.Store(false)
+	fmt.Fprintln(p.w)
+}
+
+// barShown is set while a progress bar is drawn on the terminal: a log
+// line written then clears the bar's line first, so that it does not
+// overwrite (or get overwritten by) the bar, which is drawn again below
+// it at its next update.
+var barShown atomic.Bool
+
+// lineClearer is the log's writer: while a progress bar is shown, each log
+// line first clears the terminal line the bar is on.
+type lineClearer struct{ w io.Writer }
+
+func (l lineClearer) Write(b []byte) (int, error) {
+	if barShown.Load() {
+		if _, err := io.WriteString(l.w, "\r\x1b[K"); err != nil {
+			return 0, err
+		}
+	}
+	return l.w.Write(b)
 }
 
 // tabular prints aligned columns.

@@ -3,12 +3,17 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/syncd-dev/syncd/internal/formsim"
 	"github.com/syncd-dev/syncd/internal/testkit"
@@ -163,4 +168,105 @@ func TestInterruptIsNoOutage(t *testing.T) {
 	if res.Code != 0 || strings.Contains(res.Stdout, "context canceled") {
 		t.Errorf("accounts after an interrupt: exit %d, want 0: %s %s", res.Code, res.Stdout, res.Stderr)
 	}
+}
+
+// TestStateShowBesideOnceNamesIt: `state show` while a `syncd once` holds
+// the state names that process, not a daemon at server.addr.
+func TestStateShowBesideOnceNamesIt(t *testing.T) {
+	start, end := history(8)
+	sim := testkit.StartSim(t, formsim.Config{Seed: 43, Forms: 1, Submissions: 3000, Start: start, End: end})
+	sim.SetFaults(formsim.Faults{Latency: 50 * time.Millisecond})
+	w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{Sync: "  safety_lag: 0s\n  max_rows_per_batch: 300\n"})
+	cmd, _, _, err := testkit.Start(syncdBin, w, "once")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	if !eventually(30*time.Second, func() bool { return sim.Stats().PagesServed > 2 }) {
+		t.Fatal("syncd once never got going")
+	}
+	res := testkit.Run(context.Background(), syncdBin, w, "state", "show")
+	if res.Code != 3 || !strings.Contains(res.Stderr, fmt.Sprintf("pid %d", cmd.Process.Pid)) || strings.Contains(res.Stderr, "server.addr") {
+		t.Errorf("state show beside once: exit %d, want 3 naming pid %d and no daemon: %s", res.Code, cmd.Process.Pid, res.Stderr)
+	}
+}
+
+// TestProgressBarOnInterrupt: on a terminal, a backfill stopped by SIGINT
+// leaves its bar where it stood (never drawn at 100%), and a log line
+// never shares the bar's line.
+func TestProgressBarOnInterrupt(t *testing.T) {
+	start, end := history(8)
+	sim := testkit.StartSim(t, formsim.Config{Seed: 44, Forms: 1, Submissions: 3000, Start: start, End: end})
+	sim.SetFaults(formsim.Faults{Latency: 30 * time.Millisecond})
+	form := sim.FormIDs()[0]
+	w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{LogLevel: "debug", Sync: "  safety_lag: 0s\n  max_rows_per_batch: 300\n  shutdown_grace: 5s\n"})
+	master, slave := openPTY(t)
+	cmd := exec.Command(syncdBin, "backfill", "--form", form, "--from", start.Format(time.RFC3339), "--to", end.Format(time.RFC3339),
+		"--concurrency", "1", "--log-format", "console", "--config", w.Config)
+	cmd.Env = append(os.Environ(), "FORMS_API_KEY="+testkit.APIKey)
+	var stdout strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, slave
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	term := newSyncBuffer()
+	copied := make(chan struct{})
+	go func() { _, _ = io.Copy(term, master); close(copied) }()
+	if !eventually(30*time.Second, func() bool { return strings.Contains(term.String(), "%") && sim.Stats().PagesServed > 6 }) {
+		_ = cmd.Process.Kill()
+		t.Fatalf("no progress bar drawn: %q", term.String())
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	master.Close()
+	<-copied
+	out := term.String()
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Fatalf("exit %d, want 130: %s %q", code, stdout.String(), out)
+	}
+	if strings.Contains(out, "100%") {
+		t.Errorf("an interrupted backfill drew its bar at 100%%: %q", out)
+	}
+	logLines := 0
+	for _, line := range strings.Split(out, "\n") {
+		// What a terminal shows of a line is what follows its last \r.
+		for _, seg := range strings.Split(line, "\r") {
+			isLog := strings.Contains(seg, "DEBUG") || strings.Contains(seg, "INFO") || strings.Contains(seg, "WARN")
+			if !isLog {
+				continue
+			}
+			logLines++
+			if strings.Contains(seg, "backfill "+form) && strings.Index(seg, "backfill "+form) < strings.Index(seg, "\x1b[") {
+				t.Errorf("a log line was written over the progress bar: %q", seg)
+			}
+		}
+	}
+	if logLines == 0 {
+		t.Fatalf("no log line written while the bar was drawn: nothing checked: %q", out)
+	}
+}
+
+// openPTY opens a pseudo-terminal: what the process writes to slave, the
+// test reads from master.
+func openPTY(t *testing.T) (master, slave *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, s
 }
