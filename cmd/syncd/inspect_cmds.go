@@ -15,6 +15,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/poller"
+	"github.com/syncd-dev/syncd/internal/sink"
 	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 	"github.com/syncd-dev/syncd/internal/source/forms/schema"
 	"github.com/syncd-dev/syncd/internal/state"
@@ -280,7 +281,7 @@ func newStateCmd(g *globals) *cobra.Command {
 		},
 	}
 	addOutputFlag(show, &format)
-	var yes bool
+	var yes, keepOutput bool
 	var fromDate string
 	reset := &cobra.Command{
 		Use:   "reset FORM [--from DATE]",
@@ -332,6 +333,11 @@ func newStateCmd(g *globals) *cobra.Command {
 				return withCode(exitUsage, fmt.Errorf("--from %s is not before now - sync.safety_lag (%s): nothing of form %s is committed from then on, so there is nothing to reset; give an earlier date; nothing was changed",
 					from.Format(time.RFC3339), horizon.UTC().Format(time.RFC3339), formID))
 			}
+			if !from.IsZero() && !keepOutput {
+				if err := refuseDuplicates(ctx, a, formID, from); err != nil {
+					return err
+				}
+			}
 			if yes {
 				fmt.Fprintln(g.stderr, "syncd: "+strings.TrimPrefix(warning, "Forget "))
 			} else if err := confirm(g, warning, formID); err != nil {
@@ -351,6 +357,7 @@ func newStateCmd(g *globals) *cobra.Command {
 	}
 	reset.Flags().StringVar(&fromDate, "from", "", "forget only from this date on: 2024-01-31 or RFC 3339")
 	reset.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
+	reset.Flags().BoolVar(&keepOutput, "keep-output", false, "with --from: reset even though the output holds batches from that date on, whose rows the next pass then writes a second time")
 	cmd.AddCommand(show, reset, newStateForgetCmd(g), newStateAdoptCmd(g), newStateBackupCmd(g), newStateRestoreCmd(g))
 	return cmd
 }
@@ -395,4 +402,55 @@ func fmtTime(t time.Time) string {
 		return "beginning"
 	}
 	return t.UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+// refuseDuplicates refuses, exit 2, a reset of formID from instant from
+// while its output holds batches whose windows end after from: the next
+// pass would fetch those rows again and write them beside the ones in
+// place. It names the batches and the way out.
+func refuseDuplicates(ctx context.Context, a *app.App, formID string, from time.Time) error {
+	ns, id := tablepkg.SplitStreamKey(formID)
+	var acct *app.Account
+	for _, ac := range a.Accounts {
+		if ac.Cfg.Namespace() == ns {
+			acct = ac
+		}
+	}
+	if acct == nil || acct.Sink == nil || strings.Contains(id, "/") {
+		return nil
+	}
+	inv, ok := acct.Sink.(sink.Inventory)
+	if !ok {
+		return nil
+	}
+	table := acct.FormStream(acct.Job(id)).Table()
+	held, err := inv.DescribeBatches(ctx, table)
+	if err != nil {
+		return withCode(exitFailed, fmt.Errorf("read which batches table %s holds, to tell whether the reset would write rows twice: %w; nothing was changed", table, err))
+	}
+	var after []sink.Held
+	cut := from
+	for _, h := range held {
+		if (h.Stream == formID || h.Stream == id) && h.WindowEnd.After(from) {
+			after = append(after, h)
+			if !h.WindowStart.IsZero() && h.WindowStart.Before(cut) {
+				cut = h.WindowStart
+			}
+		}
+	}
+	if len(after) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(after))
+	for _, h := range after {
+		ids = append(ids, h.ID)
+	}
+	example := strings.Join(ids[:min(3, len(ids))], ", ")
+	if len(ids) > 3 {
+		example += ", ..."
+	}
+	return withCode(exitUsage, fmt.Errorf("the output holds %s of form %s in table %s with rows from %s on (%s), which the next pass would fetch and write a second time: "+
+		"use `syncd reconcile --form %s --from %s` to write only what changed, or `syncd refresh --form %s` to replace the table; "+
+		"or remove those batches' files (<batch id>.parquet) and reset --from %s, where the first of them starts; or pass --keep-output to have the rows twice; nothing was changed",
+		plural(int64(len(after)), "batch"), formID, table, from.Format(time.RFC3339), example, id, from.Format("2006-01-02"), id, cut.UTC().Format(time.RFC3339Nano)))
 }

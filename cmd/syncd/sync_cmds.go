@@ -47,6 +47,9 @@ func (g *globals) openAppShared(ctx context.Context, readOnly, shared bool) (*ap
 	if err != nil {
 		return nil, err
 	}
+	if g.noConfig && !readOnly {
+		return nil, errNoConfig(cfg)
+	}
 	a, err := app.Open(ctx, cfg, log, app.Options{Version: version, ReadOnly: readOnly, Accounts: g.accounts, Shard: g.shard, Shared: shared && cfg.State.Shared,
 		PoisonFreedBuffers: os.Getenv(poisonEnv) == "1"})
 	if err != nil {
@@ -795,6 +798,9 @@ func newBackfillCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if !dryRun {
+				if g.noConfig {
+					return errNoConfig(cfg)
+				}
 				if err := refuseUnusableSpool(cfg); err != nil {
 					return err
 				}

@@ -270,3 +270,90 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 	}
 	return m, s
 }
+
+// TestResetFromNeverWritesTwice: `state reset --from` over batches the
+// output holds (month partitions) is refused, naming the way out, and the
+// backfill after it writes every submission once; --keep-output is the
+// operator's explicit choice of duplicates.
+func TestResetFromNeverWritesTwice(t *testing.T) {
+	start, end := history(90)
+	sim := testkit.StartSim(t, formsim.Config{Seed: 45, Forms: 1, Submissions: 3000, Start: start, End: end})
+	form := sim.FormIDs()[0]
+	out := filepath.Join(t.TempDir(), "out")
+	w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{
+		Sync: "  safety_lag: 0s\n  max_rows_per_batch: 500\n",
+		Sink: "sink:\n  type: parquet\n  parquet:\n    path: " + out + "\n    partition: month\n"})
+	w.Out = out
+	ctx := context.Background()
+	if res := testkit.Run(ctx, syncdBin, w, "once"); res.Code != 0 {
+		t.Fatalf("once: exit %d: %s", res.Code, res.Stdout)
+	}
+	before := testkit.Covered(t, w.State, form)
+	from := start.AddDate(0, 0, 45).Format("2006-01-02")
+	res := testkit.Run(ctx, syncdBin, w, "state", "reset", form, "--from", from, "--yes")
+	if res.Code != 2 || !strings.Contains(res.Stderr, "second time") || !strings.Contains(res.Stderr, "--keep-output") {
+		t.Errorf("state reset --from %s over batches in the output: exit %d, want 2 saying why: %s %s", from, res.Code, res.Stdout, res.Stderr)
+	}
+	if after := testkit.Covered(t, w.State, form); after.End() != before.End() || len(after) != len(before) {
+		t.Errorf("a refused reset changed the committed windows: %v, were %v", after, before)
+	}
+	if res := testkit.Run(ctx, syncdBin, w, "backfill", "--form", form, "--from", start.Format(time.RFC3339)); res.Code != 0 {
+		t.Fatalf("backfill: exit %d: %s %s", res.Code, res.Stdout, tail(res.Stderr))
+	}
+	got := testkit.OpenDuck(t).IDCounts(t, w.Out, defaultTable(form))
+	testkit.CheckExactlyOnce(t, got, testkit.ExpectedIn(sim, form, testkit.Covered(t, w.State, form)))
+
+	if res := testkit.Run(ctx, syncdBin, w, "state", "reset", form, "--from", from, "--yes", "--keep-output"); res.Code != 0 {
+		t.Errorf("state reset --from --keep-output: exit %d: %s", res.Code, res.Stderr)
+	}
+}
+
+// TestNoConfigIsSaid: without --config, SYNCD_CONFIG or ./syncd.yaml, a
+// pass is refused (exit 2, nothing created) and a reading command says it
+// uses the built-in defaults; a ./syncd.yaml is used, and said so.
+func TestNoConfigIsSaid(t *testing.T) {
+	start, end := history(2)
+	sim := testkit.StartSim(t, formsim.Config{Seed: 46, Forms: 1, Submissions: 50, Start: start, End: end})
+	w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{})
+	dir := t.TempDir()
+	run := func(args ...string) (int, string, string) {
+		cmd := exec.Command(syncdBin, args...)
+		cmd.Dir = dir
+		for _, e := range os.Environ() {
+			if !strings.HasPrefix(e, "SYNCD_CONFIG=") {
+				cmd.Env = append(cmd.Env, e)
+			}
+		}
+		cmd.Env = append(cmd.Env, "FORMS_API_KEY="+testkit.APIKey)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		_ = cmd.Run()
+		return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
+	}
+	for _, args := range [][]string{{"once"}, {"backfill", "--from", "2024-01-01"}, {"state", "reset", "x", "--yes"}} {
+		started := time.Now()
+		code, _, stderr := run(args...)
+		if code != 2 || !strings.Contains(stderr, "no configuration file") || !strings.Contains(stderr, "--config") {
+			t.Errorf("%v without a config: exit %d, want 2 saying so: %s", args, code, stderr)
+		}
+		if d := time.Since(started); d > 5*time.Second {
+			t.Errorf("%v without a config took %v to be refused", args, d)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("refused commands created %v", entries)
+	}
+	if code, _, stderr := run("config"); code != 0 || !strings.Contains(stderr, "built-in defaults") {
+		t.Errorf("config without a config file: exit %d, want 0 saying it shows the built-in defaults: %s", code, stderr)
+	}
+	raw, err := os.ReadFile(w.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "syncd.yaml"), raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, stderr := run("once"); code != 0 || !strings.Contains(stderr, "using ./syncd.yaml") {
+		t.Errorf("once beside a ./syncd.yaml: exit %d: %s %s", code, stdout, tail(stderr))
+	}
+}
