@@ -134,16 +134,21 @@ type columnJSON struct {
 }
 
 func newSchemaCmd(g *globals) *cobra.Command {
-	var format string
+	var format, formFlag string
 	cmd := &cobra.Command{
-		Use:     "schema FORM",
+		Use:     "schema FORM|--form ID",
 		Short:   "Show the table a form maps to: column, type, source",
 		Example: "  syncd schema vLp2aX\n  syncd schema vLp2aX -o json",
-		Args:    cobra.ExactArgs(1),
+		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format); err != nil {
 				return err
 			}
+			formID, err := formOrFlag(cmd, args, formFlag, true)
+			if err != nil {
+				return err
+			}
+			args = []string{formID}
 			if strings.TrimSpace(args[0]) == "" {
 				return withCode(exitUsage, errors.New("FORM is empty: give a form id (`syncd forms` lists the account's)"))
 			}
@@ -222,6 +227,7 @@ func newSchemaCmd(g *globals) *cobra.Command {
 		},
 	}
 	addOutputFlag(cmd, &format)
+	cmd.Flags().StringVar(&formFlag, "form", "", "the form (or give it as an argument)")
 	return cmd
 }
 
@@ -249,7 +255,7 @@ func passwordQuestions(f *forms.Form) []string {
 
 func newStateCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "state", Short: "Inspect or reset the sync state"}
-	var format string
+	var format, showForm, resetForm string
 	show := &cobra.Command{
 		Use:   "show [FORM]",
 		Short: "Show committed windows, open batches and counters",
@@ -257,8 +263,12 @@ func newStateCmd(g *globals) *cobra.Command {
 			"Beside a running `syncd run` that holds the state file, the same view is read from\n" +
 			"its /status on server.addr, so the daemon never has to stop.",
 		Example: "  syncd state show\n  syncd state show vLp2aX\n  syncd state show -o json",
-		Args:    cobra.MaximumNArgs(1),
+		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			formID, err := formOrFlag(cmd, args, showForm, false)
+			if err != nil {
+				return err
+			}
 			v, err := g.readAccountsView(cmd.Context(), format, "")
 			if err != nil {
 				return err
@@ -266,8 +276,13 @@ func newStateCmd(g *globals) *cobra.Command {
 			if v.Forms == nil { // a daemon's /status without forms
 				v.Forms = []formView{}
 			}
-			if len(args) == 1 {
-				f, err := findForm(v.Forms, args[0])
+			if len(g.accounts) > 0 {
+				if v.Forms, err = g.accountForms(v.Forms); err != nil {
+					return err
+				}
+			}
+			if formID != "" {
+				f, err := findForm(v.Forms, g.streamKey(formID))
 				if err != nil {
 					return err
 				}
@@ -281,6 +296,7 @@ func newStateCmd(g *globals) *cobra.Command {
 		},
 	}
 	addOutputFlag(show, &format)
+	show.Flags().StringVar(&showForm, "form", "", "only this form (or give it as an argument)")
 	var yes, keepOutput bool
 	var fromDate string
 	reset := &cobra.Command{
@@ -290,11 +306,14 @@ func newStateCmd(g *globals) *cobra.Command {
 			"next pass fetches them again. The output is not touched: the rows come a second time\n" +
 			"beside the ones already written, so queries must take the latest row per submission.\n" +
 			"To replace a form's table instead, use `syncd refresh --form FORM`.",
-		Example: "  syncd state reset vLp2aX --yes\n  syncd state reset vLp2aX --from 2026-11-01 --yes",
-		Args:    cobra.ExactArgs(1),
+		Example: "  syncd state reset vLp2aX --yes\n  syncd state reset --form vLp2aX --from 2026-11-01 --yes",
+		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			formID := args[0]
+			formID, err := formOrFlag(cmd, args, resetForm, true)
+			if err != nil {
+				return err
+			}
 			// An empty --from (an unset variable in a script) is never
 			// "forget everything".
 			if cmd.Flags().Changed("from") && strings.TrimSpace(fromDate) == "" {
@@ -357,6 +376,7 @@ func newStateCmd(g *globals) *cobra.Command {
 	}
 	reset.Flags().StringVar(&fromDate, "from", "", "forget only from this date on: 2024-01-31 or RFC 3339")
 	reset.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
+	reset.Flags().StringVar(&resetForm, "form", "", "the form (or give it as an argument)")
 	reset.Flags().BoolVar(&keepOutput, "keep-output", false, "with --from: reset even though the output holds batches from that date on, whose rows the next pass then writes a second time")
 	cmd.AddCommand(show, reset, newStateForgetCmd(g), newStateAdoptCmd(g), newStateBackupCmd(g), newStateRestoreCmd(g))
 	return cmd

@@ -178,7 +178,6 @@ func newRoot(stdout, stderr io.Writer) (*cobra.Command, *globals) {
 			_ = cmd.Help()
 			return withCode(exitUsage, errors.New("no command given: pick one of the commands above"))
 		},
-		Args: cobra.NoArgs,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -203,6 +202,7 @@ func newRoot(stdout, stderr io.Writer) (*cobra.Command, *globals) {
 		newWebhooksCmd(g),
 	)
 	addPprofFlags(root, g)
+	suggestCommands(root)
 	return root, g
 }
 

@@ -97,7 +97,7 @@ func newOnceCmd(g *globals) *cobra.Command {
 	var formIDs []string
 	var dryRun bool
 	cmd := &cobra.Command{
-		Use:   "once",
+		Use:   "once [FORM]...",
 		Short: "Sync every configured form once, print a summary line per form, and exit",
 		Long: "Sync every configured form (or those --form names) once and exit: 0 when every form\n" +
 			"synced, 1 when any failed (the others still committed), 2 on a usage or configuration\n" +
@@ -110,7 +110,7 @@ func newOnceCmd(g *globals) *cobra.Command {
 		Example: "  syncd once --config syncd.yaml\n" +
 			"  syncd once --form vLp2aX --form 8fKq2m --summary /tmp/summary.json\n" +
 			"  syncd once --dry-run -o json",
-		Args: cobra.NoArgs,
+		Args: formArgs(-1),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if err := checkFormat(format); err != nil {
@@ -738,7 +738,7 @@ func newBackfillCmd(g *globals) *cobra.Command {
 	var concurrency int
 	var dryRun bool
 	cmd := &cobra.Command{
-		Use:   "backfill [--form ID] --from DATE [--to DATE]",
+		Use:   "backfill [FORM | --form ID] --from DATE [--to DATE]",
 		Short: "Load a time range of one form (or of every form of the accounts), fetching windows in parallel; a rerun resumes",
 		Long: "Load [--from, --to) of one form; without --form, of every form of every account (those\n" +
 			"--account or --shard I/N name: the pods of an Indexed Job split the accounts). Nothing is\n" +
@@ -753,7 +753,7 @@ func newBackfillCmd(g *globals) *cobra.Command {
 		Example: "  syncd backfill --form vLp2aX --from 2024-01-01 --to 2024-07-01 --concurrency 8\n" +
 			"  syncd backfill --form vLp2aX --from 2024-01-01 --dry-run\n" +
 			"  syncd backfill --from 2020-01-01 --shard /4   # pod JOB_COMPLETION_INDEX of 4",
-		Args: cobra.NoArgs,
+		Args: formArgs(1),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if err := checkFormat(format); err != nil {
@@ -805,10 +805,23 @@ func newBackfillCmd(g *globals) *cobra.Command {
 					return err
 				}
 			}
-			if !oneForm {
-				if dryRun {
-					return withCode(exitUsage, errors.New("--dry-run plans one form's backfill: add --form"))
+			if !oneForm && dryRun {
+				// Every form of the account, as the backfill would.
+				cfg, client, counting, err := g.loadPassClient(ctx, true)
+				if err != nil {
+					return err
 				}
+				acctCfg, err := g.account(cfg)
+				if err != nil {
+					return err
+				}
+				jobs, err := selectJobs(ctx, app.Offline(cfg, acctCfg, client), nil)
+				if err != nil {
+					return withCode(exitFailed, err)
+				}
+				return g.dryRun(ctx, cfg, acctCfg, client, "backfill", jobs, start, end, counting.n.Load(), format, false)
+			}
+			if !oneForm {
 				return g.backfillAll(ctx, start, end, to != "", concurrency, summaryPath, format)
 			}
 			cfg, client, counting, err := g.loadPassClient(cmd.Context(), dryRun)
@@ -977,7 +990,7 @@ func (g *globals) backfillAll(ctx context.Context, start, end time.Time, endAske
 func newReconcileCmd(g *globals) *cobra.Command {
 	var formID, from, summaryPath, format string
 	cmd := &cobra.Command{
-		Use:   "reconcile --form ID [--from DATE]",
+		Use:   "reconcile FORM|--form ID [--from DATE]",
 		Short: "Read a form's committed windows again and write what changed: edits, deletions, late imports",
 		Long: "Reads the committed windows of one form from --from (default: now - sync.lookback) to now\n" +
 			"again and compares each submission with the versions the output holds: an edit is written\n" +
@@ -985,8 +998,8 @@ func newReconcileCmd(g *globals) *cobra.Command {
 			"with a past time as a normal row. Existing files are never rewritten. --from reaches back to\n" +
 			"the form's start: every batch records its rows' versions (a state written before format 3\n" +
 			"kept them for sync.lookback only; `syncd state adopt` indexes the rows before that).",
-		Example: "  syncd reconcile --form vLp2aX\n  syncd reconcile --form vLp2aX --from 2026-11-01",
-		Args:    cobra.NoArgs,
+		Example: "  syncd reconcile --form vLp2aX\n  syncd reconcile vLp2aX --from 2026-11-01",
+		Args:    formArgs(1),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if cmd.Flags().Changed("from") && strings.TrimSpace(from) == "" {
@@ -1043,14 +1056,14 @@ func newRefreshCmd(g *globals) *cobra.Command {
 	var formID, summaryPath, format string
 	var yes bool
 	cmd := &cobra.Command{
-		Use:     "refresh --form ID",
+		Use:     "refresh FORM|--form ID",
 		Example: "  syncd refresh --form vLp2aX\n  syncd refresh --form vLp2aX --yes --summary /tmp/refresh.json",
 		Short:   "Replace a form's table with a fresh sync: remove its output, then sync it all again",
 		Long: "Full refresh of one form: its table's output (the Parquet files under its folder or\n" +
 			"bucket prefix, or the BigQuery table) is removed and the form is synced again from its\n" +
 			"start date. A stop at any point is safe: the next pass of the form, by any command,\n" +
 			"finishes the removal before it writes, so no row is ever there twice.",
-		Args: cobra.NoArgs,
+		Args: formArgs(1),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if err := checkFormat(format); err != nil {

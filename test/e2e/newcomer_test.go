@@ -357,3 +357,98 @@ func TestNoConfigIsSaid(t *testing.T) {
 		t.Errorf("once beside a ./syncd.yaml: exit %d: %s %s", code, stdout, tail(stderr))
 	}
 }
+
+// TestArgumentsNewcomersTry: the form as an argument or as --form alike,
+// "did you mean" for a mistyped command or flag, backfill --dry-run over
+// every form, validate -o json and its closest form id, and state show
+// --account.
+func TestArgumentsNewcomersTry(t *testing.T) {
+	start, end := history(3)
+	sim := testkit.StartSim(t, formsim.Config{Seed: 47, Forms: 2, Submissions: 60, Start: start, End: end})
+	form, other := sim.FormIDs()[0], sim.FormIDs()[1]
+	typo := form[:len(form)-1] + "Q"
+	ctx := context.Background()
+	w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{})
+	if res := testkit.Run(ctx, syncdBin, w, "once", form); res.Code != 0 || !strings.Contains(res.Stdout, form) || strings.Contains(res.Stdout, other) {
+		t.Fatalf("once FORM: exit %d, want 0 syncing %s alone: %s %s", res.Code, form, res.Stdout, res.Stderr)
+	}
+	from := start.Format(time.RFC3339)
+	cases := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string // what stdout must hold
+		stderr string // what stderr must hold
+	}{
+		{"mistyped command", []string{"onec"}, 2, "", "did you mean once?"},
+		{"mistyped subcommand", []string{"state", "shwo"}, 2, "", "did you mean show?"},
+		{"mistyped flag", []string{"once", "--dryrun"}, 2, "", "did you mean --dry-run?"},
+		{"mistyped global flag", []string{"once", "--conifg", "x.yaml"}, 2, "", "did you mean --config?"},
+		{"backfill FORM", []string{"backfill", form, "--from", from}, 0, form, ""},
+		{"reconcile FORM", []string{"reconcile", form}, 0, form, ""},
+		{"state show --form", []string{"state", "show", "--form", form}, 0, "form " + form, ""},
+		{"schema --form", []string{"schema", "--form", form}, 0, "form " + form, ""},
+		{"state reset --form typo", []string{"state", "reset", "--form", typo, "--yes"}, 2, "", "closest: " + form},
+		{"two forms", []string{"backfill", other, "--form", form, "--from", from}, 2, "", "two forms"},
+		{"backfill --dry-run of every form", []string{"backfill", "--dry-run", "--from", from}, 0, other, ""},
+		{"refresh FORM", []string{"refresh", other, "--yes"}, 0, other, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := testkit.Run(ctx, syncdBin, w, tc.args...)
+			if res.Code != tc.code || !strings.Contains(res.Stdout, tc.stdout) || !strings.Contains(res.Stderr, tc.stderr) {
+				t.Errorf("%v: exit %d, want %d with %q on stdout and %q on stderr:\nstdout %s\nstderr %s", tc.args, res.Code, tc.code, tc.stdout, tc.stderr, res.Stdout, tail(res.Stderr))
+			}
+		})
+	}
+	if v := showState(t, w, "--form", form); len(v.Forms) != 1 || v.Forms[0].FormID != form {
+		t.Errorf("state show --form %s -o json lists %+v", form, v.Forms)
+	}
+
+	// validate: -o json, and the closest id of a mistyped form.
+	typoed := withForms(t, w, "forms:\n  - id: "+form+"\n  - id: "+typo+"\n")
+	res := testkit.Run(ctx, syncdBin, typoed, "validate")
+	if res.Code != 1 || !strings.Contains(res.Stdout, "FAIL form "+typo) || !strings.Contains(res.Stdout, "closest: "+form) {
+		t.Errorf("validate with a mistyped form: exit %d, want 1 naming %s: %s", res.Code, form, res.Stdout)
+	}
+	res = testkit.Run(ctx, syncdBin, typoed, "validate", "-o", "json")
+	var checks []struct {
+		Status, Check, Message string
+	}
+	if err := json.Unmarshal([]byte(res.Stdout), &checks); err != nil || res.Code != 1 {
+		t.Fatalf("validate -o json: exit %d, %v: %s %s", res.Code, err, res.Stdout, res.Stderr)
+	}
+	failed := 0
+	for _, c := range checks {
+		if c.Status == "fail" {
+			failed++
+			if c.Check != "form "+typo || !strings.Contains(c.Message, form) {
+				t.Errorf("validate -o json: unexpected failure %+v", c)
+			}
+		}
+	}
+	if failed != 1 || len(checks) < 5 {
+		t.Errorf("validate -o json: %d failed of %+v, want the one form", failed, checks)
+	}
+
+	// state show --account keeps that account's streams.
+	dir := t.TempDir()
+	multi := &testkit.Workdir{Dir: dir, Config: filepath.Join(dir, "syncd.yaml"), Out: filepath.Join(dir, "out"), State: filepath.Join(dir, "state", "syncd.db")}
+	cfg := fmt.Sprintf("source:\n  base_url: %s\n  rate_limit: 200\nsync:\n  safety_lag: 0s\naccounts:\n  - name: acme\n    api_key: ${FORMS_API_KEY}\n  - name: globex\n    api_key: ${FORMS_API_KEY}\n"+
+		"sink:\n  type: parquet\n  parquet:\n    path: %s\nstate:\n  path: %s\nlog:\n  format: json\n", sim.BaseURL, multi.Out, multi.State)
+	if err := os.WriteFile(multi.Config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if res := testkit.Run(ctx, syncdBin, multi, "once"); res.Code != 0 {
+		t.Fatalf("once of two accounts: exit %d: %s %s", res.Code, res.Stdout, tail(res.Stderr))
+	}
+	v := showState(t, multi, "--account", "acme")
+	if len(v.Forms) != 2 {
+		t.Errorf("state show --account acme lists %d streams, want its 2", len(v.Forms))
+	}
+	for _, f := range v.Forms {
+		if !strings.HasPrefix(f.FormID, "acme/") {
+			t.Errorf("state show --account acme lists %s", f.FormID)
+		}
+	}
+}
