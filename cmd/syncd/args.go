@@ -68,6 +68,9 @@ func suggestCommands(root *cobra.Command) {
 		if c.HasSubCommands() {
 			run := c.RunE
 			c.Args = cobra.ArbitraryArgs
+			if c.Example == "" {
+				c.Example = "  " + c.CommandPath() + " --help"
+			}
 			c.RunE = func(cmd *cobra.Command, args []string) error {
 				if len(args) > 0 {
 					return unknownCommand(cmd, args[0])

@@ -273,7 +273,10 @@ func newLogger(c config.Log, w io.Writer) (*zap.Logger, error) {
 	case "json":
 		encoder = zapcore.NewJSONEncoder(enc)
 	case "console":
-		enc.EncodeLevel = zapcore.CapitalColorLevelEncoder
+		enc.EncodeLevel = zapcore.CapitalLevelEncoder
+		if isTerminal(w) { // colours for a person, never into a file or a pipe
+			enc.EncodeLevel = zapcore.CapitalColorLevelEncoder
+		}
 		encoder = zapcore.NewConsoleEncoder(enc)
 	default:
 		return nil, fmt.Errorf("log format %q: use auto, json or console", c.Format)

@@ -50,7 +50,7 @@ func printStateTable(w io.Writer, v stateView) {
 			fmt.Fprintf(w, ", last success %s", f.LastSuccess.Format(time.RFC3339))
 		}
 		if f.FreshnessSeconds != nil {
-			fmt.Fprintf(w, ", fresh to %s (%s ago)", fmtTime(*f.FreshTo), (time.Duration(*f.FreshnessSeconds * float64(time.Second))).Round(time.Second))
+			fmt.Fprintf(w, ", fresh to %s (%s ago)", fmtTime(*f.FreshTo), ageText(time.Duration(*f.FreshnessSeconds*float64(time.Second))))
 		}
 		fmt.Fprintln(w)
 		for _, iv := range f.Committed {

@@ -494,7 +494,8 @@ func printResults(w io.Writer, results []poller.Result, took time.Duration, sign
 		rows += r.Rows
 		switch outcome(r, signalled) {
 		case "failed":
-			fmt.Fprintf(w, "FAIL %s: %v\n", streamName(r), r.Err)
+			// The error often starts with the stream's name: say it once.
+			fmt.Fprintf(w, "FAIL %s: %s\n", streamName(r), strings.TrimPrefix(r.Err.Error(), streamName(r)+": "))
 		case "interrupted":
 			stopped++
 			fmt.Fprintf(w, "STOP %s -> %s: interrupted after %s in %s, %s%s; the rest comes with the next pass\n",
@@ -596,6 +597,13 @@ type summaryEntry struct {
 	CoveredEnd   *time.Time `json:"covered_end"`
 	ClampedTo    *time.Time `json:"clamped_to"` // null: the range was not cut at now - safety_lag
 	Error        string     `json:"error"`
+	// What a reconcile in the pass wrote (reconcile, or a pass whose
+	// lookback was due): committed windows read again, version rows (edits
+	// and late imports) and tombstones (deletions).
+	Reconciled        bool  `json:"reconciled"`
+	ReconciledWindows int64 `json:"reconciled_windows"`
+	Versions          int64 `json:"versions"`
+	Tombstones        int64 `json:"tombstones"`
 }
 
 // summaryEntries are the results as --summary and -o json write them.
@@ -604,7 +612,7 @@ func summaryEntries(results []poller.Result, signalled bool) []summaryEntry {
 	for _, r := range results {
 		e := summaryEntry{Account: r.Account, Source: r.Source, FormID: r.FormID, Table: r.Table, Status: outcome(r, signalled), Rows: r.Rows, Batches: r.Batches, Requests: r.Requests,
 			Misfits: r.Misfits, Discarded: r.Discarded, Seconds: r.Duration.Seconds(), CoveredStart: status.TimePtr(r.CoveredStart), CoveredEnd: status.TimePtr(r.CoveredEnd),
-			ClampedTo: status.TimePtr(r.ClampedTo)}
+			ClampedTo: status.TimePtr(r.ClampedTo), Reconciled: r.Reconciled, ReconciledWindows: r.ReconciledWindows, Versions: r.Versions, Tombstones: r.Tombstones}
 		if r.Err != nil {
 			e.Error = r.Err.Error()
 		}

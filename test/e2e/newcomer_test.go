@@ -369,8 +369,8 @@ func TestArgumentsNewcomersTry(t *testing.T) {
 	typo := form[:len(form)-1] + "Q"
 	ctx := context.Background()
 	w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{})
-	if res := testkit.Run(ctx, syncdBin, w, "once", form); res.Code != 0 || !strings.Contains(res.Stdout, form) || strings.Contains(res.Stdout, other) {
-		t.Fatalf("once FORM: exit %d, want 0 syncing %s alone: %s %s", res.Code, form, res.Stdout, res.Stderr)
+	if res := testkit.Run(ctx, syncdBin, w, "once"); res.Code != 0 {
+		t.Fatalf("once: exit %d: %s %s", res.Code, res.Stdout, res.Stderr)
 	}
 	from := start.Format(time.RFC3339)
 	cases := []struct {
@@ -380,6 +380,7 @@ func TestArgumentsNewcomersTry(t *testing.T) {
 		stdout string // what stdout must hold
 		stderr string // what stderr must hold
 	}{
+		{"once FORM", []string{"once", form}, 0, "ok   " + form, ""},
 		{"mistyped command", []string{"onec"}, 2, "", "did you mean once?"},
 		{"mistyped subcommand", []string{"state", "shwo"}, 2, "", "did you mean show?"},
 		{"mistyped flag", []string{"once", "--dryrun"}, 2, "", "did you mean --dry-run?"},
