@@ -471,6 +471,6 @@ func refuseDuplicates(ctx context.Context, a *app.App, formID string, from time.
 	}
 	return withCode(exitUsage, fmt.Errorf("the output holds %s of form %s in table %s with rows from %s on (%s), which the next pass would fetch and write a second time: "+
 		"use `syncd reconcile --form %s --from %s` to write only what changed, or `syncd refresh --form %s` to replace the table; "+
-		"or remove those batches' files (<batch id>.parquet) and reset --from %s, where the first of them starts; or pass --keep-output to have the rows twice; nothing was changed",
+		"or remove those batches from the output yourself (Parquet: their <batch id>.parquet files) and reset --from %s, where the first of them starts; or pass --keep-output to have the rows twice; nothing was changed",
 		plural(int64(len(after)), "batch"), formID, table, from.Format(time.RFC3339), example, id, from.Format("2006-01-02"), id, cut.UTC().Format(time.RFC3339Nano)))
 }
