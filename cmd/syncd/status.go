@@ -51,6 +51,8 @@ func printStateTable(w io.Writer, v stateView) {
 		}
 		if f.FreshnessSeconds != nil {
 			fmt.Fprintf(w, ", fresh to %s (%s ago)", fmtTime(*f.FreshTo), ageText(time.Duration(*f.FreshnessSeconds*float64(time.Second))))
+		} else if len(f.Committed) > 0 && !f.NotConfigured {
+			fmt.Fprintf(w, ", not complete: nothing committed from the form's start on (committed from %s; backfill the range before it)", fmtTime(f.Committed[0].Start))
 		}
 		fmt.Fprintln(w)
 		for _, iv := range f.Committed {
@@ -92,7 +94,7 @@ func printStateTable(w io.Writer, v stateView) {
 // statusHandler serves GET /status (status.Handler).
 func statusHandler(cfg *config.Config, store state.Store) http.HandlerFunc {
 	current := func() *config.Config { return cfg }
-	return status.Handler(app.StateWhere(cfg), store, func() func(string) bool { return app.StreamConfigured(cfg) }, app.AccountsView(current, store), app.WebhooksView(current, store))
+	return status.Handler(app.StateWhere(cfg), store, func() func(string) bool { return app.StreamConfigured(cfg) }, func() func(string) (time.Time, bool) { return app.StreamStart(cfg) }, app.AccountsView(current, store), app.WebhooksView(current, store))
 }
 
 // daemonURL is where a client on this host reaches the daemon's listener
@@ -170,6 +172,7 @@ func readState(ctx context.Context, cfg *config.Config, query string) (stateView
 		}
 		v := viewOf(app.StateWhere(cfg), list, time.Now(), strings.Contains(query, "schema=1"))
 		v.MarkConfigured(app.StreamConfigured(cfg))
+		v.FromStart(app.StreamStart(cfg), time.Now())
 		if strings.Contains(query, "accounts=1") {
 			v.Accounts = app.AccountsView(func() *config.Config { return cfg }, st)(ctx, v)
 		}

@@ -333,6 +333,42 @@ func StreamConfigured(cfg *config.Config) func(key string) bool {
 	}
 }
 
+// StreamStart is where a configured stream's history starts: its form's
+// start_date, sync.start_date, or the beginning (the Unix epoch); the
+// bookings' scheduling.bookings.start_date. ok is false for a stream the
+// configuration does not name.
+func StreamStart(cfg *config.Config) func(key string) (time.Time, bool) {
+	configured := StreamConfigured(cfg)
+	accounts := map[string]config.Account{}
+	for _, a := range cfg.AccountList() {
+		accounts[a.Namespace()] = a
+	}
+	orEpoch := func(t time.Time) time.Time {
+		if t.IsZero() {
+			return time.Unix(0, 0).UTC()
+		}
+		return t
+	}
+	return func(k string) (time.Time, bool) {
+		if !configured(k) {
+			return time.Time{}, false
+		}
+		ns, key := table.SplitStreamKey(k)
+		if strings.Contains(key, "/") {
+			if cfg.Scheduling == nil {
+				return time.Time{}, false
+			}
+			return orEpoch(cfg.Scheduling.Bookings.StartDate.Time), true
+		}
+		for _, f := range accounts[ns].Forms {
+			if f.ID == key && !f.StartDate.IsZero() {
+				return f.StartDate.Time, true
+			}
+		}
+		return orEpoch(cfg.Sync.StartDate.Time), true
+	}
+}
+
 // WhoAmI names the signed-in user from GET /v2/me. A token without
 // PROFILE_READ still works for bookings, so a refusal only warns.
 func WhoAmI(ctx context.Context, cfg *config.Config, log *zap.Logger, tok oauth.Token) oauth.Token {

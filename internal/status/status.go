@@ -263,6 +263,34 @@ func (v *View) MarkConfigured(configured func(key string) bool) {
 	v.Forms = kept
 }
 
+// FromStart corrects FreshTo (and FreshnessSeconds) for the streams whose
+// start start tells (ok false: unknown): FreshTo is where the committed
+// history that begins at the stream's start ends, and null when nothing
+// from the start on is committed yet (a backfill of a later range alone),
+// so that it never reads as complete while an earlier range was never
+// synced.
+func (v *View) FromStart(start func(key string) (time.Time, bool), now time.Time) {
+	if start == nil {
+		return
+	}
+	for i := range v.Forms {
+		f := &v.Forms[i]
+		from, ok := start(f.FormID)
+		if !ok || len(f.Committed) == 0 {
+			continue
+		}
+		first := f.Committed[0]
+		if first.Start.After(from) {
+			f.FreshTo, f.FreshnessSeconds = nil, nil
+			continue
+		}
+		end := first.End
+		f.FreshTo = TimePtr(end)
+		lag := now.Sub(end).Seconds()
+		f.FreshnessSeconds = &lag
+	}
+}
+
 // Handler serves GET /status: the state view of the daemon's own
 // store, read in a read transaction beside its writes. ?form=ID narrows it
 // to one form, ?schema=1 adds the pinned schemas.
@@ -271,7 +299,7 @@ func (v *View) MarkConfigured(configured func(key string) bool) {
 // (View.MarkConfigured); accounts, when not nil, adds the accounts'
 // summary for ?accounts=1, and webhooks, when not nil, the registered
 // webhooks for ?webhooks=1.
-func Handler(where string, store state.Store, configured func() func(key string) bool, accounts func(ctx context.Context, v View) []Account, webhooks func(ctx context.Context) ([]Webhook, error)) http.HandlerFunc {
+func Handler(where string, store state.Store, configured func() func(key string) bool, start func() func(key string) (time.Time, bool), accounts func(ctx context.Context, v View) []Account, webhooks func(ctx context.Context) ([]Webhook, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
 			http.Error(w, "use GET", http.StatusMethodNotAllowed)
@@ -296,6 +324,9 @@ func Handler(where string, store state.Store, configured func() func(key string)
 		v := Of(where, list, time.Now(), r.URL.Query().Get("schema") == "1")
 		if configured != nil {
 			v.MarkConfigured(configured())
+		}
+		if start != nil {
+			v.FromStart(start(), time.Now())
 		}
 		if accounts != nil && r.URL.Query().Get("accounts") == "1" {
 			v.Accounts = accounts(ctx, v)

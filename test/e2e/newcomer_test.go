@@ -27,6 +27,7 @@ type newcomerView struct {
 		LastError     string     `json:"last_error"`
 		LastSuccess   *time.Time `json:"last_success"`
 		NotConfigured bool       `json:"not_configured"`
+		FreshTo       *time.Time `json:"fresh_to"`
 	} `json:"forms"`
 }
 
@@ -451,5 +452,32 @@ func TestArgumentsNewcomersTry(t *testing.T) {
 		if !strings.HasPrefix(f.FormID, "acme/") {
 			t.Errorf("state show --account acme lists %s", f.FormID)
 		}
+	}
+}
+
+// TestFreshToAfterAPartialBackfill: a backfill of a later range alone
+// leaves fresh_to null (the history from the form's start is not in the
+// output), and state show says it is not complete; once sets it.
+func TestFreshToAfterAPartialBackfill(t *testing.T) {
+	start, end := history(6)
+	sim := testkit.StartSim(t, formsim.Config{Seed: 48, Forms: 1, Submissions: 120, Start: start, End: end})
+	form := sim.FormIDs()[0]
+	w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{})
+	ctx := context.Background()
+	mid := start.AddDate(0, 0, 3).Format(time.RFC3339)
+	if res := testkit.Run(ctx, syncdBin, w, "backfill", "--form", form, "--from", mid); res.Code != 0 {
+		t.Fatalf("backfill: exit %d: %s %s", res.Code, res.Stdout, tail(res.Stderr))
+	}
+	if v := showState(t, w); len(v.Forms) != 1 || v.Forms[0].FreshTo != nil {
+		t.Errorf("after a backfill from %s alone, fresh_to is %v, want null: the history before it was never synced", mid, v.Forms[0].FreshTo)
+	}
+	if res := testkit.Run(ctx, syncdBin, w, "state", "show"); !strings.Contains(res.Stdout, "not complete") || strings.Contains(res.Stdout, "fresh to") {
+		t.Errorf("state show after a partial backfill: %s", res.Stdout)
+	}
+	if res := testkit.Run(ctx, syncdBin, w, "once"); res.Code != 0 {
+		t.Fatalf("once: exit %d: %s", res.Code, res.Stdout)
+	}
+	if v := showState(t, w); len(v.Forms) != 1 || v.Forms[0].FreshTo == nil {
+		t.Errorf("after once, fresh_to is null")
 	}
 }
