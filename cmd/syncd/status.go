@@ -72,7 +72,11 @@ func printStateTable(w io.Writer, v stateView) {
 			fmt.Fprintf(w, "  reconcile: last %s; %s read again, %s, %s written; %s indexed", last, plural(rc.Windows, "window"),
 				plural(rc.Versions, "new version"), plural(rc.Tombstones, "tombstone"), plural(rc.Indexed, "row"))
 			if rc.IndexedFrom != nil {
-				fmt.Fprintf(w, " from %s", rc.IndexedFrom.Format(time.RFC3339))
+				if rc.IndexedFrom.Equal(time.Unix(0, 0)) {
+					fmt.Fprint(w, " from the form's beginning")
+				} else {
+					fmt.Fprintf(w, " from %s", rc.IndexedFrom.Format(time.RFC3339))
+				}
 			}
 			fmt.Fprintln(w)
 		}
