@@ -57,6 +57,12 @@ func newAccountsCmd(g *globals) *cobra.Command {
 				if err := tabular(g.stdout, []string{"ACCOUNT", "FORMS", "BOOKINGS", "SIGN-IN", "ROWS", "LAST SUCCESS", "LAG", "LAST ERROR"}, rows); err != nil {
 					return err
 				}
+				for _, a := range list {
+					if n := len(a.NotConfigured); n > 0 {
+						fmt.Fprintf(g.stdout, "account %s: the state still holds %s the configuration no longer names, not synced and not counted above: %s (`syncd state forget ID --yes` removes a record)\n",
+							a.Name, plural(int64(n), "stream"), strings.Join(a.NotConfigured, ", "))
+					}
+				}
 			}
 			for _, a := range list {
 				if a.Failing > 0 || a.SignIn != nil && !a.SignIn.SignedIn {
@@ -156,5 +162,26 @@ func lagText(s *float64) string {
 	if s == nil {
 		return "-"
 	}
-	return time.Duration(*s * float64(time.Second)).Round(time.Second).String()
+	return ageText(time.Duration(*s * float64(time.Second)))
+}
+
+// ageText is a duration as a person reads it: "42s", "3h5m", "989d 21h"
+// (never "23737h21m7s").
+func ageText(d time.Duration) string {
+	if d < 0 {
+		return "-" + ageText(-d)
+	}
+	switch {
+	case d >= 48*time.Hour:
+		days, hours := d/(24*time.Hour), (d%(24*time.Hour))/time.Hour
+		return fmt.Sprintf("%dd %dh", days, hours)
+	case d >= time.Hour:
+		s := strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
+		if strings.HasSuffix(s, "h0m") {
+			s = strings.TrimSuffix(s, "0m")
+		}
+		return s
+	default:
+		return d.Round(time.Second).String()
+	}
 }

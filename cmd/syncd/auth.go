@@ -175,26 +175,33 @@ func newAuthCmd(g *globals) *cobra.Command {
 				}
 				login := "syncd auth login"
 				if cfg.MultiAccount() {
-					fmt.Fprintf(g.stdout, "account %s: ", acct.Name)
+					fmt.Fprintf(g.stdout, "account %s:", acct.Name)
 					login += " --account " + acct.Name
 				}
 				tok, local, err := signInStatus(ctx, cfg, acct.Namespace(), log)
 				var lr *oauth.LoginRequiredError
+				sep := "" // after "account NAME:", a space before a one-line answer
+				if cfg.MultiAccount() {
+					sep = " "
+				}
 				switch {
 				case errors.Is(err, oauth.ErrNoToken):
-					fmt.Fprintf(g.stdout, "not signed in: run `%s`\n", login)
+					fmt.Fprintf(g.stdout, "%snot signed in: run `%s`\n", sep, login)
 					bad++
 				case errors.As(err, &lr):
-					fmt.Fprintf(g.stdout, "signed in as %s, but the token endpoint refused the sign-in (%s): run `%s`\n", orDash(tok.User), lr.Reason, login)
+					fmt.Fprintf(g.stdout, "%ssigned in as %s, but the token endpoint refused the sign-in (%s): run `%s`\n", sep, orDash(tok.User), lr.Reason, login)
 					bad++
 				case err != nil:
-					fmt.Fprintf(g.stdout, "could not check the sign-in: %v\n", err)
+					fmt.Fprintf(g.stdout, "%scould not check the sign-in: %v\n", sep, err)
 					bad++
 				default:
+					desc := tok.Summary().Describe(time.Now())
 					if cfg.MultiAccount() {
+						// The description's lines, under the account's.
 						fmt.Fprintln(g.stdout)
+						desc = "  " + strings.ReplaceAll(strings.TrimSuffix(desc, "\n"), "\n", "\n  ") + "\n"
 					}
-					fmt.Fprint(g.stdout, tok.Summary().Describe(time.Now()))
+					fmt.Fprint(g.stdout, desc)
 					if local {
 						fmt.Fprintln(g.stdout, "(checked in the state only: a running syncd holds it, and uses the sign-in itself)")
 					}

@@ -768,7 +768,7 @@ func resultsOf(entries []summaryEntry) []poller.Result {
 	for _, e := range entries {
 		r := poller.Result{Account: e.Account, Source: e.Source, FormID: e.FormID, Table: e.Table, Rows: e.Rows, Batches: e.Batches,
 			Requests: e.Requests, Misfits: e.Misfits, Discarded: e.Discarded, Duration: time.Duration(e.Seconds * float64(time.Second)),
-			Interrupted: e.Status == "interrupted"}
+			Interrupted: e.Status == "interrupted", Reconciled: e.Reconciled, ReconciledWindows: e.ReconciledWindows, Versions: e.Versions, Tombstones: e.Tombstones}
 		if e.CoveredStart != nil {
 			r.CoveredStart = *e.CoveredStart
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/poller"
+	"github.com/syncd-dev/syncd/internal/sink"
 	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 	"github.com/syncd-dev/syncd/internal/source/forms/schema"
 	"github.com/syncd-dev/syncd/internal/state"
@@ -137,16 +138,21 @@ type columnJSON struct {
 }
 
 func newSchemaCmd(g *globals) *cobra.Command {
-	var format string
+	var format, formFlag string
 	cmd := &cobra.Command{
-		Use:     "schema FORM",
+		Use:     "schema FORM|--form ID",
 		Short:   "Show the table a form maps to: column, type, source",
 		Example: "  syncd schema vLp2aX\n  syncd schema vLp2aX -o json",
-		Args:    cobra.ExactArgs(1),
+		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format); err != nil {
 				return err
 			}
+			formID, err := formOrFlag(cmd, args, formFlag, true)
+			if err != nil {
+				return err
+			}
+			args = []string{formID}
 			if strings.TrimSpace(args[0]) == "" {
 				return withCode(exitUsage, errors.New("FORM is empty: give a form id (`syncd forms` lists the account's)"))
 			}
@@ -236,6 +242,7 @@ func newSchemaCmd(g *globals) *cobra.Command {
 		},
 	}
 	addOutputFlag(cmd, &format)
+	cmd.Flags().StringVar(&formFlag, "form", "", "the form (or give it as an argument)")
 	return cmd
 }
 
@@ -263,7 +270,7 @@ func passwordQuestions(f *forms.Form) []string {
 
 func newStateCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "state", Short: "Inspect or reset the sync state"}
-	var format string
+	var format, showForm, resetForm string
 	show := &cobra.Command{
 		Use:   "show [FORM]",
 		Short: "Show committed windows, open batches and counters",
@@ -271,8 +278,12 @@ func newStateCmd(g *globals) *cobra.Command {
 			"Beside a running `syncd run` that holds the state file, the same view is read from\n" +
 			"its /status on server.addr, so the daemon never has to stop.",
 		Example: "  syncd state show\n  syncd state show vLp2aX\n  syncd state show -o json",
-		Args:    cobra.MaximumNArgs(1),
+		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			formID, err := formOrFlag(cmd, args, showForm, false)
+			if err != nil {
+				return err
+			}
 			v, err := g.readAccountsView(cmd.Context(), format, "")
 			if err != nil {
 				return err
@@ -280,8 +291,13 @@ func newStateCmd(g *globals) *cobra.Command {
 			if v.Forms == nil { // a daemon's /status without forms
 				v.Forms = []formView{}
 			}
-			if len(args) == 1 {
-				f, err := findForm(v.Forms, args[0])
+			if len(g.accounts) > 0 {
+				if v.Forms, err = g.accountForms(v.Forms); err != nil {
+					return err
+				}
+			}
+			if formID != "" {
+				f, err := findForm(v.Forms, g.streamKey(formID))
 				if err != nil {
 					return err
 				}
@@ -295,7 +311,8 @@ func newStateCmd(g *globals) *cobra.Command {
 		},
 	}
 	addOutputFlag(show, &format)
-	var yes bool
+	show.Flags().StringVar(&showForm, "form", "", "only this form (or give it as an argument)")
+	var yes, keepOutput bool
 	var fromDate string
 	reset := &cobra.Command{
 		Use:   "reset FORM [--from DATE]",
@@ -304,11 +321,14 @@ func newStateCmd(g *globals) *cobra.Command {
 			"next pass fetches them again. The output is not touched: the rows come a second time\n" +
 			"beside the ones already written, so queries must take the latest row per submission.\n" +
 			"To replace a form's table instead, use `syncd refresh --form FORM`.",
-		Example: "  syncd state reset vLp2aX --yes\n  syncd state reset vLp2aX --from 2026-11-01 --yes",
-		Args:    cobra.ExactArgs(1),
+		Example: "  syncd state reset vLp2aX --yes\n  syncd state reset --form vLp2aX --from 2026-11-01 --yes",
+		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			formID := args[0]
+			formID, err := formOrFlag(cmd, args, resetForm, true)
+			if err != nil {
+				return err
+			}
 			// An empty --from (an unset variable in a script) is never
 			// "forget everything".
 			if cmd.Flags().Changed("from") && strings.TrimSpace(fromDate) == "" {
@@ -347,6 +367,11 @@ func newStateCmd(g *globals) *cobra.Command {
 				return withCode(exitUsage, fmt.Errorf("--from %s is not before now - sync.safety_lag (%s): nothing of form %s is committed from then on, so there is nothing to reset; give an earlier date; nothing was changed",
 					from.Format(time.RFC3339), horizon.UTC().Format(time.RFC3339), formID))
 			}
+			if !from.IsZero() && !keepOutput {
+				if err := refuseDuplicates(ctx, a, formID, from); err != nil {
+					return err
+				}
+			}
 			if yes {
 				fmt.Fprintln(g.stderr, "syncd: "+strings.TrimPrefix(warning, "Forget "))
 			} else if err := confirm(g, warning, formID); err != nil {
@@ -366,7 +391,9 @@ func newStateCmd(g *globals) *cobra.Command {
 	}
 	reset.Flags().StringVar(&fromDate, "from", "", "forget only from this date on: 2024-01-31 or RFC 3339")
 	reset.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
-	cmd.AddCommand(show, reset, newStateAdoptCmd(g), newStateBackupCmd(g), newStateRestoreCmd(g))
+	reset.Flags().StringVar(&resetForm, "form", "", "the form (or give it as an argument)")
+	reset.Flags().BoolVar(&keepOutput, "keep-output", false, "with --from: reset even though the output holds batches from that date on, whose rows the next pass then writes a second time")
+	cmd.AddCommand(show, reset, newStateForgetCmd(g), newStateAdoptCmd(g), newStateBackupCmd(g), newStateRestoreCmd(g))
 	return cmd
 }
 
@@ -410,4 +437,55 @@ func fmtTime(t time.Time) string {
 		return "beginning"
 	}
 	return t.UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+// refuseDuplicates refuses, exit 2, a reset of formID from instant from
+// while its output holds batches whose windows end after from: the next
+// pass would fetch those rows again and write them beside the ones in
+// place. It names the batches and the way out.
+func refuseDuplicates(ctx context.Context, a *app.App, formID string, from time.Time) error {
+	ns, id := tablepkg.SplitStreamKey(formID)
+	var acct *app.Account
+	for _, ac := range a.Accounts {
+		if ac.Cfg.Namespace() == ns {
+			acct = ac
+		}
+	}
+	if acct == nil || acct.Sink == nil || strings.Contains(id, "/") {
+		return nil
+	}
+	inv, ok := acct.Sink.(sink.Inventory)
+	if !ok {
+		return nil
+	}
+	table := acct.FormStream(acct.Job(id)).Table()
+	held, err := inv.DescribeBatches(ctx, table)
+	if err != nil {
+		return withCode(exitFailed, fmt.Errorf("read which batches table %s holds, to tell whether the reset would write rows twice: %w; nothing was changed", table, err))
+	}
+	var after []sink.Held
+	cut := from
+	for _, h := range held {
+		if (h.Stream == formID || h.Stream == id) && h.WindowEnd.After(from) {
+			after = append(after, h)
+			if !h.WindowStart.IsZero() && h.WindowStart.Before(cut) {
+				cut = h.WindowStart
+			}
+		}
+	}
+	if len(after) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(after))
+	for _, h := range after {
+		ids = append(ids, h.ID)
+	}
+	example := strings.Join(ids[:min(3, len(ids))], ", ")
+	if len(ids) > 3 {
+		example += ", ..."
+	}
+	return withCode(exitUsage, fmt.Errorf("the output holds %s of form %s in table %s with rows from %s on (%s), which the next pass would fetch and write a second time: "+
+		"use `syncd reconcile --form %s --from %s` to write only what changed, or `syncd refresh --form %s` to replace the table; "+
+		"or remove those batches from the output yourself (Parquet: their <batch id>.parquet files) and reset --from %s, where the first of them starts; or pass --keep-output to have the rows twice; nothing was changed",
+		plural(int64(len(after)), "batch"), formID, table, from.Format(time.RFC3339), example, id, from.Format("2006-01-02"), id, cut.UTC().Format(time.RFC3339Nano)))
 }

@@ -117,6 +117,8 @@ type globals struct {
 	stderr     io.Writer
 
 	memOnce  sync.Once
+	noteOnce sync.Once // the line that says which configuration is used
+	noConfig bool      // no configuration file: the built-in defaults
 	mu       sync.Mutex
 	stopping chan struct{} // closed at the first SIGINT/SIGTERM
 	signal   os.Signal     // that first signal
@@ -176,7 +178,6 @@ func newRoot(stdout, stderr io.Writer) (*cobra.Command, *globals) {
 			_ = cmd.Help()
 			return withCode(exitUsage, errors.New("no command given: pick one of the commands above"))
 		},
-		Args: cobra.NoArgs,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -202,6 +203,7 @@ func newRoot(stdout, stderr io.Writer) (*cobra.Command, *globals) {
 		newRowsCmd(g),
 	)
 	addPprofFlags(root, g)
+	suggestCommands(root)
 	return root, g
 }
 
@@ -214,10 +216,29 @@ func envOr(key, def string) string {
 
 // load reads the configuration and builds the logger it asks for.
 func (g *globals) load() (*config.Config, *zap.Logger, error) {
-	cfg, err := config.Load(g.configPath, os.LookupEnv)
+	path := g.configPath
+	if path == "" {
+		// As terraform reads the folder it runs in: ./syncd.yaml when
+		// there is one; the built-in defaults otherwise, said out loud
+		// (and refused by the commands that write: openAppShared).
+		if fi, err := os.Stat(localConfig); err == nil && fi.Mode().IsRegular() {
+			path = localConfig
+		}
+	}
+	cfg, err := config.Load(path, os.LookupEnv)
 	if err != nil {
 		return nil, nil, withCode(exitUsage, err)
 	}
+	g.noConfig = path == ""
+	g.noteOnce.Do(func() {
+		switch {
+		case g.configPath != "":
+		case path != "":
+			fmt.Fprintf(g.stderr, "syncd: no --config given: using ./%s\n", localConfig)
+		default:
+			fmt.Fprintf(g.stderr, "syncd: no configuration file (no --config, SYNCD_CONFIG or ./%s): using the built-in defaults: %s\n", localConfig, defaultsText(cfg))
+		}
+	})
 	if g.logLevel != "" {
 		cfg.Log.Level = g.logLevel
 	}
@@ -253,12 +274,15 @@ func newLogger(c config.Log, w io.Writer) (*zap.Logger, error) {
 	case "json":
 		encoder = zapcore.NewJSONEncoder(enc)
 	case "console":
-		enc.EncodeLevel = zapcore.CapitalColorLevelEncoder
+		enc.EncodeLevel = zapcore.CapitalLevelEncoder
+		if isTerminal(w) { // colours for a person, never into a file or a pipe
+			enc.EncodeLevel = zapcore.CapitalColorLevelEncoder
+		}
 		encoder = zapcore.NewConsoleEncoder(enc)
 	default:
 		return nil, fmt.Errorf("log format %q: use auto, json or console", c.Format)
 	}
-	core := zapcore.NewCore(encoder, zapcore.AddSync(w), level)
+	core := zapcore.NewCore(encoder, zapcore.AddSync(lineClearer{w}), level)
 	return zap.New(core), nil
 }
 
@@ -310,4 +334,24 @@ func gcThreshold(softLimit int64) uint64 {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// localConfig is the configuration file read from the working folder when
+// neither --config nor SYNCD_CONFIG names one.
+const localConfig = "syncd.yaml"
+
+// defaultsText says where the built-in defaults read and write.
+func defaultsText(cfg *config.Config) string {
+	where := "state " + app.StateWhere(cfg)
+	if cfg.Sink.Type == "parquet" {
+		where += ", Parquet output under " + cfg.Sink.Parquet.Path
+	}
+	return "the Forms API at " + cfg.Source.BaseURL + ", " + where
+}
+
+// errNoConfig refuses a command that writes (a pass, a backfill, a change
+// to the state) when no configuration file was found.
+func errNoConfig(cfg *config.Config) error {
+	return withCode(exitUsage, fmt.Errorf("no configuration file: give --config FILE (or set SYNCD_CONFIG, or put a %s in this folder; configs/syncd.example.yaml is one to start from); "+
+		"without one this command would sync with the built-in defaults (%s); nothing was written", localConfig, defaultsText(cfg)))
 }

@@ -103,7 +103,7 @@ func TestConfigCommand(t *testing.T) {
 				Sync   map[string]any `json:"sync"`
 				Forms  []any          `json:"forms"`
 			}
-			if err := json.Unmarshal([]byte(stdout), &m); err != nil || m.Source["api_key"] != "***" || m.Sync["safety_lag"] != "2m0s" || m.Forms == nil {
+			if err := json.Unmarshal([]byte(stdout), &m); err != nil || m.Source["api_key"] != "***" || m.Sync["safety_lag"] != "2m" || m.Forms == nil {
 				t.Errorf("config -o json: %v %v", err, m)
 			}
 		}
@@ -271,6 +271,19 @@ func TestStoppedCommandExitsAsStopped(t *testing.T) {
 		}
 		if got := g.finalCode(tt.code); got != tt.wantFinal {
 			t.Errorf("signal %v, code %d: exit %d, want %d", tt.signal, tt.code, got, tt.wantFinal)
+		}
+	}
+}
+
+func TestAgeTextInDays(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{23737*time.Hour + 21*time.Minute, "989d 1h"}, {42 * time.Second, "42s"}, {3*time.Hour + 5*time.Minute + 10*time.Second, "3h5m"}, {30 * time.Hour, "30h"},
+	} {
+		if got := ageText(tc.d); got != tc.want {
+			t.Errorf("ageText(%v) = %q, want %q", tc.d, got, tc.want)
 		}
 	}
 }

@@ -58,6 +58,9 @@ func (g *globals) checkSpool() error {
 	if err != nil {
 		return err
 	}
+	if g.noConfig {
+		return errNoConfig(cfg)
+	}
 	return refuseUnusableSpool(cfg)
 }
 

@@ -251,9 +251,13 @@ func TestStateResetRefusesAFromWithNothingAfter(t *testing.T) {
 			t.Errorf("state reset --from %s changed the committed windows: %v, were %v", from, after, before)
 		}
 	}
-	// A --from inside the committed history is what reset is for.
+	// A --from inside the committed history is what reset is for; with
+	// batches in the output from then on, only with --keep-output.
 	from := before.End().Add(-24 * time.Hour).Format(time.RFC3339)
-	if code, stdout, stderr := e.run("state", "reset", e.form, "--from", from, "--yes"); code != 0 || !strings.Contains(stdout, "reset") {
+	if code, _, stderr := e.run("state", "reset", e.form, "--from", from, "--yes"); code != exitUsage || !strings.Contains(stderr, "--keep-output") {
+		t.Errorf("state reset --from %s over batches in the output: exit %d %s; want 2 naming --keep-output", from, code, stderr)
+	}
+	if code, stdout, stderr := e.run("state", "reset", e.form, "--from", from, "--yes", "--keep-output"); code != 0 || !strings.Contains(stdout, "reset") {
 		t.Errorf("state reset --from %s: exit %d %s %s", from, code, stdout, stderr)
 	}
 }

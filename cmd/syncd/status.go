@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -49,7 +50,9 @@ func printStateTable(w io.Writer, v stateView) {
 			fmt.Fprintf(w, ", last success %s", f.LastSuccess.Format(time.RFC3339))
 		}
 		if f.FreshnessSeconds != nil {
-			fmt.Fprintf(w, ", fresh to %s (%s ago)", fmtTime(*f.FreshTo), (time.Duration(*f.FreshnessSeconds * float64(time.Second))).Round(time.Second))
+			fmt.Fprintf(w, ", fresh to %s (%s ago)", fmtTime(*f.FreshTo), ageText(time.Duration(*f.FreshnessSeconds*float64(time.Second))))
+		} else if len(f.Committed) > 0 && !f.NotConfigured {
+			fmt.Fprintf(w, ", not complete: nothing committed from the form's start on (committed from %s; backfill the range before it)", fmtTime(f.Committed[0].Start))
 		}
 		fmt.Fprintln(w)
 		if f.Layout != "" {
@@ -72,7 +75,11 @@ func printStateTable(w io.Writer, v stateView) {
 			fmt.Fprintf(w, "  reconcile: last %s; %s read again, %s, %s written; %s indexed", last, plural(rc.Windows, "window"),
 				plural(rc.Versions, "new version"), plural(rc.Tombstones, "tombstone"), plural(rc.Indexed, "row"))
 			if rc.IndexedFrom != nil {
-				fmt.Fprintf(w, " from %s", rc.IndexedFrom.Format(time.RFC3339))
+				if rc.IndexedFrom.Equal(time.Unix(0, 0)) {
+					fmt.Fprint(w, " from the form's beginning")
+				} else {
+					fmt.Fprintf(w, " from %s", rc.IndexedFrom.Format(time.RFC3339))
+				}
 			}
 			fmt.Fprintln(w)
 		}
@@ -81,6 +88,9 @@ func printStateTable(w io.Writer, v stateView) {
 		}
 		if f.LastError != "" {
 			fmt.Fprintf(w, "  last error: %s\n", f.LastError)
+		}
+		if f.NotConfigured {
+			fmt.Fprintf(w, "  no longer in the configuration: not synced; `syncd state forget %s` removes this record\n", f.FormID)
 		}
 	}
 	if len(v.Forms) == 0 {
@@ -91,7 +101,7 @@ func printStateTable(w io.Writer, v stateView) {
 // statusHandler serves GET /status (status.Handler).
 func statusHandler(cfg *config.Config, store state.Store) http.HandlerFunc {
 	current := func() *config.Config { return cfg }
-	return status.Handler(app.StateWhere(cfg), store, app.AccountsView(current, store), app.WebhooksView(current, store))
+	return status.Handler(app.StateWhere(cfg), store, func() func(string) bool { return app.StreamConfigured(cfg) }, func() func(string) (time.Time, bool) { return app.StreamStart(cfg) }, app.AccountsView(current, store), app.WebhooksView(current, store))
 }
 
 // daemonURL is where a client on this host reaches the daemon's listener
@@ -168,6 +178,8 @@ func readState(ctx context.Context, cfg *config.Config, query string) (stateView
 			return stateView{}, withCode(exitFailed, fmt.Errorf("read the state %s: %w", app.StateWhere(cfg), err))
 		}
 		v := viewOf(app.StateWhere(cfg), list, time.Now(), strings.Contains(query, "schema=1"))
+		v.MarkConfigured(app.StreamConfigured(cfg))
+		v.FromStart(app.StreamStart(cfg), time.Now())
 		if strings.Contains(query, "accounts=1") {
 			v.Accounts = app.AccountsView(func() *config.Config { return cfg }, st)(ctx, v)
 		}
@@ -184,6 +196,12 @@ func readState(ctx context.Context, cfg *config.Config, query string) (stateView
 	}
 	v, aerr := askDaemon(ctx, cfg, query)
 	if aerr != nil {
+		if notDaemon(cfg, le) {
+			// A `syncd once`, backfill or other command holds the state: no
+			// daemon serves its status, and server.addr is beside the point.
+			return stateView{}, withCode(exitState, fmt.Errorf("state %s is in use by a syncd that is not a daemon (%s): a `syncd once`, `backfill` or another command writing it, which serves no /status; let it finish (or stop it) and run this again",
+				le.Path, le.Holder))
+		}
 		return stateView{}, withCode(exitState, fmt.Errorf("%w; and its status could not be read either: %v (is server.addr in this config the daemon's?)", err, aerr))
 	}
 	return v, nil
@@ -199,4 +217,18 @@ func layoutWords(layout string) string {
 		return layout + " (layout " + layout + ")"
 	}
 	return layout
+}
+
+// notDaemon reports whether the process that holds the state (held names
+// it) runs on this host and is no `syncd run`: a daemon writes a control
+// file beside the state, with its pid.
+func notDaemon(cfg *config.Config, held *state.LockedError) bool {
+	if held.Holder == nil || held.Holder.PID == 0 {
+		return false
+	}
+	if host, err := os.Hostname(); err != nil || host != held.Holder.Host {
+		return false
+	}
+	ci, err := readControl(cfg)
+	return errors.Is(err, os.ErrNotExist) || err == nil && ci.PID != held.Holder.PID
 }

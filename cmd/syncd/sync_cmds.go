@@ -47,6 +47,9 @@ func (g *globals) openAppShared(ctx context.Context, readOnly, shared bool) (*ap
 	if err != nil {
 		return nil, err
 	}
+	if g.noConfig && !readOnly {
+		return nil, errNoConfig(cfg)
+	}
 	a, err := app.Open(ctx, cfg, log, app.Options{Version: version, ReadOnly: readOnly, Accounts: g.accounts, Shard: g.shard, Shared: shared && cfg.State.Shared,
 		PoisonFreedBuffers: os.Getenv(poisonEnv) == "1"})
 	if err != nil {
@@ -94,7 +97,7 @@ func newOnceCmd(g *globals) *cobra.Command {
 	var formIDs []string
 	var dryRun bool
 	cmd := &cobra.Command{
-		Use:   "once",
+		Use:   "once [FORM]...",
 		Short: "Sync every configured form once, print a summary line per form, and exit",
 		Long: "Sync every configured form (or those --form names) once and exit: 0 when every form\n" +
 			"synced, 1 when any failed (the others still committed), 2 on a usage or configuration\n" +
@@ -107,7 +110,7 @@ func newOnceCmd(g *globals) *cobra.Command {
 		Example: "  syncd once --config syncd.yaml\n" +
 			"  syncd once --form vLp2aX --form 8fKq2m --summary /tmp/summary.json\n" +
 			"  syncd once --dry-run -o json",
-		Args: cobra.NoArgs,
+		Args: formArgs(-1),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if err := checkFormat(format); err != nil {
@@ -491,7 +494,8 @@ func printResults(w io.Writer, results []poller.Result, took time.Duration, sign
 		rows += r.Rows
 		switch outcome(r, signalled) {
 		case "failed":
-			fmt.Fprintf(w, "FAIL %s: %v\n", streamName(r), r.Err)
+			// The error often starts with the stream's name: say it once.
+			fmt.Fprintf(w, "FAIL %s: %s\n", streamName(r), strings.TrimPrefix(r.Err.Error(), streamName(r)+": "))
 		case "interrupted":
 			stopped++
 			fmt.Fprintf(w, "STOP %s -> %s: interrupted after %s in %s, %s%s; the rest comes with the next pass\n",
@@ -593,6 +597,13 @@ type summaryEntry struct {
 	CoveredEnd   *time.Time `json:"covered_end"`
 	ClampedTo    *time.Time `json:"clamped_to"` // null: the range was not cut at now - safety_lag
 	Error        string     `json:"error"`
+	// What a reconcile in the pass wrote (reconcile, or a pass whose
+	// lookback was due): committed windows read again, version rows (edits
+	// and late imports) and tombstones (deletions).
+	Reconciled        bool  `json:"reconciled"`
+	ReconciledWindows int64 `json:"reconciled_windows"`
+	Versions          int64 `json:"versions"`
+	Tombstones        int64 `json:"tombstones"`
 }
 
 // summaryEntries are the results as --summary and -o json write them.
@@ -601,7 +612,7 @@ func summaryEntries(results []poller.Result, signalled bool) []summaryEntry {
 	for _, r := range results {
 		e := summaryEntry{Account: r.Account, Source: r.Source, FormID: r.FormID, Table: r.Table, Status: outcome(r, signalled), Rows: r.Rows, Batches: r.Batches, Requests: r.Requests,
 			Misfits: r.Misfits, Discarded: r.Discarded, Seconds: r.Duration.Seconds(), CoveredStart: status.TimePtr(r.CoveredStart), CoveredEnd: status.TimePtr(r.CoveredEnd),
-			ClampedTo: status.TimePtr(r.ClampedTo)}
+			ClampedTo: status.TimePtr(r.ClampedTo), Reconciled: r.Reconciled, ReconciledWindows: r.ReconciledWindows, Versions: r.Versions, Tombstones: r.Tombstones}
 		if r.Err != nil {
 			e.Error = r.Err.Error()
 		}
@@ -735,7 +746,7 @@ func newBackfillCmd(g *globals) *cobra.Command {
 	var concurrency int
 	var dryRun bool
 	cmd := &cobra.Command{
-		Use:   "backfill [--form ID] --from DATE [--to DATE]",
+		Use:   "backfill [FORM | --form ID] --from DATE [--to DATE]",
 		Short: "Load a time range of one form (or of every form of the accounts), fetching windows in parallel; a rerun resumes",
 		Long: "Load [--from, --to) of one form; without --form, of every form of every account (those\n" +
 			"--account or --shard I/N name: the pods of an Indexed Job split the accounts). Nothing is\n" +
@@ -750,7 +761,7 @@ func newBackfillCmd(g *globals) *cobra.Command {
 		Example: "  syncd backfill --form vLp2aX --from 2024-01-01 --to 2024-07-01 --concurrency 8\n" +
 			"  syncd backfill --form vLp2aX --from 2024-01-01 --dry-run\n" +
 			"  syncd backfill --from 2020-01-01 --shard /4   # pod JOB_COMPLETION_INDEX of 4",
-		Args: cobra.NoArgs,
+		Args: formArgs(1),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if err := checkFormat(format); err != nil {
@@ -795,14 +806,30 @@ func newBackfillCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if !dryRun {
+				if g.noConfig {
+					return errNoConfig(cfg)
+				}
 				if err := refuseUnusableSpool(cfg); err != nil {
 					return err
 				}
 			}
-			if !oneForm {
-				if dryRun {
-					return withCode(exitUsage, errors.New("--dry-run plans one form's backfill: add --form"))
+			if !oneForm && dryRun {
+				// Every form of the account, as the backfill would.
+				cfg, client, counting, err := g.loadPassClient(ctx, true)
+				if err != nil {
+					return err
 				}
+				acctCfg, err := g.account(cfg)
+				if err != nil {
+					return err
+				}
+				jobs, err := selectJobs(ctx, app.Offline(cfg, acctCfg, client), nil)
+				if err != nil {
+					return withCode(exitFailed, err)
+				}
+				return g.dryRun(ctx, cfg, acctCfg, client, "backfill", jobs, start, end, counting.n.Load(), format, false)
+			}
+			if !oneForm {
 				return g.backfillAll(ctx, start, end, to != "", concurrency, summaryPath, format)
 			}
 			cfg, client, counting, err := g.loadPassClient(cmd.Context(), dryRun)
@@ -850,7 +877,7 @@ func newBackfillCmd(g *globals) *cobra.Command {
 			started := time.Now()
 			r := acct.Poller.Backfill(ctx, acct.FormStream(acct.Job(formID)), start, end, concurrency, report.update)
 			r.Account = acct.Name
-			report.finish()
+			report.finish(r)
 			return g.finishPass([]poller.Result{r}, time.Since(started), summaryPath, format)
 		},
 	}
@@ -896,7 +923,8 @@ func (g *globals) backfillInDaemon(ctx context.Context, cfg *config.Config, held
 	report := newProgressReporter(g.stderr, log, orDash(req.Form))
 	started := time.Now()
 	done, err := c.backfill(ctx, req, func(s string) { fmt.Fprintln(g.stderr, "syncd:", s) }, report.update)
-	report.finish()
+	_, stopped := g.interruption()
+	report.finish(poller.Result{Err: err, Interrupted: stopped || done == nil || done.Code != exitOK})
 	if code, stopped := g.interruption(); stopped {
 		out := g.stdout
 		if format == formatJSON {
@@ -970,7 +998,7 @@ func (g *globals) backfillAll(ctx context.Context, start, end time.Time, endAske
 func newReconcileCmd(g *globals) *cobra.Command {
 	var formID, from, summaryPath, format string
 	cmd := &cobra.Command{
-		Use:   "reconcile --form ID [--from DATE]",
+		Use:   "reconcile FORM|--form ID [--from DATE]",
 		Short: "Read a form's committed windows again and write what changed: edits, deletions, late imports",
 		Long: "Reads the committed windows of one form from --from (default: now - sync.lookback) to now\n" +
 			"again and compares each submission with the versions the output holds: an edit is written\n" +
@@ -978,8 +1006,8 @@ func newReconcileCmd(g *globals) *cobra.Command {
 			"with a past time as a normal row. Existing files are never rewritten. --from reaches back to\n" +
 			"the form's start: every batch records its rows' versions (a state written before format 3\n" +
 			"kept them for sync.lookback only; `syncd state adopt` indexes the rows before that).",
-		Example: "  syncd reconcile --form vLp2aX\n  syncd reconcile --form vLp2aX --from 2026-11-01",
-		Args:    cobra.NoArgs,
+		Example: "  syncd reconcile --form vLp2aX\n  syncd reconcile vLp2aX --from 2026-11-01",
+		Args:    formArgs(1),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if cmd.Flags().Changed("from") && strings.TrimSpace(from) == "" {
@@ -1036,14 +1064,14 @@ func newRefreshCmd(g *globals) *cobra.Command {
 	var formID, summaryPath, format string
 	var yes bool
 	cmd := &cobra.Command{
-		Use:     "refresh --form ID",
+		Use:     "refresh FORM|--form ID",
 		Example: "  syncd refresh --form vLp2aX\n  syncd refresh --form vLp2aX --yes --summary /tmp/refresh.json",
 		Short:   "Replace a form's table with a fresh sync: remove its output, then sync it all again",
 		Long: "Full refresh of one form: its table's output (the Parquet files under its folder or\n" +
 			"bucket prefix, or the BigQuery table) is removed and the form is synced again from its\n" +
 			"start date. A stop at any point is safe: the next pass of the form, by any command,\n" +
 			"finishes the removal before it writes, so no row is ever there twice.",
-		Args: cobra.NoArgs,
+		Args: formArgs(1),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if err := checkFormat(format); err != nil {
@@ -1115,6 +1143,7 @@ func confirm(g *globals, question, word string) error {
 // seconds otherwise.
 type progressReporter struct {
 	mu      sync.Mutex
+	w       io.Writer
 	bar     *progressbar.ProgressBar
 	log     *zap.Logger
 	formID  string
@@ -1123,8 +1152,9 @@ type progressReporter struct {
 }
 
 func newProgressReporter(w io.Writer, log *zap.Logger, formID string) *progressReporter {
-	p := &progressReporter{log: log, formID: formID, started: time.Now()}
+	p := &progressReporter{w: w, log: log, formID: formID, started: time.Now()}
 	if isTerminal(w) {
+		barShown.Store(true) // log lines clear it first (lineClearer)
 		p.bar = progressbar.NewOptions64(-1,
 			progressbar.OptionSetWriter(w),
 			progressbar.OptionSetDescription("backfill "+formID),
@@ -1166,11 +1196,38 @@ func (p *progressReporter) update(pr poller.Progress) {
 	p.log.Info("backfill progress", fields...)
 }
 
-func (p *progressReporter) finish() {
-	if p.bar != nil {
-		_ = p.bar.Finish()
-		fmt.Fprintln(os.Stderr)
+// finish ends the bar: at 100% when the backfill completed (r ended well),
+// where it stood otherwise (interrupted or failed), never drawn full.
+func (p *progressReporter) finish(r poller.Result) {
+	if p.bar == nil {
+		return
 	}
+	if r.Err == nil && !r.Interrupted {
+		_ = p.bar.Finish()
+	} else {
+		_ = p.bar.Exit()
+	}
+	barShown.Store(false)
+	fmt.Fprintln(p.w)
+}
+
+// barShown is set while a progress bar is drawn on the terminal: a log
+// line written then clears the bar's line first, so that it does not
+// overwrite (or get overwritten by) the bar, which is drawn again below
+// it at its next update.
+var barShown atomic.Bool
+
+// lineClearer is the log's writer: while a progress bar is shown, each log
+// line first clears the terminal line the bar is on.
+type lineClearer struct{ w io.Writer }
+
+func (l lineClearer) Write(b []byte) (int, error) {
+	if barShown.Load() {
+		if _, err := io.WriteString(l.w, "\r\x1b[K"); err != nil {
+			return 0, err
+		}
+	}
+	return l.w.Write(b)
 }
 
 // tabular prints aligned columns.

@@ -25,6 +25,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/oauth"
 	sinkbq "github.com/syncd-dev/syncd/internal/sink/bigquery"
 	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
+	"github.com/syncd-dev/syncd/internal/suggest"
 )
 
 // What validate allows itself: its API checks share one budget of
@@ -39,7 +40,8 @@ const (
 )
 
 func newValidateCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var format string
+	cmd := &cobra.Command{
 		Use:   "validate",
 		Short: "Check the config, the API key, the forms, the output (a probe write) and the state store",
 		Long: "Check everything a sync needs, each on one line (ok, WARN or FAIL), within about 30 s:\n" +
@@ -49,11 +51,27 @@ func newValidateCmd(g *globals) *cobra.Command {
 			"sync.spool_dir (or the temporary folder) takes a scratch folder; and the\n" +
 			"state (beside a running `syncd run`, through its /status). Exit 0 when all is ok, 1 when\n" +
 			"a check failed, 2 when the config is invalid.",
-		Example: "  syncd validate\n  syncd validate --config /etc/syncd/syncd.yaml",
+		Example: "  syncd validate\n  syncd validate --config /etc/syncd/syncd.yaml\n  syncd validate -o json | jq '.[] | select(.status != \"ok\")'",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			ctx := cmd.Context()
-			out := g.stdout
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			var out io.Writer = g.stdout
+			if format == formatJSON {
+				// Each check's line is collected, and printed as JSON at the end.
+				c := &checkLines{}
+				out = c
+				defer func() {
+					var ee *exitError
+					if err == nil || errors.As(err, &ee) && ee.code == exitFailed {
+						if perr := printJSON(g.stdout, c.list()); perr != nil {
+							err = perr
+						}
+					}
+				}()
+			}
 			cfg, log, err := g.load()
 			if err != nil {
 				return err
@@ -99,8 +117,17 @@ func newValidateCmd(g *globals) *cobra.Command {
 					continue
 				}
 				fmt.Fprintf(out, "ok   api key%s: %s visible at %s\n", who, plural(int64(len(list)), "form"), acct.BaseURL)
+				known := make([]string, 0, len(list))
+				for _, f := range list {
+					known = append(known, f.FormID)
+				}
 				for _, f := range acct.Forms {
 					if _, err := client.GetForm(apiCtx, f.ID); err != nil {
+						if p := suggest.Phrase(f.ID, known); errors.Is(err, forms.ErrNotFound) && p != "" {
+							fmt.Fprintf(out, "FAIL form %s%s: form %s does not exist in the account (%s): fix its id in forms[]\n", f.ID, who, f.ID, p)
+							bad++
+							continue
+						}
 						fmt.Fprintf(out, "FAIL form %s%s: %s\n", f.ID, who, apiFailure(acct.BaseURL, err))
 						bad++
 						continue
@@ -167,6 +194,61 @@ func newValidateCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+	addOutputFlag(cmd, &format)
+	return cmd
+}
+
+// checkJSON is one check of `syncd validate -o json`.
+type checkJSON struct {
+	Status  string `json:"status"` // ok, warn, fail
+	Check   string `json:"check"`  // what was checked: config, api key, form ID, sink, spool, state, ...
+	Message string `json:"message"`
+}
+
+// checkLines collects the lines validate writes ("ok   X", "WARN X: ...",
+// "FAIL X: ...") as checks.
+type checkLines struct {
+	buf    strings.Builder
+	checks []checkJSON
+}
+
+func (c *checkLines) Write(b []byte) (int, error) {
+	c.buf.Write(b)
+	for {
+		s := c.buf.String()
+		i := strings.IndexByte(s, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		c.add(s[:i])
+		c.buf.Reset()
+		c.buf.WriteString(s[i+1:])
+	}
+}
+
+func (c *checkLines) add(line string) {
+	status, text := "ok", line
+	for prefix, st := range map[string]string{"ok   ": "ok", "WARN ": "warn", "FAIL ": "fail"} {
+		if rest, ok := strings.CutPrefix(line, prefix); ok {
+			status, text = st, rest
+		}
+	}
+	check, msg, ok := strings.Cut(text, ": ")
+	if !ok {
+		check, msg = text, ""
+	}
+	c.checks = append(c.checks, checkJSON{Status: status, Check: check, Message: msg})
+}
+
+func (c *checkLines) list() []checkJSON {
+	if rest := strings.TrimSpace(c.buf.String()); rest != "" {
+		c.add(rest)
+		c.buf.Reset()
+	}
+	if c.checks == nil {
+		return []checkJSON{}
+	}
+	return c.checks
 }
 
 // checkScheduling says who syncd is signed in to the scheduling API as,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -73,8 +74,17 @@ func newWebhooksRemoveCmd(g *globals) *cobra.Command {
 					failed = err
 				}
 			}
-			if err := printWebhooks(g, format, rows); err != nil {
-				return err
+			if format != formatJSON {
+				if len(rows) == 0 {
+					fmt.Fprintln(g.stdout, "no webhook to remove: the state records none")
+				} else {
+					fmt.Fprintf(g.stdout, "removed %s at the services and from the state:\n", plural(int64(len(rows)), "webhook"))
+				}
+			}
+			if len(rows) > 0 || format == formatJSON {
+				if err := printWebhooks(g, format, rows); err != nil {
+					return err
+				}
 			}
 			if failed != nil {
 				return withCode(exitFailed, errReported)

@@ -1174,7 +1174,7 @@ func (a *App) DaemonOptions(ctx context.Context, stopping <-chan struct{}, versi
 	opts := daemon.Options{
 		Stopping: stopping, Version: version, Addr: a.Cfg.Server.Addr,
 		UnreadyAfter: a.Cfg.Server.UnreadyAfter.D(), Jitter: a.Cfg.Sync.Jitter.D(), Grace: a.Cfg.Sync.ShutdownGrace.D(),
-		Entries: a.DaemonEntries(), Status: status.Handler(StateWhere(a.Cfg), a.Store, AccountsView(a.Current, a.Store), WebhooksView(a.Current, a.Store)), Metrics: a.Metrics, Log: a.Log,
+		Entries: a.DaemonEntries(), Status: status.Handler(StateWhere(a.Cfg), a.Store, func() func(string) bool { return StreamConfigured(a.Current()) }, func() func(string) (time.Time, bool) { return StreamStart(a.Current()) }, AccountsView(a.Current, a.Store), WebhooksView(a.Current, a.Store)), Metrics: a.Metrics, Log: a.Log,
 		Hangup: hangup, Watch: watch,
 	}
 	opts.Reload = func(ctx context.Context) ([]daemon.Entry, error) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -298,6 +299,73 @@ func AccountsView(current func() *config.Config, store state.Store) func(ctx con
 			ns[a.Name] = a.Namespace()
 		}
 		return status.Accounts(v, names, func(n string) string { return ns[n] }, table.SplitStreamKey, SignIns(ctx, cfg, store), time.Now())
+	}
+}
+
+// StreamConfigured tells whether cfg still names a stream of the state
+// (its key, namespace included): false for a stream of an account the
+// configuration no longer has, the bookings of an account that no longer
+// signs in to the scheduling API, a form the account excludes, and a form
+// missing from an account that lists its forms by id (and selects none by
+// tag). A form of an account that syncs every form, or selects some by
+// tag, counts as named: only the API could tell otherwise.
+func StreamConfigured(cfg *config.Config) func(key string) bool {
+	accounts := map[string]config.Account{}
+	for _, a := range cfg.AccountList() {
+		accounts[a.Namespace()] = a
+	}
+	return func(k string) bool {
+		ns, key := table.SplitStreamKey(k)
+		a, ok := accounts[ns]
+		if !ok {
+			return false
+		}
+		if src, _, isOther := strings.Cut(key, "/"); isOther {
+			return src != table.ReservedNamespace || a.Scheduling
+		}
+		if slices.Contains(a.Exclude, key) {
+			return false
+		}
+		if len(a.Forms) == 0 || len(a.Tags) > 0 {
+			return true
+		}
+		return slices.ContainsFunc(a.Forms, func(f config.FormConfig) bool { return f.ID == key })
+	}
+}
+
+// StreamStart is where a configured stream's history starts: its form's
+// start_date, sync.start_date, or the beginning (the Unix epoch); the
+// bookings' scheduling.bookings.start_date. ok is false for a stream the
+// configuration does not name.
+func StreamStart(cfg *config.Config) func(key string) (time.Time, bool) {
+	configured := StreamConfigured(cfg)
+	accounts := map[string]config.Account{}
+	for _, a := range cfg.AccountList() {
+		accounts[a.Namespace()] = a
+	}
+	orEpoch := func(t time.Time) time.Time {
+		if t.IsZero() {
+			return time.Unix(0, 0).UTC()
+		}
+		return t
+	}
+	return func(k string) (time.Time, bool) {
+		if !configured(k) {
+			return time.Time{}, false
+		}
+		ns, key := table.SplitStreamKey(k)
+		if strings.Contains(key, "/") {
+			if cfg.Scheduling == nil {
+				return time.Time{}, false
+			}
+			return orEpoch(cfg.Scheduling.Bookings.StartDate.Time), true
+		}
+		for _, f := range accounts[ns].Forms {
+			if f.ID == key && !f.StartDate.IsZero() {
+				return f.StartDate.Time, true
+			}
+		}
+		return orEpoch(cfg.Sync.StartDate.Time), true
 	}
 }
 

@@ -617,6 +617,9 @@ func (c *Config) expandSecrets(file string, lookupEnv func(string) (string, bool
 		secrets = append(secrets, secret{"forms_oauth.client_secret", &f.ClientSecret})
 	}
 	for _, s := range secrets {
+		if name, ok := bareVariable(string(*s.v)); ok {
+			return &Error{File: file, Line: c.lines[s.key], Key: s.key, Msg: fmt.Sprintf("$%s would be taken literally: only ${VAR} is read from the environment; write \"${%s}\"", name, name)}
+		}
 		v, err := expandSecret(*s.v, lookupEnv)
 		if err != nil {
 			return &Error{File: file, Line: c.lines[s.key], Key: s.key, Msg: err.Error()}
@@ -624,6 +627,18 @@ func (c *Config) expandSecrets(file string, lookupEnv func(string) (string, bool
 		*s.v = v
 	}
 	return nil
+}
+
+var bareVar = regexp.MustCompile(`^\$([A-Za-z_][A-Za-z0-9_]*)$`)
+
+// bareVariable reports whether s is a shell-style $VAR, which the config
+// does not expand (only ${VAR}), and names the variable.
+func bareVariable(s string) (string, bool) {
+	m := bareVar.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
 }
 
 func expandSecret(s Secret, lookupEnv func(string) (string, bool)) (Secret, error) {
@@ -729,11 +744,31 @@ func nameKey(root *yaml.Node, msg string) string {
 	if _, err := fmt.Sscanf(msg, "line %d:", &line); err != nil {
 		return msg
 	}
+	msg = plainTypeError(msg)
 	key := keyAtLine(root, "", line)
 	if key == "" {
 		return msg
 	}
 	return strings.Replace(msg, fmt.Sprintf("line %d:", line), fmt.Sprintf("line %d: %s:", line, key), 1)
+}
+
+var yamlTypeError = regexp.MustCompile("cannot unmarshal !!\\w+ (`[^`]*`) into (\\w+)")
+
+// plainTypeError says yaml's "cannot unmarshal !!str `fast` into float64"
+// in words: "`fast` is not a number".
+func plainTypeError(msg string) string {
+	return yamlTypeError.ReplaceAllStringFunc(msg, func(m string) string {
+		sub := yamlTypeError.FindStringSubmatch(m)
+		switch t := sub[2]; {
+		case strings.HasPrefix(t, "float"):
+			return sub[1] + " is not a number: write one, such as 5 or 0.5"
+		case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"):
+			return sub[1] + " is not a whole number: write one, such as 8"
+		case t == "bool":
+			return sub[1] + " is not true or false"
+		}
+		return m
+	})
 }
 
 // keyAtLine is the dotted key whose value starts on line, or "".
@@ -1153,8 +1188,25 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// MarshalYAML prints the duration in Go syntax.
-func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+// MarshalYAML prints the duration as the config takes it: whole days as
+// "30d", otherwise in Go syntax without zero units ("1h30m", "90s").
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// String is the duration as MarshalYAML prints it.
+func (d Duration) String() string {
+	v := time.Duration(d)
+	if v > 0 && v%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", v/(24*time.Hour))
+	}
+	s := v.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
 
 // D returns the value as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }

@@ -124,7 +124,7 @@ func TestEffectiveShowsBigQueryDefaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			bq := m["sink"].(map[string]any)["bigquery"].(map[string]any)
-			if bq["max_attempts"] != tc.attempts || bq["min_backoff"] != tc.minBo.String() || bq["max_backoff"] != tc.maxBo.String() {
+			if bq["max_attempts"] != tc.attempts || bq["min_backoff"] != Duration(tc.minBo).String() || bq["max_backoff"] != Duration(tc.maxBo).String() {
 				t.Errorf("syncd config shows sink.bigquery %v; want max_attempts %d, min_backoff %v, max_backoff %v", bq, tc.attempts, tc.minBo, tc.maxBo)
 			}
 		})

@@ -362,6 +362,11 @@ func (p *Poller) pass(ctx context.Context, s Stream, body func(f *streamRun) err
 		res.CoveredEnd = st.Committed[len(st.Committed)-1].End
 	}
 	switch {
+	case err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled):
+		// Stopped (SIGINT, SIGTERM, the end of the shutdown grace): an
+		// interrupted pass, not a failure of the stream. Its last error
+		// and last success stay as they were.
+		res.Interrupted = true
 	case err != nil:
 		res.Err = err
 		f.recordError(context.WithoutCancel(ctx), err)

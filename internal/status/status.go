@@ -55,6 +55,11 @@ type Account struct {
 	LagSeconds *float64 `json:"lag_seconds"`
 	Failing    int      `json:"failing_streams"` // streams whose last pass failed
 	LastError  string   `json:"last_error"`      // one of them, with its stream
+	// NotConfigured are the streams of the account the state holds and the
+	// configuration no longer names (a form removed from forms[], a
+	// mistyped id since fixed): not synced, never counted as failing, and
+	// not in the counts above; `syncd state forget` removes their records.
+	NotConfigured []string `json:"not_configured_streams"`
 }
 
 // SignIn is an account's sign-in to the scheduling API, never its tokens.
@@ -83,6 +88,10 @@ func Accounts(v View, names []string, namespace func(string) string, split func(
 		if a == nil {
 			continue // an account removed from the configuration: its state stays
 		}
+		if f.NotConfigured {
+			a.NotConfigured = append(a.NotConfigured, f.FormID)
+			continue
+		}
 		if strings.Contains(key, "/") {
 			a.Bookings = true
 		} else {
@@ -104,6 +113,11 @@ func Accounts(v View, names []string, namespace func(string) string, split func(
 		}
 		if o, ok := oldest[a]; !end.IsZero() && (!ok || end.Before(o)) {
 			oldest[a] = end
+		}
+	}
+	for i := range out {
+		if out[i].NotConfigured == nil {
+			out[i].NotConfigured = []string{}
 		}
 	}
 	for a, end := range oldest {
@@ -136,6 +150,11 @@ type Form struct {
 	Damaged string `json:"damaged"`
 	// Reconcile is what the reconciles of the lookback did.
 	Reconcile Reconcile `json:"reconcile"`
+	// NotConfigured is set when the configuration no longer names the
+	// stream (a form removed from forms[], a mistyped id since fixed, an
+	// account removed): it is not synced, its last error is not a failure,
+	// and `syncd state forget ID` removes its record.
+	NotConfigured bool `json:"not_configured"`
 	// PinnedSchema is the schema the output holds; only /status?schema=1
 	// carries it (for `syncd schema` beside a running daemon).
 	PinnedSchema json.RawMessage `json:"pinned_schema,omitempty"`
@@ -223,13 +242,69 @@ func Of(where string, list []state.FormState, now time.Time, withSchema bool) Vi
 	return v
 }
 
+// Vacant reports whether the view of a stream holds nothing: no row, no
+// window, no batch, no error, no success, no index (a stream reset or
+// forgotten, before any pass since).
+func (f Form) Vacant() bool {
+	return f.Rows == 0 && f.Batches == 0 && len(f.Committed) == 0 && len(f.OpenBatches) == 0 && f.Refresh == nil &&
+		f.LastError == "" && f.LastSuccess == nil && f.Damaged == "" && f.Reconcile.Indexed == 0 && f.Reconcile.IndexedFrom == nil
+}
+
+// MarkConfigured sets NotConfigured on the forms configured says the
+// configuration no longer names, and drops those of them that are vacant:
+// streams `syncd state forget` forgot.
+func (v *View) MarkConfigured(configured func(key string) bool) {
+	if configured == nil {
+		return
+	}
+	kept := v.Forms[:0]
+	for _, f := range v.Forms {
+		f.NotConfigured = !configured(f.FormID)
+		if f.NotConfigured && f.Vacant() {
+			continue
+		}
+		kept = append(kept, f)
+	}
+	v.Forms = kept
+}
+
+// FromStart corrects FreshTo (and FreshnessSeconds) for the streams whose
+// start start tells (ok false: unknown): FreshTo is where the committed
+// history that begins at the stream's start ends, and null when nothing
+// from the start on is committed yet (a backfill of a later range alone),
+// so that it never reads as complete while an earlier range was never
+// synced.
+func (v *View) FromStart(start func(key string) (time.Time, bool), now time.Time) {
+	if start == nil {
+		return
+	}
+	for i := range v.Forms {
+		f := &v.Forms[i]
+		from, ok := start(f.FormID)
+		if !ok || len(f.Committed) == 0 {
+			continue
+		}
+		first := f.Committed[0]
+		if first.Start.After(from) {
+			f.FreshTo, f.FreshnessSeconds = nil, nil
+			continue
+		}
+		end := first.End
+		f.FreshTo = TimePtr(end)
+		lag := now.Sub(end).Seconds()
+		f.FreshnessSeconds = &lag
+	}
+}
+
 // Handler serves GET /status: the state view of the daemon's own
 // store, read in a read transaction beside its writes. ?form=ID narrows it
 // to one form, ?schema=1 adds the pinned schemas.
 //
-// accounts, when not nil, adds the accounts' summary for ?accounts=1, and
-// webhooks, when not nil, the registered webhooks for ?webhooks=1.
-func Handler(where string, store state.Store, accounts func(ctx context.Context, v View) []Account, webhooks func(ctx context.Context) ([]Webhook, error)) http.HandlerFunc {
+// configured, when not nil, tells the streams the configuration names
+// (View.MarkConfigured); accounts, when not nil, adds the accounts'
+// summary for ?accounts=1, and webhooks, when not nil, the registered
+// webhooks for ?webhooks=1.
+func Handler(where string, store state.Store, configured func() func(key string) bool, start func() func(key string) (time.Time, bool), accounts func(ctx context.Context, v View) []Account, webhooks func(ctx context.Context) ([]Webhook, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
 			http.Error(w, "use GET", http.StatusMethodNotAllowed)
@@ -252,6 +327,12 @@ func Handler(where string, store state.Store, accounts func(ctx context.Context,
 			list = kept
 		}
 		v := Of(where, list, time.Now(), r.URL.Query().Get("schema") == "1")
+		if configured != nil {
+			v.MarkConfigured(configured())
+		}
+		if start != nil {
+			v.FromStart(start(), time.Now())
+		}
 		if accounts != nil && r.URL.Query().Get("accounts") == "1" {
 			v.Accounts = accounts(ctx, v)
 		}

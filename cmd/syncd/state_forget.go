@@ -1,0 +1,99 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/syncd-dev/syncd/internal/app"
+	"github.com/syncd-dev/syncd/internal/state"
+	tablepkg "github.com/syncd-dev/syncd/internal/table"
+)
+
+// newStateForgetCmd is `syncd state forget STREAM`: the record of a stream
+// the configuration no longer names (a form removed from forms[], an id
+// mistyped there and since fixed) removed from the state, so that it no
+// longer shows in `state show` and `accounts`. Its output is kept.
+func newStateForgetCmd(g *globals) *cobra.Command {
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "forget STREAM",
+		Short: "Remove the record of a stream the configuration no longer names (its output is kept)",
+		Long: "Remove a stream's record from the state: its committed windows, counters and last error.\n" +
+			"Only a stream the configuration no longer names can be forgotten (a form removed from\n" +
+			"forms[], an id mistyped there and since fixed); `state show` marks them. A stream with\n" +
+			"open batches is refused. The output is not touched: rows the stream wrote stay in its\n" +
+			"table. Only the stream's generation is kept, so that should the id come back, its new\n" +
+			"batches never pass for old ones.",
+		Example: "  syncd state forget wx3zd01k82pw --yes",
+		Args:    exactArgs(1, "STREAM", "the stream to forget, as `syncd state show` names it"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			a, err := g.openApp(ctx, false)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			list, err := a.Store.List(ctx)
+			if err != nil {
+				return withCode(exitFailed, err)
+			}
+			key := args[0]
+			if len(g.accounts) == 1 && !hasStream(list, key) {
+				if acct, err := g.account(a.Cfg); err == nil {
+					key = tablepkg.StreamKey(acct.Namespace(), key)
+				}
+			}
+			st, err := findState(list, key)
+			if err != nil {
+				return err
+			}
+			if app.StreamConfigured(a.Cfg)(key) {
+				return withCode(exitUsage, fmt.Errorf("stream %s is still named by the configuration, so its next pass would record it again: remove it from the config first (or use `syncd state reset %s` to sync it again from the start); nothing was changed", key, key))
+			}
+			if n := len(st.Intents); n > 0 || st.Refresh != nil {
+				return withCode(exitUsage, fmt.Errorf("stream %s has %s (or a refresh) under way, whose files may be in the output: put it back in the config and run `syncd once` to resolve them, then remove it again and forget it; nothing was changed", key, plural(int64(n), "open batch")))
+			}
+			kept := "it wrote nothing to the output"
+			if st.Rows > 0 || st.Batches > 0 {
+				kept = fmt.Sprintf("the %s it wrote stay in the output, untouched", plural(st.Rows, "row"))
+			}
+			if !yes {
+				if err := confirm(g, fmt.Sprintf("Remove the record of stream %s from the state (%s)?", key, kept), key); err != nil {
+					return err
+				}
+			}
+			if err := a.Store.Reset(ctx, key); err != nil {
+				return withCode(exitFailed, err)
+			}
+			fmt.Fprintf(g.stdout, "stream %s forgotten: its record is removed from the state; %s\n", key, kept)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
+	return cmd
+}
+
+func hasStream(list []state.FormState, key string) bool {
+	for _, st := range list {
+		if st.FormID == key {
+			return true
+		}
+	}
+	return false
+}
+
+// exactArgs is cobra.ExactArgs with an error that names the argument.
+func exactArgs(n int, name, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == n {
+			return nil
+		}
+		if len(args) < n {
+			return withCode(exitUsage, fmt.Errorf("%s is missing: give %s (`%s`)", name, what, cmd.UseLine()))
+		}
+		return withCode(exitUsage, errors.New("too many arguments: "+strings.Join(args[n:], " ")+" (`"+cmd.UseLine()+"`)"))
+	}
+}
