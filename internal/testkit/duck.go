@@ -7,6 +7,7 @@ package testkit
 import (
 	"database/sql"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,16 +32,39 @@ func OpenDuck(t testing.TB) *Duck {
 }
 
 // Scan is the read_parquet expression over every file of a table under root,
-// Hive partitions and evolving schemas included.
+// Hive partitions (of any layout, none included) and evolving schemas
+// included.
 func Scan(root, table string) string {
-	glob := filepath.Join(root, table, "*", "*.parquet")
+	glob := filepath.Join(root, table, "**", "*.parquet")
 	return fmt.Sprintf("read_parquet('%s', hive_partitioning = true, union_by_name = true)", strings.ReplaceAll(glob, "'", "''"))
 }
 
 // HasFiles reports whether a table has any Parquet file yet.
 func HasFiles(root, table string) bool {
-	m, _ := filepath.Glob(filepath.Join(root, table, "*", "*.parquet"))
-	return len(m) > 0
+	return len(Files(root, table)) > 0
+}
+
+// Files lists a table's Parquet files under root, in any layout (in its
+// folder, or in partition folders), leaving out hidden ones (a writer's
+// temporary files).
+func Files(root, table string) []string {
+	var out []string
+	_ = filepath.WalkDir(filepath.Join(root, table), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), ".") && p != filepath.Join(root, table) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.IsDir() && strings.HasSuffix(d.Name(), ".parquet") {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
 }
 
 // IDCounts returns how many rows each submission id has in a table.

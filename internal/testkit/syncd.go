@@ -115,6 +115,9 @@ func NewWorkdir(t testing.TB, baseURL string, sections Config) *Workdir {
 	}
 	if sections.Sink == "" {
 		sections.Sink = fmt.Sprintf("sink:\n  type: parquet\n  parquet:\n    path: %s\n", w.Out)
+		if sections.Partition != "" {
+			sections.Sink += "    partition: " + sections.Partition + "\n"
+		}
 	}
 	if sections.State == "" {
 		sections.State = fmt.Sprintf("  path: %s\n", w.State)
@@ -142,6 +145,7 @@ type Config struct {
 	Forms     string  // a whole "forms:" section; default every form
 	Sync      string  // lines under "sync:", indented two spaces
 	Sink      string  // a whole "sink:" section; default Parquet files under Out
+	Partition string  // sink.parquet.partition of the default sink section; "" leaves the default (auto)
 	State     string  // lines under "state:", indented two spaces; default path: State
 	RateLimit float64 // source.rate_limit
 	LogLevel  string

@@ -290,7 +290,7 @@ func checkTypes(t *testing.T, duck *testkit.Duck, root, table string) {
 	seen := map[string]string{}
 	first := map[string]string{} // column -> the file that gave it its type
 	var clashes [][4]string      // column, its type, another type, the file with that one
-	files, _ := filepath.Glob(filepath.Join(root, table, "*", "*.parquet"))
+	files := testkit.Files(root, table)
 	for _, f := range files {
 		rows, err := duck.DB.Query("DESCRIBE SELECT * FROM read_parquet('" + strings.ReplaceAll(f, "'", "''") + "')")
 		if err != nil {

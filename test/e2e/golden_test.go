@@ -47,7 +47,9 @@ func TestGoldenEveryQuestionType(t *testing.T) {
 	sim := testkit.StartSim(t, formsim.Config{Seed: 99, Forms: 1, Submissions: 400, Start: start, End: end})
 	form := sim.FormIDs()[0]
 	table := poller.DefaultTable(form)
-	w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{})
+	// By day, to check the partition column's type too (auto would keep
+	// 400 rows in one folder).
+	w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{Partition: "day"})
 	if res := testkit.Run(context.Background(), syncdBin, w, "once"); res.Code != 0 {
 		t.Fatalf("once: exit %d %s", res.Code, tail(res.Stderr))
 	}

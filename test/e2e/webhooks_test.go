@@ -159,7 +159,7 @@ func committedAt(t *testing.T, duck *testkit.Duck, out, table, key string) map[s
 	if !testkit.HasFiles(out, table) {
 		return res
 	}
-	glob := strings.ReplaceAll(filepath.Join(out, table, "*", "*.parquet"), "'", "''")
+	glob := strings.ReplaceAll(filepath.Join(out, table, "**", "*.parquet"), "'", "''")
 	rows, err := duck.DB.Query(fmt.Sprintf("SELECT %s, filename FROM read_parquet('%s', hive_partitioning = true, union_by_name = true, filename = true)", key, glob))
 	if err != nil {
 		t.Fatalf("read table %s: %v", table, err)

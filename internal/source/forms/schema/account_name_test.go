@@ -24,7 +24,7 @@ func TestQuestionNamedAccountUnderAccountFolder(t *testing.T) {
 	if err := os.Rename(filepath.Join(root, "form_f1"), filepath.Join(acct, "form_f1")); err != nil {
 		t.Fatal(err)
 	}
-	scan := "read_parquet('" + filepath.Join(root, "account=*", "form_f1", "*", "*.parquet") + "', hive_partitioning = true, union_by_name = true)"
+	scan := "read_parquet('" + filepath.Join(root, "account=*", "form_f1", "**", "*.parquet") + "', hive_partitioning = true, union_by_name = true)"
 	var got string
 	if err := openDuck(t).QueryRow("SELECT " + col + " FROM " + scan).Scan(&got); err != nil {
 		t.Fatal(err)

@@ -56,7 +56,7 @@ func writeParquet(t *testing.T, tab *Table, names *Names, subs ...*forms.Submiss
 }
 
 func scanOf(root string) string {
-	return fmt.Sprintf("read_parquet('%s', hive_partitioning = true, union_by_name = true)", filepath.Join(root, "form_f1", "*", "*.parquet"))
+	return fmt.Sprintf("read_parquet('%s', hive_partitioning = true, union_by_name = true)", filepath.Join(root, "form_f1", "**", "*.parquet"))
 }
 
 func openDuck(t *testing.T) *sql.DB {
