@@ -75,7 +75,7 @@ func account(ctx context.Context, bin string, sparse, dense, denseSubs int) {
 	time.Sleep(20 * time.Millisecond) // past the new submissions' time
 	third := measure("once")
 	files3 := countFiles(filepath.Join(dir, "out")) - files - files2
-	fmt.Printf("## Account: %d sparse forms (100-500 submissions over 3 years) and %d dense (%d over 70 days), %d submissions, sink.parquet.partition: %s\n\n", sparse, dense, denseSubs, total, partition)
+	fmt.Printf("## Account: %d sparse forms (100-500 submissions over 3 years) and %d dense (%d over 70 days), %d submissions, sink.parquet.partition: %s\n\n", sparse, dense, denseSubs, total, partitionName())
 	fmt.Println("| pass | requests | ideal (pages + metadata per form, + 1 listing) | requests / ideal | at 5 req/s | files | wall here (no limit) |")
 	fmt.Println("|---|---|---|---|---|---|---|")
 	fmt.Printf("| first sync | %d | %d | %.3f | %s | %d | %.1f s |\n", first.requests, idealSum, float64(first.requests)/float64(idealSum),

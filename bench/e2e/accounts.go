@@ -142,13 +142,12 @@ sync:
   parquet:
     path: %s
     compression: %s
-    partition: %s
-state:
+%sstate:
 %slog:
   level: warn
   format: json
 %saccounts:
-`, base, clientLimit, extraSync, filepath.Join(dir, "out"), compression, partition, state, extra)
+`, base, clientLimit, extraSync, filepath.Join(dir, "out"), compression, partitionLine(), state, extra)
 	for _, c := range list {
 		fmt.Fprintf(&b, "  - name: %s\n    api_key: ${%s}\n", c.name, c.env)
 		env = append(env, c.env+"="+c.key)
@@ -236,7 +235,7 @@ func manyAccounts(ctx context.Context, bin string, n, dense, denseSubs, maxBatch
 	if maxBatches > 0 {
 		mb = fmt.Sprint(maxBatches)
 	}
-	fmt.Printf("## Many accounts in one syncd: first sync of %d accounts at 5 requests/s per key (sync.max_batches: %s, sink.parquet.partition: %s)\n\n", n, mb, partition)
+	fmt.Printf("## Many accounts in one syncd: first sync of %d accounts at 5 requests/s per key (sync.max_batches: %s, sink.parquet.partition: %s)\n\n", n, mb, partitionName())
 	fmt.Printf("%d accounts, %d forms (%d-%d per account), %d submissions; %d accounts hold one dense form of %d submissions over 90 days, every other form 100-500 over 1-5 years. Simulator and client: 5 requests/s per key.\n\n",
 		n, forms, minForms(list), maxForms(list), subs, denseN, denseSubs)
 	fmt.Println("| pass | requests | ideal (sum of accounts' minimums) | slowest account's minimum | its wait at 5 req/s (the ideal wall) | wall | wall / ideal | CPU (user+sys) | CPU-s per 1k submissions | CPU-ms per file | peak RSS | files |")

@@ -27,8 +27,26 @@ import (
 const apiKey = "sk_bench_E2E_KEY"
 
 // compression and partition are the -compression and -partition flags, for
-// every config written.
-var compression, partition = "zstd", "day"
+// every config written; partition "" leaves the line out (syncd's default
+// layout, auto).
+var compression, partition = "zstd", ""
+
+// partitionLine is the config's partition line under sink.parquet, empty
+// when -partition is not given.
+func partitionLine() string {
+	if partition == "" {
+		return ""
+	}
+	return "    partition: " + partition + "\n"
+}
+
+// partitionName names the layout asked of syncd, for the tables' headings.
+func partitionName() string {
+	if partition == "" {
+		return "syncd's default"
+	}
+	return partition
+}
 
 func main() {
 	if len(os.Args) == 4 && os.Args[1] == duckChildArg {
@@ -37,14 +55,14 @@ func main() {
 	}
 	var (
 		syncdBin     = flag.String("syncd", "bin/syncd", "the syncd binary to measure")
-		scenario     = flag.String("scenario", "all", "backfill, ratelimited, incremental, account, accounts, shards, reconcile, cpu or all")
+		scenario     = flag.String("scenario", "all", "backfill, ratelimited, incremental, account, accounts, shards, reconcile, cpu, reader or all")
 		sizes        = flag.String("sizes", "100000,1000000", "backfill sizes, submissions")
 		shape        = flag.String("form", "narrow", "backfill form: narrow (6-10 questions) or wide (every documented type)")
 		conc         = flag.Int("concurrency", 2, "backfill windows fetched at once")
 		rlSubs       = flag.Int("ratelimited-submissions", 30000, "submissions in the rate-limited backfill")
 		incForms     = flag.Int("incremental-forms", 500, "forms in the incremental pass")
 		codec        = flag.String("compression", "zstd", "sink.parquet.compression")
-		layout       = flag.String("partition", "day", "sink.parquet.partition")
+		layout       = flag.String("partition", "", "sink.parquet.partition (empty: no partition line, syncd's default)")
 		cpuSubs      = flag.Int("cpu-submissions", 200_000, "cpu: submissions of the narrow and the 20-question form")
 		cpuWide      = flag.Int("cpu-wide-submissions", 30_000, "cpu: submissions of the wide form")
 		cpuRuns      = flag.Int("cpu-runs", 1, "cpu: runs per form, the least CPU kept")
@@ -62,19 +80,14 @@ func main() {
 		shProcs      = flag.String("shards-procs", "1,2,4", "shards: syncd processes to compare")
 		shCPU        = flag.Bool("shards-cpu-bound", true, "shards: also run with the rate limit off")
 		shTakeover   = flag.Bool("shards-takeover", true, "shards: also measure the takeover of a SIGKILLed replica's accounts")
+		rdForms      = flag.Int("reader-forms", 30, "reader: forms of the sparse account")
+		rdSubs       = flag.Int("reader-submissions", 300, "reader: submissions per form")
+		rdStart      = flag.String("reader-start", "2021-01-01T00:00:00Z", "reader: submission times start here")
+		rdEnd        = flag.String("reader-end", "2026-11-01T00:00:00Z", "reader: submission times end here")
+		rdRuns       = flag.Int("reader-runs", 3, "reader: runs of each DuckDB query, the fastest kept")
 	)
 	flag.Parse()
 	compression, partition = *codec, *layout
-	// The many-accounts scenarios write month folders unless told: the
-	// README's advice for sparse forms (day writes a file per day that has
-	// a submission, about one per submission over years of history).
-	if *scenario == "accounts" || *scenario == "shards" {
-		explicit := false
-		flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "partition" })
-		if !explicit {
-			partition = "month"
-		}
-	}
 	bin, err := filepath.Abs(*syncdBin)
 	if err == nil {
 		_, err = os.Stat(bin)
@@ -122,6 +135,9 @@ func main() {
 	}
 	if run("shards") {
 		shards(ctx, bin, shardsOptions{accounts: *shN, maxForms: *shForms, procs: *shProcs, maxBatches: *maxBatches, cpuBound: *shCPU, takeover: *shTakeover})
+	}
+	if run("reader") {
+		reader(ctx, bin, *rdForms, *rdSubs, *rdStart, *rdEnd, max(*rdRuns, 1))
 	}
 	if run("reconcile") {
 		reconcileCost(ctx, bin, 0, 1, 100_000)
@@ -201,13 +217,12 @@ sync:
   parquet:
     path: %s
     compression: %s
-    partition: %s
-state:
+%sstate:
   path: %s
 log:
   level: warn
   format: json
-`, base, rateLimit, extraSync, filepath.Join(dir, "out"), compression, partition, filepath.Join(dir, "state", "syncd.db"))
+`, base, rateLimit, extraSync, filepath.Join(dir, "out"), compression, partitionLine(), filepath.Join(dir, "state", "syncd.db"))
 	path := filepath.Join(dir, "syncd.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		fatalf("write config: %v", err)
