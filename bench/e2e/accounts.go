@@ -206,9 +206,13 @@ func manyAccounts(ctx context.Context, bin string, n, dense, denseSubs, maxBatch
 		heapDone := make(chan struct{})
 		var peak uint64
 		go func() { defer close(heapDone); peak = sampleHeap(ctx, addr, done, heapFile) }()
+		cpuDone := make(chan struct{})
+		go func() { defer close(cpuDone); cpuProfile(ctx, addr, heapFile+".cpu.pprof", 40) }()
 		first = runSyncdEnv(ctx, bin, cfg, env, "once", "--pprof", addr)
 		close(done)
 		<-heapDone
+		<-cpuDone
+		fmt.Printf("CPU profile of the first sync's first 40 s: %s.cpu.pprof\n\n", heapFile)
 		fmt.Printf("Heap (sampled every second): at most %.0f MB allocated (HeapAlloc); its profile: %s\n\n", float64(peak)/(1<<20), heapFile)
 	}
 	t1 := m.totals()
@@ -316,3 +320,25 @@ func sampleHeap(ctx context.Context, addr string, done <-chan struct{}, file str
 }
 
 var heapAlloc = regexp.MustCompile(`# HeapAlloc = (\d+)`)
+
+// cpuProfile saves syncd's CPU profile of seconds s, taken as soon as its
+// --pprof listener at addr answers, into file; nothing if it never does.
+func cpuProfile(ctx context.Context, addr, file string, s int) {
+	for i := 0; i < 100; i++ {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/profile?seconds="+strconv.Itoa(s), nil)
+		if err != nil {
+			return
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err == nil && resp.StatusCode == http.StatusOK {
+			_ = os.WriteFile(file, b, 0o644)
+		}
+		return
+	}
+}
