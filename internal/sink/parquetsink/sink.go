@@ -7,7 +7,6 @@ import (
 	"io"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"go.uber.org/zap"
@@ -111,14 +110,6 @@ func (s *Sink) layoutOf(b sink.Batch) Layout {
 	}
 	return s.layout
 }
-
-// PartitionOf names the partition of a row whose time is t, in the sink's
-// default layout (that of a batch that names none).
-func (s *Sink) PartitionOf(t time.Time) string { return s.layout.PartitionOf(t) }
-
-// PartitionStart is the first instant of the partition holding t, in the
-// sink's default layout.
-func (s *Sink) PartitionStart(t time.Time) time.Time { return s.layout.PartitionStart(t) }
 
 // TableLayout is the layout table's files were written with, from the
 // names in its folder; "" when it holds none (sink.LayoutFinder).
