@@ -31,14 +31,7 @@ func TestInventoryOfOlderFilesAndTemporaries(t *testing.T) {
 		t.Helper()
 		rec := timedRecord(times...)
 		defer rec.Release()
-		dir := filepath.Join(root, "t", "submission_date="+part)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		f, err := os.Create(filepath.Join(dir, id+".parquet"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := createDayFile(t, root, part, id)
 		defer f.Close()
 		b := sink.Batch{ID: id, FormID: "f", Table: "t", WindowStart: from, WindowEnd: to}
 		if _, err := Encode(f, rec, b, nil, EncodeOptions{}); err != nil {
@@ -177,14 +170,7 @@ func TestInventoryOfFilesListingEveryPartition(t *testing.T) {
 		t.Helper()
 		rec := timedRecord(times...)
 		defer rec.Release()
-		dir := filepath.Join(root, "t", "submission_date="+part)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		f, err := os.Create(filepath.Join(dir, id+".parquet"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := createDayFile(t, root, part, id)
 		defer f.Close()
 		w, err := pqarrow.NewFileWriter(rec.Schema(), f, parquet.NewWriterProperties(), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 		if err != nil {
@@ -243,4 +229,19 @@ func TestInventoryOfFilesListingEveryPartition(t *testing.T) {
 			t.Errorf("%s: schema %q, want %q", h.ID, h.Schema, schema)
 		}
 	}
+}
+
+// createDayFile creates the file of batch id in day partition part of
+// table t under root, as a writer of an older version would have.
+func createDayFile(t *testing.T, root, part, id string) *os.File {
+	t.Helper()
+	dir := filepath.Join(root, "t", "submission_date="+part)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(dir, id+".parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
