@@ -4,12 +4,13 @@ import (
 	"fmt"
 
 	"errors"
-	"gopkg.in/yaml.v3"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 func env(m map[string]string) func(string) (string, bool) {
