@@ -270,3 +270,31 @@ type NewerFormatError struct {
 func (e *NewerFormatError) Error() string {
 	return fmt.Sprintf("state file %s has format version %d, newer than the %d this syncd reads: run the newer syncd that wrote it, or restore a backup written by this version", e.Path, e.Version, e.Supported)
 }
+
+// Claimer is a store split by account (Sharded): only the process that
+// claimed an account writes its state, and it must stop writing, and let
+// its sink abandon uploads in flight, once Lost closes.
+type Claimer interface {
+	// Claim takes the lease of the account of namespace ("" is the
+	// default account); a lease held by a live process gives a
+	// *LockedError naming it.
+	Claim(ctx context.Context, namespace string) error
+	// Release lets go of the lease, so that another process can claim
+	// the account at once.
+	Release(namespace string) error
+	// Lost is closed once the lease of namespace is lost, has expired
+	// without renewal, or was released.
+	Lost(namespace string) <-chan struct{}
+}
+
+// Leased is a store that holds one lease on all of its state (Object):
+// Lost is closed once the lease is lost to another syncd or expired, and
+// from then on the store writes nothing.
+type Leased interface {
+	Lost() <-chan struct{}
+}
+
+var (
+	_ Claimer = (*Sharded)(nil)
+	_ Leased  = (*Object)(nil)
+)

@@ -48,12 +48,6 @@ type Place interface {
 	Seed(t *testing.T)
 }
 
-// Leased is a store that holds a lease on its state (state.Object): the
-// suite runs the lease and compare-and-swap cases over it.
-type Leased interface {
-	Lost() <-chan struct{}
-}
-
 // Run runs the contract over the places newPlace makes: each case gets a
 // fresh, empty one.
 func Run(t *testing.T, newPlace func(t *testing.T) Place) {
