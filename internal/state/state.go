@@ -1,7 +1,7 @@
 // Package state keeps what syncd must remember between runs, per stream
 // (keyed by its stream key): the windows of record time already committed
-// to the sink, the batches in
-// flight (intents), the pinned table schema and a few counters.
+// to the sink, the batches in flight (intents), the pinned table schema
+// and a few counters.
 //
 // The committed windows are a merged set of half-open intervals rather than
 // a single checkpoint: backfill and live sync fill gaps in the same record,
