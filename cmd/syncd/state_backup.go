@@ -5,21 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/url"
-	"os"
-	"path"
-	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
-	"gocloud.dev/blob"
 
 	"github.com/syncd-dev/syncd/internal/app"
-	"github.com/syncd-dev/syncd/internal/blobstore"
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/state"
 	tablepkg "github.com/syncd-dev/syncd/internal/table"
@@ -27,10 +19,7 @@ import (
 
 // backupPrefix starts the name of every backup written into a folder or
 // bucket prefix, so that --keep finds them (and only them).
-const backupPrefix = "syncd-state-"
-
-// backupStamp is the UTC time in a backup's name, after backupPrefix.
-const backupStamp = "20060102T150405Z"
+const backupPrefix = state.BackupPrefix
 
 // minEvery is the shortest --every: each backup copies the whole state, so
 // a shorter interval only loads the disk and, with --keep, prunes the very
@@ -65,12 +54,12 @@ func newStateBackupCmd(g *globals) *cobra.Command {
 			if every < 0 || every > 0 && every < minEvery {
 				return withCode(exitUsage, fmt.Errorf("--every %s: give an interval of a minute or more (e.g. 24h), or leave --every out for one backup; nothing was written", every))
 			}
-			if keep < 0 || (keep > 0 && !isFolder(dest)) {
+			if keep < 0 || (keep > 0 && !state.IsFolder(dest)) {
 				return withCode(exitUsage, fmt.Errorf("--keep %d: it needs a DEST that is a folder or bucket prefix ending in '/', and N of 1 or more", keep))
 			}
 			// Checked before the first backup, so that with --every too it
 			// is exit 2 (a backup in a folder checks its new name again).
-			if err := notTheState(cfg, "state backup", backupTarget(cfg, dest)); err != nil {
+			if err := notTheState(cfg, "state backup", stateLocation(cfg).BackupTarget(dest, time.Now())); err != nil {
 				return err
 			}
 			ctx := cmd.Context()
@@ -100,28 +89,22 @@ func newStateBackupCmd(g *globals) *cobra.Command {
 }
 
 func backupOnce(ctx context.Context, g *globals, cfg *config.Config, dest string, keep int) error {
-	where := app.StateWhere(cfg)
-	target := backupTarget(cfg, dest)
+	where, loc := app.StateWhere(cfg), stateLocation(cfg)
+	target := loc.BackupTarget(dest, time.Now())
 	if err := notTheState(cfg, "state backup", target); err != nil {
 		return err
 	}
 	var buf bytes.Buffer
-	var info state.BackupInfo
-	var err error
-	if cfg.State.URL != "" {
-		info, err = state.BackupObject(ctx, cfg.State.URL, &buf)
-	} else {
-		info, err = state.BackupBolt(ctx, cfg.State.Path, &buf)
-	}
+	info, err := loc.Backup(ctx, &buf)
 	if err != nil {
 		return withCode(exitState, err)
 	}
-	if err := writeTarget(ctx, target, buf.Bytes()); err != nil {
+	if err := state.WriteBackup(ctx, target, buf.Bytes()); err != nil {
 		return withCode(exitFailed, fmt.Errorf("write the backup of state %s to %s: %w", where, target, err))
 	}
 	fmt.Fprintf(g.stdout, "backed up state %s (%s, version %s, %s) to %s\n", where, plural(int64(info.Forms), "form"), info.Version, plural(int64(buf.Len()), "byte"), target)
 	if keep > 0 {
-		removed, err := prune(ctx, cfg, dest, keep)
+		removed, err := loc.PruneBackups(ctx, dest, keep)
 		if err != nil {
 			return withCode(exitFailed, fmt.Errorf("keep the newest %d backups in %s: %w", keep, dest, err))
 		}
@@ -132,17 +115,9 @@ func backupOnce(ctx context.Context, g *globals, cfg *config.Config, dest string
 	return nil
 }
 
-// backupTarget is where a backup to dest is written now: dest, or in a
-// folder or bucket prefix a new file named by the time.
-func backupTarget(cfg *config.Config, dest string) string {
-	if !isFolder(dest) {
-		return dest
-	}
-	ext := ".db"
-	if cfg.State.URL != "" {
-		ext = ".json"
-	}
-	return joinName(dest, backupPrefix+time.Now().UTC().Format(backupStamp)+ext)
+// stateLocation is where the configured state lives.
+func stateLocation(cfg *config.Config) state.Location {
+	return state.Location{URL: cfg.State.URL, Path: cfg.State.Path}
 }
 
 func newStateRestoreCmd(g *globals) *cobra.Command {
@@ -180,39 +155,20 @@ func newStateRestoreCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return withCode(exitState, err)
 			}
-			raw, err := readSource(ctx, args[0])
+			raw, err := state.ReadBackup(ctx, args[0])
 			if err != nil {
 				return withCode(exitUsage, fmt.Errorf("read the backup %s: %w", args[0], err))
 			}
-			if cfg.State.URL != "" {
-				info, err := state.RestoreObject(ctx, state.ObjectOptions{URL: cfg.State.URL, LeaseTTL: cfg.State.LeaseTTL.D()}, raw)
-				if held, ok := heldByDaemon(err); ok {
-					return restoreRefused(cfg, args[0], held)
-				}
-				if err != nil {
-					return withCode(restoreCode(err), err)
-				}
-				fmt.Fprintf(g.stdout, "restored state %s from %s (%s); it is now at version %s\n", cfg.State.URL, args[0], plural(int64(info.Forms), "form"), info.Version)
-				return g.afterRestore(ctx, keep)
-			}
-			local := args[0]
-			if blobstore.IsURL(local) {
-				dir, err := os.MkdirTemp("", "syncd-restore-")
-				if err != nil {
-					return withCode(exitFailed, err)
-				}
-				defer os.RemoveAll(dir)
-				local = filepath.Join(dir, "backup.db")
-				if err := os.WriteFile(local, raw, 0o600); err != nil {
-					return withCode(exitFailed, err)
-				}
-			}
-			info, aside, err := state.RestoreBolt(ctx, cfg.State.Path, local)
+			info, aside, err := stateLocation(cfg).Restore(ctx, cfg.State.LeaseTTL.D(), args[0], raw)
 			if held, ok := heldByDaemon(err); ok {
 				return restoreRefused(cfg, args[0], held)
 			}
 			if err != nil {
 				return withCode(restoreCode(err), err)
+			}
+			if cfg.State.URL != "" {
+				fmt.Fprintf(g.stdout, "restored state %s from %s (%s); it is now at version %s\n", cfg.State.URL, args[0], plural(int64(info.Forms), "form"), info.Version)
+				return g.afterRestore(ctx, keep)
 			}
 			fmt.Fprintf(g.stdout, "restored state file %s from %s (%s)", cfg.State.Path, args[0], plural(int64(info.Forms), "form"))
 			if aside != "" {
@@ -332,220 +288,5 @@ func notTheState(cfg *config.Config, command, target string) error {
 	return withCode(exitUsage, fmt.Errorf("%s %s: that is %s: %s; nothing was written", command, target, part, why))
 }
 
-// isStateFile reports whether target names the configured state, or a file
-// or object the state store keeps beside it (statePart).
-func isStateFile(cfg *config.Config, target string) bool { return statePart(cfg, target) != "" }
-
-// statePart says what of the configured state target names: "the state"
-// (the same path or object once resolved, or the same file under another
-// name), "the lock file of the state" (<state.path>.lock, which a writer
-// holds), for a state.url "the lease of the state" (<url>.lease), "the
-// index of the state" (under <url>.index/) or "an account's state beside
-// the state" (under <url>.accounts/, state.shared); "" when none of them.
-func statePart(cfg *config.Config, target string) string {
-	if cfg.State.URL != "" {
-		t, err1 := url.Parse(target)
-		s, err2 := url.Parse(cfg.State.URL)
-		if err1 != nil || err2 != nil || !blobstore.IsURL(target) || t.Scheme != s.Scheme || t.Host != s.Host {
-			return ""
-		}
-		tp, sp := path.Clean("/"+t.Path), path.Clean("/"+s.Path)
-		switch {
-		case tp == sp:
-			return "the state"
-		case tp == sp+".lease":
-			return "the lease of the state"
-		case strings.HasPrefix(tp, sp+".index/"):
-			return "the index of the state"
-		case strings.HasPrefix(tp, sp+".accounts/"):
-			return "an account's state beside the state"
-		}
-		return ""
-	}
-	if blobstore.IsURL(target) {
-		u, err := url.Parse(target)
-		if err != nil || u.Scheme != "file" {
-			return ""
-		}
-		target = filepath.FromSlash(u.Path)
-	}
-	for _, c := range []struct{ path, part string }{
-		{cfg.State.Path, "the state"},
-		{cfg.State.Path + ".lock", "the lock file of the state"},
-	} {
-		if sameFile(target, c.path) {
-			return c.part
-		}
-	}
-	return ""
-}
-
-// sameFile reports whether the paths a and b name one file: the same path
-// once made absolute, or the same file under another name.
-func sameFile(a, b string) bool {
-	aa, err1 := filepath.Abs(a)
-	ab, err2 := filepath.Abs(b)
-	if err1 == nil && err2 == nil && aa == ab {
-		return true
-	}
-	ai, err1 := os.Stat(a)
-	bi, err2 := os.Stat(b)
-	return err1 == nil && err2 == nil && os.SameFile(ai, bi)
-}
-
-// isFolder reports whether dest names a folder or a bucket prefix: it ends
-// in '/' (before any query), or is a local folder that exists.
-func isFolder(dest string) bool {
-	if blobstore.IsURL(dest) {
-		u, err := url.Parse(dest)
-		return err == nil && strings.HasSuffix(u.Path, "/")
-	}
-	if strings.HasSuffix(dest, "/") || strings.HasSuffix(dest, string(filepath.Separator)) {
-		return true
-	}
-	fi, err := os.Stat(dest)
-	return err == nil && fi.IsDir()
-}
-
-// joinName appends a file name to a folder or bucket prefix.
-func joinName(dir, name string) string {
-	if blobstore.IsURL(dir) {
-		u, _ := url.Parse(dir)
-		u.Path = path.Join(u.Path, name)
-		return u.String()
-	}
-	return filepath.Join(dir, name)
-}
-
-// openAt opens the bucket of a URL naming an object, keyed from its
-// folder, and returns the object's name in it.
-func openAt(ctx context.Context, raw string) (*blob.Bucket, string, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return nil, "", err
-	}
-	dir, name := path.Split(u.Path)
-	u.Path = dir
-	loc, err := blobstore.Parse(u.String())
-	if err != nil {
-		return nil, "", err
-	}
-	b, err := blobstore.Open(ctx, loc, true)
-	return b, name, err
-}
-
-func writeTarget(ctx context.Context, target string, raw []byte) error {
-	if !blobstore.IsURL(target) {
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return err
-		}
-		tmp := target + ".tmp"
-		if err := os.WriteFile(tmp, raw, 0o600); err != nil {
-			return err
-		}
-		f, err := os.Open(tmp)
-		if err == nil {
-			err = errors.Join(f.Sync(), f.Close())
-		}
-		if err != nil {
-			os.Remove(tmp)
-			return err
-		}
-		return os.Rename(tmp, target)
-	}
-	b, name, err := openAt(ctx, target)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	return b.Upload(ctx, name, bytes.NewReader(raw), &blob.WriterOptions{ContentType: "application/octet-stream"})
-}
-
-func readSource(ctx context.Context, src string) ([]byte, error) {
-	if !blobstore.IsURL(src) {
-		return os.ReadFile(src)
-	}
-	b, name, err := openAt(ctx, src)
-	if err != nil {
-		return nil, err
-	}
-	defer b.Close()
-	return b.ReadAll(ctx, name)
-}
-
-// isBackupName reports whether name is one state backup writes into a
-// folder: backupPrefix, its UTC time, .db or .json.
-func isBackupName(name string) bool {
-	stamp, ok := strings.CutPrefix(name, backupPrefix)
-	if !ok {
-		return false
-	}
-	ext := path.Ext(stamp)
-	if ext != ".db" && ext != ".json" {
-		return false
-	}
-	_, err := time.Parse(backupStamp, strings.TrimSuffix(stamp, ext))
-	return err == nil
-}
-
-// prune deletes all but the newest keep backups in dir; the names carry
-// their UTC time, so their order is their age. Only names a backup is
-// written under count, and never the state or a file the state store keeps
-// beside it (statePart), should the state live there under such a name.
-func prune(ctx context.Context, cfg *config.Config, dir string, keep int) ([]string, error) {
-	backup := func(name string) bool {
-		return isBackupName(name) && !isStateFile(cfg, joinName(dir, name))
-	}
-	var names []string
-	if !blobstore.IsURL(dir) {
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range entries {
-			if !e.IsDir() && backup(e.Name()) {
-				names = append(names, e.Name())
-			}
-		}
-	} else {
-		b, _, err := openAt(ctx, joinName(dir, "x"))
-		if err != nil {
-			return nil, err
-		}
-		defer b.Close()
-		it := b.List(&blob.ListOptions{Prefix: backupPrefix, Delimiter: "/"})
-		for {
-			obj, err := it.Next(ctx)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return nil, err
-			}
-			if !obj.IsDir && backup(obj.Key) {
-				names = append(names, obj.Key)
-			}
-		}
-		sort.Strings(names)
-		var removed []string
-		for len(names) > keep {
-			if err := b.Delete(ctx, names[0]); err != nil {
-				return removed, err
-			}
-			removed = append(removed, joinName(dir, names[0]))
-			names = names[1:]
-		}
-		return removed, nil
-	}
-	sort.Strings(names)
-	var removed []string
-	for len(names) > keep {
-		p := filepath.Join(dir, names[0])
-		if err := os.Remove(p); err != nil {
-			return removed, err
-		}
-		removed = append(removed, p)
-		names = names[1:]
-	}
-	return removed, nil
-}
+// statePart says what of the configured state target names (state.Location.Part).
+func statePart(cfg *config.Config, target string) string { return stateLocation(cfg).Part(target) }

@@ -400,7 +400,7 @@ func OpenStoreOf(ctx context.Context, cfg *config.Config, namespace string) (sta
 	if err != nil {
 		return nil, err
 	}
-	if c, ok := store.(claimer); ok {
+	if c, ok := store.(state.Claimer); ok {
 		if err := c.Claim(ctx, namespace); err != nil {
 			store.Close()
 			return nil, err
@@ -470,14 +470,6 @@ func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options
 	return a, nil
 }
 
-// claimer is a state store split by account (state.Sharded): only the
-// process that claimed an account writes its state.
-type claimer interface {
-	Claim(ctx context.Context, namespace string) error
-	Release(namespace string) error
-	Lost(namespace string) <-chan struct{}
-}
-
 // OpenAccount opens the parts of one account of the configuration. On a
 // state split by account it claims the account's state first, unless a
 // coordinator does (a shared state: see Shared).
@@ -493,7 +485,7 @@ func (a *App) OpenAccount(ctx context.Context, ac config.Account) (*Account, err
 	}
 	ns := ac.Namespace()
 	var lost <-chan struct{}
-	if c, ok := a.Store.(claimer); ok {
+	if c, ok := a.Store.(state.Claimer); ok {
 		if !a.shared {
 			if acct.release, err = a.claim(ctx, c, ns); err != nil {
 				return nil, &StateError{Err: fmt.Errorf("claim the state of account %s: %w", ac.Name, err)}
@@ -520,7 +512,7 @@ func (a *App) OpenAccount(ctx context.Context, ac config.Account) (*Account, err
 		return nil, fmt.Errorf("account %s: %w", ac.Name, err)
 	}
 	// A writer that loses its state lease abandons its uploads in flight.
-	if o, ok := a.Store.(*state.Object); ok {
+	if o, ok := a.Store.(state.Leased); ok {
 		lost = o.Lost()
 	}
 	if s, ok := acct.Sink.(sink.LeaseBound); ok && lost != nil {
@@ -557,7 +549,7 @@ func (a *App) OpenAccount(ctx context.Context, ac config.Account) (*Account, err
 // holds one claim per namespace, while a reload opens a changed account
 // again before the one it replaces has ended its passes and closed: the
 // claim goes back to the state only when the last of them closes.
-func (a *App) claim(ctx context.Context, c claimer, ns string) (release func() error, err error) {
+func (a *App) claim(ctx context.Context, c state.Claimer, ns string) (release func() error, err error) {
 	a.claimMu.Lock()
 	defer a.claimMu.Unlock()
 	// A claim held already stays as it is, unless its lease was lost: it

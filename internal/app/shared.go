@@ -14,7 +14,7 @@ import (
 
 // accountClaimer claims accounts for the coordinator: an account's claim
 // is its namespace's lease in the state split by account.
-type accountClaimer struct{ store claimer }
+type accountClaimer struct{ store state.Claimer }
 
 func (c accountClaimer) namespace(account string) string {
 	if account == config.DefaultAccount {
@@ -37,7 +37,7 @@ func (c accountClaimer) Lost(account string) <-chan struct{} {
 // claims this replica's share of the accounts, and kick asks the daemon to
 // reload its entries (open the accounts claimed, close those given back).
 func (a *App) Coordinator(ctx context.Context, kick func()) (*shard.Coordinator, error) {
-	c, ok := a.Store.(claimer)
+	c, ok := a.Store.(state.Claimer)
 	if !ok || !a.shared {
 		return nil, errors.New("state.shared needs state.url: the replicas share the state in a bucket")
 	}

@@ -103,7 +103,8 @@ func writeVerified(ctx context.Context, p, shown string, w io.Writer) (BackupInf
 // openChecked opens the bbolt file at p read-only, without the lock file
 // (p is a copy), and checks every record: a damaged one fails it too.
 func openChecked(ctx context.Context, p, shown string) (*Bolt, BackupInfo, error) {
-	b := &Bolt{path: p, readOnly: true, now: time.Now}
+	b := &Bolt{path: p, readOnly: true}
+	b.Streams = newStreams(b, nil)
 	db, err := b.openVerified(defaultLockTimeout)
 	if err != nil {
 		return nil, BackupInfo{}, relabel(err, p, shown)

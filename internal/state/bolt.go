@@ -83,21 +83,26 @@ type BoltOptions struct {
 }
 
 // Bolt is the embedded Store: one bbolt file, fsync'd on every commit, held
-// by one writer at a time. It is safe for concurrent use.
+// by one writer at a time. It is Streams over the file (the backend
+// methods below), and safe for concurrent use.
 type Bolt struct {
+	Streams
+
 	path     string
 	readOnly bool
 	version  int       // of the file: 1 until a writer migrates it
 	db       *bolt.DB  // nil for a read-only open of a missing file
 	lock     *fileLock // nil when read-only
-	now      func() time.Time
 	chunks   chunkLimits
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
-var _ Store = (*Bolt)(nil)
+var (
+	_ Store   = (*Bolt)(nil)
+	_ backend = (*Bolt)(nil)
+)
 
 // OpenBolt opens (or, for a writer, creates) the state file at opts.Path.
 // A second writer on the same file fails at once with a *LockedError that
@@ -110,10 +115,8 @@ func OpenBolt(ctx context.Context, opts BoltOptions) (*Bolt, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("open state file %s: %w", opts.Path, err)
 	}
-	b := &Bolt{path: opts.Path, readOnly: opts.ReadOnly, now: opts.Now, chunks: chunkLimits{max: boltChunkMax, small: boltChunkSmall}}
-	if b.now == nil {
-		b.now = time.Now
-	}
+	b := &Bolt{path: opts.Path, readOnly: opts.ReadOnly, chunks: chunkLimits{max: boltChunkMax, small: boltChunkSmall}}
+	b.Streams = newStreams(b, opts.Now)
 	timeout := opts.LockTimeout
 	if timeout <= 0 {
 		timeout = defaultLockTimeout
@@ -525,8 +528,8 @@ func encode(st *FormState) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// Get returns the state of a form, FormState{FormID: formID} if it has none.
-func (b *Bolt) Get(ctx context.Context, formID string) (FormState, error) {
+// record returns the state of a form, FormState{FormID: formID} if it has none.
+func (b *Bolt) record(ctx context.Context, formID string) (FormState, error) {
 	st := FormState{FormID: formID}
 	err := b.view(ctx, func(forms *bolt.Bucket) error {
 		v := forms.Get([]byte(formID))
@@ -543,8 +546,8 @@ func (b *Bolt) Get(ctx context.Context, formID string) (FormState, error) {
 	return st, nil
 }
 
-// List returns the state of every form that has one, ordered by form id.
-func (b *Bolt) List(ctx context.Context) ([]FormState, error) {
+// records returns the state of every form that has one, ordered by form id.
+func (b *Bolt) records(ctx context.Context) ([]FormState, error) {
 	var list []FormState
 	err := b.view(ctx, func(forms *bolt.Bucket) error {
 		return forms.ForEach(func(k, v []byte) error {
@@ -561,63 +564,6 @@ func (b *Bolt) List(ctx context.Context) ([]FormState, error) {
 		return nil, fmt.Errorf("list form states: %w", err)
 	}
 	return list, nil
-}
-
-// RecordIntent records the intent in.BatchID, replacing one of the same id.
-func (b *Bolt) RecordIntent(ctx context.Context, formID string, in Intent) error {
-	ch, err := intentChange(formID, in)
-	if err != nil {
-		return err
-	}
-	var pend func(tx *bolt.Tx, st *FormState) error
-	if in.Index != nil {
-		raw := encodeChange(in.Index)
-		pend = func(tx *bolt.Tx, _ *FormState) error {
-			bk, err := formBucket(tx, pendingBucket, formID, true)
-			if err != nil {
-				return err
-			}
-			return bk.Put([]byte(in.BatchID), raw)
-		}
-	}
-	if err := b.updateTx(ctx, formID, ch, pend, false); err != nil {
-		return fmt.Errorf("record intent %s for form %s: %w", in.BatchID, formID, err)
-	}
-	return nil
-}
-
-// Commit applies c in one transaction: the intent is cleared, the window
-// covered, the schema pinned, the batch counted and LastSuccess set (and
-// LastError cleared). A replay, whose intent is gone and window already
-// covered, changes nothing, so counters never count a batch twice.
-func (b *Bolt) Commit(ctx context.Context, formID string, c Commit) error {
-	ch, err := commitChange(formID, c)
-	if err != nil {
-		return err
-	}
-	idx := func(tx *bolt.Tx, st *FormState) error {
-		change := c.Index
-		if c.BatchID != "" {
-			if pend := tx.Bucket(pendingBucket).Bucket([]byte(formID)); pend != nil {
-				if raw := pend.Get([]byte(c.BatchID)); raw != nil {
-					if change == nil {
-						var err error
-						if change, err = decodeChange(raw); err != nil {
-							return &CorruptError{Path: b.path, Form: formID, Err: err}
-						}
-					}
-					if err := pend.Delete([]byte(c.BatchID)); err != nil {
-						return err
-					}
-				}
-			}
-		}
-		return b.applyIndex(tx, st, change)
-	}
-	if err := b.updateTx(ctx, formID, ch, idx, false); err != nil {
-		return fmt.Errorf("commit batch %q of form %s: %w", c.BatchID, formID, err)
-	}
-	return nil
 }
 
 // applyIndex lands change in the form's chunks, in the transaction of the
@@ -719,9 +665,9 @@ func dropIndex(tx *bolt.Tx, formID string) error {
 	return nil
 }
 
-// Versions calls fn with every record of the form's index whose time is in
+// versions calls fn with every record of the form's index whose time is in
 // [from, to), in time order, in one read transaction.
-func (b *Bolt) Versions(ctx context.Context, formID string, from, to time.Time, fn func(Entry) error) error {
+func (b *Bolt) versions(ctx context.Context, formID string, from, to time.Time, fn func(Entry) error) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("read the version index of form %s: %w", formID, err)
 	}
@@ -810,96 +756,8 @@ func legacyVersions(tx *bolt.Tx, formID string, lo, hi int64, fn func(Entry) err
 	return nil
 }
 
-// DropIntent forgets an intent; one that is not there is already dropped.
-func (b *Bolt) DropIntent(ctx context.Context, formID, batchID string) error {
-	drop := func(tx *bolt.Tx, _ *FormState) error {
-		if pend, _ := formBucket(tx, pendingBucket, formID, false); pend != nil {
-			return pend.Delete([]byte(batchID))
-		}
-		return nil
-	}
-	if err := b.updateTx(ctx, formID, dropIntentChange(batchID), drop, false); err != nil {
-		return fmt.Errorf("drop intent %s of form %s: %w", batchID, formID, err)
-	}
-	return nil
-}
-
-// SetSchema pins schema for the form; nil unpins it.
-func (b *Bolt) SetSchema(ctx context.Context, formID string, schema json.RawMessage) error {
-	ch, err := schemaChange(formID, schema)
-	if err != nil {
-		return err
-	}
-	if err := b.update(ctx, formID, ch); err != nil {
-		return fmt.Errorf("pin schema of form %s: %w", formID, err)
-	}
-	return nil
-}
-
-// SetError records msg as the form's last error; "" clears it.
-func (b *Bolt) SetError(ctx context.Context, formID string, msg string) error {
-	if err := b.update(ctx, formID, errorChange(msg)); err != nil {
-		return fmt.Errorf("record last error of form %s: %w", formID, err)
-	}
-	return nil
-}
-
-// SetSucceeded records that a pass of the form ended well at t.
-func (b *Bolt) SetSucceeded(ctx context.Context, formID string, t time.Time) error {
-	if err := b.update(ctx, formID, succeededChange(t)); err != nil {
-		return fmt.Errorf("record the success of a pass of form %s: %w", formID, err)
-	}
-	return nil
-}
-
-// Reset forgets the form's windows, intents, schema and counters and moves
-// it to its next generation. The output is not touched.
-func (b *Bolt) Reset(ctx context.Context, formID string) error {
-	if err := b.updateTx(ctx, formID, resetChange, resetIndex, true); err != nil {
-		return fmt.Errorf("reset state of form %s: %w", formID, err)
-	}
-	return nil
-}
-
-// Uncommit forgets the form's committed windows from instant from on.
-func (b *Bolt) Uncommit(ctx context.Context, formID string, from time.Time) error {
-	if err := b.update(ctx, formID, uncommitChange(formID, from)); err != nil {
-		return fmt.Errorf("uncommit form %s from %s: %w", formID, from.UTC().Format(time.RFC3339), err)
-	}
-	return nil
-}
-
-// BeginRefresh marks a full refresh of the form's table under way.
-func (b *Bolt) BeginRefresh(ctx context.Context, formID string, r Refresh) error {
-	ch, err := beginRefreshChange(formID, r)
-	if err != nil {
-		return err
-	}
-	if err := b.update(ctx, formID, ch); err != nil {
-		return fmt.Errorf("begin refresh of form %s: %w", formID, err)
-	}
-	return nil
-}
-
-// FinishRefresh resets the form and clears its refresh mark in one
-// transaction.
-func (b *Bolt) FinishRefresh(ctx context.Context, formID string) error {
-	if err := b.updateTx(ctx, formID, finishRefreshChange, resetIndex, true); err != nil {
-		return fmt.Errorf("finish refresh of form %s: %w", formID, err)
-	}
-	return nil
-}
-
-// SetReconciled records that a reconcile pass of the form ended at t.
-func (b *Bolt) SetReconciled(ctx context.Context, formID string, t time.Time) error {
-	if err := b.update(ctx, formID, reconciledChange(t)); err != nil {
-		return fmt.Errorf("record the reconcile of form %s: %w", formID, err)
-	}
-	return nil
-}
-
-// GetSecret returns the value stored under name; nil when there is none.
-func (b *Bolt) GetSecret(ctx context.Context, name string) ([]byte, error) {
+// secret returns the value stored under name; nil when there is none.
+func (b *Bolt) secret(ctx context.Context, name string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("read secret %s: %w", name, err)
 	}
@@ -921,9 +779,9 @@ func (b *Bolt) GetSecret(ctx context.Context, name string) ([]byte, error) {
 	return out, nil
 }
 
-// PutSecret stores value under name (nil deletes it) in one transaction,
+// putSecret stores value under name (nil deletes it) in one transaction,
 // fsync'd before it returns.
-func (b *Bolt) PutSecret(ctx context.Context, name string, value []byte) error {
+func (b *Bolt) putSecret(ctx context.Context, name string, value []byte) error {
 	if name == "" {
 		return errors.New("store secret: the name is empty")
 	}
@@ -951,9 +809,9 @@ func (b *Bolt) PutSecret(ctx context.Context, name string, value []byte) error {
 	return nil
 }
 
-// Close closes the file and lets go of the writer lock. Calling it again
+// close closes the file and lets go of the writer lock. Calling it again
 // returns the first result.
-func (b *Bolt) Close() error {
+func (b *Bolt) close() error {
 	b.closeOnce.Do(func() {
 		var errs []error
 		if b.db != nil {
@@ -969,21 +827,13 @@ func (b *Bolt) Close() error {
 	return b.closeErr
 }
 
-// resetIndex forgets the index of a form being reset.
-func resetIndex(tx *bolt.Tx, st *FormState) error { return dropIndex(tx, st.FormID) }
-
-// update loads the form's state (zero if absent), lets fn change it and
-// stores it, all in one transaction.
-func (b *Bolt) update(ctx context.Context, formID string, fn change) error {
-	return b.updateTx(ctx, formID, fn, nil, false)
-}
-
-// updateTx is update; idx, unless nil, changes the form's index in the same
-// transaction once fn has changed the record (and may change the record
-// too). With overDamage a damaged record of the form is replaced (by a
-// reset) instead of failing the write: its generation comes from the
-// manifest, so the batch ids of the form's next generation are new.
-func (b *Bolt) updateTx(ctx context.Context, formID string, fn change, idx func(*bolt.Tx, *FormState) error, overDamage bool) error {
+// update runs fn on the form's record (zero if absent) and stores it, all
+// in one transaction; fn's index transaction changes the form's buckets of
+// the index in the same one. With overDamage a damaged record of the form
+// is replaced (by a reset) instead of failing the write: its generation
+// comes from the manifest, so the batch ids of the form's next generation
+// are new.
+func (b *Bolt) update(ctx context.Context, formID string, overDamage bool, fn func(st *FormState, ix indexTx) error) error {
 	err := b.writeTx(ctx, formID, func(tx *bolt.Tx) error {
 		forms, meta := tx.Bucket(formsBucket), tx.Bucket(metaBucket)
 		man, err := openManifest(meta.Get(manifestKey))
@@ -1000,16 +850,9 @@ func (b *Bolt) updateTx(ctx context.Context, formID string, fn change, idx func(
 				st = FormState{FormID: formID, Generation: man[formID].Gen}
 			}
 		}
-		now := Normalize(b.now())
-		if err := fn(&st, now); err != nil {
+		if err := fn(&st, boltIndexTx{b: b, tx: tx, formID: formID}); err != nil {
 			return err
 		}
-		if idx != nil {
-			if err := idx(tx, &st); err != nil {
-				return err
-			}
-		}
-		st.UpdatedAt = now
 		body, err := encode(&st)
 		if err != nil {
 			return fmt.Errorf("encode: %w", err)
@@ -1030,6 +873,48 @@ func (b *Bolt) updateTx(ctx context.Context, formID string, fn change, idx func(
 	}
 	return err
 }
+
+// boltIndexTx is a form's index in the state file, inside the write
+// transaction of its record: bucket "index" holds its chunks, bucket
+// "pending" the changes its intents keep.
+type boltIndexTx struct {
+	b      *Bolt
+	tx     *bolt.Tx
+	formID string
+}
+
+func (x boltIndexTx) pend(batchID string, c *IndexChange) error {
+	bk, err := formBucket(x.tx, pendingBucket, x.formID, true)
+	if err != nil {
+		return err
+	}
+	return bk.Put([]byte(batchID), encodeChange(c))
+}
+
+func (x boltIndexTx) settle(batchID string, read bool) (*IndexChange, error) {
+	pend, _ := formBucket(x.tx, pendingBucket, x.formID, false)
+	if pend == nil {
+		return nil, nil
+	}
+	raw := pend.Get([]byte(batchID))
+	if raw == nil {
+		return nil, nil
+	}
+	var change *IndexChange
+	if read {
+		var err error
+		if change, err = decodeChange(raw); err != nil {
+			return nil, &CorruptError{Path: x.b.path, Form: x.formID, Err: err}
+		}
+	}
+	return change, pend.Delete([]byte(batchID))
+}
+
+func (x boltIndexTx) apply(st *FormState, c *IndexChange) error {
+	return x.b.applyIndex(x.tx, st, c)
+}
+
+func (x boltIndexTx) clear() error { return dropIndex(x.tx, x.formID) }
 
 // migrate brings an older file to formatVersion, one version per
 // transaction: a stop in between leaves a file of the version before, which

@@ -8,10 +8,10 @@ import (
 	"time"
 )
 
-// change is how one write transforms a form's state, inside the store's
-// transaction; returning errUnchanged makes the store write nothing. Every
-// Store implementation applies the same changes, so they agree on what a
-// replayed Commit or a dropped intent means.
+// change is how one write transforms a stream's state, inside the
+// backend's transaction; returning errUnchanged makes the store write
+// nothing. Streams applies them over every backend, so the backends agree
+// on what a replayed Commit or a dropped intent means.
 type change func(st *FormState, now time.Time) error
 
 // errUnchanged makes update roll back: nothing to write, nothing to fsync.

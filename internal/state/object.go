@@ -91,6 +91,8 @@ func formJSON(st *FormState) ([]byte, error) {
 // syncd fails at start instead of mid-pass. It is safe for concurrent use;
 // writes are serialised.
 type Object struct {
+	Streams
+
 	bucket   *blob.Bucket
 	key      string // of the state object
 	shown    string // the URL, for messages
@@ -127,7 +129,10 @@ type Object struct {
 	closeErr  error
 }
 
-var _ Store = (*Object)(nil)
+var (
+	_ Store   = (*Object)(nil)
+	_ backend = (*Object)(nil)
+)
 
 // OpenObject reads the state object at opts.URL (a missing one is an empty
 // state) and, unless read-only, takes the writer lease. A lease held by a
@@ -177,7 +182,9 @@ func newObject(b *blob.Bucket, key, shown string, readOnly bool, now func() time
 	if now == nil {
 		now = time.Now
 	}
-	return &Object{bucket: b, key: key, shown: shown, readOnly: readOnly, now: now, id: newID(), chunks: chunkLimits{max: objectChunkMax, small: objectChunkSmall}}
+	o := &Object{bucket: b, key: key, shown: shown, readOnly: readOnly, now: now, id: newID(), chunks: chunkLimits{max: objectChunkMax, small: objectChunkSmall}}
+	o.Streams = newStreams(o, now)
+	return o
 }
 
 // openObjectIn is openObject on the object at key in b (opts.URL names
@@ -312,8 +319,8 @@ func (o *Object) decode(raw []byte) (objectDoc, error) {
 	return doc, nil
 }
 
-// Get returns the state of a form, FormState{FormID: formID} if it has none.
-func (o *Object) Get(ctx context.Context, formID string) (FormState, error) {
+// record returns the state of a form, FormState{FormID: formID} if it has none.
+func (o *Object) record(ctx context.Context, formID string) (FormState, error) {
 	if err := ctx.Err(); err != nil {
 		return FormState{}, fmt.Errorf("read state of form %s: %w", formID, err)
 	}
@@ -329,8 +336,8 @@ func (o *Object) Get(ctx context.Context, formID string) (FormState, error) {
 	return cloneForm(st), nil
 }
 
-// List returns the state of every form that has one, ordered by form id.
-func (o *Object) List(ctx context.Context) ([]FormState, error) {
+// records returns the state of every form that has one, ordered by form id.
+func (o *Object) records(ctx context.Context) ([]FormState, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("list form states: %w", err)
 	}
@@ -348,114 +355,8 @@ func (o *Object) List(ctx context.Context) ([]FormState, error) {
 	return list, nil
 }
 
-// RecordIntent records the intent in.BatchID, replacing one of the same id.
-func (o *Object) RecordIntent(ctx context.Context, formID string, in Intent) error {
-	ch, err := intentChange(formID, in)
-	if err != nil {
-		return err
-	}
-	if err := o.updateIndex(ctx, formID, ch, o.recordPending(in.BatchID, in.Index)); err != nil {
-		return fmt.Errorf("record intent %s for form %s: %w", in.BatchID, formID, err)
-	}
-	return nil
-}
-
-// Commit applies c in one write (see Bolt.Commit).
-func (o *Object) Commit(ctx context.Context, formID string, c Commit) error {
-	ch, err := commitChange(formID, c)
-	if err != nil {
-		return err
-	}
-	if err := o.updateIndex(ctx, formID, ch, o.commitIndex(c)); err != nil {
-		return fmt.Errorf("commit batch %q of form %s: %w", c.BatchID, formID, err)
-	}
-	return nil
-}
-
-// DropIntent forgets an intent; one that is not there is already dropped.
-func (o *Object) DropIntent(ctx context.Context, formID, batchID string) error {
-	if err := o.updateIndex(ctx, formID, dropIntentChange(batchID), dropPending(batchID)); err != nil {
-		return fmt.Errorf("drop intent %s of form %s: %w", batchID, formID, err)
-	}
-	return nil
-}
-
-// SetSchema pins schema for the form; nil unpins it.
-func (o *Object) SetSchema(ctx context.Context, formID string, schema json.RawMessage) error {
-	ch, err := schemaChange(formID, schema)
-	if err != nil {
-		return err
-	}
-	if err := o.update(ctx, formID, ch); err != nil {
-		return fmt.Errorf("pin schema of form %s: %w", formID, err)
-	}
-	return nil
-}
-
-// SetError records msg as the form's last error; "" clears it.
-func (o *Object) SetError(ctx context.Context, formID string, msg string) error {
-	if err := o.update(ctx, formID, errorChange(msg)); err != nil {
-		return fmt.Errorf("record last error of form %s: %w", formID, err)
-	}
-	return nil
-}
-
-// SetSucceeded records that a pass of the form ended well at t.
-func (o *Object) SetSucceeded(ctx context.Context, formID string, t time.Time) error {
-	if err := o.update(ctx, formID, succeededChange(t)); err != nil {
-		return fmt.Errorf("record the success of a pass of form %s: %w", formID, err)
-	}
-	return nil
-}
-
-// Reset forgets the form's windows, intents, schema and counters and moves
-// it to its next generation. The output is not touched.
-func (o *Object) Reset(ctx context.Context, formID string) error {
-	if err := o.updateWith(ctx, formID, resetChange, resetObjIndex, true); err != nil {
-		return fmt.Errorf("reset state of form %s: %w", formID, err)
-	}
-	return nil
-}
-
-// Uncommit forgets the form's committed windows from instant from on.
-func (o *Object) Uncommit(ctx context.Context, formID string, from time.Time) error {
-	if err := o.update(ctx, formID, uncommitChange(formID, from)); err != nil {
-		return fmt.Errorf("uncommit form %s from %s: %w", formID, from.UTC().Format(time.RFC3339), err)
-	}
-	return nil
-}
-
-// BeginRefresh marks a full refresh of the form's table under way.
-func (o *Object) BeginRefresh(ctx context.Context, formID string, r Refresh) error {
-	ch, err := beginRefreshChange(formID, r)
-	if err != nil {
-		return err
-	}
-	if err := o.update(ctx, formID, ch); err != nil {
-		return fmt.Errorf("begin refresh of form %s: %w", formID, err)
-	}
-	return nil
-}
-
-// FinishRefresh resets the form and clears its refresh mark in one
-// transaction.
-func (o *Object) FinishRefresh(ctx context.Context, formID string) error {
-	if err := o.updateWith(ctx, formID, finishRefreshChange, resetObjIndex, true); err != nil {
-		return fmt.Errorf("finish refresh of form %s: %w", formID, err)
-	}
-	return nil
-}
-
-// SetReconciled records that a reconcile pass of the form ended at t.
-func (o *Object) SetReconciled(ctx context.Context, formID string, t time.Time) error {
-	if err := o.update(ctx, formID, reconciledChange(t)); err != nil {
-		return fmt.Errorf("record the reconcile of form %s: %w", formID, err)
-	}
-	return nil
-}
-
-// GetSecret returns the value stored under name; nil when there is none.
-func (o *Object) GetSecret(ctx context.Context, name string) ([]byte, error) {
+// secret returns the value stored under name; nil when there is none.
+func (o *Object) secret(ctx context.Context, name string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("read secret %s: %w", name, err)
 	}
@@ -464,8 +365,8 @@ func (o *Object) GetSecret(ctx context.Context, name string) ([]byte, error) {
 	return bytes.Clone(o.doc.Secrets[name]), nil
 }
 
-// PutSecret stores value under name (nil deletes it) in one write.
-func (o *Object) PutSecret(ctx context.Context, name string, value []byte) error {
+// putSecret stores value under name (nil deletes it) in one write.
+func (o *Object) putSecret(ctx context.Context, name string, value []byte) error {
 	err := o.mutate(ctx, name, func(doc *objectDoc) error {
 		if value == nil {
 			if _, ok := doc.Secrets[name]; !ok {
@@ -483,28 +384,15 @@ func (o *Object) PutSecret(ctx context.Context, name string, value []byte) error
 	return nil
 }
 
-// update applies fn to the form's state (zero if absent) and writes the
-// object.
-func (o *Object) update(ctx context.Context, formID string, fn change) error {
-	return o.updateIndex(ctx, formID, fn, nil)
-}
-
-// updateIndex is update; idx, unless nil, changes the form's index (and may
-// change its state) once fn has changed the state, before the object is
-// written: it writes the chunk objects the new state object names, and
-// returns the objects that the state object, once written, no longer names.
-func (o *Object) updateIndex(ctx context.Context, formID string, fn change, idx func(ctx context.Context, st *FormState, ix *objIndex) (unused []string, err error)) error {
-	return o.updateWith(ctx, formID, fn, idx, false)
-}
-
-// updateWith is updateIndex; overDamage lets it replace a damaged record
-// (a reset does, nothing else).
-func (o *Object) updateWith(ctx context.Context, formID string, fn change, idx func(ctx context.Context, st *FormState, ix *objIndex) (unused []string, err error), overDamage bool) error {
+// update applies fn to the form's state (zero if absent) and its index in
+// one compare-and-swap write of the object. The chunk and pending objects
+// fn's index transaction writes are written before the state object that
+// names them; those it no longer names are deleted after. overDamage lets
+// a reset replace a damaged record; every other write refuses it.
+func (o *Object) update(ctx context.Context, formID string, overDamage bool, fn func(st *FormState, ix indexTx) error) error {
 	var unused []string
 	err := o.mutate(ctx, formID, func(doc *objectDoc) error {
 		if err := doc.damaged[formID]; err != nil {
-			// Only a reset (of the form, or the end of its refresh)
-			// replaces a damaged record; every other write refuses.
 			if !overDamage {
 				return &CorruptError{Path: o.shown, Form: formID, Err: err}
 			}
@@ -516,23 +404,12 @@ func (o *Object) updateWith(ctx context.Context, formID string, fn change, idx f
 		} else {
 			st = FormState{FormID: formID}
 		}
-		now := Normalize(o.now())
-		if err := fn(&st, now); err != nil {
+		x := &objIndexTx{ctx: ctx, o: o, doc: doc, formID: formID}
+		if err := fn(&st, x); err != nil {
 			return err
 		}
-		if idx != nil {
-			ix := doc.Index[formID].clone()
-			var err error
-			if unused, err = idx(ctx, &st, &ix); err != nil {
-				return err
-			}
-			if ix.isZero() {
-				delete(doc.Index, formID)
-			} else {
-				doc.Index[formID] = ix
-			}
-		}
-		st.UpdatedAt = now
+		x.store()
+		unused = x.unused
 		doc.Forms[formID] = st
 		return nil
 	})
@@ -709,9 +586,9 @@ func (o *Object) exists() bool {
 	return o.ver != ""
 }
 
-// Close stops renewing the lease and lets go of it. Calling it again
+// close stops renewing the lease and lets go of it. Calling it again
 // returns the first result.
-func (o *Object) Close() error {
+func (o *Object) close() error {
 	o.closeOnce.Do(func() {
 		// A write in flight ends first (it holds o.mu), under the lease;
 		// none starts after: the lease is let go of next.

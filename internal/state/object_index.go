@@ -152,10 +152,10 @@ func (o *Object) applyIndex(ctx context.Context, st *FormState, ix *objIndex, ch
 	return unused, nil
 }
 
-// Versions calls fn with every record of the form's index whose time is in
+// versions calls fn with every record of the form's index whose time is in
 // [from, to), in time order, from the chunks the state object named when it
 // began.
-func (o *Object) Versions(ctx context.Context, formID string, from, to time.Time, fn func(Entry) error) error {
+func (o *Object) versions(ctx context.Context, formID string, from, to time.Time, fn func(Entry) error) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("read the version index of form %s: %w", formID, err)
 	}
@@ -274,78 +274,94 @@ func (o *Object) migrateDoc(ctx context.Context, doc *objectDoc, legacy map[stri
 	return unused, nil
 }
 
-// recordPending is the index step of RecordIntent: the change is written
-// to an object of its own, named in ix under the batch id.
-func (o *Object) recordPending(batchID string, change *IndexChange) func(ctx context.Context, st *FormState, ix *objIndex) ([]string, error) {
-	if change == nil {
-		return nil
+// objIndexTx is a form's index inside a write of the state object: the
+// objects it writes are named in doc, which the write then puts in place,
+// and those doc no longer names are deleted once it is.
+type objIndexTx struct {
+	ctx    context.Context
+	o      *Object
+	doc    *objectDoc
+	formID string
+	ix     objIndex // the form's, once loaded: a write that keeps no index copies none
+	loaded bool
+	unused []string // objects the new doc no longer names
+}
+
+func (x *objIndexTx) index() *objIndex {
+	if !x.loaded {
+		x.ix, x.loaded = x.doc.Index[x.formID].clone(), true
 	}
-	raw := encodeChange(change)
-	return func(ctx context.Context, st *FormState, ix *objIndex) ([]string, error) {
-		name := newBlobName(st.FormID, "pending", 0)
-		if err := o.putBlob(ctx, name, raw); err != nil {
+	return &x.ix
+}
+
+// store puts the index, if the write changed it, into the doc.
+func (x *objIndexTx) store() {
+	if !x.loaded {
+		return
+	}
+	if x.ix.isZero() {
+		delete(x.doc.Index, x.formID)
+	} else {
+		x.doc.Index[x.formID] = x.ix
+	}
+}
+
+// pend writes the change to an object of its own, named in the index
+// under the batch id.
+func (x *objIndexTx) pend(batchID string, c *IndexChange) error {
+	name := newBlobName(x.formID, "pending", 0)
+	if err := x.o.putBlob(x.ctx, name, encodeChange(c)); err != nil {
+		return err
+	}
+	ix := x.index()
+	if old, ok := ix.Pending[batchID]; ok {
+		x.unused = append(x.unused, old)
+	}
+	if ix.Pending == nil {
+		ix.Pending = map[string]string{}
+	}
+	ix.Pending[batchID] = name
+	return nil
+}
+
+func (x *objIndexTx) settle(batchID string, read bool) (*IndexChange, error) {
+	ix := x.index()
+	name, ok := ix.Pending[batchID]
+	if !ok {
+		return nil, nil
+	}
+	var change *IndexChange
+	if read {
+		raw, err := x.o.getBlob(x.ctx, name)
+		if err != nil {
 			return nil, err
 		}
-		var unused []string
-		if old, ok := ix.Pending[batchID]; ok {
-			unused = append(unused, old)
+		if change, err = decodeChange(raw); err != nil {
+			return nil, &CorruptError{Path: x.o.shown, Form: x.formID, Err: err}
 		}
-		if ix.Pending == nil {
-			ix.Pending = map[string]string{}
-		}
-		ix.Pending[batchID] = name
-		return unused, nil
 	}
+	delete(ix.Pending, batchID)
+	x.unused = append(x.unused, name)
+	return change, nil
 }
 
-// commitIndex is the index step of Commit: c.Index, or the change its
-// intent recorded, lands in the chunks, and the pending object is let go.
-func (o *Object) commitIndex(c Commit) func(ctx context.Context, st *FormState, ix *objIndex) ([]string, error) {
-	return func(ctx context.Context, st *FormState, ix *objIndex) ([]string, error) {
-		change := c.Index
-		var unused []string
-		if name, ok := ix.Pending[c.BatchID]; ok && c.BatchID != "" {
-			if change == nil {
-				raw, err := o.getBlob(ctx, name)
-				if err != nil {
-					return nil, err
-				}
-				if change, err = decodeChange(raw); err != nil {
-					return nil, &CorruptError{Path: o.shown, Form: st.FormID, Err: err}
-				}
-			}
-			delete(ix.Pending, c.BatchID)
-			unused = append(unused, name)
-		}
-		u, err := o.applyIndex(ctx, st, ix, change)
-		return append(unused, u...), err
-	}
+func (x *objIndexTx) apply(st *FormState, c *IndexChange) error {
+	u, err := x.o.applyIndex(x.ctx, st, x.index(), c)
+	x.unused = append(x.unused, u...)
+	return err
 }
 
-// dropPending is the index step of DropIntent.
-func dropPending(batchID string) func(ctx context.Context, st *FormState, ix *objIndex) ([]string, error) {
-	return func(_ context.Context, _ *FormState, ix *objIndex) ([]string, error) {
-		name, ok := ix.Pending[batchID]
-		if !ok {
-			return nil, nil
-		}
-		delete(ix.Pending, batchID)
-		return []string{name}, nil
-	}
-}
-
-// resetObjIndex is the index step of a reset: every object of the form's
-// index is let go.
-func resetObjIndex(_ context.Context, _ *FormState, ix *objIndex) ([]string, error) {
-	var unused []string
+// clear lets every object of the form's index go.
+func (x *objIndexTx) clear() error {
+	ix := x.index()
 	for _, c := range ix.Chunks {
-		unused = append(unused, c.Name)
+		x.unused = append(x.unused, c.Name)
 	}
 	for _, n := range ix.Pending {
-		unused = append(unused, n)
+		x.unused = append(x.unused, n)
 	}
 	*ix = objIndex{}
-	return unused, nil
+	return nil
 }
 
 // blobsOf reads every index object doc names, for a backup.

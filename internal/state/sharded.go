@@ -2,7 +2,6 @@ package state
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -53,6 +52,8 @@ type ShardedOptions struct {
 //
 // It is safe for concurrent use.
 type Sharded struct {
+	Streams
+
 	bucket   *blob.Bucket
 	key      string // of the default namespace's object
 	shown    string // its URL
@@ -68,7 +69,10 @@ type Sharded struct {
 	closed  bool
 }
 
-var _ Store = (*Sharded)(nil)
+var (
+	_ Store   = (*Sharded)(nil)
+	_ backend = (*Sharded)(nil)
+)
 
 // claim is a namespace this store holds the lease of.
 type claim struct {
@@ -129,6 +133,7 @@ func OpenSharded(ctx context.Context, opts ShardedOptions) (*Sharded, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.Streams = newStreams(s, s.now)
 	return s, nil
 }
 
@@ -587,17 +592,27 @@ func (s *Sharded) view(ctx context.Context, key string) (*Object, error) {
 	return root, nil
 }
 
-// Get returns the state of a form from its namespace's object.
-func (s *Sharded) Get(ctx context.Context, formID string) (FormState, error) {
+// record returns the state of a form from its namespace's object.
+func (s *Sharded) record(ctx context.Context, formID string) (FormState, error) {
 	o, err := s.view(ctx, formID)
 	if err != nil {
 		return FormState{}, fmt.Errorf("read state of form %s: %w", formID, err)
 	}
-	return o.Get(ctx, formID)
+	return o.record(ctx, formID)
 }
 
-// List returns the state of every form of every namespace, by form id.
-func (s *Sharded) List(ctx context.Context) ([]FormState, error) {
+// update writes the form's record in its namespace's object, which this
+// store must have claimed.
+func (s *Sharded) update(ctx context.Context, formID string, overDamage bool, fn func(st *FormState, ix indexTx) error) error {
+	o, err := s.writer(ctx, formID)
+	if err != nil {
+		return err
+	}
+	return o.update(ctx, formID, overDamage, fn)
+}
+
+// records returns the state of every form of every namespace, by form id.
+func (s *Sharded) records(ctx context.Context) ([]FormState, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("list form states: %w", err)
 	}
@@ -607,7 +622,7 @@ func (s *Sharded) List(ctx context.Context) ([]FormState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list form states: %w", err)
 	}
-	rootList, err := root.List(ctx)
+	rootList, err := root.records(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -638,7 +653,7 @@ func (s *Sharded) List(ctx context.Context) ([]FormState, error) {
 				return nil, fmt.Errorf("list form states: %w", err)
 			}
 		}
-		l, err := o.List(ctx)
+		l, err := o.records(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -652,138 +667,39 @@ func (s *Sharded) List(ctx context.Context) ([]FormState, error) {
 	return list, nil
 }
 
-// RecordIntent records the intent in.BatchID in the form's namespace.
-func (s *Sharded) RecordIntent(ctx context.Context, formID string, in Intent) error {
-	o, err := s.writer(ctx, formID)
-	if err != nil {
-		return fmt.Errorf("record intent %s for form %s: %w", in.BatchID, formID, err)
-	}
-	return o.RecordIntent(ctx, formID, in)
-}
-
-// Commit applies c in one write of the form's namespace's object.
-func (s *Sharded) Commit(ctx context.Context, formID string, c Commit) error {
-	o, err := s.writer(ctx, formID)
-	if err != nil {
-		return fmt.Errorf("commit batch %q of form %s: %w", c.BatchID, formID, err)
-	}
-	return o.Commit(ctx, formID, c)
-}
-
-// DropIntent forgets an intent.
-func (s *Sharded) DropIntent(ctx context.Context, formID, batchID string) error {
-	o, err := s.writer(ctx, formID)
-	if err != nil {
-		return fmt.Errorf("drop intent %s of form %s: %w", batchID, formID, err)
-	}
-	return o.DropIntent(ctx, formID, batchID)
-}
-
-// SetSchema pins schema for the form; nil unpins it.
-func (s *Sharded) SetSchema(ctx context.Context, formID string, schema json.RawMessage) error {
-	o, err := s.writer(ctx, formID)
-	if err != nil {
-		return fmt.Errorf("pin schema of form %s: %w", formID, err)
-	}
-	return o.SetSchema(ctx, formID, schema)
-}
-
-// SetError records msg as the form's last error; "" clears it.
-func (s *Sharded) SetError(ctx context.Context, formID string, msg string) error {
-	o, err := s.writer(ctx, formID)
-	if err != nil {
-		return fmt.Errorf("record last error of form %s: %w", formID, err)
-	}
-	return o.SetError(ctx, formID, msg)
-}
-
-// SetSucceeded records that a pass of the form ended well at t.
-func (s *Sharded) SetSucceeded(ctx context.Context, formID string, t time.Time) error {
-	o, err := s.writer(ctx, formID)
-	if err != nil {
-		return fmt.Errorf("record the success of a pass of form %s: %w", formID, err)
-	}
-	return o.SetSucceeded(ctx, formID, t)
-}
-
-// Reset forgets the form's state and moves it to its next generation.
-func (s *Sharded) Reset(ctx context.Context, formID string) error {
-	o, err := s.writer(ctx, formID)
-	if err != nil {
-		return fmt.Errorf("reset state of form %s: %w", formID, err)
-	}
-	return o.Reset(ctx, formID)
-}
-
-// Uncommit forgets the form's committed windows from instant from on.
-func (s *Sharded) Uncommit(ctx context.Context, formID string, from time.Time) error {
-	o, err := s.writer(ctx, formID)
-	if err != nil {
-		return fmt.Errorf("uncommit form %s from %s: %w", formID, from.UTC().Format(time.RFC3339), err)
-	}
-	return o.Uncommit(ctx, formID, from)
-}
-
-// BeginRefresh marks a full refresh of the form's table under way.
-func (s *Sharded) BeginRefresh(ctx context.Context, formID string, r Refresh) error {
-	o, err := s.writer(ctx, formID)
-	if err != nil {
-		return fmt.Errorf("begin refresh of form %s: %w", formID, err)
-	}
-	return o.BeginRefresh(ctx, formID, r)
-}
-
-// FinishRefresh resets the form and clears its refresh mark in one write.
-func (s *Sharded) FinishRefresh(ctx context.Context, formID string) error {
-	o, err := s.writer(ctx, formID)
-	if err != nil {
-		return fmt.Errorf("finish refresh of form %s: %w", formID, err)
-	}
-	return o.FinishRefresh(ctx, formID)
-}
-
-// Versions reads the form's version index from its namespace's object.
+// versions reads the form's version index from its namespace's object.
 // For a namespace another process owns, the chunks it reads may be
 // replaced under it by that owner's writes: it then fails, and a retry
 // reads the newer state.
-func (s *Sharded) Versions(ctx context.Context, formID string, from, to time.Time, fn func(Entry) error) error {
+func (s *Sharded) versions(ctx context.Context, formID string, from, to time.Time, fn func(Entry) error) error {
 	o, err := s.view(ctx, formID)
 	if err != nil {
 		return fmt.Errorf("read the version index of form %s: %w", formID, err)
 	}
-	return o.Versions(ctx, formID, from, to, fn)
+	return o.versions(ctx, formID, from, to, fn)
 }
 
-// SetReconciled records that a reconcile pass of the form ended at t.
-func (s *Sharded) SetReconciled(ctx context.Context, formID string, t time.Time) error {
-	o, err := s.writer(ctx, formID)
-	if err != nil {
-		return fmt.Errorf("record the reconcile of form %s: %w", formID, err)
-	}
-	return o.SetReconciled(ctx, formID, t)
-}
-
-// GetSecret returns the value stored under name in its namespace.
-func (s *Sharded) GetSecret(ctx context.Context, name string) ([]byte, error) {
+// secret returns the value stored under name in its namespace.
+func (s *Sharded) secret(ctx context.Context, name string) ([]byte, error) {
 	o, err := s.view(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("read secret %s: %w", name, err)
 	}
-	return o.GetSecret(ctx, name)
+	return o.secret(ctx, name)
 }
 
-// PutSecret stores value under name in its namespace (nil deletes it).
-func (s *Sharded) PutSecret(ctx context.Context, name string, value []byte) error {
+// putSecret stores value under name in its namespace (nil deletes it).
+func (s *Sharded) putSecret(ctx context.Context, name string, value []byte) error {
 	o, err := s.writer(ctx, name)
 	if err != nil {
 		return fmt.Errorf("store secret %s: %w", name, err)
 	}
-	return o.PutSecret(ctx, name, value)
+	return o.putSecret(ctx, name, value)
 }
 
-// Close releases every lease this store holds and closes the bucket.
+// close releases every lease this store holds and closes the bucket.
 // Calling it again returns nil.
-func (s *Sharded) Close() error {
+func (s *Sharded) close() error {
 	s.claimMu.Lock()
 	defer s.claimMu.Unlock()
 	s.mu.Lock()

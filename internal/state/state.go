@@ -1,6 +1,7 @@
-// Package state keeps what syncd must remember between runs, per form: the
-// windows of submission time already committed to the sink, the batches in
-// flight (intents), the pinned table schema and a few counters.
+// Package state keeps what syncd must remember between runs, per stream
+// (keyed by its stream key): the windows of record time already committed
+// to the sink, the batches in flight (intents), the pinned table schema
+// and a few counters.
 //
 // The committed windows are a merged set of half-open intervals rather than
 // a single checkpoint: backfill and live sync fill gaps in the same record,
@@ -60,7 +61,8 @@ type ReconcileCounts struct {
 	Tombstones int `json:"tombstones"` // deletions
 }
 
-// FormState is everything the store keeps about one form.
+// FormState is everything the store keeps about one stream (a form, the
+// bookings); FormID is its stream key.
 type FormState struct {
 	FormID    string            `json:"form_id"`
 	Committed Intervals         `json:"committed"`
@@ -145,12 +147,15 @@ type Commit struct {
 	Layout string
 }
 
-// Store is the durable record of every form's progress. Every method that
-// returns nil has made its change durable (fsync'd).
+// Store is the durable record of every stream's progress. Every method that
+// returns nil has made its change durable (fsync'd). Streams is the one
+// implementation, over the backends Bolt, Object and Sharded; the
+// interface stays so that a caller can wrap a store (a test that records
+// or fails its writes).
 type Store interface {
-	// Get returns the state of a form; FormState{FormID: id} if it has none.
+	// Get returns the state of a stream; FormState{FormID: id} if it has none.
 	Get(ctx context.Context, formID string) (FormState, error)
-	// List returns the state of every form that has one, by form id.
+	// List returns the state of every stream that has one, by stream key.
 	List(ctx context.Context) ([]FormState, error)
 	// RecordIntent records (or replaces) the intent in.BatchID.
 	RecordIntent(ctx context.Context, formID string, in Intent) error
@@ -162,30 +167,30 @@ type Store interface {
 	DropIntent(ctx context.Context, formID, batchID string) error
 	// SetSchema pins a schema; nil unpins it.
 	SetSchema(ctx context.Context, formID string, schema json.RawMessage) error
-	// SetError records the last error of a form ("" clears it).
+	// SetError records the last error of a stream ("" clears it).
 	SetError(ctx context.Context, formID string, msg string) error
-	// SetSucceeded records that a pass of the form ended well at t
+	// SetSucceeded records that a pass of the stream ended well at t
 	// (LastSuccess), clearing its last error. A pass that failed or was
 	// interrupted never calls it, whatever it committed.
 	SetSucceeded(ctx context.Context, formID string, t time.Time) error
-	// Reset forgets the form's windows, intents, schema and counters and
+	// Reset forgets the stream's windows, intents, schema and counters and
 	// moves it to the next generation, so that every row is fetched and
 	// written again. The output is not touched.
 	Reset(ctx context.Context, formID string) error
 	// Uncommit forgets the committed windows from instant from on, so that
 	// the next pass fetches them again. It refuses while batches are open.
 	Uncommit(ctx context.Context, formID string, from time.Time) error
-	// BeginRefresh marks a full refresh of the form's table under way.
+	// BeginRefresh marks a full refresh of the stream's table under way.
 	BeginRefresh(ctx context.Context, formID string, r Refresh) error
 	// FinishRefresh is Reset once the table's output is gone, clearing the
 	// refresh mark in the same transaction.
 	FinishRefresh(ctx context.Context, formID string) error
-	// Versions calls fn with every record of the form's version index whose
+	// Versions calls fn with every record of the stream's version index whose
 	// time is in [from, to), in time order; fn's error stops it. It reads a
 	// consistent state: the batches committed when it began. fn must not
 	// write to the store (the state file's read transaction is open).
 	Versions(ctx context.Context, formID string, from, to time.Time, fn func(Entry) error) error
-	// SetReconciled records that a reconcile pass of the form ended at t.
+	// SetReconciled records that a reconcile pass of the stream ended at t.
 	SetReconciled(ctx context.Context, formID string, t time.Time) error
 	// GetSecret returns the value stored under name (nil when there is
 	// none): a source's OAuth tokens live here, never in the config.
@@ -270,3 +275,31 @@ type NewerFormatError struct {
 func (e *NewerFormatError) Error() string {
 	return fmt.Sprintf("state file %s has format version %d, newer than the %d this syncd reads: run the newer syncd that wrote it, or restore a backup written by this version", e.Path, e.Version, e.Supported)
 }
+
+// Claimer is a store split by account (Sharded): only the process that
+// claimed an account writes its state, and it must stop writing, and let
+// its sink abandon uploads in flight, once Lost closes.
+type Claimer interface {
+	// Claim takes the lease of the account of namespace ("" is the
+	// default account); a lease held by a live process gives a
+	// *LockedError naming it.
+	Claim(ctx context.Context, namespace string) error
+	// Release lets go of the lease, so that another process can claim
+	// the account at once.
+	Release(namespace string) error
+	// Lost is closed once the lease of namespace is lost, has expired
+	// without renewal, or was released.
+	Lost(namespace string) <-chan struct{}
+}
+
+// Leased is a store that holds one lease on all of its state (Object):
+// Lost is closed once the lease is lost to another syncd or expired, and
+// from then on the store writes nothing.
+type Leased interface {
+	Lost() <-chan struct{}
+}
+
+var (
+	_ Claimer = (*Sharded)(nil)
+	_ Leased  = (*Object)(nil)
+)

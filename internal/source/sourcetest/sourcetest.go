@@ -35,6 +35,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/state"
+	"github.com/syncd-dev/syncd/internal/testkit/clock"
 )
 
 // Record is one record as the service holds it now.
@@ -85,24 +86,7 @@ var T0 = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 const Lag = time.Minute
 
 // Clock is the suite's clock, shared by the service and the engine.
-type Clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-// Now is the clock's time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-// Add moves the clock on.
-func (c *Clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+type Clock = clock.Clock
 
 // Row is one row the sink received.
 type Row struct {
@@ -260,7 +244,7 @@ type env struct {
 
 func start(t *testing.T, h Harness) *env {
 	t.Helper()
-	clk := &Clock{t: T0}
+	clk := clock.New(T0)
 	svc := h.Start(t, clk.Now)
 	s := svc.Stream(t)
 	bolt, err := state.OpenBolt(context.Background(), state.BoltOptions{Path: filepath.Join(t.TempDir(), "state.db"), Now: clk.Now})

@@ -559,7 +559,7 @@ func testLease(t *testing.T, newPlace func(t *testing.T) Place) {
 	ttl := time.Hour // no renewal ticks during the test: clocks move by hand
 	clkA := NewClock(H(0))
 	a := open(t, p, Options{Now: clkA.Now, LeaseTTL: ttl})
-	if _, ok := a.(Leased); !ok {
+	if _, ok := a.(state.Leased); !ok {
 		t.Logf("%T holds no lease: the lease and compare-and-swap cases do not apply (its second writer is refused by SecondWriter)", a)
 		return
 	}

@@ -15,11 +15,11 @@ package storetest
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/syncd-dev/syncd/internal/state"
+	"github.com/syncd-dev/syncd/internal/testkit/clock"
 )
 
 // Options are how the suite opens a store on a place.
@@ -46,12 +46,6 @@ type Place interface {
 	// (nothing is open): FixtureBolt for a state file, FixtureObject for
 	// a state object (see Fixture).
 	Seed(t *testing.T)
-}
-
-// Leased is a store that holds a lease on its state (state.Object): the
-// suite runs the lease and compare-and-swap cases over it.
-type Leased interface {
-	Lost() <-chan struct{}
 }
 
 // Run runs the contract over the places newPlace makes: each case gets a
@@ -81,27 +75,10 @@ func Win(a, b int) state.Interval { return state.Interval{Start: H(a), End: H(b)
 
 // Clock is a clock the suite moves by hand; a lease's renewal reads it
 // from its own goroutine.
-type Clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+type Clock = clock.Clock
 
 // NewClock starts at t.
-func NewClock(t time.Time) *Clock { return &Clock{t: t} }
-
-// Now is the clock's time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-// Add moves the clock on.
-func (c *Clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+func NewClock(t time.Time) *Clock { return clock.New(t) }
 
 // longLease is the lease of every case but Lease: the suite's clocks
 // jump by minutes and hours, which must not expire it.
