@@ -74,7 +74,11 @@ func newStateAdoptCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				for _, t := range acct.AdoptTargets(jobs, bookings) {
+				targets, err := acct.AdoptTargets(ctx, jobs, bookings)
+				if err != nil {
+					return err
+				}
+				for _, t := range targets {
 					r, err := acct.Poller.Adopt(ctx, t)
 					if err != nil {
 						failed++
