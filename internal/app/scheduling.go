@@ -317,3 +317,8 @@ func (a *App) ConnectHandler() (*connect.Handler, error) {
 		Logger: a.Log.Named("connect"),
 	})
 }
+
+// BookingsStreamKey is the bookings stream's key in the default account
+// (scheduling.StreamKey): the commands name it without importing the
+// source.
+const BookingsStreamKey = scheduling.StreamKey

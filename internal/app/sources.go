@@ -134,3 +134,23 @@ func (acct *Account) sourceBackfill(ctx context.Context, src openSource, start t
 	}
 	return results
 }
+
+// SourceError is a source's failure as the source contract types it
+// (auth, not found, rate limited, unavailable): the commands read it
+// through app, and import no source.
+type SourceError = source.Error
+
+// The kinds of a SourceError.
+const (
+	SourceAuth        = source.Auth
+	SourceNotFound    = source.NotFound
+	SourceRateLimited = source.RateLimited
+	SourceUnavailable = source.Unavailable
+)
+
+// AsSourceError is err's SourceError, or nil when err is no source's
+// failure of a kind the contract knows.
+func AsSourceError(err error) *SourceError { return source.AsError(err) }
+
+// IsSourceError reports whether err is a source's failure of kind k.
+func IsSourceError(err error, k source.Kind) bool { return source.Is(err, k) }

@@ -21,14 +21,19 @@ const (
 	// RateLimited: the source said to slow down, and retrying as told
 	// did not get through.
 	RateLimited
+	// Unavailable: the service kept failing (5xx, no answer) through the
+	// retries; the next pass tries again.
+	Unavailable
 )
 
-// Sentinels matched with errors.Is by an *Error of their kind (and by a
-// source's own typed errors, which map to one).
+// Sentinels matched with errors.Is by an *Error of their kind. A source's
+// own typed error turns into an *Error through errors.As (AsError, Is):
+// errors.Is on it alone does not see the kind.
 var (
 	ErrAuth        = errors.New("source: credentials refused")
 	ErrNotFound    = errors.New("source: not found")
 	ErrRateLimited = errors.New("source: rate limited")
+	ErrUnavailable = errors.New("source: unavailable")
 )
 
 func (k Kind) String() string {
@@ -39,6 +44,8 @@ func (k Kind) String() string {
 		return "not found"
 	case RateLimited:
 		return "rate limited"
+	case Unavailable:
+		return "unavailable"
 	}
 	return fmt.Sprintf("kind %d", int(k))
 }
@@ -51,6 +58,8 @@ func (k Kind) sentinel() error {
 		return ErrNotFound
 	case RateLimited:
 		return ErrRateLimited
+	case Unavailable:
+		return ErrUnavailable
 	}
 	return nil
 }
@@ -97,6 +106,12 @@ func AsError(err error) *Error {
 		return se
 	}
 	return nil
+}
+
+// Is reports whether err is a source's failure of kind k.
+func Is(err error, k Kind) bool {
+	se := AsError(err)
+	return se != nil && se.Kind == k
 }
 
 // IsNotFound reports whether err says that what of id does not exist at

@@ -182,8 +182,9 @@ func (e *APIError) Error() string {
 }
 
 // As makes errors.As(err, &*source.Error) find a refused token (401,
-// 403), a missing resource (404) or a service that kept answering 429 as
-// the source contract's kinds; other answers are no kind it knows.
+// 403), a missing resource (404), a service that kept answering 429 or
+// kept failing (5xx, no answer) as the source contract's kinds; a request
+// refused otherwise is no kind it knows.
 func (e *APIError) As(target any) bool {
 	p, ok := target.(**source.Error)
 	if !ok {
@@ -198,7 +199,10 @@ func (e *APIError) As(target any) bool {
 	case http.StatusTooManyRequests:
 		k = source.RateLimited
 	default:
-		return false
+		if e.Status != 0 && e.Status < 500 {
+			return false
+		}
+		k = source.Unavailable
 	}
 	*p = &source.Error{Kind: k, Source: Name, Where: e.Endpoint, Status: e.Status, Err: e}
 	return true

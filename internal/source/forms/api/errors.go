@@ -176,13 +176,16 @@ func (e *NotFoundError) As(target any) bool {
 }
 
 // As makes errors.As(err, &*source.Error) find a service that kept
-// answering 429 as a source rate limited; other failures are no kind the
-// contract knows.
+// answering 429 as a source rate limited, and one that kept failing
+// otherwise as unavailable.
 func (e *UnavailableError) As(target any) bool {
 	p, ok := target.(**source.Error)
-	if ok && e.Status == 429 {
-		*p = &source.Error{Kind: source.RateLimited, Source: name, Status: e.Status, Err: e}
-		return true
+	if ok {
+		k := source.Unavailable
+		if e.Status == 429 {
+			k = source.RateLimited
+		}
+		*p = &source.Error{Kind: k, Source: name, Status: e.Status, Err: e}
 	}
-	return false
+	return ok
 }
