@@ -187,6 +187,21 @@ func newValidateCmd(g *globals) *cobra.Command {
 					bad++
 				}
 			}
+			// The other listed sources that can be tried without syncing.
+			for _, acct := range accounts {
+				who := ""
+				if cfg.MultiAccount() {
+					who = " of account " + acct.Name
+				}
+				for _, p := range app.ProbeSources(schedCtx, cfg, acct, log) {
+					if p.Err != nil {
+						fmt.Fprintf(out, "FAIL %s%s: %v\n", p.Source, who, p.Err)
+						bad++
+						continue
+					}
+					fmt.Fprintf(out, "ok   %s%s\n", p.Source, who)
+				}
+			}
 			if bad > 0 {
 				return withCode(exitFailed, errReported)
 			}

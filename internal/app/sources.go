@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/logkey"
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/source"
@@ -154,3 +155,22 @@ func AsSourceError(err error) *SourceError { return source.AsError(err) }
 
 // IsSourceError reports whether err is a source's failure of kind k.
 func IsSourceError(err error, k source.Kind) bool { return source.Is(err, k) }
+
+// Probe is what a listed source's probe found for an account.
+type Probe struct {
+	Source string
+	Err    error
+}
+
+// ProbeSources probes the listed sources acct uses that can be tried
+// without syncing (source.Prober): what `validate` checks beside the forms
+// and the bookings, which it still checks itself.
+func ProbeSources(ctx context.Context, cfg *config.Config, acct config.Account, log *zap.Logger) []Probe {
+	var out []Probe
+	for _, src := range sourceList() {
+		if p, ok := src.(source.Prober); ok {
+			out = append(out, Probe{Source: src.Name(), Err: p.Probe(ctx, source.Env{Config: cfg, Account: acct, Log: log})})
+		}
+	}
+	return out
+}

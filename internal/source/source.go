@@ -95,10 +95,11 @@ type Explainer interface {
 	Explain(account string, err error) error
 }
 
-// Prober is an Account that `validate` can try without syncing: one cheap
-// request that proves its settings and credentials.
+// Prober is a Source that `validate` can try for an account without
+// syncing or opening it: one cheap request that proves its settings and
+// credentials. The env has no state: a probe reads no sign-in.
 type Prober interface {
-	Probe(ctx context.Context) error
+	Probe(ctx context.Context, env Env) error
 }
 
 // Estimate is what a dry run expects a stream's sync to cost.

@@ -53,7 +53,9 @@ func TestTestSourceThroughTheCommands(t *testing.T) {
 		return res
 	}
 
-	run("validate")
+	if res := run("validate"); !strings.Contains(res.Stdout, "ok   "+memsource.Name+"\n") {
+		t.Errorf("validate did not probe the test source:\n%s", res.Stdout)
+	}
 	run("once", "--dry-run")
 	run("once")
 	check("once")

@@ -42,7 +42,7 @@ type Source struct{}
 
 var (
 	_ source.Source    = Source{}
-	_ source.Prober    = (*Account)(nil)
+	_ source.Prober    = Source{}
 	_ source.Estimator = (*Account)(nil)
 	_ poller.Counter   = (*Stream)(nil)
 	_ poller.Describer = (*Stream)(nil)
@@ -69,7 +69,7 @@ func (a *Account) Streams(context.Context) ([]source.Stream, error) {
 }
 
 // Probe always works: there is no service.
-func (a *Account) Probe(context.Context) error { return nil }
+func (Source) Probe(context.Context, source.Env) error { return nil }
 
 // Estimate counts the records of [start, end): the stream reads them in
 // one request per window.
