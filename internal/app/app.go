@@ -1,6 +1,7 @@
 // Package app wires a loaded configuration into the parts of a sync: the
-// Forms API client, the state store, the sink and the poller. The commands
-// in cmd/syncd are thin shells around it.
+// sources (the forms, and the listed ones of sources.go), the state store,
+// the sink and the poller. The commands in cmd/syncd are thin shells
+// around it.
 package app
 
 import (
@@ -96,7 +97,7 @@ type App struct {
 }
 
 // Account is one account's open parts: its Forms API client, its sink (its
-// share of the output) and its poller, and its scheduling sign-in.
+// share of the output) and its poller, and its listed sources.
 type Account struct {
 	Name string
 	Cfg  config.Account
