@@ -12,7 +12,6 @@ import (
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/formsauth"
 	"github.com/syncd-dev/syncd/internal/oauth"
-	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 	"github.com/syncd-dev/syncd/internal/state"
 )
 
@@ -136,12 +135,12 @@ func formsStatus(ctx context.Context, g *globals, cfg *config.Config, list []con
 		} else if tok, err = (app.FormsTokens{Store: store, Namespace: acct.Namespace()}).Load(ctx); err == nil {
 			err = app.CheckFormsToken(ctx, cfg, acct, tok, log)
 		}
-		var ae *forms.AuthError
+		ae := app.AsSourceError(err)
 		switch {
 		case errors.Is(err, app.ErrNoFormsToken):
 			fmt.Fprintf(g.stdout, "not signed in to the Forms API: run `%s`\n", app.FormsLogin(acct.Name))
 			bad++
-		case errors.As(err, &ae):
+		case ae != nil && ae.Kind == app.SourceAuth:
 			fmt.Fprintf(g.stdout, "signed in to the Forms API at %s, but it refuses the token (HTTP %d: invalidated?): run `%s`\n", tok.BaseURL, ae.Status, app.FormsLogin(acct.Name))
 			bad++
 		case err != nil:

@@ -11,7 +11,6 @@ import (
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/sink"
-	"github.com/syncd-dev/syncd/internal/source/scheduling"
 	tablepkg "github.com/syncd-dev/syncd/internal/table"
 )
 
@@ -74,7 +73,11 @@ func newStateAdoptCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				for _, t := range acct.AdoptTargets(jobs, bookings) {
+				targets, err := acct.AdoptTargets(ctx, jobs, bookings)
+				if err != nil {
+					return err
+				}
+				for _, t := range targets {
 					r, err := acct.Poller.Adopt(ctx, t)
 					if err != nil {
 						failed++
@@ -163,5 +166,5 @@ func (g *globals) checkAdoptArgs(ctx context.Context, args []string) error {
 // isBookingsArg reports whether a STREAM argument names the bookings
 // stream of the account of namespace: its key, bare or namespaced.
 func isBookingsArg(namespace, id string) bool {
-	return id == scheduling.StreamKey || id == tablepkg.StreamKey(namespace, scheduling.StreamKey)
+	return id == app.BookingsStreamKey || id == tablepkg.StreamKey(namespace, app.BookingsStreamKey)
 }

@@ -230,7 +230,11 @@ func (g *globals) afterRestore(ctx context.Context, keep func(context.Context, s
 				jobs = append(jobs, acct.Job(key))
 			}
 		}
-		for _, t := range acct.AdoptTargets(jobs, true) {
+		targets, err := acct.AdoptTargets(ctx, jobs, true)
+		if err != nil {
+			return withCode(exitFailed, fmt.Errorf("the state is restored, but %w: run `syncd state adopt` before the next pass", err))
+		}
+		for _, t := range targets {
 			r, err := acct.Poller.Adopt(ctx, t)
 			if err != nil {
 				return withCode(exitFailed, fmt.Errorf("the state is restored, but %w: run `syncd state adopt` before the next pass", err))

@@ -24,7 +24,6 @@ import (
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/oauth"
 	sinkbq "github.com/syncd-dev/syncd/internal/sink/bigquery"
-	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 	"github.com/syncd-dev/syncd/internal/suggest"
 )
 
@@ -123,7 +122,7 @@ func newValidateCmd(g *globals) *cobra.Command {
 				}
 				for _, f := range acct.Forms {
 					if _, err := client.GetForm(apiCtx, f.ID); err != nil {
-						if p := suggest.Phrase(f.ID, known); errors.Is(err, forms.ErrNotFound) && p != "" {
+						if p := suggest.Phrase(f.ID, known); app.IsSourceError(err, app.SourceNotFound) && p != "" {
 							fmt.Fprintf(out, "FAIL form %s%s: form %s does not exist in the account (%s): fix its id in forms[]\n", f.ID, who, f.ID, p)
 							bad++
 							continue
@@ -186,6 +185,21 @@ func newValidateCmd(g *globals) *cobra.Command {
 				if err := checkScheduling(schedCtx, cfg, acct, who, log, out); err != nil {
 					fmt.Fprintf(out, "FAIL scheduling%s: %v\n", who, err)
 					bad++
+				}
+			}
+			// The other listed sources that can be tried without syncing.
+			for _, acct := range accounts {
+				who := ""
+				if cfg.MultiAccount() {
+					who = " of account " + acct.Name
+				}
+				for _, p := range app.ProbeSources(schedCtx, cfg, acct, log) {
+					if p.Err != nil {
+						fmt.Fprintf(out, "FAIL %s%s: %v\n", p.Source, who, p.Err)
+						bad++
+						continue
+					}
+					fmt.Fprintf(out, "ok   %s%s\n", p.Source, who)
 				}
 			}
 			if bad > 0 {
@@ -285,8 +299,7 @@ func apiFailure(baseURL string, err error) string {
 		return fmt.Sprintf("no answer from %s within %s: the server accepts connections but does not answer; check source.base_url, a proxy or firewall in between, and the service's status (%v)",
 			baseURL, apiBudget, err)
 	}
-	var ue *forms.UnavailableError
-	if errors.As(err, &ue) {
+	if app.IsSourceError(err, app.SourceUnavailable) || app.IsSourceError(err, app.SourceRateLimited) {
 		return fmt.Sprintf("%s did not answer usably: %v", baseURL, err)
 	}
 	return err.Error()

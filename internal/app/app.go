@@ -1,6 +1,7 @@
 // Package app wires a loaded configuration into the parts of a sync: the
-// Forms API client, the state store, the sink and the poller. The commands
-// in cmd/syncd are thin shells around it.
+// sources (the forms, and the listed ones of sources.go), the state store,
+// the sink and the poller. The commands in cmd/syncd are thin shells
+// around it.
 package app
 
 import (
@@ -32,14 +33,15 @@ import (
 	"github.com/syncd-dev/syncd/internal/daemon"
 	"github.com/syncd-dev/syncd/internal/logkey"
 	"github.com/syncd-dev/syncd/internal/metrics"
-	"github.com/syncd-dev/syncd/internal/oauth"
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/sink/bigquery"
 	"github.com/syncd-dev/syncd/internal/sink/blobsink"
 	"github.com/syncd-dev/syncd/internal/sink/parquetsink"
+	"github.com/syncd-dev/syncd/internal/source"
 	formsource "github.com/syncd-dev/syncd/internal/source/forms"
 	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
+	"github.com/syncd-dev/syncd/internal/source/scheduling"
 	"github.com/syncd-dev/syncd/internal/spool"
 	"github.com/syncd-dev/syncd/internal/state"
 	"github.com/syncd-dev/syncd/internal/status"
@@ -89,10 +91,13 @@ type App struct {
 	// reload opens again runs no pass of a stream while the account it
 	// replaces is still in one.
 	streamLocks *poller.StreamLocks
+	// sources are the listed sources (sources.go), each opened for every
+	// account that uses it.
+	sources []source.Source
 }
 
 // Account is one account's open parts: its Forms API client, its sink (its
-// share of the output) and its poller, and its scheduling sign-in.
+// share of the output) and its poller, and its listed sources.
 type Account struct {
 	Name string
 	Cfg  config.Account
@@ -104,8 +109,12 @@ type Account struct {
 	Sink   sink.Sink
 	Poller *poller.Poller
 	// Scheduling is the bookings source; nil when the account does not
-	// sign in to the scheduling API.
+	// sign in to the scheduling API. It is one of sources, which the
+	// webhook registration and the connect page still know by name.
 	Scheduling *Scheduling
+	// sources are the listed sources (sources.go) the account uses, in
+	// the list's order.
+	sources []openSource
 
 	app *App
 	// mu guards Client and formsToken: a forms_oauth account's passes
@@ -444,7 +453,7 @@ func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options
 		limiters: forms.NewLimiters(), gate: semaphore.NewWeighted(int64(cfg.Sync.MaxBatches)),
 		planGate:    semaphore.NewWeighted(4 * int64(cfg.Sync.MaxBatches)),
 		alloc:       arrowpool.ForProcess(opts.PoisonFreedBuffers),
-		streamLocks: poller.NewStreamLocks()}
+		streamLocks: poller.NewStreamLocks(), sources: sourceList()}
 	a.current.Store(cfg)
 	a.shared = opts.Shared
 	if opts.ReadOnly {
@@ -518,11 +527,9 @@ func (a *App) OpenAccount(ctx context.Context, ac config.Account) (*Account, err
 	if s, ok := acct.Sink.(sink.LeaseBound); ok && lost != nil {
 		s.StopWhen(lost)
 	}
-	if ac.Scheduling {
-		if acct.Scheduling, err = openScheduling(cfg, ac, a.Store, log, a.Metrics.ForAccount(ac.Name)); err != nil {
-			acct.Close()
-			return nil, err
-		}
+	if err := a.openSources(ctx, acct); err != nil {
+		acct.Close()
+		return nil, err
 	}
 	acct.Poller = poller.New(acct.Sink, a.Store, poller.Options{
 		MaxRowsPerBatch: cfg.Sync.MaxRowsPerBatch,
@@ -814,8 +821,7 @@ func (acct *Account) SyncAll(ctx context.Context, jobs []poller.Job, concurrency
 				results[i] = acct.Poller.Sync(ctx, acct.FormStream(job), job.Start)
 			}
 			results[i].Account = acct.Name
-			var nf *forms.NotFoundError
-			if errors.As(results[i].Err, &nf) && nf.What == "form" && nf.ID == job.FormID {
+			if source.IsNotFound(results[i].Err, "form", job.FormID) {
 				results[i].Err = acct.missingForm(ctx, job.FormID, results[i].Err)
 			}
 		}()
@@ -860,7 +866,7 @@ func (acct *Account) missingForm(ctx context.Context, formID string, err error) 
 type MissingFormError struct {
 	Form string
 	Hint string // " (closest: a, b)" or ""
-	Err  error  // the client's *forms.NotFoundError
+	Err  error  // the source's not found (*source.Error)
 }
 
 func (e *MissingFormError) Error() string {
@@ -937,7 +943,7 @@ func (a *App) Pass(ctx context.Context) []poller.Result {
 
 // Backfill loads [start, end) of every form of the account, one form after
 // the other (they share the key), concurrency windows at once, then the
-// bookings; a form failing does not stop the others. With onBusy set (the
+// streams of the other sources (sources.go); a form failing does not stop the others. With onBusy set (the
 // daemon, on request) a stream whose scheduled pass is running is waited
 // for (BackfillWaiting), and onBusy told; without, it fails with
 // poller.ErrBusy.
@@ -966,23 +972,21 @@ func (acct *Account) Backfill(ctx context.Context, start, end time.Time, concurr
 		r.Account = acct.Name
 		results = append(results, r)
 	}
-	if acct.Scheduling != nil && !acct.Poller.Draining() {
-		r := backfill(acct.Scheduling.Stream, start, 1)
-		r.Account = acct.Name
-		if r.Err != nil && acct.app.Cfg.MultiAccount() {
-			r.Err = &SignInError{Account: acct.Name, Err: r.Err}
+	for _, src := range acct.sources {
+		if acct.Poller.Draining() {
+			break
 		}
-		results = append(results, r)
+		results = append(results, acct.sourceBackfill(ctx, src, start, backfill)...)
 	}
 	return results
 }
 
-// Pass is one live pass over the forms that jobs lists and, when bookings
-// is set and the account signs in to the scheduling API, the bookings:
-// what `once` runs for each account, and each of `run`'s cron entries. A
-// source failing never stops another: when listing the forms fails, the
-// result says so (Source set, FormID empty) and the bookings still sync.
-func (acct *Account) Pass(ctx context.Context, jobs func(context.Context) ([]poller.Job, error), bookings bool) []poller.Result {
+// Pass is one live pass over the forms that jobs lists and, when others is
+// set, the streams of the account's other sources (sources.go): what
+// `once` runs for each account, and each of `run`'s cron entries. A source
+// failing never stops another: when listing the forms fails, the result
+// says so (Source set, FormID empty) and the other sources still sync.
+func (acct *Account) Pass(ctx context.Context, jobs func(context.Context) ([]poller.Job, error), others bool) []poller.Result {
 	var results []poller.Result
 	var signIn error
 	if acct.Cfg.FormsOAuth {
@@ -1002,18 +1006,19 @@ func (acct *Account) Pass(ctx context.Context, jobs func(context.Context) ([]pol
 	results = append(results, acct.SyncAll(ctx, list, acct.app.Cfg.Sync.Concurrency)...)
 	if acct.app.Cfg.MultiAccount() {
 		for i := range results {
-			var ae *forms.AuthError
-			if errors.As(results[i].Err, &ae) {
+			if se := source.AsError(results[i].Err); se != nil && se.Kind == source.Auth {
 				if acct.Cfg.FormsOAuth {
-					results[i].Err = &FormsSignInError{Account: acct.Name, Err: ae}
+					results[i].Err = &FormsSignInError{Account: acct.Name, Err: se.Err}
 					continue
 				}
-				results[i].Err = &KeyError{Account: acct.Name, Err: ae}
+				results[i].Err = &KeyError{Account: acct.Name, Err: se}
 			}
 		}
 	}
-	if bookings && acct.Scheduling != nil {
-		results = append(results, acct.SyncBookings(ctx))
+	if others {
+		for _, src := range acct.sources {
+			results = append(results, acct.sourcePass(ctx, src)...)
+		}
 	}
 	return results
 }
@@ -1022,50 +1027,19 @@ func (acct *Account) Pass(ctx context.Context, jobs func(context.Context) ([]pol
 // deployment): that account stops, the others sync.
 type KeyError struct {
 	Account string
-	Err     *forms.AuthError
+	Err     *source.Error // of kind source.Auth
 }
 
 func (e *KeyError) Error() string {
 	return fmt.Sprintf("account %s: the Forms API at %s rejected its key (HTTP %d): check the account's api_key (or api_key_file) and that the key belongs to its base_url; the other accounts sync",
-		e.Account, e.Err.BaseURL, e.Err.Status)
+		e.Account, e.Err.Where, e.Err.Status)
 }
 
 func (e *KeyError) Unwrap() error { return e.Err }
 
-// SyncBookings runs the live pass of the scheduling API's bookings. A
-// bookings pass that fails (a sign-in to renew) leaves the forms' alone.
-func (acct *Account) SyncBookings(ctx context.Context) poller.Result {
-	s := acct.Scheduling.Stream
-	if acct.Poller.Draining() {
-		return poller.Result{Account: acct.Name, Source: "scheduling", FormID: s.Key(), Table: s.Table(), Interrupted: true}
-	}
-	r := acct.Poller.Sync(ctx, s, acct.Scheduling.Start.Time)
-	r.Account = acct.Name
-	if r.Err != nil && acct.app.Cfg.MultiAccount() {
-		r.Err = &SignInError{Account: acct.Name, Err: r.Err}
-	}
-	return r
-}
-
-// SignInError is a pass of an account's bookings that failed; when the
-// sign-in is at fault, it names the command that fixes it for that account.
-type SignInError struct {
-	Account string
-	Err     error
-}
-
-func (e *SignInError) Error() string {
-	var lr *oauth.LoginRequiredError
-	if errors.As(e.Err, &lr) {
-		return fmt.Sprintf("account %s: the scheduling API no longer accepts its sign-in (%s): run `syncd auth login --account %s`, or send its user the account's connect link; the other accounts sync", e.Account, lr.Reason, e.Account)
-	}
-	if errors.Is(e.Err, oauth.ErrNoToken) {
-		return fmt.Sprintf("account %s has not signed in to the scheduling API: run `syncd auth login --account %s`, or send its user the account's connect link", e.Account, e.Account)
-	}
-	return fmt.Sprintf("account %s: %v", e.Account, e.Err)
-}
-
-func (e *SignInError) Unwrap() error { return e.Err }
+// SignInError is a pass of an account's bookings that failed
+// (scheduling.SignInError).
+type SignInError = scheduling.SignInError
 
 // FormStream is the stream of a form's job.
 func (acct *Account) FormStream(job poller.Job) *formsource.Stream {
@@ -1088,22 +1062,33 @@ func AccountFormStream(cfg *config.Config, namespace string, client formsource.A
 }
 
 // AdoptTargets are the streams `syncd state adopt` rebuilds: the forms of
-// jobs, and the bookings when the account signs in to the scheduling API.
-func (acct *Account) AdoptTargets(jobs []poller.Job, bookings bool) []poller.AdoptTarget {
+// jobs and, when others is set, the streams of the account's other
+// sources (sources.go).
+func (acct *Account) AdoptTargets(ctx context.Context, jobs []poller.Job, others bool) ([]poller.AdoptTarget, error) {
 	out := make([]poller.AdoptTarget, 0, len(jobs)+1)
 	for _, j := range jobs {
 		out = append(out, poller.TargetOf(acct.FormStream(j)))
 	}
-	if bookings && acct.Scheduling != nil {
-		out = append(out, poller.TargetOf(acct.Scheduling.Stream))
+	if !others {
+		return out, nil
 	}
-	return out
+	for _, src := range acct.sources {
+		streams, err := acct.sourceStreams(ctx, src)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range streams {
+			out = append(out, poller.TargetOf(s.Stream))
+		}
+	}
+	return out, nil
 }
 
 // DaemonEntries are the account's cron entries in `syncd run`: with no
-// forms listed, one pass of every form of the account and the bookings on
-// sync.schedule; with forms listed, one entry per form on its own schedule
-// (or sync.schedule), and the bookings on sync.schedule. Entry ids carry
+// forms listed, one pass of every form of the account and the other
+// sources' streams on sync.schedule; with forms listed, one entry per form
+// on its own schedule (or sync.schedule), and the other sources' streams
+// on sync.schedule. Entry ids carry
 // the account's name, so a reload replaces one account's entries alone.
 func (acct *Account) DaemonEntries() []daemon.Entry {
 	cfg := acct.app.Cfg
@@ -1131,7 +1116,7 @@ func (acct *Account) DaemonEntries() []daemon.Entry {
 		one := func(context.Context) ([]poller.Job, error) { return []poller.Job{job}, nil }
 		entries = append(entries, entry("schedule of form "+fc.ID, spec, acct.withWebhooks(one, false)))
 	}
-	if acct.Scheduling != nil {
+	if len(acct.sources) > 0 {
 		none := func(context.Context) ([]poller.Job, error) { return nil, nil }
 		entries = append(entries, entry("sync.schedule", cfg.Sync.Schedule, acct.withWebhooks(none, true)))
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/formsauth"
+	"github.com/syncd-dev/syncd/internal/source"
 	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 	"github.com/syncd-dev/syncd/internal/state"
 	"github.com/syncd-dev/syncd/internal/table"
@@ -144,19 +145,19 @@ func FormsLogin(account string) string {
 // that fixes it; the other accounts sync.
 type FormsSignInError struct {
 	Account string
-	// Err is ErrNoFormsToken, a *forms.AuthError, or what reading the
-	// sign-in failed with.
+	// Err is ErrNoFormsToken, the source's auth failure (*source.Error of
+	// kind source.Auth), or what reading the sign-in failed with.
 	Err error
 }
 
 func (e *FormsSignInError) Error() string {
-	var ae *forms.AuthError
+	ae := source.AsError(e.Err)
 	switch {
 	case errors.Is(e.Err, ErrNoFormsToken):
 		return fmt.Sprintf("account %s has not signed in to the Forms API: run `%s`; the other accounts sync", e.Account, FormsLogin(e.Account))
-	case errors.As(e.Err, &ae):
+	case ae != nil && ae.Kind == source.Auth:
 		return fmt.Sprintf("account %s: the Forms API at %s no longer accepts its OAuth sign-in (HTTP %d: invalidated, or the app was removed): run `%s`; the other accounts sync",
-			e.Account, ae.BaseURL, ae.Status, FormsLogin(e.Account))
+			e.Account, ae.Where, ae.Status, FormsLogin(e.Account))
 	}
 	return fmt.Sprintf("account %s: %v: run `%s`", e.Account, e.Err, FormsLogin(e.Account))
 }

@@ -74,7 +74,7 @@ func (a *App) StoreSchedulingSignIn(ctx context.Context, name string, tok oauth.
 	}
 	// Through the running token source: a refresh of the old sign-in in
 	// flight cannot save over the new one, and the next pass starts from it.
-	return acct.Scheduling.Tokens.Replace(ctx, StateTokens{Store: a.Store, Namespace: acct.Cfg.Namespace()}.saver(tok))
+	return acct.Scheduling.Tokens.Replace(ctx, StateTokens{Store: a.Store, Namespace: acct.Cfg.Namespace()}.Saver(tok))
 }
 
 // StoreFormsSignIn stores the Forms API sign-in of the account named name;

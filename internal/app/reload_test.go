@@ -20,6 +20,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/daemon"
 	"github.com/syncd-dev/syncd/internal/formsim"
+	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/state"
 	"github.com/syncd-dev/syncd/internal/testkit"
 	"github.com/syncd-dev/syncd/internal/testkit/lakes"
@@ -206,7 +207,7 @@ func TestReloadWaitsForATriggeredPass(t *testing.T) {
 	type outcome struct{ busy, ok bool }
 	triggered := make(chan outcome, 1)
 	go func() {
-		out := h.a.triggeredPass(context.Background(), webhook.Stream{Account: "acme", Source: webhook.SourceForms, Stream: ids[0]}, nil)
+		out := h.a.triggeredPass(context.Background(), webhook.Stream{Account: "acme", Source: poller.SourceForms, Stream: ids[0]}, nil)
 		triggered <- outcome{busy: out.Busy, ok: out.OK}
 	}()
 	select {

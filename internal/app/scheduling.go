@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -21,15 +20,9 @@ import (
 	"github.com/syncd-dev/syncd/internal/table"
 )
 
-// tokenSecret is where the default account's scheduling API tokens live
-// in the state store; another account's are under TokenSecret.
-const tokenSecret = "scheduling/oauth"
-
 // TokenSecret is where the scheduling API tokens of the account of
-// namespace live in the state store: named like the account's streams
-// (namespace/scheduling/oauth), so that a store split by account keeps
-// them with the account's state.
-func TokenSecret(namespace string) string { return table.StreamKey(namespace, tokenSecret) }
+// namespace live in the state store (scheduling.TokenSecret).
+func TokenSecret(namespace string) string { return scheduling.TokenSecret(namespace) }
 
 // secretNames are what the sources of cfg's accounts keep in the state
 // store (their sign-ins): a restore of an older state keeps the newer
@@ -79,127 +72,21 @@ func KeepSecrets(ctx context.Context, cfg *config.Config) (func(ctx context.Cont
 }
 
 // StateTokens keeps the scheduling API's tokens of one account in the
-// state store (the bbolt file, mode 0600, or the state object): an
-// oauth.TokenStore whose Save is durable before it returns.
-type StateTokens struct {
-	Store state.Store
-	// Namespace is the account's (empty: the default account).
-	Namespace string
-}
-
-// Load returns the stored tokens, or oauth.ErrNoToken.
-func (t StateTokens) Load(ctx context.Context) (oauth.Token, error) {
-	raw, err := t.Store.GetSecret(ctx, TokenSecret(t.Namespace))
-	if err != nil {
-		return oauth.Token{}, fmt.Errorf("read the scheduling API's tokens from the state: %w", err)
-	}
-	if raw == nil {
-		return oauth.Token{}, oauth.ErrNoToken
-	}
-	var tok oauth.Token
-	if err := json.Unmarshal(raw, &tok); err != nil {
-		return oauth.Token{}, fmt.Errorf("the scheduling API's tokens in the state cannot be read (%v): run `syncd auth login` again", err)
-	}
-	return tok, nil
-}
-
-// Save stores tok durably.
-func (t StateTokens) Save(ctx context.Context, tok oauth.Token) error {
-	raw, err := json.Marshal(tok)
-	if err != nil {
-		return fmt.Errorf("encode the scheduling API's tokens: %w", err)
-	}
-	if err := t.Store.PutSecret(ctx, TokenSecret(t.Namespace), raw); err != nil {
-		return fmt.Errorf("store the scheduling API's tokens: %w", err)
-	}
-	return nil
-}
-
-// saver is Save of tok as a function of the context alone.
-func (t StateTokens) saver(tok oauth.Token) func(context.Context) error {
-	return func(ctx context.Context) error { return t.Save(ctx, tok) }
-}
-
-// Delete forgets the tokens.
-func (t StateTokens) Delete(ctx context.Context) error {
-	if err := t.Store.PutSecret(ctx, TokenSecret(t.Namespace), nil); err != nil {
-		return fmt.Errorf("forget the scheduling API's tokens: %w", err)
-	}
-	return nil
-}
+// state store (scheduling.StateTokens).
+type StateTokens = scheduling.StateTokens
 
 // NewOAuthClient is the OAuth client the scheduling section describes.
 func NewOAuthClient(cfg *config.Config, log *zap.Logger, obs httpapi.Observer) (*oauth.Client, error) {
-	if cfg.Scheduling == nil {
-		return nil, fmt.Errorf("the configuration has no scheduling section: add one (see configs/syncd.example.yaml) to sync bookings")
-	}
-	return newOAuthClient(cfg, cfg.Scheduling.RedirectURI, log, obs)
-}
-
-// newOAuthClient is the OAuth client of the scheduling section with
-// redirect as its redirect URI (the loopback one of `auth login`, or the
-// connect page's callback).
-func newOAuthClient(cfg *config.Config, redirect string, log *zap.Logger, obs httpapi.Observer) (*oauth.Client, error) {
-	s := cfg.Scheduling
-	c, err := oauth.NewClient(oauth.Config{
-		AuthURL:          s.AuthorizeURL,
-		TokenURL:         strings.TrimRight(s.BaseURL, "/") + oauth.TokenPath,
-		ClientID:         s.ClientID,
-		ClientSecret:     s.ClientSecret.Reveal(),
-		ClientSecretNext: s.ClientSecretNext.Reveal(),
-		RedirectURI:      redirect,
-		Scopes:           s.Scopes,
-		Public:           s.ClientSecret == "",
-		Legacy:           len(s.Scopes) == 0,
-		Timeout:          s.Timeout.D(),
-		MaxAttempts:      s.MaxAttempts,
-		Logger:           log.Named("oauth"),
-		Observer:         obs,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("set up the OAuth client of the scheduling API: %w", err)
-	}
-	return c, nil
+	return scheduling.NewOAuthClient(cfg, log, obs)
 }
 
 // NewSchedulingClient is the scheduling API client over tokens.
 func NewSchedulingClient(cfg *config.Config, tokens scheduling.Tokens, log *zap.Logger, obs httpapi.Observer) (*scheduling.Client, error) {
-	s := cfg.Scheduling
-	c, err := scheduling.New(scheduling.Config{
-		BaseURL: s.BaseURL, Tokens: tokens, RateLimit: s.RateLimit, MaxAttempts: s.MaxAttempts,
-		Timeout: s.Timeout.D(), Logger: log.Named("scheduling"), Observer: obs,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("set up the scheduling API client: %w", err)
-	}
-	return c, nil
+	return scheduling.NewClient(cfg, tokens, log, obs)
 }
 
-// Scheduling is the open scheduling source: its tokens, kept alive in the
-// state store, and its bookings stream.
-type Scheduling struct {
-	Tokens *oauth.TokenSource
-	Client *scheduling.Client
-	Stream *scheduling.Stream
-	Start  config.Date
-}
-
-// openScheduling wires the scheduling source of account ac over store.
-func openScheduling(cfg *config.Config, ac config.Account, store state.Store, log *zap.Logger, obs httpapi.Observer) (*Scheduling, error) {
-	oc, err := NewOAuthClient(cfg, log, obs)
-	if err != nil {
-		return nil, err
-	}
-	ns := ac.Namespace()
-	tokens := oauth.NewTokenSource(oc, StateTokens{Store: store, Namespace: ns}, oauth.SourceOptions{Logger: log.Named("oauth")})
-	counter := &scheduling.Counter{Next: obs}
-	client, err := NewSchedulingClient(cfg, tokens, log, counter)
-	if err != nil {
-		return nil, err
-	}
-	return &Scheduling{Tokens: tokens, Client: client, Stream: scheduling.NewAccountStream(ns, client, cfg.Scheduling.Bookings.Table, nil, counter),
-		Start: cfg.Scheduling.Bookings.StartDate}, nil
-}
+// Scheduling is the open scheduling source of an account.
+type Scheduling = scheduling.Account
 
 // CheckSignIn asks the token endpoint whether the stored sign-in still
 // works, by refreshing it: a token that merely looks valid here may have
@@ -404,7 +291,7 @@ func (a *App) ConnectHandler() (*connect.Handler, error) {
 		return nil, nil
 	}
 	callback := strings.TrimRight(cfg.Server.PublicURL, "/") + connect.PathCallback
-	oc, err := newOAuthClient(cfg, callback, a.Log, a.Metrics)
+	oc, err := scheduling.NewOAuthClientAt(cfg, callback, a.Log, a.Metrics)
 	if err != nil {
 		return nil, err
 	}
@@ -430,3 +317,8 @@ func (a *App) ConnectHandler() (*connect.Handler, error) {
 		Logger: a.Log.Named("connect"),
 	})
 }
+
+// BookingsStreamKey is the bookings stream's key in the default account
+// (scheduling.StreamKey): the commands name it without importing the
+// source.
+const BookingsStreamKey = scheduling.StreamKey

@@ -20,6 +20,8 @@ import (
 	"github.com/syncd-dev/syncd/internal/logkey"
 	"github.com/syncd-dev/syncd/internal/oauth"
 	"github.com/syncd-dev/syncd/internal/poller"
+	"github.com/syncd-dev/syncd/internal/source"
+	formsource "github.com/syncd-dev/syncd/internal/source/forms"
 	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 	"github.com/syncd-dev/syncd/internal/source/scheduling"
 	"github.com/syncd-dev/syncd/internal/state"
@@ -226,7 +228,7 @@ func (acct *Account) registerFormsWith(ctx context.Context, list []poller.Job, a
 	}
 	w := acct.app.Cfg.Sync.Webhooks
 	for _, job := range list {
-		u := webhook.FormsURL(w.PublicURL, acct.app.webhookSecret(), acct.Name, job.FormID)
+		u := formsource.WebhookURL(w.PublicURL, acct.app.webhookSecret(), acct.Name, job.FormID)
 		old, ok := rec.Forms[job.FormID]
 		if ok && old.URL == urlHash(u) && !again {
 			continue
@@ -271,8 +273,8 @@ func (acct *Account) registerScheduling(ctx context.Context) {
 		acct.Log.Warn("webhooks not registered; polling goes on", zap.Error(err))
 		return
 	}
-	u := webhook.SchedulingURL(acct.app.Cfg.Sync.Webhooks.PublicURL, acct.Name)
-	signing := webhook.SchedulingSecret(acct.app.webhookSecret(), acct.Name)
+	u := scheduling.WebhookURL(acct.app.Cfg.Sync.Webhooks.PublicURL, acct.Name)
+	signing := scheduling.SigningSecret(acct.app.webhookSecret(), acct.Name)
 	// The URL does not change with the secret: the record's hash covers both.
 	ident := urlHash(u + "\x00" + signing)
 	if old := rec.Scheduling; old != nil && old.URL == ident {
@@ -332,13 +334,13 @@ func (acct *Account) registerScheduling(ctx context.Context) {
 // Elsewhere when another replica of a shared state owns it.
 func (a *App) webhookPresence(s webhook.Stream) webhook.Presence {
 	has := func(acct *Account) bool {
-		if s.Source == webhook.SourceScheduling {
+		if s.Source == scheduling.Name {
 			return acct.Scheduling != nil
 		}
 		return acct.Cfg.HasForms() || acct.Cfg.FormsOAuth
 	}
 	if acct := a.Account(s.Account); acct != nil {
-		if !has(acct) || (s.Source == webhook.SourceForms && !acct.hasForm(s.Stream)) {
+		if !has(acct) || (s.Source == poller.SourceForms && !acct.hasForm(s.Stream)) {
 			return webhook.Unknown
 		}
 		return webhook.Here
@@ -348,7 +350,7 @@ func (a *App) webhookPresence(s webhook.Stream) webhook.Presence {
 	}
 	for _, ac := range a.Current().AccountList() {
 		if ac.Name == s.Account {
-			if (s.Source == webhook.SourceScheduling && ac.Scheduling) || (s.Source == webhook.SourceForms && !slices.Contains(ac.Exclude, s.Stream)) {
+			if (s.Source == scheduling.Name && ac.Scheduling) || (s.Source == poller.SourceForms && !slices.Contains(ac.Exclude, s.Stream)) {
 				return webhook.Elsewhere
 			}
 		}
@@ -371,7 +373,7 @@ func (a *App) triggeredPass(ctx context.Context, s webhook.Stream, recheck []web
 	}
 	defer acct.drop()
 	var results []poller.Result
-	if s.Source == webhook.SourceScheduling {
+	if s.Source == scheduling.Name {
 		if acct.Scheduling == nil {
 			return webhook.Outcome{}
 		}
@@ -398,7 +400,7 @@ func (a *App) triggeredPass(ctx context.Context, s webhook.Stream, recheck []web
 		}
 		// The form's own result (its key may carry the account's
 		// namespace): one form ran, beside no other.
-		if s.Source == webhook.SourceForms && r.Source == poller.SourceForms && r.FormID != "" {
+		if s.Source == poller.SourceForms && r.Source == poller.SourceForms && r.FormID != "" {
 			for i, w := range recheck {
 				if i >= len(r.Rechecked) || !r.Rechecked[i] {
 					out.Missed = append(out.Missed, w)
@@ -427,13 +429,13 @@ func (a *App) webhookHandler(ctx context.Context) (http.Handler, func()) {
 	}
 	bell.Start(ctx)
 	ring := func(s webhook.Stream, at, announced time.Time) bool {
-		if acct := a.Account(s.Account); acct != nil && s.Source == webhook.SourceForms {
+		if acct := a.Account(s.Account); acct != nil && s.Source == poller.SourceForms {
 			acct.noteDelivery(s.Stream, at)
 		}
 		return bell.Ring(s, at, announced)
 	}
 	rc := &webhook.Receiver{
-		Secret: a.webhookSecret(), MaxBody: w.MaxBody,
+		Secret: a.webhookSecret(), MaxBody: w.MaxBody, Endpoints: webhookEndpoints(a.sources),
 		Lookup: a.webhookPresence, Ring: ring, Observe: a.Metrics.ObserveDelivery,
 		Now: a.opts.Now, Log: a.Log.Named("webhook"),
 	}
@@ -466,11 +468,11 @@ func WebhooksView(current func() *config.Config, store state.Store) func(ctx con
 func WebhookRows(account string, w Webhooks) []WebhookRow {
 	var out []WebhookRow
 	for form, r := range w.Forms {
-		out = append(out, WebhookRow{Account: account, Source: webhook.SourceForms, Stream: form, ID: r.ID, Registered: r.Registered})
+		out = append(out, WebhookRow{Account: account, Source: poller.SourceForms, Stream: form, ID: r.ID, Registered: r.Registered})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Stream < out[j].Stream })
 	if r := w.Scheduling; r != nil {
-		out = append(out, WebhookRow{Account: account, Source: webhook.SourceScheduling, Stream: "bookings", ID: r.ID, Registered: r.Registered})
+		out = append(out, WebhookRow{Account: account, Source: scheduling.Name, Stream: "bookings", ID: r.ID, Registered: r.Registered})
 	}
 	return out
 }
@@ -492,9 +494,9 @@ func (acct *Account) RemoveWebhooks(ctx context.Context) ([]WebhookRow, error) {
 	for _, row := range WebhookRows(acct.Name, rec) {
 		var derr error
 		switch {
-		case row.Source == webhook.SourceScheduling && acct.Scheduling != nil:
+		case row.Source == scheduling.Name && acct.Scheduling != nil:
 			derr = acct.Scheduling.Client.DeleteWebhook(ctx, row.ID)
-		case row.Source == webhook.SourceForms && client != nil:
+		case row.Source == poller.SourceForms && client != nil:
 			derr = deleteFormsWebhook(ctx, client, row.ID)
 		default:
 			derr = fmt.Errorf("account %s no longer reads %s: its webhook %s stays registered; remove it at the service", acct.Name, row.Source, row.ID)
@@ -503,7 +505,7 @@ func (acct *Account) RemoveWebhooks(ctx context.Context) ([]WebhookRow, error) {
 			errs = append(errs, fmt.Errorf("remove the webhook of %s %s: %w", row.Source, row.Stream, derr))
 			continue
 		}
-		if row.Source == webhook.SourceScheduling {
+		if row.Source == scheduling.Name {
 			rec.Scheduling = nil
 		} else {
 			delete(rec.Forms, row.Stream)
@@ -524,8 +526,7 @@ func deleteFormsWebhook(ctx context.Context, client *forms.Client, id string) er
 		return fmt.Errorf("the recorded webhook id %q is not a number", id)
 	}
 	err = client.DeleteWebhook(ctx, n)
-	var nf *forms.NotFoundError
-	if errors.As(err, &nf) && nf.What == "webhook" {
+	if source.IsNotFound(err, "webhook", strconv.FormatInt(n, 10)) {
 		return nil
 	}
 	return err

@@ -9,6 +9,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/formsim"
+	"github.com/syncd-dev/syncd/internal/poller"
+	"github.com/syncd-dev/syncd/internal/source/scheduling"
 	"github.com/syncd-dev/syncd/internal/table"
 	"github.com/syncd-dev/syncd/internal/testkit"
 	"github.com/syncd-dev/syncd/internal/webhook"
@@ -63,13 +65,13 @@ func TestWebhooksRegisterLookupTrigger(t *testing.T) {
 		s    webhook.Stream
 		want webhook.Presence
 	}{
-		{webhook.Stream{Account: "acme", Source: webhook.SourceForms, Stream: ids[0]}, webhook.Here},
-		{webhook.Stream{Account: "acme", Source: webhook.SourceForms, Stream: ids[2]}, webhook.Unknown}, // excluded
-		{webhook.Stream{Account: "acme", Source: webhook.SourceForms, Stream: "nope"}, webhook.Unknown}, // not listed
-		{webhook.Stream{Account: "listed", Source: webhook.SourceForms, Stream: ids[1]}, webhook.Unknown},
-		{webhook.Stream{Account: "listed", Source: webhook.SourceForms, Stream: ids[0]}, webhook.Here},
-		{webhook.Stream{Account: "acme", Source: webhook.SourceScheduling}, webhook.Unknown}, // no sign-in configured
-		{webhook.Stream{Account: "nobody", Source: webhook.SourceForms, Stream: ids[0]}, webhook.Unknown},
+		{webhook.Stream{Account: "acme", Source: poller.SourceForms, Stream: ids[0]}, webhook.Here},
+		{webhook.Stream{Account: "acme", Source: poller.SourceForms, Stream: ids[2]}, webhook.Unknown}, // excluded
+		{webhook.Stream{Account: "acme", Source: poller.SourceForms, Stream: "nope"}, webhook.Unknown}, // not listed
+		{webhook.Stream{Account: "listed", Source: poller.SourceForms, Stream: ids[1]}, webhook.Unknown},
+		{webhook.Stream{Account: "listed", Source: poller.SourceForms, Stream: ids[0]}, webhook.Here},
+		{webhook.Stream{Account: "acme", Source: scheduling.Name}, webhook.Unknown}, // no sign-in configured
+		{webhook.Stream{Account: "nobody", Source: poller.SourceForms, Stream: ids[0]}, webhook.Unknown},
 	} {
 		if got := a.webhookPresence(tc.s); got != tc.want {
 			t.Errorf("%+v: presence %d, want %d", tc.s, got, tc.want)
@@ -83,7 +85,7 @@ func TestWebhooksRegisterLookupTrigger(t *testing.T) {
 	// With safety_lag 0s a window ends now: past the submission's
 	// millisecond, as the Bell's wait of the safety lag makes it.
 	time.Sleep(5 * time.Millisecond)
-	if out := a.triggeredPass(ctx, webhook.Stream{Account: "acme", Source: webhook.SourceForms, Stream: ids[0]}, nil); out.Busy || !out.OK {
+	if out := a.triggeredPass(ctx, webhook.Stream{Account: "acme", Source: poller.SourceForms, Stream: ids[0]}, nil); out.Busy || !out.OK {
 		t.Fatalf("triggered pass: busy %v ok %v", out.Busy, out.OK)
 	}
 	after, err := a.Store.Get(ctx, table.StreamKey(acme.Cfg.Namespace(), ids[0]))

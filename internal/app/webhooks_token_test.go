@@ -14,8 +14,8 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/syncd-dev/syncd/internal/formsim"
+	formsource "github.com/syncd-dev/syncd/internal/source/forms"
 	"github.com/syncd-dev/syncd/internal/testkit"
-	"github.com/syncd-dev/syncd/internal/webhook"
 )
 
 // TestWebhookTokenNeverLogged: a form's webhook URL holds its path token,
@@ -70,7 +70,7 @@ func TestWebhookTokenNeverLogged(t *testing.T) {
 			}()
 			entries[0].Pass(ctx)
 
-			token := webhook.FormToken([]byte(secret), "acme", sim.FormIDs()[0])
+			token := formsource.WebhookToken([]byte(secret), "acme", sim.FormIDs()[0])
 			warned := false
 			for _, e := range logs.All() {
 				line := e.Message

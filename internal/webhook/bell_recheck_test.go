@@ -57,7 +57,7 @@ func (r *recheckRuns) none(t *testing.T) {
 }
 
 func TestBellCarriesAnnouncedTimes(t *testing.T) {
-	f1 := Stream{Account: "a", Source: SourceForms, Stream: "f1"}
+	f1 := Stream{Account: "a", Source: "forms", Stream: "f1"}
 	day := time.Date(2023, 6, 1, 12, 0, 0, 0, time.UTC)
 	ms := time.Millisecond
 	w := func(a, b time.Time) Window { return Window{Start: a, End: b} }
@@ -125,7 +125,7 @@ func TestBellCarriesAnnouncedTimes(t *testing.T) {
 // only after the safety lag); the delivery waiting for it is then sampled
 // by the pass that re-reads its time, not before.
 func TestBellAnnouncedNotYetCovered(t *testing.T) {
-	f1 := Stream{Account: "a", Source: SourceForms, Stream: "f1"}
+	f1 := Stream{Account: "a", Source: "forms", Stream: "f1"}
 	old := time.Date(2023, 6, 1, 12, 0, 0, 0, time.UTC)
 	c, r := newClock(), newRecheckRuns()
 	var samples latencyCount
@@ -154,7 +154,7 @@ func TestBellAnnouncedNotYetCovered(t *testing.T) {
 // pass did not commit (Missed) gets no latency sample; the others do. A
 // failed pass hands the same windows to its retry.
 func TestBellLatencyOnlyWhenCommitted(t *testing.T) {
-	f1 := Stream{Account: "a", Source: SourceForms, Stream: "f1"}
+	f1 := Stream{Account: "a", Source: "forms", Stream: "f1"}
 	behind := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC) // where the index does not reach, say
 	fresh := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	c, r := newClock(), newRecheckRuns()
@@ -186,7 +186,7 @@ func TestBellLatencyOnlyWhenCommitted(t *testing.T) {
 // the others are left to the scheduled reconcile, logged, and their
 // deliveries get no latency sample.
 func TestBellAnnouncedBounded(t *testing.T) {
-	f1 := Stream{Account: "a", Source: SourceForms, Stream: "f1"}
+	f1 := Stream{Account: "a", Source: "forms", Stream: "f1"}
 	core, logs := observer.New(zap.WarnLevel)
 	c, r := newClock(), newRecheckRuns()
 	var samples latencyCount
@@ -229,7 +229,7 @@ func TestBellAnnouncedBounded(t *testing.T) {
 // covered by the window earlier, waits with it, and no pass runs before
 // then (none every instant until it).
 func TestBellDuplicateAnnouncementWaits(t *testing.T) {
-	f1 := Stream{Account: "a", Source: SourceForms, Stream: "f1"}
+	f1 := Stream{Account: "a", Source: "forms", Stream: "f1"}
 	old := time.Date(2023, 6, 1, 12, 0, 0, 0, time.UTC)
 	c, r := newClock(), newRecheckRuns()
 	var samples latencyCount

@@ -84,8 +84,8 @@ func (p *passes) none(t *testing.T) {
 }
 
 func TestBellDebounce(t *testing.T) {
-	f1 := Stream{Account: "a", Source: SourceForms, Stream: "f1"}
-	f2 := Stream{Account: "a", Source: SourceForms, Stream: "f2"}
+	f1 := Stream{Account: "a", Source: "forms", Stream: "f1"}
+	f2 := Stream{Account: "a", Source: "forms", Stream: "f2"}
 	tests := []struct {
 		name           string
 		burst          int // deliveries before the first pass starts
@@ -190,7 +190,7 @@ func TestBellDebounce(t *testing.T) {
 // maxFailedPasses failures in a row the deliveries are left to the
 // scheduled passes.
 func TestBellRetriesAFailedPass(t *testing.T) {
-	f1 := Stream{Account: "a", Source: SourceForms, Stream: "f1"}
+	f1 := Stream{Account: "a", Source: "forms", Stream: "f1"}
 	tests := []struct {
 		name        string
 		failures    int // passes that fail before one ends well
@@ -245,7 +245,7 @@ func TestBellRetriesAFailedPass(t *testing.T) {
 // and leave the submission out: the Bell must run another pass, late
 // enough to cover it, and count the delivery covered only by that one.
 func TestBellCoversTheDeliverysMillisecond(t *testing.T) {
-	f1 := Stream{Account: "a", Source: SourceForms, Stream: "f1"}
+	f1 := Stream{Account: "a", Source: "forms", Stream: "f1"}
 	c, p := newClock(), newPasses()
 	var covered []time.Duration
 	b := &Bell{Lag: time.Second, Retry: time.Second, Run: p.Run, Now: c.Now, After: c.After,
@@ -274,7 +274,7 @@ func TestBellCoversTheDeliverysMillisecond(t *testing.T) {
 // delivery arrives too late for the first pass's window: a second pass must
 // run for it, not the next scheduled one an hour away.
 func TestBellCoversALateDeliveryAfterAFlood(t *testing.T) {
-	f1 := Stream{Account: "a", Source: SourceForms, Stream: "f1"}
+	f1 := Stream{Account: "a", Source: "forms", Stream: "f1"}
 	tests := []struct {
 		name  string
 		burst int
@@ -316,7 +316,7 @@ func TestBellCoversALateDeliveryAfterAFlood(t *testing.T) {
 // covered back, before those that arrived while it ran. The samples stay
 // bounded after a flood, and the deliveries beyond them are still covered.
 func TestBellFloodWithFailedPasses(t *testing.T) {
-	f1 := Stream{Account: "a", Source: SourceForms, Stream: "f1"}
+	f1 := Stream{Account: "a", Source: "forms", Stream: "f1"}
 	c := newClock()
 	started, results := make(chan struct{}, 10), make(chan bool)
 	var mu sync.Mutex

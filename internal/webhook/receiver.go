@@ -1,21 +1,16 @@
 package webhook
 
 import (
-	"bytes"
-	"crypto/hmac"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
-
-	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 )
 
 // readTimeout bounds the reading of a delivery's body.
@@ -50,10 +45,11 @@ const (
 //   - 202 once a delivery is authentic, whole and decoded: the services
 //     do not retry, so 2xx is said once, for a delivery taken (rung, merged
 //     into a pass already due, or authentic but another replica's);
-//   - 404 for a path that names no form or account syncd knows, or a forms
+//   - 404 for a path that names no stream or account syncd knows, or a
 //     path token that does not match (the same answer: a guessed path
 //     learns nothing);
-//   - 401 for a scheduling delivery whose signature is missing or wrong;
+//   - 401 for a delivery of a Signed endpoint whose signature is missing
+//     or wrong;
 //   - 413 for a body over MaxBody (read no further), 400 for a body that is
 //     not a delivery, 405 for a method other than POST.
 //
@@ -63,7 +59,9 @@ type Receiver struct {
 	// derives from it.
 	Secret  []byte
 	MaxBody int64
-	// Lookup says where a stream is synced. For a form, Stream is its id.
+	// Endpoints are the sources that take deliveries, one each.
+	Endpoints []Endpoint
+	// Lookup says where a stream is synced.
 	Lookup func(s Stream) Presence
 	// Ring asks for a pass of s covering what arrived at at, a record of
 	// time announced (zero: the delivery names none); it reports whether a
@@ -74,13 +72,6 @@ type Receiver struct {
 	Log     *zap.Logger
 }
 
-// bookingTriggers are the scheduling events that change a booking.
-var bookingTriggers = map[string]bool{
-	"BOOKING_CREATED": true, "BOOKING_RESCHEDULED": true, "BOOKING_CANCELLED": true,
-	"BOOKING_REQUESTED": true, "BOOKING_REJECTED": true, "BOOKING_PAYMENT_INITIATED": true,
-	"BOOKING_PAID": true, "BOOKING_NO_SHOW_UPDATED": true,
-}
-
 func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	at := rc.now()
 	// A delivery is small: a client that trickles its body is cut off
@@ -88,133 +79,80 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Set before any refusal: the server reads what a refused request
 	// left unread before it answers, and would wait on a stalled body.
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(readTimeout))
-	source, parts, ok := splitPath(r.URL)
+	ep, parts, ok := rc.split(r.URL)
 	if !ok {
-		// A path under /webhooks/ that is neither source's: counted under
-		// no source of its own, so a scan cannot add series.
+		// A path under /webhooks/ that is no source's: counted under no
+		// source of its own, so a scan cannot add series.
 		rc.refuse(w, "unknown", OutcomeRefusedUnknown, http.StatusNotFound, "no such webhook")
 		return
 	}
+	source := ep.Source()
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		rc.refuse(w, source, OutcomeRefusedBody, http.StatusMethodNotAllowed, "deliveries are POSTed")
 		return
 	}
-	switch source {
-	case SourceForms:
-		rc.forms(w, r, parts, at)
-	default:
-		rc.scheduling(w, r, parts, at)
+	var body []byte
+	signed, isSigned := ep.(Signed)
+	if isSigned {
+		// The signature covers the body: it is read (bounded) first.
+		if body, ok = rc.read(w, r, source); !ok {
+			return
+		}
 	}
+	account, stream, ok := ep.Route(rc.Secret, parts)
+	if !ok {
+		rc.refuse(w, source, OutcomeRefusedAuth, http.StatusNotFound, "no such webhook")
+		return
+	}
+	if isSigned && !signed.Verify(rc.Secret, account, r.Header, body) {
+		rc.refuse(w, source, OutcomeRefusedAuth, http.StatusUnauthorized, "missing or wrong "+signed.SignatureHeader())
+		return
+	}
+	s := Stream{Account: account, Source: source, Stream: stream}
+	where := rc.Lookup(s)
+	if where == Unknown {
+		rc.refuse(w, source, OutcomeRefusedUnknown, http.StatusNotFound, "no such webhook")
+		return
+	}
+	if !isSigned {
+		if body, ok = rc.read(w, r, source); !ok {
+			return
+		}
+	}
+	d, err := ep.Decode(stream, body)
+	if err != nil {
+		rc.refuse(w, source, OutcomeRefusedBody, http.StatusBadRequest, err.Error())
+		return
+	}
+	if d.Ignore != "" {
+		rc.answer(w, source, OutcomeIgnored, d.Ignore)
+		return
+	}
+	rc.take(w, s, where, at, d.Announced)
 }
 
-// splitPath is the source and the unescaped segments after it:
-// forms/{account}/{form}/{token} or scheduling/{account}.
-func splitPath(u *url.URL) (string, []string, bool) {
+// split is the endpoint of the path's source and the unescaped segments
+// after its name.
+func (rc *Receiver) split(u *url.URL) (Endpoint, []string, bool) {
 	rest, ok := strings.CutPrefix(u.EscapedPath(), PathPrefix)
 	if !ok {
-		return "", nil, false
+		return nil, nil, false
 	}
 	segs := strings.Split(rest, "/")
-	want := map[string]int{SourceForms: 4, SourceScheduling: 2}[segs[0]]
-	if want == 0 || len(segs) != want {
-		return "", nil, false
+	i := slices.IndexFunc(rc.Endpoints, func(e Endpoint) bool { return e.Source() == segs[0] })
+	if i < 0 || len(segs) != rc.Endpoints[i].Segments()+1 {
+		return nil, nil, false
 	}
 	out := make([]string, 0, len(segs)-1)
 	for _, s := range segs[1:] {
 		v, err := url.PathUnescape(s)
 		if err != nil || v == "" {
-			return "", nil, false
+			return nil, nil, false
 		}
 		out = append(out, v)
 	}
-	return segs[0], out, true
-}
-
-func (rc *Receiver) forms(w http.ResponseWriter, r *http.Request, parts []string, at time.Time) {
-	account, formID, token := parts[0], parts[1], parts[2]
-	want := FormToken(rc.Secret, account, formID)
-	if !hmac.Equal([]byte(token), []byte(want)) {
-		rc.refuse(w, SourceForms, OutcomeRefusedAuth, http.StatusNotFound, "no such webhook")
-		return
-	}
-	s := Stream{Account: account, Source: SourceForms, Stream: formID}
-	where := rc.Lookup(s)
-	if where == Unknown {
-		rc.refuse(w, SourceForms, OutcomeRefusedUnknown, http.StatusNotFound, "no such webhook")
-		return
-	}
-	body, ok := rc.read(w, r, SourceForms)
-	if !ok {
-		return
-	}
-	d, err := forms.DecodeWebhook(body)
-	if err != nil {
-		rc.refuse(w, SourceForms, OutcomeRefusedBody, http.StatusBadRequest, "not a submission delivery")
-		return
-	}
-	if d.FormID != "" && d.FormID != formID {
-		rc.refuse(w, SourceForms, OutcomeRefusedBody, http.StatusBadRequest, "the delivery is of another form")
-		return
-	}
-	// The submission's time: an import may set one behind the checkpoint,
-	// which the pass then re-reads. The time is only where to look; the
-	// rows still come from the API.
-	rc.take(w, s, where, at, d.Submission.SubmissionTime)
-}
-
-func (rc *Receiver) scheduling(w http.ResponseWriter, r *http.Request, parts []string, at time.Time) {
-	account := parts[0]
-	// The signature covers the body: it is read (bounded) first.
-	body, ok := rc.read(w, r, SourceScheduling)
-	if !ok {
-		return
-	}
-	sig, err := hexSignature(r.Header.Get(SignatureHeader))
-	if err != nil || !hmac.Equal(sig, []byte(Sign(SchedulingSecret(rc.Secret, account), body))) {
-		rc.refuse(w, SourceScheduling, OutcomeRefusedAuth, http.StatusUnauthorized, "missing or wrong "+SignatureHeader)
-		return
-	}
-	s := Stream{Account: account, Source: SourceScheduling}
-	where := rc.Lookup(s)
-	if where == Unknown {
-		rc.refuse(w, SourceScheduling, OutcomeRefusedUnknown, http.StatusNotFound, "no such webhook")
-		return
-	}
-	var d struct {
-		TriggerEvent string          `json:"triggerEvent"`
-		Payload      json.RawMessage `json:"payload"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&d); err != nil || d.TriggerEvent == "" || dec.More() {
-		rc.refuse(w, SourceScheduling, OutcomeRefusedBody, http.StatusBadRequest, "not a booking delivery")
-		return
-	}
-	if !bookingTriggers[d.TriggerEvent] {
-		// A ping, or an event that changes no booking: authentic, no pass.
-		rc.answer(w, SourceScheduling, OutcomeIgnored, "no pass for this event")
-		return
-	}
-	if p := bytes.TrimSpace(d.Payload); len(p) == 0 || p[0] != '{' {
-		rc.refuse(w, SourceScheduling, OutcomeRefusedBody, http.StatusBadRequest, "a booking delivery has a payload object")
-		return
-	}
-	// No announced time: a booking's changes move the time its stream
-	// windows by, so an incremental pass finds them.
-	rc.take(w, s, where, at, time.Time{})
-}
-
-// hexSignature is the header's lowercase hex, with an optional sha256=
-// prefix (as other services send it).
-func hexSignature(h string) ([]byte, error) {
-	h = strings.ToLower(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(h), "sha256=")))
-	if len(h) != 64 {
-		return nil, errors.New("not a hex SHA-256")
-	}
-	if _, err := hex.DecodeString(h); err != nil {
-		return nil, err
-	}
-	return []byte(h), nil
+	return rc.Endpoints[i], out, true
 }
 
 // read reads the body, at most MaxBody bytes; it has answered 413 when it

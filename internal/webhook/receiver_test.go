@@ -1,4 +1,4 @@
-package webhook
+package webhook_test
 
 import (
 	"net/http"
@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	formsource "github.com/syncd-dev/syncd/internal/source/forms"
+	"github.com/syncd-dev/syncd/internal/source/scheduling"
+	"github.com/syncd-dev/syncd/internal/webhook"
 )
 
 var testSecret = []byte("0123456789abcdef-test-secret")
@@ -15,32 +19,35 @@ const sub = `{"submissionId":"s1","submissionTime":"2024-01-01T10:00:00Z","quest
 
 // recorder is a Receiver whose rings and outcomes are recorded.
 type recorder struct {
-	rings    []Stream
+	rings    []webhook.Stream
 	outcomes map[string]int
 }
 
-func newReceiver(where map[Stream]Presence) (*Receiver, *recorder) {
+func newReceiver(where map[webhook.Stream]webhook.Presence) (*webhook.Receiver, *recorder) {
 	rec := &recorder{outcomes: map[string]int{}}
-	return &Receiver{
+	return &webhook.Receiver{
 		Secret: testSecret, MaxBody: 4096,
-		Lookup:  func(s Stream) Presence { return where[s] },
-		Ring:    func(s Stream, _, _ time.Time) bool { rec.rings = append(rec.rings, s); return false },
-		Observe: func(source, outcome string) { rec.outcomes[source+"/"+outcome]++ },
+		Endpoints: []webhook.Endpoint{formsource.Endpoint{}, scheduling.Endpoint{}},
+		Lookup:    func(s webhook.Stream) webhook.Presence { return where[s] },
+		Ring:      func(s webhook.Stream, _, _ time.Time) bool { rec.rings = append(rec.rings, s); return false },
+		Observe:   func(source, outcome string) { rec.outcomes[source+"/"+outcome]++ },
 	}, rec
 }
 
 func TestReceiver(t *testing.T) {
-	acme := Stream{Account: "acme", Source: SourceForms, Stream: "f1"}
-	other := Stream{Account: "other", Source: SourceForms, Stream: "f9"}
-	bookings := Stream{Account: "acme", Source: SourceScheduling}
-	where := map[Stream]Presence{acme: Here, other: Elsewhere, bookings: Here}
+	acme := webhook.Stream{Account: "acme", Source: "forms", Stream: "f1"}
+	other := webhook.Stream{Account: "other", Source: "forms", Stream: "f9"}
+	bookings := webhook.Stream{Account: "acme", Source: "scheduling"}
+	where := map[webhook.Stream]webhook.Presence{acme: webhook.Here, other: webhook.Elsewhere, bookings: webhook.Here}
 	formsURL := func(account, form string) string {
-		u, _ := url.Parse(FormsURL("http://syncd.test", testSecret, account, form))
+		u, _ := url.Parse(formsource.WebhookURL("http://syncd.test", testSecret, account, form))
 		return u.Path
 	}
 	goodForm := formsURL("acme", "f1")
 	booking := `{"triggerEvent":"BOOKING_CREATED","createdAt":"2024-01-01T10:00:00Z","payload":{"uid":"b1"}}`
-	sign := func(body string) string { return Sign(SchedulingSecret(testSecret, "acme"), []byte(body)) }
+	sign := func(body string) string {
+		return scheduling.Sign(scheduling.SigningSecret(testSecret, "acme"), []byte(body))
+	}
 	big := `{"formId":"f1","submission":` + sub + `,"pad":"` + strings.Repeat("x", 5000) + `"}`
 
 	tests := []struct {
@@ -52,7 +59,7 @@ func TestReceiver(t *testing.T) {
 		chunked bool   // no Content-Length: the limit is found while reading
 		status  int
 		outcome string
-		ring    *Stream
+		ring    *webhook.Stream
 	}{
 		{"forms envelope", "POST", goodForm, `{"formId":"f1","formName":"F","submission":` + sub + `}`, "", false, 202, "forms/accepted", &acme},
 		{"forms bare submission", "POST", goodForm, sub, "", false, 202, "forms/accepted", &acme},
@@ -72,7 +79,7 @@ func TestReceiver(t *testing.T) {
 		{"scheduling signed, sha256= prefix, upper case", "POST", "/webhooks/scheduling/acme", booking, "sha256=" + strings.ToUpper(sign(booking)), false, 202, "scheduling/accepted", &bookings},
 		{"scheduling bad HMAC", "POST", "/webhooks/scheduling/acme", booking, sign(booking + " "), false, 401, "scheduling/refused_auth", nil},
 		{"scheduling missing HMAC", "POST", "/webhooks/scheduling/acme", booking, "", false, 401, "scheduling/refused_auth", nil},
-		{"scheduling signed for another account", "POST", "/webhooks/scheduling/acme", booking, Sign(SchedulingSecret(testSecret, "other"), []byte(booking)), false, 401, "scheduling/refused_auth", nil},
+		{"scheduling signed for another account", "POST", "/webhooks/scheduling/acme", booking, scheduling.Sign(scheduling.SigningSecret(testSecret, "other"), []byte(booking)), false, 401, "scheduling/refused_auth", nil},
 		{"scheduling malformed JSON (signed)", "POST", "/webhooks/scheduling/acme", `{"triggerEvent":`, sign(`{"triggerEvent":`), false, 400, "scheduling/refused_body", nil},
 		{"scheduling no payload (signed)", "POST", "/webhooks/scheduling/acme", `{"triggerEvent":"BOOKING_CREATED"}`, sign(`{"triggerEvent":"BOOKING_CREATED"}`), false, 400, "scheduling/refused_body", nil},
 		{"scheduling ping (signed)", "POST", "/webhooks/scheduling/acme", `{"triggerEvent":"PING","payload":{}}`, sign(`{"triggerEvent":"PING","payload":{}}`), false, 202, "scheduling/ignored", nil},
@@ -87,7 +94,7 @@ func TestReceiver(t *testing.T) {
 				req.ContentLength = -1
 			}
 			if tt.sig != "" {
-				req.Header.Set(SignatureHeader, tt.sig)
+				req.Header.Set(scheduling.SignatureHeader, tt.sig)
 			}
 			w := httptest.NewRecorder()
 			rc.ServeHTTP(w, req)
@@ -103,7 +110,7 @@ func TestReceiver(t *testing.T) {
 			case tt.ring != nil && (len(rec.rings) != 1 || rec.rings[0] != *tt.ring):
 				t.Errorf("rang %v, want once %v", rec.rings, *tt.ring)
 			}
-			if strings.Contains(w.Body.String(), FormToken(testSecret, "acme", "f1")) {
+			if strings.Contains(w.Body.String(), formsource.WebhookToken(testSecret, "acme", "f1")) {
 				t.Error("the answer repeats the path token")
 			}
 		})
@@ -118,13 +125,13 @@ func TestTokensDiffer(t *testing.T) {
 		secret        string
 		account, form string
 	}{{"s1-0123456789abcdef", "a", "f"}, {"s1-0123456789abcdef", "a", "g"}, {"s1-0123456789abcdef", "b", "f"}, {"s2-0123456789abcdef", "a", "f"}, {"s1-0123456789abcdef", "a\x00f", ""}} {
-		tok := FormToken([]byte(c.secret), c.account, c.form)
+		tok := formsource.WebhookToken([]byte(c.secret), c.account, c.form)
 		if prev, ok := seen[tok]; ok {
 			t.Errorf("%v has the token of %s", c, prev)
 		}
 		seen[tok] = c.account + "/" + c.form
 	}
-	if SchedulingSecret(testSecret, "a") == SchedulingSecret(testSecret, "b") {
+	if scheduling.SigningSecret(testSecret, "a") == scheduling.SigningSecret(testSecret, "b") {
 		t.Error("two accounts share a signing secret")
 	}
 }
@@ -132,8 +139,8 @@ func TestTokensDiffer(t *testing.T) {
 // TestURLsRoundTrip: an account or form id with characters a path escapes
 // reaches Lookup and Ring as configured.
 func TestURLsRoundTrip(t *testing.T) {
-	rc, rec := newReceiver(map[Stream]Presence{{Account: "a b/c", Source: SourceForms, Stream: "form/1"}: Here})
-	u, _ := url.Parse(FormsURL("https://x.test/base/", testSecret, "a b/c", "form/1"))
+	rc, rec := newReceiver(map[webhook.Stream]webhook.Presence{{Account: "a b/c", Source: "forms", Stream: "form/1"}: webhook.Here})
+	u, _ := url.Parse(formsource.WebhookURL("https://x.test/base/", testSecret, "a b/c", "form/1"))
 	req := httptest.NewRequest(http.MethodPost, "/webhooks/"+strings.SplitN(u.EscapedPath(), "/webhooks/", 2)[1], strings.NewReader(sub))
 	w := httptest.NewRecorder()
 	rc.ServeHTTP(w, req)

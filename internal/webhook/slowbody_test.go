@@ -1,4 +1,4 @@
-package webhook
+package webhook_test
 
 import (
 	"bufio"
@@ -9,10 +9,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	formsource "github.com/syncd-dev/syncd/internal/source/forms"
+	"github.com/syncd-dev/syncd/internal/webhook"
 )
 
 // TestRefusedDeliveryBodyDeadline: README promises "A delivery's body must
-// arrive within 10 s" (readTimeout). The receiver set that read deadline
+// arrive within 10 s" (webhook.ReadTimeout). The receiver set that read deadline
 // only in read(), which the forms refusals (a wrong path token, an unknown
 // form, a path of neither source, a method other than POST) never reach;
 // net/http then drained the unread body before writing the refusal, with no
@@ -21,14 +24,14 @@ import (
 // connection and goroutine for ever. Served as internal/daemon serves it
 // (ReadHeaderTimeout 5s, no ReadTimeout).
 func TestRefusedDeliveryBodyDeadline(t *testing.T) {
-	where := map[Stream]Presence{{Account: "acme", Source: SourceForms, Stream: "f1"}: Here}
+	where := map[webhook.Stream]webhook.Presence{{Account: "acme", Source: "forms", Stream: "f1"}: webhook.Here}
 	rc, _ := newReceiver(where)
 	srv := httptest.NewUnstartedServer(rc)
 	srv.Config.ReadHeaderTimeout = 5 * time.Second
 	srv.Start()
 	defer srv.Close()
 
-	good, _ := url.Parse(FormsURL("http://syncd.test", testSecret, "acme", "f1"))
+	good, _ := url.Parse(formsource.WebhookURL("http://syncd.test", testSecret, "acme", "f1"))
 	forgedPath := good.Path[:len(good.Path)-4] + "abcd" // a guessed token
 
 	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
@@ -42,11 +45,11 @@ func TestRefusedDeliveryBodyDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	_ = conn.SetReadDeadline(start.Add(readTimeout + 3*time.Second))
+	_ = conn.SetReadDeadline(start.Add(webhook.ReadTimeout + 3*time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		if ne, ok := err.(net.Error); ok && ne.Timeout() {
-			t.Fatalf("a forged delivery with a stalled body got neither an answer nor a closed connection within %s (readTimeout %s): the refusal paths have no body deadline", time.Since(start).Round(time.Second), readTimeout)
+			t.Fatalf("a forged delivery with a stalled body got neither an answer nor a closed connection within %s (webhook.ReadTimeout %s): the refusal paths have no body deadline", time.Since(start).Round(time.Second), webhook.ReadTimeout)
 		}
 		return // the server closed the connection: bounded
 	}

@@ -1,80 +1,93 @@
 // Package webhook is `syncd run`'s webhook receiver: a doorbell, not a
-// second data path. A delivery is authenticated (a path token for the
-// Forms API, an HMAC signature for the scheduling API), bounded in size
-// and decoded, and then it only rings the Bell of its stream: the pass
-// that follows fetches through the API and commits through the
-// exactly-once path, as a scheduled pass does. The delivery's body is
-// never written anywhere, so a forged, duplicated, lost or reordered
-// delivery can cost a request, never a wrong row.
+// second data path. A delivery is authenticated (by its source's
+// Endpoint: a path token, a signature of the body), bounded in size and
+// decoded, and then it only rings the Bell of its stream: the pass that
+// follows fetches through the API and commits through the exactly-once
+// path, as a scheduled pass does. The delivery's body is never written
+// anywhere, so a forged, duplicated, lost or reordered delivery can cost a
+// request, never a wrong row.
+//
+// The receiver knows no source: each source that takes deliveries gives
+// its Endpoint (internal/source's Endpoints capability).
 package webhook
 
 import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
-// Sources, as the metrics and the poller name them.
-const (
-	SourceForms      = "forms"
-	SourceScheduling = "scheduling"
-)
+// PathPrefix is where the receiver serves (server.addr): a source's
+// deliveries come under PathPrefix + its name + "/".
+const PathPrefix = "/webhooks/"
 
-// Paths under which the receiver serves (server.addr).
-const (
-	PathPrefix     = "/webhooks/"
-	formsPath      = PathPrefix + SourceForms + "/"
-	schedulingPath = PathPrefix + SourceScheduling + "/"
-)
-
-// SignatureHeader carries the scheduling API's lowercase hex
-// HMAC-SHA256 of the raw body, keyed with the webhook's secret.
-const SignatureHeader = "X-Cal-Signature-256"
-
-// Stream is what a delivery rings for: one form of an account, or an
-// account's bookings (Stream is then "").
+// Stream is what a delivery rings for: a stream of an account's source
+// (Stream is "" when the delivery names the account's only one).
 type Stream struct {
 	Account, Source, Stream string
 }
 
-// derive is HMAC-SHA256(secret, parts joined by NUL), hex: every token and
-// signing secret comes from the one configured secret, so none is stored,
-// and one that leaks names one form (or one user's webhook), nothing more.
-func derive(secret []byte, parts ...string) string {
+// Endpoint is one source's side of the receiver: the shape of its
+// delivery paths, how a delivery is authenticated and what it says.
+type Endpoint interface {
+	// Source names the source: its deliveries come under
+	// PathPrefix + Source() + "/".
+	Source() string
+	// Segments is how many path segments follow the source's name.
+	Segments() int
+	// Route is the account and stream the path's (unescaped) segments
+	// name, once what the path itself carries (a token) is authentic. Not
+	// ok is answered 404, as an unknown path is: a guessed path learns
+	// nothing.
+	Route(secret []byte, segs []string) (account, stream string, ok bool)
+	// Decode reads an authentic delivery of stream. Its error's message
+	// is the 400's answer (it says what the body is not, never its
+	// content).
+	Decode(stream string, body []byte) (Delivery, error)
+}
+
+// Signed is an Endpoint whose deliveries carry a signature of their body:
+// the body is read (bounded) before anything else is looked at, and a
+// delivery Verify refuses is answered 401.
+type Signed interface {
+	Endpoint
+	Verify(secret []byte, account string, h http.Header, body []byte) bool
+	// SignatureHeader names the header the signature comes in (for the
+	// 401's answer).
+	SignatureHeader() string
+}
+
+// Delivery is what an authentic delivery says.
+type Delivery struct {
+	// Announced is the time of the record the delivery announces (zero:
+	// none, or one that does not move the stream's windows).
+	Announced time.Time
+	// Ignore, when set, says why the delivery changes no record (a ping):
+	// it is taken, and rings nothing.
+	Ignore string
+}
+
+// Derive is HMAC-SHA256(secret, parts joined by NUL), hex: every token and
+// signing secret a source gives its service comes from the one configured
+// secret, so none is stored, and one that leaks names one stream (or one
+// user's webhook), nothing more.
+func Derive(secret []byte, parts ...string) string {
 	mac := hmac.New(sha256.New, secret)
 	mac.Write([]byte(strings.Join(parts, "\x00")))
 	return hex.EncodeToString(mac.Sum(nil))
 }
 
-// FormToken is the path token of a form's webhook.
-func FormToken(secret []byte, account, formID string) string {
-	return derive(secret, "forms path token", account, formID)[:40]
-}
-
-// SchedulingSecret is the signing secret syncd gives the scheduling API
-// for an account's webhook.
-func SchedulingSecret(secret []byte, account string) string {
-	return derive(secret, "scheduling signing secret", account)
-}
-
-// FormsURL is the URL syncd registers for a form's webhook: it carries the
-// form's path token, so it is never logged.
-func FormsURL(publicURL string, secret []byte, account, formID string) string {
-	return strings.TrimRight(publicURL, "/") + formsPath + url.PathEscape(account) + "/" +
-		url.PathEscape(formID) + "/" + FormToken(secret, account, formID)
-}
-
-// SchedulingURL is the URL syncd registers for an account's bookings.
-func SchedulingURL(publicURL, account string) string {
-	return strings.TrimRight(publicURL, "/") + schedulingPath + url.PathEscape(account)
-}
-
-// Sign is the signature of body under the signing secret, as the
-// scheduling API sends it.
-func Sign(signingSecret string, body []byte) string {
-	mac := hmac.New(sha256.New, []byte(signingSecret))
-	mac.Write(body)
-	return hex.EncodeToString(mac.Sum(nil))
+// URL is the URL of a source's deliveries at publicURL, with the path
+// segments after the source's name (escaped here).
+func URL(publicURL, source string, segs ...string) string {
+	var b strings.Builder
+	b.WriteString(strings.TrimRight(publicURL, "/") + PathPrefix + source)
+	for _, s := range segs {
+		b.WriteString("/" + url.PathEscape(s))
+	}
+	return b.String()
 }

@@ -20,6 +20,8 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/simhook"
+	formsource "github.com/syncd-dev/syncd/internal/source/forms"
+	"github.com/syncd-dev/syncd/internal/source/scheduling"
 	"github.com/syncd-dev/syncd/internal/testkit"
 	"github.com/syncd-dev/syncd/internal/webhook"
 )
@@ -376,10 +378,10 @@ func TestWebhooksFaultsAndForgeries(t *testing.T) {
 	// Forgeries first, while nothing else happens: they must move the
 	// refused counters and nothing else.
 	form := h.forms.FormIDs()[0]
-	good := strings.TrimPrefix(webhook.FormsURL("http://"+h.addr, []byte(hookSecret), "default", form), "http://"+h.addr)
+	good := strings.TrimPrefix(formsource.WebhookURL("http://"+h.addr, []byte(hookSecret), "default", form), "http://"+h.addr)
 	sub := `{"formId":"` + form + `","submission":{"submissionId":"forged-1","submissionTime":"2024-01-01T10:00:00Z","questions":[]}}`
 	booking := []byte(`{"triggerEvent":"BOOKING_CREATED","createdAt":"2024-01-01T10:00:00Z","payload":{"uid":"forged"}}`)
-	otherSecret := webhook.SchedulingSecret([]byte("another-secret-0123456789"), "default")
+	otherSecret := scheduling.SigningSecret([]byte("another-secret-0123456789"), "default")
 	tenMB := append(append([]byte(`{"formId":"`+form+`","pad":"`), bytes.Repeat([]byte("x"), 10<<20)...), `"}`...)
 	cases := []forged{
 		{"forms: no token", "/webhooks/forms/default/" + form, []byte(sub), nil, 404},
@@ -387,8 +389,8 @@ func TestWebhooksFaultsAndForgeries(t *testing.T) {
 		{"forms: 10 MB body", good, tenMB, nil, 413},
 		{"forms: malformed JSON", good, []byte(`{"formId":`), nil, 400},
 		{"scheduling: no signature", "/webhooks/scheduling/default", booking, nil, 401},
-		{"scheduling: bad HMAC", "/webhooks/scheduling/default", booking, map[string]string{webhook.SignatureHeader: webhook.Sign(otherSecret, booking)}, 401},
-		{"scheduling: 10 MB body", "/webhooks/scheduling/default", tenMB, map[string]string{webhook.SignatureHeader: webhook.Sign(webhook.SchedulingSecret([]byte(hookSecret), "default"), tenMB)}, 413},
+		{"scheduling: bad HMAC", "/webhooks/scheduling/default", booking, map[string]string{scheduling.SignatureHeader: scheduling.Sign(otherSecret, booking)}, 401},
+		{"scheduling: 10 MB body", "/webhooks/scheduling/default", tenMB, map[string]string{scheduling.SignatureHeader: scheduling.Sign(scheduling.SigningSecret([]byte(hookSecret), "default"), tenMB)}, 413},
 	}
 	passesBefore := sumMetric(t, h.addr, "syncd_webhook_passes_total")
 	requestsBefore := sumMetric(t, h.addr, "syncd_requests_total")
@@ -459,7 +461,7 @@ func TestWebhooksFaultsAndForgeries(t *testing.T) {
 		t.Errorf("no forms delivery accepted")
 	}
 	stop(t, cmd, stderr)
-	for _, secret := range []string{hookSecret, webhook.FormToken([]byte(hookSecret), "default", form), webhook.SchedulingSecret([]byte(hookSecret), "default")} {
+	for _, secret := range []string{hookSecret, formsource.WebhookToken([]byte(hookSecret), "default", form), scheduling.SigningSecret([]byte(hookSecret), "default")} {
 		if strings.Contains(stderr.String(), secret) {
 			t.Error("the daemon's log holds the webhook secret, a path token or a signing secret")
 		}

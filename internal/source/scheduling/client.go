@@ -38,6 +38,7 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/httpapi"
 	"github.com/syncd-dev/syncd/internal/oauth"
+	"github.com/syncd-dev/syncd/internal/source"
 )
 
 // APIVersion is the cal-api-version GET /v2/bookings is called with.
@@ -178,6 +179,33 @@ func (e *APIError) Error() string {
 		at = fmt.Sprintf(" after %d attempts", e.Attempts)
 	}
 	return fmt.Sprintf("%s failed%s (HTTP %d: %s): %s", e.Endpoint, at, e.Status, m, fix)
+}
+
+// As makes errors.As(err, &*source.Error) find a refused token (401,
+// 403), a missing resource (404), a service that kept answering 429 or
+// kept failing (5xx, no answer) as the source contract's kinds; a request
+// refused otherwise is no kind it knows.
+func (e *APIError) As(target any) bool {
+	p, ok := target.(**source.Error)
+	if !ok {
+		return false
+	}
+	var k source.Kind
+	switch e.Status {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		k = source.Auth
+	case http.StatusNotFound:
+		k = source.NotFound
+	case http.StatusTooManyRequests:
+		k = source.RateLimited
+	default:
+		if e.Status != 0 && e.Status < 500 {
+			return false
+		}
+		k = source.Unavailable
+	}
+	*p = &source.Error{Kind: k, Source: Name, Where: e.Endpoint, Status: e.Status, Err: e}
+	return true
 }
 
 // DecodeError is a 2xx answer that could not be read.

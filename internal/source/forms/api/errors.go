@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/syncd-dev/syncd/internal/source"
 )
 
 // Sentinels matched with errors.Is by the typed errors below. They are
@@ -147,4 +149,43 @@ type bodyTooLargeError struct{ limit int64 }
 
 func (e *bodyTooLargeError) Error() string {
 	return fmt.Sprintf("body exceeds %d bytes", e.limit)
+}
+
+// name is the Forms API's name as a source (poller.SourceForms; this
+// package does not import the engine).
+const name = "forms"
+
+// As makes errors.As(err, &*source.Error) find the key refused as a
+// source's auth failure: the app decides on the kind, never on this type.
+func (e *AuthError) As(target any) bool {
+	p, ok := target.(**source.Error)
+	if ok {
+		*p = &source.Error{Kind: source.Auth, Source: name, Where: e.BaseURL, Status: e.Status, Err: e}
+	}
+	return ok
+}
+
+// As makes errors.As(err, &*source.Error) find what was missing as a
+// source's not found.
+func (e *NotFoundError) As(target any) bool {
+	p, ok := target.(**source.Error)
+	if ok {
+		*p = &source.Error{Kind: source.NotFound, Source: name, What: e.What, ID: e.ID, Where: e.BaseURL, Status: 404, Err: e}
+	}
+	return ok
+}
+
+// As makes errors.As(err, &*source.Error) find a service that kept
+// answering 429 as a source rate limited, and one that kept failing
+// otherwise as unavailable.
+func (e *UnavailableError) As(target any) bool {
+	p, ok := target.(**source.Error)
+	if ok {
+		k := source.Unavailable
+		if e.Status == 429 {
+			k = source.RateLimited
+		}
+		*p = &source.Error{Kind: k, Source: name, Status: e.Status, Err: e}
+	}
+	return ok
 }
