@@ -21,6 +21,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/blobstore"
 	"github.com/syncd-dev/syncd/internal/config"
+	"github.com/syncd-dev/syncd/internal/control"
 	"github.com/syncd-dev/syncd/internal/state"
 	tablepkg "github.com/syncd-dev/syncd/internal/table"
 )
@@ -174,7 +175,7 @@ func newStateRestoreCmd(g *globals) *cobra.Command {
 			}
 			ctx := cmd.Context()
 			keep, err := app.KeepSecrets(ctx, cfg)
-			if held, ok := heldByDaemon(err); ok {
+			if held, ok := control.HeldByDaemon(err); ok {
 				return restoreRefused(cfg, args[0], held)
 			}
 			if err != nil {
@@ -186,7 +187,7 @@ func newStateRestoreCmd(g *globals) *cobra.Command {
 			}
 			if cfg.State.URL != "" {
 				info, err := state.RestoreObject(ctx, state.ObjectOptions{URL: cfg.State.URL, LeaseTTL: cfg.State.LeaseTTL.D()}, raw)
-				if held, ok := heldByDaemon(err); ok {
+				if held, ok := control.HeldByDaemon(err); ok {
 					return restoreRefused(cfg, args[0], held)
 				}
 				if err != nil {
@@ -208,7 +209,7 @@ func newStateRestoreCmd(g *globals) *cobra.Command {
 				}
 			}
 			info, aside, err := state.RestoreBolt(ctx, cfg.State.Path, local)
-			if held, ok := heldByDaemon(err); ok {
+			if held, ok := control.HeldByDaemon(err); ok {
 				return restoreRefused(cfg, args[0], held)
 			}
 			if err != nil {

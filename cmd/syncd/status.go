@@ -5,13 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	tablepkg "github.com/syncd-dev/syncd/internal/table"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/syncd-dev/syncd/internal/control"
+	tablepkg "github.com/syncd-dev/syncd/internal/table"
 
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
@@ -229,6 +231,6 @@ func notDaemon(cfg *config.Config, held *state.LockedError) bool {
 	if host, err := os.Hostname(); err != nil || host != held.Holder.Host {
 		return false
 	}
-	ci, err := readControl(cfg)
+	ci, err := control.Read(cfg)
 	return errors.Is(err, os.ErrNotExist) || err == nil && ci.PID != held.Holder.PID
 }

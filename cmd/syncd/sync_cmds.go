@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
 	"slices"
@@ -24,12 +23,12 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
+	"github.com/syncd-dev/syncd/internal/control"
 	"github.com/syncd-dev/syncd/internal/daemon"
 	"github.com/syncd-dev/syncd/internal/logkey"
 	"github.com/syncd-dev/syncd/internal/poller"
 	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 	"github.com/syncd-dev/syncd/internal/source/scheduling"
-	"github.com/syncd-dev/syncd/internal/state"
 	"github.com/syncd-dev/syncd/internal/status"
 	"github.com/syncd-dev/syncd/internal/suggest"
 	tablepkg "github.com/syncd-dev/syncd/internal/table"
@@ -421,7 +420,7 @@ func formsCheckError(err error) error {
 func (g *globals) finishPass(results []poller.Result, took time.Duration, summaryPath, format string) error {
 	code, interrupted := g.interruption()
 	if format == formatJSON {
-		if err := printJSON(g.stdout, summaryEntries(results, interrupted)); err != nil {
+		if err := printJSON(g.stdout, status.Summarize(results, interrupted)); err != nil {
 			return err
 		}
 	} else {
@@ -443,7 +442,7 @@ func (g *globals) finishPass(results []poller.Result, took time.Duration, summar
 			return withCode(exitUsage, errReported)
 		}
 	}
-	if failed(results, false) > 0 {
+	if status.Failed(results, false) > 0 {
 		return withCode(exitFailed, errReported)
 	}
 	return nil
@@ -455,34 +454,10 @@ func (g *globals) finishPass(results []poller.Result, took time.Duration, summar
 func (g *globals) emptyShard(format string) error {
 	if format == formatJSON {
 		fmt.Fprintf(g.stderr, "syncd: shard %s: no account hashes to this shard; nothing to do\n", g.shard)
-		return printJSON(g.stdout, summaryEntries(nil, false))
+		return printJSON(g.stdout, status.Summarize(nil, false))
 	}
 	fmt.Fprintf(g.stdout, "shard %s: no account hashes to this shard; nothing to do\n", g.shard)
 	return nil
-}
-
-// outcome is a stream's outcome in a pass: ok, failed or interrupted. A form
-// whose pass the end of the shutdown grace cancelled counts as interrupted,
-// not failed, when a signal stopped the pass.
-func outcome(r poller.Result, signalled bool) string {
-	switch {
-	case r.Interrupted, signalled && r.Err != nil && errors.Is(r.Err, context.Canceled):
-		return "interrupted"
-	case r.Err != nil:
-		return "failed"
-	default:
-		return "ok"
-	}
-}
-
-func failed(results []poller.Result, signalled bool) int {
-	n := 0
-	for _, r := range results {
-		if outcome(r, signalled) == "failed" {
-			n++
-		}
-	}
-	return n
 }
 
 // printResults writes one line per form: what a person running a CronJob
@@ -492,7 +467,7 @@ func printResults(w io.Writer, results []poller.Result, took time.Duration, sign
 	stopped := 0
 	for _, r := range results {
 		rows += r.Rows
-		switch outcome(r, signalled) {
+		switch status.Outcome(r, signalled) {
 		case "failed":
 			// The error often starts with the stream's name: say it once.
 			fmt.Fprintf(w, "FAIL %s: %s\n", streamName(r), strings.TrimPrefix(r.Err.Error(), streamName(r)+": "))
@@ -505,7 +480,7 @@ func printResults(w io.Writer, results []poller.Result, took time.Duration, sign
 				r.FormID, r.Table, plural(r.Rows, "row"), plural(int64(r.Batches), "batch"), plural(r.Requests, "request"), r.Duration.Round(time.Millisecond), covered(r), reconciled(r))
 		}
 	}
-	line := fmt.Sprintf("%s, %d failed", streamsCount(results), failed(results, signalled))
+	line := fmt.Sprintf("%s, %d failed", streamsCount(results), status.Failed(results, signalled))
 	if signalled {
 		line += fmt.Sprintf(", %d interrupted", stopped)
 	}
@@ -581,48 +556,8 @@ func covered(r poller.Result) string {
 	return fmt.Sprintf(", synced up to %s", r.CoveredEnd.Format(time.RFC3339))
 }
 
-type summaryEntry struct {
-	Account      string     `json:"account,omitempty"`
-	Source       string     `json:"source"`  // forms, scheduling
-	FormID       string     `json:"form_id"` // the stream; empty for a source that failed before its streams ran
-	Table        string     `json:"table"`
-	Status       string     `json:"status"` // ok, failed, interrupted
-	Rows         int64      `json:"rows"`
-	Batches      int        `json:"batches"`
-	Requests     int64      `json:"requests"`
-	Misfits      int64      `json:"values_kept_as_json"`
-	Discarded    int64      `json:"unknown_type_answers_discarded"`
-	Seconds      float64    `json:"duration_seconds"`
-	CoveredStart *time.Time `json:"covered_start"` // null: nothing committed
-	CoveredEnd   *time.Time `json:"covered_end"`
-	ClampedTo    *time.Time `json:"clamped_to"` // null: the range was not cut at now - safety_lag
-	Error        string     `json:"error"`
-	// What a reconcile in the pass wrote (reconcile, or a pass whose
-	// lookback was due): committed windows read again, version rows (edits
-	// and late imports) and tombstones (deletions).
-	Reconciled        bool  `json:"reconciled"`
-	ReconciledWindows int64 `json:"reconciled_windows"`
-	Versions          int64 `json:"versions"`
-	Tombstones        int64 `json:"tombstones"`
-}
-
-// summaryEntries are the results as --summary and -o json write them.
-func summaryEntries(results []poller.Result, signalled bool) []summaryEntry {
-	out := make([]summaryEntry, 0, len(results))
-	for _, r := range results {
-		e := summaryEntry{Account: r.Account, Source: r.Source, FormID: r.FormID, Table: r.Table, Status: outcome(r, signalled), Rows: r.Rows, Batches: r.Batches, Requests: r.Requests,
-			Misfits: r.Misfits, Discarded: r.Discarded, Seconds: r.Duration.Seconds(), CoveredStart: status.TimePtr(r.CoveredStart), CoveredEnd: status.TimePtr(r.CoveredEnd),
-			ClampedTo: status.TimePtr(r.ClampedTo), Reconciled: r.Reconciled, ReconciledWindows: r.ReconciledWindows, Versions: r.Versions, Tombstones: r.Tombstones}
-		if r.Err != nil {
-			e.Error = r.Err.Error()
-		}
-		out = append(out, e)
-	}
-	return out
-}
-
 func writeSummary(path string, results []poller.Result, signalled bool) error {
-	b, err := json.MarshalIndent(summaryEntries(results, signalled), "", "  ")
+	b, err := json.MarshalIndent(status.Summarize(results, signalled), "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode the summary: %w", err)
 	}
@@ -727,7 +662,7 @@ func runDaemon(ctx context.Context, a *app.App, g *globals) error {
 	}
 	// Commands beside the daemon (backfill, auth login) have it do their
 	// work; the endpoint stops before the accounts close.
-	stopControl := startControl(ctx, a, g, a.Cfg.Sync.ShutdownGrace.D()+5*time.Second)
+	stopControl := control.Start(ctx, a, g.stopping, a.Cfg.Sync.ShutdownGrace.D()+5*time.Second)
 	defer stopControl()
 	err = daemon.Run(ctx, opts)
 	var cfgErr *daemon.ConfigError
@@ -851,8 +786,8 @@ func newBackfillCmd(g *globals) *cobra.Command {
 				return g.dryRun(ctx, cfg, acctCfg, client, "backfill", []poller.Job{job}, start, end, counting.n.Load(), format, false)
 			}
 			a, err := g.openApp(ctx, false)
-			if held, ok := heldByDaemon(err); ok {
-				req := backfillRequest{Accounts: g.accounts, Form: formID, From: start, To: end, ToAsked: to != "", Concurrency: concurrency}
+			if held, ok := control.HeldByDaemon(err); ok {
+				req := control.BackfillRequest{Accounts: g.accounts, Form: formID, From: start, To: end, ToAsked: to != "", Concurrency: concurrency}
 				return g.backfillInDaemon(ctx, cfg, held, req, summaryPath, format)
 			}
 			if err != nil {
@@ -904,72 +839,17 @@ func fromBeforeHorizon(start, horizon time.Time, verb string) error {
 		start.Format(time.RFC3339), horizon.Format(time.RFC3339), verb))
 }
 
-// backfillInDaemon has the running syncd that holds the state (held) do
-// the backfill, through its control endpoint: its progress and notes on
-// stderr, then the summary and the exit code the command alone would have
-// printed and had. Interrupting the command cancels the daemon's backfill
-// (its request ends): what it committed stays committed, and the batches in
-// flight are resolved by the next pass, as after a second signal.
-func (g *globals) backfillInDaemon(ctx context.Context, cfg *config.Config, held *state.LockedError, req backfillRequest, summaryPath, format string) error {
-	c, err := daemonControl(ctx, cfg, held)
-	if err != nil {
-		return withCode(exitState, err)
-	}
-	fmt.Fprintf(g.stderr, "syncd: the state is in use by the running syncd (pid %d): the backfill runs in it\n", c.info.PID)
-	_, log, err := g.load()
-	if err != nil {
-		return err
-	}
-	report := newProgressReporter(g.stderr, log, orDash(req.Form))
-	started := time.Now()
-	done, err := c.backfill(ctx, req, func(s string) { fmt.Fprintln(g.stderr, "syncd:", s) }, report.update)
-	_, stopped := g.interruption()
-	report.finish(poller.Result{Err: err, Interrupted: stopped || done == nil || done.Code != exitOK})
-	if code, stopped := g.interruption(); stopped {
-		out := g.stdout
-		if format == formatJSON {
-			out = g.stderr // stdout is for JSON alone
-		}
-		fmt.Fprintln(out, "INTERRUPTED: the daemon's backfill was cancelled with this command; what it committed stays committed")
-		return withCode(code, errors.New("interrupted: run the backfill again to load the rest"))
-	}
-	if err != nil {
-		var refused *controlRefusal
-		if errors.As(err, &refused) && refused.status < 500 && refused.status != http.StatusUnauthorized {
-			return withCode(exitUsage, err)
-		}
-		return withCode(exitFailed, err)
-	}
-	if done.Results == nil {
-		if done.Code == exitOK {
-			done.Code = exitFailed
-		}
-		return withCode(done.Code, errors.New(done.Error))
-	}
-	took := time.Duration(done.Seconds * float64(time.Second))
-	if took == 0 {
-		took = time.Since(started)
-	}
-	if err := g.finishPass(resultsOf(done.Results), took, summaryPath, format); err != nil && done.Code == exitOK {
-		return err
-	}
-	if done.Code != exitOK {
-		return withCode(done.Code, errReported)
-	}
-	return nil
-}
-
 // backfillAll backfills [start, end) of every form (and the bookings) of
 // every open account: accounts at once, each account's forms one after the
 // other with concurrency windows at once (they share its key).
 func (g *globals) backfillAll(ctx context.Context, start, end time.Time, endAsked bool, concurrency int, summaryPath, format string) error {
 	a, err := g.openApp(ctx, false)
-	if held, ok := heldByDaemon(err); ok && g.shard == nil {
+	if held, ok := control.HeldByDaemon(err); ok && g.shard == nil {
 		cfg, _, lerr := g.load()
 		if lerr != nil {
 			return lerr
 		}
-		req := backfillRequest{Accounts: g.accounts, From: start, To: end, ToAsked: endAsked, Concurrency: concurrency}
+		req := control.BackfillRequest{Accounts: g.accounts, From: start, To: end, ToAsked: endAsked, Concurrency: concurrency}
 		return g.backfillInDaemon(ctx, cfg, held, req, summaryPath, format)
 	}
 	if err != nil {
