@@ -8,12 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -589,82 +587,15 @@ func newRunCmd(g *globals) *cobra.Command {
 	}
 }
 
-// configWatchEvery is how often `syncd run` looks at its config file.
-const configWatchEvery = 10 * time.Second
-
-// runDaemon runs the daemon (internal/daemon) until a signal stops it,
-// mapping its configuration errors to exit 2.
+// runDaemon runs the daemon (app.Run) until a signal stops it, mapping
+// its configuration errors to exit 2.
 func runDaemon(ctx context.Context, a *app.App, g *globals) error {
-	// Accounts come and go without a restart: on SIGHUP, and when the
-	// mounted config file changes (a ConfigMap update).
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	hangup := make(chan struct{}, 1)
-	go func() {
-		for {
-			select {
-			case <-hup:
-				select {
-				case hangup <- struct{}{}:
-				default:
-				}
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	var load func() (*config.Config, error)
-	// changes merges what makes the daemon reload its entries: the config
-	// file changing, and the accounts this replica owns changing.
-	changes := make(chan struct{}, 1)
-	kick := func() {
-		select {
-		case changes <- struct{}{}:
-		default:
-		}
-	}
-	if g.configPath != "" {
-		load = func() (*config.Config, error) { return config.Load(g.configPath, os.LookupEnv) }
-		go func() {
-			for range daemon.WatchFile(ctx, g.configPath, configWatchEvery) {
-				kick()
-			}
-		}()
-	}
-	opts, err := a.DaemonOptions(ctx, g.stopping, version, load, hangup, changes)
-	if err != nil {
-		return withCode(exitUsage, err)
-	}
-	if a.Cfg.State.Shared {
-		coord, err := a.Coordinator(ctx, kick)
-		if err != nil {
-			return withCode(exitUsage, err)
-		}
-		defer coord.Close()
-		a.Metrics.ReportOwned(coord.Owned)
-		coordCtx, stopCoord := context.WithCancel(context.WithoutCancel(ctx))
-		coordDone := make(chan struct{})
-		go func() { defer close(coordDone); _ = coord.Run(coordCtx) }()
-		defer func() {
-			// SIGTERM: the passes have ended (daemon.Run returned); the
-			// accounts close, then their leases go back at once so that
-			// the other replicas take them at their next heartbeat.
-			_ = a.CloseAccounts()
-			drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			defer cancel()
-			if err := coord.Drain(drainCtx); err != nil {
-				a.Log.Warn("handing the accounts back failed: the other replicas take them when the leases expire", zap.Error(err))
-			}
-			stopCoord()
-			<-coordDone
-		}()
-	}
-	// Commands beside the daemon (backfill, auth login) have it do their
-	// work; the endpoint stops before the accounts close.
-	stopControl := control.Start(ctx, a, g.stopping, a.Cfg.Sync.ShutdownGrace.D()+5*time.Second)
-	defer stopControl()
-	err = daemon.Run(ctx, opts)
+	err := a.Run(ctx, app.RunOptions{ConfigPath: g.configPath, Stopping: g.stopping, Version: version,
+		// Commands beside the daemon (backfill, auth login) have it do
+		// their work; the endpoint stops before the accounts close.
+		Beside: func(ctx context.Context) func() {
+			return control.Start(ctx, a, g.stopping, a.Cfg.Sync.ShutdownGrace.D()+5*time.Second)
+		}})
 	var cfgErr *daemon.ConfigError
 	switch {
 	case errors.As(err, &cfgErr):
