@@ -135,40 +135,28 @@ func newOnceCmd(g *globals) *cobra.Command {
 				started := time.Now()
 				return g.finishPass(a.Pass(ctx), time.Since(started), summaryPath, format)
 			}
-			cfg, client, counting, err := g.loadPassClient(cmd.Context(), dryRun)
+			pc, err := g.loadPassClient(ctx, dryRun, formIDs)
 			if err != nil {
 				return err
 			}
-			acctCfg, err := g.account(cfg)
-			if err != nil {
-				return err
-			}
-			ids, err := g.selectForms(ctx, acctCfg, client, formIDs)
-			if err != nil {
-				return err
-			}
+			ids := pc.ids
 			if dryRun {
-				jobs, err := selectJobs(ctx, app.Offline(cfg, acctCfg, client), ids)
+				jobs, err := selectJobs(ctx, app.Offline(pc.cfg, pc.acct, pc.client), ids)
 				if err != nil {
 					return withCode(exitFailed, err)
 				}
 				// The form checks and the account's form list: the real pass makes them too.
-				account := counting.n.Load()
-				return g.dryRun(ctx, cfg, acctCfg, client, "once", jobs, time.Time{}, time.Time{}, account, format, len(formIDs) == 0)
+				account := pc.counting.n.Load()
+				return g.dryRun(ctx, pc.cfg, pc.acct, pc.client, "once", jobs, time.Time{}, time.Time{}, account, format, len(formIDs) == 0)
 			}
-			a, err := g.openApp(ctx, false)
+			one, err := g.openOne(ctx, summaryPath, format)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			acct, err := only(a)
-			if err != nil {
-				return err
-			}
-			started := time.Now()
-			jobs := func(ctx context.Context) ([]poller.Job, error) { return selectJobs(ctx, acct, ids) }
-			results := acct.Pass(ctx, jobs, false)
-			return g.finishPass(results, time.Since(started), summaryPath, format)
+			defer one.Close()
+			jobs := func(ctx context.Context) ([]poller.Job, error) { return selectJobs(ctx, one.acct, ids) }
+			results := one.acct.Pass(ctx, jobs, false)
+			return g.finishPass(results, time.Since(one.started), summaryPath, format)
 		},
 	}
 	cmd.Flags().StringVar(&summaryPath, "summary", "", "also write a JSON summary per form to this file")
@@ -345,24 +333,38 @@ func (g *globals) dryRun(ctx context.Context, cfg *config.Config, acct config.Ac
 	return nil
 }
 
-// loadPassClient loads the configuration and the API client of a pass;
-// for a dry run the client counts its requests, which the plan reports.
-func (g *globals) loadPassClient(ctx context.Context, dryRun bool) (*config.Config, *forms.Client, *requestCounter, error) {
+// passClient is what a pass on forms of one account starts from.
+type passClient struct {
+	cfg      *config.Config
+	acct     config.Account
+	client   *forms.Client
+	counting *requestCounter // a dry run's requests, which its plan reports
+	ids      []string        // the --form ids, checked (selectForms)
+}
+
+// loadPassClient loads the configuration, the one account and its API
+// client, and checks the form ids the command line names (selectForms):
+// the preamble of the commands that pass over forms they name, or plan
+// one. For a dry run the client counts its requests.
+func (g *globals) loadPassClient(ctx context.Context, dryRun bool, ids []string) (*passClient, error) {
 	cfg, log, client, err := g.loadClient(ctx)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
+	}
+	acct, err := g.account(cfg)
+	if err != nil {
+		return nil, err
 	}
 	counting := &requestCounter{}
 	if dryRun {
-		acct, err := g.account(cfg)
-		if err != nil {
-			return nil, nil, nil, err
-		}
 		if client, _, err = app.ReadClient(ctx, cfg, acct, log, counting); err != nil {
-			return nil, nil, nil, withCode(exitUsage, err)
+			return nil, withCode(exitUsage, err)
 		}
 	}
-	return cfg, client, counting, nil
+	if ids, err = g.selectForms(ctx, acct, client, ids); err != nil {
+		return nil, err
+	}
+	return &passClient{cfg: cfg, acct: acct, client: client, counting: counting, ids: ids}, nil
 }
 
 // checkForm refuses, with exit 2 and before anything is written, a form id
@@ -681,42 +683,32 @@ func newBackfillCmd(g *globals) *cobra.Command {
 			}
 			if !oneForm && dryRun {
 				// Every form of the account, as the backfill would.
-				cfg, client, counting, err := g.loadPassClient(ctx, true)
+				pc, err := g.loadPassClient(ctx, true, nil)
 				if err != nil {
 					return err
 				}
-				acctCfg, err := g.account(cfg)
-				if err != nil {
-					return err
-				}
-				jobs, err := selectJobs(ctx, app.Offline(cfg, acctCfg, client), nil)
+				jobs, err := selectJobs(ctx, app.Offline(pc.cfg, pc.acct, pc.client), nil)
 				if err != nil {
 					return withCode(exitFailed, err)
 				}
-				return g.dryRun(ctx, cfg, acctCfg, client, "backfill", jobs, start, end, counting.n.Load(), format, false)
+				return g.dryRun(ctx, pc.cfg, pc.acct, pc.client, "backfill", jobs, start, end, pc.counting.n.Load(), format, false)
 			}
 			if !oneForm {
 				return g.backfillAll(ctx, start, end, to != "", concurrency, summaryPath, format)
 			}
-			cfg, client, counting, err := g.loadPassClient(cmd.Context(), dryRun)
+			pc, err := g.loadPassClient(ctx, dryRun, []string{formID})
 			if err != nil {
 				return err
 			}
-			acctCfg, err := g.account(cfg)
-			if err != nil {
-				return err
-			}
-			if _, err := g.selectForms(ctx, acctCfg, client, []string{formID}); err != nil {
-				return err
-			}
+			cfg = pc.cfg
 			if dryRun {
-				job := app.Offline(cfg, acctCfg, client).Job(formID)
-				if horizon := newDryRunner(cfg, client).horizon(); end.After(horizon) {
+				job := app.Offline(cfg, pc.acct, pc.client).Job(formID)
+				if horizon := newDryRunner(cfg, pc.client).horizon(); end.After(horizon) {
 					fmt.Fprintf(g.stderr, "syncd: --to %s is past now - sync.safety_lag; the backfill would stop at %s\n", end.Format(time.RFC3339), horizon.Format(time.RFC3339Nano))
 				}
-				return g.dryRun(ctx, cfg, acctCfg, client, "backfill", []poller.Job{job}, start, end, counting.n.Load(), format, false)
+				return g.dryRun(ctx, cfg, pc.acct, pc.client, "backfill", []poller.Job{job}, start, end, pc.counting.n.Load(), format, false)
 			}
-			a, err := g.openApp(ctx, false)
+			one, err := g.openOne(ctx, summaryPath, format)
 			if held, ok := control.HeldByDaemon(err); ok {
 				req := control.BackfillRequest{Accounts: g.accounts, Form: formID, From: start, To: end, ToAsked: to != "", Concurrency: concurrency}
 				return g.backfillInDaemon(ctx, cfg, held, req, summaryPath, format)
@@ -724,11 +716,8 @@ func newBackfillCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			acct, err := only(a)
-			if err != nil {
-				return err
-			}
+			defer one.Close()
+			acct := one.acct
 			if horizon := acct.Poller.Horizon(); end.After(horizon) {
 				if to != "" { // without --to, now - safety_lag is the end asked for
 					fmt.Fprintf(g.stderr, "syncd: --to %s is past now - sync.safety_lag; backfilling up to %s instead (later submissions come with the live sync)\n",
@@ -737,14 +726,14 @@ func newBackfillCmd(g *globals) *cobra.Command {
 				end = horizon
 			}
 			if concurrency < 1 {
-				concurrency = a.Cfg.Sync.Concurrency
+				concurrency = one.app.Cfg.Sync.Concurrency
 			}
 			report := newProgressReporter(g.stderr, acct.Log, formID)
-			started := time.Now()
-			r := acct.Poller.Backfill(ctx, acct.FormStream(acct.Job(formID)), start, end, concurrency, report.update)
+			one.started = time.Now()
+			r := acct.Poller.Backfill(ctx, one.stream(formID), start, end, concurrency, report.update)
 			r.Account = acct.Name
 			report.finish(r)
-			return g.finishPass([]poller.Result{r}, time.Since(started), summaryPath, format)
+			return one.finish(r)
 		},
 	}
 	cmd.Flags().StringVar(&formID, "form", "", "form id (default: every form of the accounts)")
@@ -828,13 +817,7 @@ func newReconcileCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return withCode(exitUsage, fmt.Errorf("--from: %w", err))
 			}
-			if err := checkFormat(format); err != nil {
-				return err
-			}
-			if err := g.checkSpool(); err != nil {
-				return err
-			}
-			cfg, err := g.checkFormFlag(ctx, formID)
+			cfg, err := g.checkOneForm(ctx, format, formID)
 			if err != nil {
 				return err
 			}
@@ -844,23 +827,17 @@ func newReconcileCmd(g *globals) *cobra.Command {
 					return err
 				}
 			}
-			a, err := g.openApp(ctx, false)
+			one, err := g.openOne(ctx, summaryPath, format)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			acct, err := only(a)
-			if err != nil {
-				return err
-			}
-			started := time.Now()
-			r := acct.Poller.Reconcile(ctx, acct.FormStream(acct.Job(formID)), start)
-			r.Account = acct.Name
+			defer one.Close()
+			r := one.acct.Poller.Reconcile(ctx, one.stream(formID), start)
 			var noIndex *poller.ErrNoIndex
 			if errors.As(r.Err, &noIndex) {
 				return withCode(exitUsage, r.Err)
 			}
-			return g.finishPass([]poller.Result{r}, time.Since(started), summaryPath, format)
+			return one.finish(r)
 		},
 	}
 	cmd.Flags().StringVar(&formID, "form", "", "form id (required)")
@@ -885,13 +862,7 @@ func newRefreshCmd(g *globals) *cobra.Command {
 		Args: formArgs(1),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			if err := checkFormat(format); err != nil {
-				return err
-			}
-			if err := g.checkSpool(); err != nil {
-				return err
-			}
-			if _, err := g.checkFormFlag(ctx, formID); err != nil {
+			if _, err := g.checkOneForm(ctx, format, formID); err != nil {
 				return err
 			}
 			if !yes {
@@ -899,20 +870,15 @@ func newRefreshCmd(g *globals) *cobra.Command {
 					return err
 				}
 			}
-			a, err := g.openApp(ctx, false)
+			one, err := g.openOne(ctx, summaryPath, format)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			acct, err := only(a)
-			if err != nil {
-				return err
-			}
-			started := time.Now()
-			job := acct.Job(formID)
+			defer one.Close()
+			acct, job := one.acct, one.acct.Job(formID)
 			if err := acct.Poller.Refresh(ctx, acct.FormStream(job)); err != nil {
 				if _, stopped := g.interruption(); stopped {
-					return g.finishPass([]poller.Result{{FormID: formID, Interrupted: true}}, time.Since(started), summaryPath, format)
+					return g.finishPass([]poller.Result{{FormID: formID, Interrupted: true}}, time.Since(one.started), summaryPath, format)
 				}
 				return withCode(exitFailed, err)
 			}
@@ -922,9 +888,7 @@ func newRefreshCmd(g *globals) *cobra.Command {
 				progress = g.stderr
 			}
 			fmt.Fprintf(progress, "refresh %s: the old output is removed; syncing again\n", formID)
-			r := acct.Poller.Sync(ctx, acct.FormStream(job), job.Start)
-			r.Account = acct.Name
-			return g.finishPass([]poller.Result{r}, time.Since(started), summaryPath, format)
+			return one.finish(acct.Poller.Sync(ctx, acct.FormStream(job), job.Start))
 		},
 	}
 	cmd.Flags().StringVar(&formID, "form", "", "form id (required)")
