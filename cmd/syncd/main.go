@@ -1,5 +1,7 @@
-// Command syncd copies form submissions from the Forms API into Parquet files
-// or BigQuery tables, exactly once, on a schedule or in one pass.
+// Command syncd copies form submissions from the Forms API and bookings
+// from the scheduling API into Parquet files or BigQuery tables, exactly
+// once, on a schedule or in one pass. It is flags, exit codes and printing:
+// the work is done by internal/app and the packages below it.
 package main
 
 import (
@@ -26,7 +28,7 @@ import (
 // Exit codes, documented in the README.
 const (
 	exitOK     = 0
-	exitFailed = 1 // one or more forms failed; the others committed
+	exitFailed = 1 // one or more streams failed; the others committed
 	exitUsage  = 2 // bad flags or configuration
 	exitState  = 3 // the state store could not be opened (locked, corrupt)
 	// A pass stopped by SIGINT (130) or SIGTERM (143) exits 128 + the

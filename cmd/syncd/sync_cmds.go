@@ -460,7 +460,7 @@ func (g *globals) emptyShard(format string) error {
 	return nil
 }
 
-// printResults writes one line per form: what a person running a CronJob
+// printResults writes one line per stream: what a person running a CronJob
 // wants to read in its log.
 func printResults(w io.Writer, results []poller.Result, took time.Duration, signalled bool) {
 	var rows int64
