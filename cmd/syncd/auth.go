@@ -15,6 +15,7 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
+	"github.com/syncd-dev/syncd/internal/control"
 	"github.com/syncd-dev/syncd/internal/oauth"
 	"github.com/syncd-dev/syncd/internal/state"
 )
@@ -260,8 +261,8 @@ func newAuthCmd(g *globals) *cobra.Command {
 // it answers on its control endpoint (it will store the tokens).
 func probeForLogin(ctx context.Context, g *globals, cfg *config.Config, namespace string) error {
 	probe, err := app.OpenStoreOf(ctx, cfg, namespace)
-	if held, ok := heldByDaemon(err); ok {
-		if _, cerr := daemonControl(ctx, cfg, held); cerr != nil {
+	if held, ok := control.HeldByDaemon(err); ok {
+		if _, cerr := control.Connect(ctx, cfg, held); cerr != nil {
 			return withCode(exitState, cerr)
 		}
 		fmt.Fprintf(g.stderr, "syncd: the state is in use by the running syncd (%s): it will store the sign-in\n", held.Holder)
@@ -294,17 +295,17 @@ func saveSignIn(ctx context.Context, cfg *config.Config, acct config.Account, so
 			}
 			return "", nil
 		}
-		held, ok := heldByDaemon(err)
+		held, ok := control.HeldByDaemon(err)
 		if !ok {
 			return "", withCode(exitState, fmt.Errorf("signed in, but the %s could not be saved (%w): run `%s` again once the state is free", what, err, login))
 		}
-		c, cerr := daemonControl(ctx, cfg, held)
+		c, cerr := control.Connect(ctx, cfg, held)
 		if cerr == nil {
-			serr := c.signIn(ctx, acct.Name, source, tok)
+			serr := c.SignIn(ctx, acct.Name, source, tok)
 			if serr == nil {
-				return fmt.Sprintf(", stored by the running syncd (pid %d), whose next pass uses the sign-in", c.info.PID), nil
+				return fmt.Sprintf(", stored by the running syncd (pid %d), whose next pass uses the sign-in", c.PID()), nil
 			}
-			var refused *controlRefusal
+			var refused *control.Refusal
 			if errors.As(serr, &refused) {
 				return "", withCode(exitFailed, fmt.Errorf("signed in, but the %s could not be saved (%w): run `%s` again", what, serr, login))
 			}
@@ -372,14 +373,14 @@ func signInStatus(ctx context.Context, cfg *config.Config, namespace string, log
 	var locked *state.LockedError
 	if errors.As(err, &locked) {
 		ro, rerr := app.OpenStore(ctx, cfg, true)
-		if held, ok := heldByDaemon(rerr); ok {
+		if held, ok := control.HeldByDaemon(rerr); ok {
 			// A state file its daemon writes cannot be read beside it: the
 			// daemon reads the sign-in (its facts, never a token).
-			c, cerr := daemonControl(ctx, cfg, held)
+			c, cerr := control.Connect(ctx, cfg, held)
 			if cerr != nil {
 				return tok, true, cerr
 			}
-			tok, err = c.signInStatus(ctx, namespace)
+			tok, err = c.SignInStatus(ctx, namespace)
 			return tok, true, err
 		}
 		if rerr != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
+	"github.com/syncd-dev/syncd/internal/control"
 	"github.com/syncd-dev/syncd/internal/formsauth"
 	"github.com/syncd-dev/syncd/internal/oauth"
 	"github.com/syncd-dev/syncd/internal/state"
@@ -110,11 +111,11 @@ func formsStatus(ctx context.Context, g *globals, cfg *config.Config, list []con
 	}
 	// A state file the daemon writes cannot be read beside it: the daemon
 	// reads and checks the sign-ins.
-	var daemon *controlClient
-	if held, ok := heldByDaemon(err); ok {
+	var daemon *control.Client
+	if held, ok := control.HeldByDaemon(err); ok {
 		store = nil // OpenStore's failed open may be a nil store in a non-nil interface
-		if daemon, err = daemonControl(ctx, cfg, held); err == nil {
-			fmt.Fprintf(g.stderr, "syncd: the state is in use by the running syncd (pid %d): it checks the sign-ins\n", daemon.info.PID)
+		if daemon, err = control.Connect(ctx, cfg, held); err == nil {
+			fmt.Fprintf(g.stderr, "syncd: the state is in use by the running syncd (pid %d): it checks the sign-ins\n", daemon.PID())
 		}
 	}
 	if err != nil {
@@ -131,7 +132,7 @@ func formsStatus(ctx context.Context, g *globals, cfg *config.Config, list []con
 		fmt.Fprintf(g.stdout, "account %s: ", acct.Name)
 		var tok formsauth.Token
 		if daemon != nil {
-			tok, err = daemon.formsSignInStatus(ctx, acct.Name)
+			tok, err = daemon.FormsSignInStatus(ctx, acct.Name)
 		} else if tok, err = (app.FormsTokens{Store: store, Namespace: acct.Namespace()}).Load(ctx); err == nil {
 			err = app.CheckFormsToken(ctx, cfg, acct, tok, log)
 		}

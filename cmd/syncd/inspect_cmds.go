@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	tablepkg "github.com/syncd-dev/syncd/internal/table"
 	"net/url"
 	"strings"
 	"time"
+
+	tablepkg "github.com/syncd-dev/syncd/internal/table"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -15,7 +16,6 @@ import (
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/poller"
-	"github.com/syncd-dev/syncd/internal/sink"
 	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 	"github.com/syncd-dev/syncd/internal/source/forms/schema"
 	"github.com/syncd-dev/syncd/internal/state"
@@ -444,34 +444,10 @@ func fmtTime(t time.Time) string {
 // pass would fetch those rows again and write them beside the ones in
 // place. It names the batches and the way out.
 func refuseDuplicates(ctx context.Context, a *app.App, formID string, from time.Time) error {
-	ns, id := tablepkg.SplitStreamKey(formID)
-	var acct *app.Account
-	for _, ac := range a.Accounts {
-		if ac.Cfg.Namespace() == ns {
-			acct = ac
-		}
-	}
-	if acct == nil || acct.Sink == nil || strings.Contains(id, "/") {
-		return nil
-	}
-	inv, ok := acct.Sink.(sink.Inventory)
-	if !ok {
-		return nil
-	}
-	table := acct.FormStream(acct.Job(id)).Table()
-	held, err := inv.DescribeBatches(ctx, table)
+	_, id := tablepkg.SplitStreamKey(formID)
+	table, after, cut, err := a.HeldAfter(ctx, formID, from)
 	if err != nil {
 		return withCode(exitFailed, fmt.Errorf("read which batches table %s holds, to tell whether the reset would write rows twice: %w; nothing was changed", table, err))
-	}
-	var after []sink.Held
-	cut := from
-	for _, h := range held {
-		if (h.Stream == formID || h.Stream == id) && h.WindowEnd.After(from) {
-			after = append(after, h)
-			if !h.WindowStart.IsZero() && h.WindowStart.Before(cut) {
-				cut = h.WindowStart
-			}
-		}
 	}
 	if len(after) == 0 {
 		return nil

@@ -1,5 +1,7 @@
-// Command syncd copies form submissions from the Forms API into Parquet files
-// or BigQuery tables, exactly once, on a schedule or in one pass.
+// Command syncd copies form submissions from the Forms API and bookings
+// from the scheduling API into Parquet files or BigQuery tables, exactly
+// once, on a schedule or in one pass. It is flags, exit codes and printing:
+// the work is done by internal/app and the packages below it.
 package main
 
 import (
@@ -7,16 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"math"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -30,7 +28,7 @@ import (
 // Exit codes, documented in the README.
 const (
 	exitOK     = 0
-	exitFailed = 1 // one or more forms failed; the others committed
+	exitFailed = 1 // one or more streams failed; the others committed
 	exitUsage  = 2 // bad flags or configuration
 	exitState  = 3 // the state store could not be opened (locked, corrupt)
 	// A pass stopped by SIGINT (130) or SIGTERM (143) exits 128 + the
@@ -249,7 +247,7 @@ func (g *globals) load() (*config.Config, *zap.Logger, error) {
 	if err != nil {
 		return nil, nil, withCode(exitUsage, err)
 	}
-	g.memOnce.Do(func() { setMemoryLimit(log) })
+	g.memOnce.Do(func() { gcpolicy.SetMemoryLimit(log) })
 	return cfg, log, nil
 }
 
@@ -284,51 +282,6 @@ func newLogger(c config.Log, w io.Writer) (*zap.Logger, error) {
 	}
 	core := zapcore.NewCore(encoder, zapcore.AddSync(lineClearer{w}), level)
 	return zap.New(core), nil
-}
-
-// heapFloor is the heap the collector lets a pass grow to before GOGC 50
-// applies, without a memory limit. The 1M-row wide backfill peaks at
-// 136-140 MB RSS with it (bench/RESULTS.md, 2026-11-26): its bound is 150.
-const heapFloor = 64 << 20
-
-// setMemoryLimit makes 90% of the container's memory limit (cgroup
-// memory.max) the Go runtime's soft limit, so that the collector works
-// harder before the kernel kills the pod, and starts the GC policy. GOMEMLIMIT
-// set by hand wins, and AUTOMEMLIMIT=off turns the limit off. It returns
-// the policy's tuner, nil when GOGC is set by hand.
-func setMemoryLimit(log *zap.Logger) *gcpolicy.Tuner {
-	limit, err := memlimit.Set(memlimit.WithRatio(0.9), memlimit.WithProvider(memlimit.FromCgroup),
-		memlimit.WithLogger(slog.New(slog.DiscardHandler)))
-	switch {
-	case err != nil:
-		log.Debug("no memory limit from the cgroup", zap.Error(err))
-	case limit > 0 && limit < math.MaxInt64:
-		log.Debug("soft memory limit from the cgroup", zap.Int64("bytes", limit))
-	}
-	// GOGC 50 keeps a large pass's peak heap near its live size (a 1M-row
-	// wide backfill: 166 MB at GOGC 100). From the start, it would also
-	// make a small pass, a form of a few thousand submissions as most of
-	// a customer's are, collect every few megabytes: a third of its CPU.
-	// The policy raises GOGC while the live heap is small, so that the
-	// heap may grow to gcThreshold, and brings it down to 50 as the live
-	// heap nears it. GOGC set by hand wins.
-	if _, ok := os.LookupEnv("GOGC"); ok {
-		return nil
-	}
-	return gcpolicy.Start(gcThreshold(debug.SetMemoryLimit(-1)), 50, 1000)
-}
-
-// gcThreshold is the heap the collector lets grow before GOGC 50 applies:
-// a sixth of the soft memory limit (the cgroup's or GOMEMLIMIT) when there
-// is one, and never below heapFloor. For the default pod's 1 GiB limit
-// that is 153 MiB of heap, about 230 MB of memory with the binary and the
-// runtime's own: under its 256 MiB request, beyond which a pod is the
-// first evicted when its node runs short.
-func gcThreshold(softLimit int64) uint64 {
-	if softLimit <= 0 || softLimit == math.MaxInt64 {
-		return heapFloor
-	}
-	return uint64(max(heapFloor, softLimit/6))
 }
 
 func isTerminal(w io.Writer) bool {

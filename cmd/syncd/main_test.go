@@ -22,7 +22,9 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/syncd-dev/syncd/internal/gcpolicy"
 	"github.com/syncd-dev/syncd/internal/poller"
+	"github.com/syncd-dev/syncd/internal/status"
 	"github.com/syncd-dev/syncd/internal/testkit"
 )
 
@@ -183,17 +185,17 @@ func TestDaemonURL(t *testing.T) {
 		{"[::1]:9464", "http://[::1]:9464/status"},
 	}
 	for _, tt := range tests {
-		if got, err := daemonURL(tt.addr, "/status"); err != nil || got != tt.want {
-			t.Errorf("daemonURL(%q) = %q, %v; want %q", tt.addr, got, err, tt.want)
+		if got, err := status.DaemonURL(tt.addr, "/status"); err != nil || got != tt.want {
+			t.Errorf("status.DaemonURL(%q) = %q, %v; want %q", tt.addr, got, err, tt.want)
 		}
 	}
-	if _, err := daemonURL("9464", "/status"); err == nil {
+	if _, err := status.DaemonURL("9464", "/status"); err == nil {
 		t.Error("daemonURL accepted an address without a port")
 	}
 }
 
 // TestSmallHeapsCollectLess: without GOGC set by hand, a process whose live
-// heap is far below heapFloor runs with a GOGC well above the 50 that large
+// heap is far below gcpolicy.HeapFloor runs with a GOGC well above the 50 that large
 // passes get, and never below 50.
 func TestSmallHeapsCollectLess(t *testing.T) {
 	if v, ok := os.LookupEnv("GOGC"); ok { // what syncd does without it
@@ -202,7 +204,7 @@ func TestSmallHeapsCollectLess(t *testing.T) {
 	}
 	prev := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(prev) })
-	tuner := setMemoryLimit(zap.NewNop())
+	tuner := gcpolicy.SetMemoryLimit(zap.NewNop())
 	if tuner == nil {
 		t.Fatal("no GC policy without GOGC")
 	}
@@ -214,7 +216,7 @@ func TestSmallHeapsCollectLess(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if p := tuner.Percent(); p <= 100 {
-		t.Fatalf("GOGC with a live heap of a few MB is %d, want above 100 (heap floor %d MiB)", p, heapFloor>>20)
+		t.Fatalf("GOGC with a live heap of a few MB is %d, want above 100 (heap floor %d MiB)", p, gcpolicy.HeapFloor>>20)
 	}
 	// That the runtime's GOGC is the policy's is gcpolicy's test: other
 	// tests here start policies of their own (one per CLI run).
@@ -222,7 +224,7 @@ func TestSmallHeapsCollectLess(t *testing.T) {
 
 func TestGOGCSetByHandWins(t *testing.T) {
 	t.Setenv("GOGC", "80")
-	if tuner := setMemoryLimit(zap.NewNop()); tuner != nil {
+	if tuner := gcpolicy.SetMemoryLimit(zap.NewNop()); tuner != nil {
 		tuner.Stop()
 		t.Fatal("a GC policy despite GOGC set by hand")
 	}
@@ -233,14 +235,14 @@ func TestGCThreshold(t *testing.T) {
 		softLimit int64
 		want      uint64
 	}{
-		{0, heapFloor},             // none
-		{math.MaxInt64, heapFloor}, // the runtime's "no limit"
-		{200 << 20, heapFloor},     // a small pod: never below the floor
-		{921 << 20, 921 << 20 / 6}, // a 1 GiB pod's 90%: 153.5 MiB
-		{8 << 30, 8 << 30 / 6},     // a large one
+		{0, gcpolicy.HeapFloor},             // none
+		{math.MaxInt64, gcpolicy.HeapFloor}, // the runtime's "no limit"
+		{200 << 20, gcpolicy.HeapFloor},     // a small pod: never below the floor
+		{921 << 20, 921 << 20 / 6},          // a 1 GiB pod's 90%: 153.5 MiB
+		{8 << 30, 8 << 30 / 6},              // a large one
 	}
 	for _, tc := range tests {
-		if got := gcThreshold(tc.softLimit); got != tc.want {
+		if got := gcpolicy.Threshold(tc.softLimit); got != tc.want {
 			t.Errorf("gcThreshold(%d) = %d, want %d", tc.softLimit, got, tc.want)
 		}
 	}

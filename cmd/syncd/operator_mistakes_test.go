@@ -16,6 +16,7 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/formsim"
 	"github.com/syncd-dev/syncd/internal/state"
+	"github.com/syncd-dev/syncd/internal/status"
 	"github.com/syncd-dev/syncd/internal/testkit"
 )
 
@@ -204,7 +205,7 @@ func TestRefreshJSONIsJSONOnly(t *testing.T) {
 		t.Fatalf("once: exit %d %s", code, stderr)
 	}
 	code, stdout, stderr := run(t, w, "refresh", "--form", form, "--yes", "-o", "json")
-	var entries []summaryEntry
+	var entries []status.StreamResult
 	if err := json.Unmarshal([]byte(stdout), &entries); code != 0 || err != nil || len(entries) != 1 || entries[0].Status != "ok" {
 		t.Fatalf("refresh -o json: exit %d, stdout is not the JSON summary alone (%v):\n%s", code, err, stdout)
 	}

@@ -1,15 +1,11 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"net/http/pprof"
-	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/syncd-dev/syncd/internal/profiling"
 )
 
 // pprofCommands are the commands that take --pprof: the ones that work long
@@ -33,7 +29,7 @@ func addPprofFlags(root *cobra.Command, g *globals) {
 		prev := c.PreRunE
 		c.PreRunE = func(cmd *cobra.Command, args []string) error {
 			if addr != "" {
-				bound, err := startPprof(cmd.Context(), addr, anyHost)
+				bound, err := profiling.Serve(cmd.Context(), addr, anyHost)
 				if err != nil {
 					return withCode(exitUsage, err)
 				}
@@ -45,52 +41,4 @@ func addPprofFlags(root *cobra.Command, g *globals) {
 			return nil
 		}
 	}
-}
-
-// checkPprofAddr refuses an address that is not loopback, unless anyHost.
-func checkPprofAddr(addr string, anyHost bool) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("--pprof %q: %v: give HOST:PORT, e.g. 127.0.0.1:6060", addr, err)
-	}
-	if anyHost {
-		return nil
-	}
-	loopback := host == "localhost"
-	if ip := net.ParseIP(host); ip != nil {
-		loopback = ip.IsLoopback()
-	}
-	if !loopback {
-		return fmt.Errorf("--pprof %s would serve profiles beyond this host (they show memory, code paths and the arguments of every goroutine): use 127.0.0.1:PORT and reach it with kubectl port-forward or ssh -L, or add --pprof-any-host", addr)
-	}
-	return nil
-}
-
-// startPprof listens on addr and serves the profiles until ctx ends; it
-// returns the address bound (ADDR with port 0 picks one).
-func startPprof(ctx context.Context, addr string, anyHost bool) (string, error) {
-	if err := checkPprofAddr(addr, anyHost); err != nil {
-		return "", err
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", fmt.Errorf("--pprof %s: %w: pick a free port", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			_ = err // the profiles are a convenience: syncd goes on without them
-		}
-	}()
-	go func() {
-		<-ctx.Done()
-		_ = srv.Close()
-	}()
-	return ln.Addr().String(), nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/syncd-dev/syncd/internal/parquetrows"
 	"github.com/syncd-dev/syncd/internal/testkit"
 )
 
@@ -71,7 +72,7 @@ func TestRowsReadsWhatDuckDBReads(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var got rowsJSON
+	var got parquetrows.Table
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
 		t.Fatalf("%v: %s", err, stdout)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
+	"github.com/syncd-dev/syncd/internal/control"
 	"github.com/syncd-dev/syncd/internal/state"
 	tablepkg "github.com/syncd-dev/syncd/internal/table"
 )
@@ -149,7 +150,7 @@ func newStateRestoreCmd(g *globals) *cobra.Command {
 			}
 			ctx := cmd.Context()
 			keep, err := app.KeepSecrets(ctx, cfg)
-			if held, ok := heldByDaemon(err); ok {
+			if held, ok := control.HeldByDaemon(err); ok {
 				return restoreRefused(cfg, args[0], held)
 			}
 			if err != nil {
@@ -160,7 +161,7 @@ func newStateRestoreCmd(g *globals) *cobra.Command {
 				return withCode(exitUsage, fmt.Errorf("read the backup %s: %w", args[0], err))
 			}
 			info, aside, err := stateLocation(cfg).Restore(ctx, cfg.State.LeaseTTL.D(), args[0], raw)
-			if held, ok := heldByDaemon(err); ok {
+			if held, ok := control.HeldByDaemon(err); ok {
 				return restoreRefused(cfg, args[0], held)
 			}
 			if err != nil {

@@ -2,16 +2,16 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	tablepkg "github.com/syncd-dev/syncd/internal/table"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/syncd-dev/syncd/internal/control"
+	tablepkg "github.com/syncd-dev/syncd/internal/table"
 
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
@@ -104,51 +104,6 @@ func statusHandler(cfg *config.Config, store state.Store) http.HandlerFunc {
 	return status.Handler(app.StateWhere(cfg), store, func() func(string) bool { return app.StreamConfigured(cfg) }, func() func(string) (time.Time, bool) { return app.StreamStart(cfg) }, app.AccountsView(current, store), app.WebhooksView(current, store))
 }
 
-// daemonURL is where a client on this host reaches the daemon's listener
-// at addr: a wildcard host is asked on loopback.
-func daemonURL(addr, path string) (string, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", fmt.Errorf("server.addr %q: %w", addr, err)
-	}
-	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
-		host = "127.0.0.1"
-	}
-	return "http://" + net.JoinHostPort(host, port) + path, nil
-}
-
-// statusTimeout bounds the wait for a running daemon's /status.
-const statusTimeout = 5 * time.Second
-
-// askDaemon reads the state view from the daemon listening at server.addr.
-func askDaemon(ctx context.Context, cfg *config.Config, query string) (stateView, error) {
-	u, err := daemonURL(cfg.Server.Addr, "/status"+query)
-	if err != nil {
-		return stateView{}, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return stateView{}, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return stateView{}, fmt.Errorf("ask the running syncd at %s (server.addr): %w", u, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return stateView{}, fmt.Errorf("ask the running syncd at %s (server.addr): %s: %s", u, resp.Status, b)
-	}
-	var v stateView
-	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
-		return stateView{}, fmt.Errorf("read the answer of %s: %w", u, err)
-	}
-	v.Source = "daemon"
-	return v, nil
-}
-
 // readAccountsView checks the output format and the --account names, then
 // reads the state's view (query asks a running daemon's /status for more):
 // the start of the commands that list something per account.
@@ -194,7 +149,7 @@ func readState(ctx context.Context, cfg *config.Config, query string) (stateView
 	if !errors.As(err, &le) || le.Foreign {
 		return stateView{}, withCode(exitState, err)
 	}
-	v, aerr := askDaemon(ctx, cfg, query)
+	v, aerr := status.Ask(ctx, cfg.Server.Addr, query)
 	if aerr != nil {
 		if notDaemon(cfg, le) {
 			// A `syncd once`, backfill or other command holds the state: no
@@ -229,6 +184,6 @@ func notDaemon(cfg *config.Config, held *state.LockedError) bool {
 	if host, err := os.Hostname(); err != nil || host != held.Holder.Host {
 		return false
 	}
-	ci, err := readControl(cfg)
+	ci, err := control.Read(cfg)
 	return errors.Is(err, os.ErrNotExist) || err == nil && ci.PID != held.Holder.PID
 }

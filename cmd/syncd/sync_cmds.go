@@ -7,14 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -24,12 +21,12 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
+	"github.com/syncd-dev/syncd/internal/control"
 	"github.com/syncd-dev/syncd/internal/daemon"
 	"github.com/syncd-dev/syncd/internal/logkey"
 	"github.com/syncd-dev/syncd/internal/poller"
 	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 	"github.com/syncd-dev/syncd/internal/source/scheduling"
-	"github.com/syncd-dev/syncd/internal/state"
 	"github.com/syncd-dev/syncd/internal/status"
 	"github.com/syncd-dev/syncd/internal/suggest"
 	tablepkg "github.com/syncd-dev/syncd/internal/table"
@@ -138,40 +135,28 @@ func newOnceCmd(g *globals) *cobra.Command {
 				started := time.Now()
 				return g.finishPass(a.Pass(ctx), time.Since(started), summaryPath, format)
 			}
-			cfg, client, counting, err := g.loadPassClient(cmd.Context(), dryRun)
+			pc, err := g.loadPassClient(ctx, dryRun, formIDs)
 			if err != nil {
 				return err
 			}
-			acctCfg, err := g.account(cfg)
-			if err != nil {
-				return err
-			}
-			ids, err := g.selectForms(ctx, acctCfg, client, formIDs)
-			if err != nil {
-				return err
-			}
+			ids := pc.ids
 			if dryRun {
-				jobs, err := selectJobs(ctx, app.Offline(cfg, acctCfg, client), ids)
+				jobs, err := selectJobs(ctx, app.Offline(pc.cfg, pc.acct, pc.client), ids)
 				if err != nil {
 					return withCode(exitFailed, err)
 				}
 				// The form checks and the account's form list: the real pass makes them too.
-				account := counting.n.Load()
-				return g.dryRun(ctx, cfg, acctCfg, client, "once", jobs, time.Time{}, time.Time{}, account, format, len(formIDs) == 0)
+				account := pc.counting.n.Load()
+				return g.dryRun(ctx, pc.cfg, pc.acct, pc.client, "once", jobs, time.Time{}, time.Time{}, account, format, len(formIDs) == 0)
 			}
-			a, err := g.openApp(ctx, false)
+			one, err := g.openOne(ctx, summaryPath, format)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			acct, err := only(a)
-			if err != nil {
-				return err
-			}
-			started := time.Now()
-			jobs := func(ctx context.Context) ([]poller.Job, error) { return selectJobs(ctx, acct, ids) }
-			results := acct.Pass(ctx, jobs, false)
-			return g.finishPass(results, time.Since(started), summaryPath, format)
+			defer one.Close()
+			jobs := func(ctx context.Context) ([]poller.Job, error) { return selectJobs(ctx, one.acct, ids) }
+			results := one.acct.Pass(ctx, jobs, false)
+			return g.finishPass(results, time.Since(one.started), summaryPath, format)
 		},
 	}
 	cmd.Flags().StringVar(&summaryPath, "summary", "", "also write a JSON summary per form to this file")
@@ -348,24 +333,38 @@ func (g *globals) dryRun(ctx context.Context, cfg *config.Config, acct config.Ac
 	return nil
 }
 
-// loadPassClient loads the configuration and the API client of a pass;
-// for a dry run the client counts its requests, which the plan reports.
-func (g *globals) loadPassClient(ctx context.Context, dryRun bool) (*config.Config, *forms.Client, *requestCounter, error) {
+// passClient is what a pass on forms of one account starts from.
+type passClient struct {
+	cfg      *config.Config
+	acct     config.Account
+	client   *forms.Client
+	counting *requestCounter // a dry run's requests, which its plan reports
+	ids      []string        // the --form ids, checked (selectForms)
+}
+
+// loadPassClient loads the configuration, the one account and its API
+// client, and checks the form ids the command line names (selectForms):
+// the preamble of the commands that pass over forms they name, or plan
+// one. For a dry run the client counts its requests.
+func (g *globals) loadPassClient(ctx context.Context, dryRun bool, ids []string) (*passClient, error) {
 	cfg, log, client, err := g.loadClient(ctx)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
+	}
+	acct, err := g.account(cfg)
+	if err != nil {
+		return nil, err
 	}
 	counting := &requestCounter{}
 	if dryRun {
-		acct, err := g.account(cfg)
-		if err != nil {
-			return nil, nil, nil, err
-		}
 		if client, _, err = app.ReadClient(ctx, cfg, acct, log, counting); err != nil {
-			return nil, nil, nil, withCode(exitUsage, err)
+			return nil, withCode(exitUsage, err)
 		}
 	}
-	return cfg, client, counting, nil
+	if ids, err = g.selectForms(ctx, acct, client, ids); err != nil {
+		return nil, err
+	}
+	return &passClient{cfg: cfg, acct: acct, client: client, counting: counting, ids: ids}, nil
 }
 
 // checkForm refuses, with exit 2 and before anything is written, a form id
@@ -421,7 +420,7 @@ func formsCheckError(err error) error {
 func (g *globals) finishPass(results []poller.Result, took time.Duration, summaryPath, format string) error {
 	code, interrupted := g.interruption()
 	if format == formatJSON {
-		if err := printJSON(g.stdout, summaryEntries(results, interrupted)); err != nil {
+		if err := printJSON(g.stdout, status.Summarize(results, interrupted)); err != nil {
 			return err
 		}
 	} else {
@@ -443,7 +442,7 @@ func (g *globals) finishPass(results []poller.Result, took time.Duration, summar
 			return withCode(exitUsage, errReported)
 		}
 	}
-	if failed(results, false) > 0 {
+	if status.Failed(results, false) > 0 {
 		return withCode(exitFailed, errReported)
 	}
 	return nil
@@ -455,44 +454,20 @@ func (g *globals) finishPass(results []poller.Result, took time.Duration, summar
 func (g *globals) emptyShard(format string) error {
 	if format == formatJSON {
 		fmt.Fprintf(g.stderr, "syncd: shard %s: no account hashes to this shard; nothing to do\n", g.shard)
-		return printJSON(g.stdout, summaryEntries(nil, false))
+		return printJSON(g.stdout, status.Summarize(nil, false))
 	}
 	fmt.Fprintf(g.stdout, "shard %s: no account hashes to this shard; nothing to do\n", g.shard)
 	return nil
 }
 
-// outcome is a stream's outcome in a pass: ok, failed or interrupted. A form
-// whose pass the end of the shutdown grace cancelled counts as interrupted,
-// not failed, when a signal stopped the pass.
-func outcome(r poller.Result, signalled bool) string {
-	switch {
-	case r.Interrupted, signalled && r.Err != nil && errors.Is(r.Err, context.Canceled):
-		return "interrupted"
-	case r.Err != nil:
-		return "failed"
-	default:
-		return "ok"
-	}
-}
-
-func failed(results []poller.Result, signalled bool) int {
-	n := 0
-	for _, r := range results {
-		if outcome(r, signalled) == "failed" {
-			n++
-		}
-	}
-	return n
-}
-
-// printResults writes one line per form: what a person running a CronJob
+// printResults writes one line per stream: what a person running a CronJob
 // wants to read in its log.
 func printResults(w io.Writer, results []poller.Result, took time.Duration, signalled bool) {
 	var rows int64
 	stopped := 0
 	for _, r := range results {
 		rows += r.Rows
-		switch outcome(r, signalled) {
+		switch status.Outcome(r, signalled) {
 		case "failed":
 			// The error often starts with the stream's name: say it once.
 			fmt.Fprintf(w, "FAIL %s: %s\n", streamName(r), strings.TrimPrefix(r.Err.Error(), streamName(r)+": "))
@@ -505,7 +480,7 @@ func printResults(w io.Writer, results []poller.Result, took time.Duration, sign
 				r.FormID, r.Table, plural(r.Rows, "row"), plural(int64(r.Batches), "batch"), plural(r.Requests, "request"), r.Duration.Round(time.Millisecond), covered(r), reconciled(r))
 		}
 	}
-	line := fmt.Sprintf("%s, %d failed", streamsCount(results), failed(results, signalled))
+	line := fmt.Sprintf("%s, %d failed", streamsCount(results), status.Failed(results, signalled))
 	if signalled {
 		line += fmt.Sprintf(", %d interrupted", stopped)
 	}
@@ -581,48 +556,8 @@ func covered(r poller.Result) string {
 	return fmt.Sprintf(", synced up to %s", r.CoveredEnd.Format(time.RFC3339))
 }
 
-type summaryEntry struct {
-	Account      string     `json:"account,omitempty"`
-	Source       string     `json:"source"`  // forms, scheduling
-	FormID       string     `json:"form_id"` // the stream; empty for a source that failed before its streams ran
-	Table        string     `json:"table"`
-	Status       string     `json:"status"` // ok, failed, interrupted
-	Rows         int64      `json:"rows"`
-	Batches      int        `json:"batches"`
-	Requests     int64      `json:"requests"`
-	Misfits      int64      `json:"values_kept_as_json"`
-	Discarded    int64      `json:"unknown_type_answers_discarded"`
-	Seconds      float64    `json:"duration_seconds"`
-	CoveredStart *time.Time `json:"covered_start"` // null: nothing committed
-	CoveredEnd   *time.Time `json:"covered_end"`
-	ClampedTo    *time.Time `json:"clamped_to"` // null: the range was not cut at now - safety_lag
-	Error        string     `json:"error"`
-	// What a reconcile in the pass wrote (reconcile, or a pass whose
-	// lookback was due): committed windows read again, version rows (edits
-	// and late imports) and tombstones (deletions).
-	Reconciled        bool  `json:"reconciled"`
-	ReconciledWindows int64 `json:"reconciled_windows"`
-	Versions          int64 `json:"versions"`
-	Tombstones        int64 `json:"tombstones"`
-}
-
-// summaryEntries are the results as --summary and -o json write them.
-func summaryEntries(results []poller.Result, signalled bool) []summaryEntry {
-	out := make([]summaryEntry, 0, len(results))
-	for _, r := range results {
-		e := summaryEntry{Account: r.Account, Source: r.Source, FormID: r.FormID, Table: r.Table, Status: outcome(r, signalled), Rows: r.Rows, Batches: r.Batches, Requests: r.Requests,
-			Misfits: r.Misfits, Discarded: r.Discarded, Seconds: r.Duration.Seconds(), CoveredStart: status.TimePtr(r.CoveredStart), CoveredEnd: status.TimePtr(r.CoveredEnd),
-			ClampedTo: status.TimePtr(r.ClampedTo), Reconciled: r.Reconciled, ReconciledWindows: r.ReconciledWindows, Versions: r.Versions, Tombstones: r.Tombstones}
-		if r.Err != nil {
-			e.Error = r.Err.Error()
-		}
-		out = append(out, e)
-	}
-	return out
-}
-
 func writeSummary(path string, results []poller.Result, signalled bool) error {
-	b, err := json.MarshalIndent(summaryEntries(results, signalled), "", "  ")
+	b, err := json.MarshalIndent(status.Summarize(results, signalled), "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode the summary: %w", err)
 	}
@@ -654,82 +589,15 @@ func newRunCmd(g *globals) *cobra.Command {
 	}
 }
 
-// configWatchEvery is how often `syncd run` looks at its config file.
-const configWatchEvery = 10 * time.Second
-
-// runDaemon runs the daemon (internal/daemon) until a signal stops it,
-// mapping its configuration errors to exit 2.
+// runDaemon runs the daemon (app.Run) until a signal stops it, mapping
+// its configuration errors to exit 2.
 func runDaemon(ctx context.Context, a *app.App, g *globals) error {
-	// Accounts come and go without a restart: on SIGHUP, and when the
-	// mounted config file changes (a ConfigMap update).
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	hangup := make(chan struct{}, 1)
-	go func() {
-		for {
-			select {
-			case <-hup:
-				select {
-				case hangup <- struct{}{}:
-				default:
-				}
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	var load func() (*config.Config, error)
-	// changes merges what makes the daemon reload its entries: the config
-	// file changing, and the accounts this replica owns changing.
-	changes := make(chan struct{}, 1)
-	kick := func() {
-		select {
-		case changes <- struct{}{}:
-		default:
-		}
-	}
-	if g.configPath != "" {
-		load = func() (*config.Config, error) { return config.Load(g.configPath, os.LookupEnv) }
-		go func() {
-			for range daemon.WatchFile(ctx, g.configPath, configWatchEvery) {
-				kick()
-			}
-		}()
-	}
-	opts, err := a.DaemonOptions(ctx, g.stopping, version, load, hangup, changes)
-	if err != nil {
-		return withCode(exitUsage, err)
-	}
-	if a.Cfg.State.Shared {
-		coord, err := a.Coordinator(ctx, kick)
-		if err != nil {
-			return withCode(exitUsage, err)
-		}
-		defer coord.Close()
-		a.Metrics.ReportOwned(coord.Owned)
-		coordCtx, stopCoord := context.WithCancel(context.WithoutCancel(ctx))
-		coordDone := make(chan struct{})
-		go func() { defer close(coordDone); _ = coord.Run(coordCtx) }()
-		defer func() {
-			// SIGTERM: the passes have ended (daemon.Run returned); the
-			// accounts close, then their leases go back at once so that
-			// the other replicas take them at their next heartbeat.
-			_ = a.CloseAccounts()
-			drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			defer cancel()
-			if err := coord.Drain(drainCtx); err != nil {
-				a.Log.Warn("handing the accounts back failed: the other replicas take them when the leases expire", zap.Error(err))
-			}
-			stopCoord()
-			<-coordDone
-		}()
-	}
-	// Commands beside the daemon (backfill, auth login) have it do their
-	// work; the endpoint stops before the accounts close.
-	stopControl := startControl(ctx, a, g, a.Cfg.Sync.ShutdownGrace.D()+5*time.Second)
-	defer stopControl()
-	err = daemon.Run(ctx, opts)
+	err := a.Run(ctx, app.RunOptions{ConfigPath: g.configPath, Stopping: g.stopping, Version: version,
+		// Commands beside the daemon (backfill, auth login) have it do
+		// their work; the endpoint stops before the accounts close.
+		Beside: func(ctx context.Context) func() {
+			return control.Start(ctx, a, g.stopping, a.Cfg.Sync.ShutdownGrace.D()+5*time.Second)
+		}})
 	var cfgErr *daemon.ConfigError
 	switch {
 	case errors.As(err, &cfgErr):
@@ -815,54 +683,41 @@ func newBackfillCmd(g *globals) *cobra.Command {
 			}
 			if !oneForm && dryRun {
 				// Every form of the account, as the backfill would.
-				cfg, client, counting, err := g.loadPassClient(ctx, true)
+				pc, err := g.loadPassClient(ctx, true, nil)
 				if err != nil {
 					return err
 				}
-				acctCfg, err := g.account(cfg)
-				if err != nil {
-					return err
-				}
-				jobs, err := selectJobs(ctx, app.Offline(cfg, acctCfg, client), nil)
+				jobs, err := selectJobs(ctx, app.Offline(pc.cfg, pc.acct, pc.client), nil)
 				if err != nil {
 					return withCode(exitFailed, err)
 				}
-				return g.dryRun(ctx, cfg, acctCfg, client, "backfill", jobs, start, end, counting.n.Load(), format, false)
+				return g.dryRun(ctx, pc.cfg, pc.acct, pc.client, "backfill", jobs, start, end, pc.counting.n.Load(), format, false)
 			}
 			if !oneForm {
 				return g.backfillAll(ctx, start, end, to != "", concurrency, summaryPath, format)
 			}
-			cfg, client, counting, err := g.loadPassClient(cmd.Context(), dryRun)
+			pc, err := g.loadPassClient(ctx, dryRun, []string{formID})
 			if err != nil {
 				return err
 			}
-			acctCfg, err := g.account(cfg)
-			if err != nil {
-				return err
-			}
-			if _, err := g.selectForms(ctx, acctCfg, client, []string{formID}); err != nil {
-				return err
-			}
+			cfg = pc.cfg
 			if dryRun {
-				job := app.Offline(cfg, acctCfg, client).Job(formID)
-				if horizon := newDryRunner(cfg, client).horizon(); end.After(horizon) {
+				job := app.Offline(cfg, pc.acct, pc.client).Job(formID)
+				if horizon := newDryRunner(cfg, pc.client).horizon(); end.After(horizon) {
 					fmt.Fprintf(g.stderr, "syncd: --to %s is past now - sync.safety_lag; the backfill would stop at %s\n", end.Format(time.RFC3339), horizon.Format(time.RFC3339Nano))
 				}
-				return g.dryRun(ctx, cfg, acctCfg, client, "backfill", []poller.Job{job}, start, end, counting.n.Load(), format, false)
+				return g.dryRun(ctx, cfg, pc.acct, pc.client, "backfill", []poller.Job{job}, start, end, pc.counting.n.Load(), format, false)
 			}
-			a, err := g.openApp(ctx, false)
-			if held, ok := heldByDaemon(err); ok {
-				req := backfillRequest{Accounts: g.accounts, Form: formID, From: start, To: end, ToAsked: to != "", Concurrency: concurrency}
+			one, err := g.openOne(ctx, summaryPath, format)
+			if held, ok := control.HeldByDaemon(err); ok {
+				req := control.BackfillRequest{Accounts: g.accounts, Form: formID, From: start, To: end, ToAsked: to != "", Concurrency: concurrency}
 				return g.backfillInDaemon(ctx, cfg, held, req, summaryPath, format)
 			}
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			acct, err := only(a)
-			if err != nil {
-				return err
-			}
+			defer one.Close()
+			acct := one.acct
 			if horizon := acct.Poller.Horizon(); end.After(horizon) {
 				if to != "" { // without --to, now - safety_lag is the end asked for
 					fmt.Fprintf(g.stderr, "syncd: --to %s is past now - sync.safety_lag; backfilling up to %s instead (later submissions come with the live sync)\n",
@@ -871,14 +726,14 @@ func newBackfillCmd(g *globals) *cobra.Command {
 				end = horizon
 			}
 			if concurrency < 1 {
-				concurrency = a.Cfg.Sync.Concurrency
+				concurrency = one.app.Cfg.Sync.Concurrency
 			}
 			report := newProgressReporter(g.stderr, acct.Log, formID)
-			started := time.Now()
-			r := acct.Poller.Backfill(ctx, acct.FormStream(acct.Job(formID)), start, end, concurrency, report.update)
+			one.started = time.Now()
+			r := acct.Poller.Backfill(ctx, one.stream(formID), start, end, concurrency, report.update)
 			r.Account = acct.Name
 			report.finish(r)
-			return g.finishPass([]poller.Result{r}, time.Since(started), summaryPath, format)
+			return one.finish(r)
 		},
 	}
 	cmd.Flags().StringVar(&formID, "form", "", "form id (default: every form of the accounts)")
@@ -904,72 +759,17 @@ func fromBeforeHorizon(start, horizon time.Time, verb string) error {
 		start.Format(time.RFC3339), horizon.Format(time.RFC3339), verb))
 }
 
-// backfillInDaemon has the running syncd that holds the state (held) do
-// the backfill, through its control endpoint: its progress and notes on
-// stderr, then the summary and the exit code the command alone would have
-// printed and had. Interrupting the command cancels the daemon's backfill
-// (its request ends): what it committed stays committed, and the batches in
-// flight are resolved by the next pass, as after a second signal.
-func (g *globals) backfillInDaemon(ctx context.Context, cfg *config.Config, held *state.LockedError, req backfillRequest, summaryPath, format string) error {
-	c, err := daemonControl(ctx, cfg, held)
-	if err != nil {
-		return withCode(exitState, err)
-	}
-	fmt.Fprintf(g.stderr, "syncd: the state is in use by the running syncd (pid %d): the backfill runs in it\n", c.info.PID)
-	_, log, err := g.load()
-	if err != nil {
-		return err
-	}
-	report := newProgressReporter(g.stderr, log, orDash(req.Form))
-	started := time.Now()
-	done, err := c.backfill(ctx, req, func(s string) { fmt.Fprintln(g.stderr, "syncd:", s) }, report.update)
-	_, stopped := g.interruption()
-	report.finish(poller.Result{Err: err, Interrupted: stopped || done == nil || done.Code != exitOK})
-	if code, stopped := g.interruption(); stopped {
-		out := g.stdout
-		if format == formatJSON {
-			out = g.stderr // stdout is for JSON alone
-		}
-		fmt.Fprintln(out, "INTERRUPTED: the daemon's backfill was cancelled with this command; what it committed stays committed")
-		return withCode(code, errors.New("interrupted: run the backfill again to load the rest"))
-	}
-	if err != nil {
-		var refused *controlRefusal
-		if errors.As(err, &refused) && refused.status < 500 && refused.status != http.StatusUnauthorized {
-			return withCode(exitUsage, err)
-		}
-		return withCode(exitFailed, err)
-	}
-	if done.Results == nil {
-		if done.Code == exitOK {
-			done.Code = exitFailed
-		}
-		return withCode(done.Code, errors.New(done.Error))
-	}
-	took := time.Duration(done.Seconds * float64(time.Second))
-	if took == 0 {
-		took = time.Since(started)
-	}
-	if err := g.finishPass(resultsOf(done.Results), took, summaryPath, format); err != nil && done.Code == exitOK {
-		return err
-	}
-	if done.Code != exitOK {
-		return withCode(done.Code, errReported)
-	}
-	return nil
-}
-
 // backfillAll backfills [start, end) of every form (and the bookings) of
 // every open account: accounts at once, each account's forms one after the
 // other with concurrency windows at once (they share its key).
 func (g *globals) backfillAll(ctx context.Context, start, end time.Time, endAsked bool, concurrency int, summaryPath, format string) error {
 	a, err := g.openApp(ctx, false)
-	if held, ok := heldByDaemon(err); ok && g.shard == nil {
+	if held, ok := control.HeldByDaemon(err); ok && g.shard == nil {
 		cfg, _, lerr := g.load()
 		if lerr != nil {
 			return lerr
 		}
-		req := backfillRequest{Accounts: g.accounts, From: start, To: end, ToAsked: endAsked, Concurrency: concurrency}
+		req := control.BackfillRequest{Accounts: g.accounts, From: start, To: end, ToAsked: endAsked, Concurrency: concurrency}
 		return g.backfillInDaemon(ctx, cfg, held, req, summaryPath, format)
 	}
 	if err != nil {
@@ -1017,13 +817,7 @@ func newReconcileCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return withCode(exitUsage, fmt.Errorf("--from: %w", err))
 			}
-			if err := checkFormat(format); err != nil {
-				return err
-			}
-			if err := g.checkSpool(); err != nil {
-				return err
-			}
-			cfg, err := g.checkFormFlag(ctx, formID)
+			cfg, err := g.checkOneForm(ctx, format, formID)
 			if err != nil {
 				return err
 			}
@@ -1033,23 +827,17 @@ func newReconcileCmd(g *globals) *cobra.Command {
 					return err
 				}
 			}
-			a, err := g.openApp(ctx, false)
+			one, err := g.openOne(ctx, summaryPath, format)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			acct, err := only(a)
-			if err != nil {
-				return err
-			}
-			started := time.Now()
-			r := acct.Poller.Reconcile(ctx, acct.FormStream(acct.Job(formID)), start)
-			r.Account = acct.Name
+			defer one.Close()
+			r := one.acct.Poller.Reconcile(ctx, one.stream(formID), start)
 			var noIndex *poller.ErrNoIndex
 			if errors.As(r.Err, &noIndex) {
 				return withCode(exitUsage, r.Err)
 			}
-			return g.finishPass([]poller.Result{r}, time.Since(started), summaryPath, format)
+			return one.finish(r)
 		},
 	}
 	cmd.Flags().StringVar(&formID, "form", "", "form id (required)")
@@ -1074,13 +862,7 @@ func newRefreshCmd(g *globals) *cobra.Command {
 		Args: formArgs(1),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			if err := checkFormat(format); err != nil {
-				return err
-			}
-			if err := g.checkSpool(); err != nil {
-				return err
-			}
-			if _, err := g.checkFormFlag(ctx, formID); err != nil {
+			if _, err := g.checkOneForm(ctx, format, formID); err != nil {
 				return err
 			}
 			if !yes {
@@ -1088,20 +870,15 @@ func newRefreshCmd(g *globals) *cobra.Command {
 					return err
 				}
 			}
-			a, err := g.openApp(ctx, false)
+			one, err := g.openOne(ctx, summaryPath, format)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			acct, err := only(a)
-			if err != nil {
-				return err
-			}
-			started := time.Now()
-			job := acct.Job(formID)
+			defer one.Close()
+			acct, job := one.acct, one.acct.Job(formID)
 			if err := acct.Poller.Refresh(ctx, acct.FormStream(job)); err != nil {
 				if _, stopped := g.interruption(); stopped {
-					return g.finishPass([]poller.Result{{FormID: formID, Interrupted: true}}, time.Since(started), summaryPath, format)
+					return g.finishPass([]poller.Result{{FormID: formID, Interrupted: true}}, time.Since(one.started), summaryPath, format)
 				}
 				return withCode(exitFailed, err)
 			}
@@ -1111,9 +888,7 @@ func newRefreshCmd(g *globals) *cobra.Command {
 				progress = g.stderr
 			}
 			fmt.Fprintf(progress, "refresh %s: the old output is removed; syncing again\n", formID)
-			r := acct.Poller.Sync(ctx, acct.FormStream(job), job.Start)
-			r.Account = acct.Name
-			return g.finishPass([]poller.Result{r}, time.Since(started), summaryPath, format)
+			return one.finish(acct.Poller.Sync(ctx, acct.FormStream(job), job.Start))
 		},
 	}
 	cmd.Flags().StringVar(&formID, "form", "", "form id (required)")

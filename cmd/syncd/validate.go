@@ -24,6 +24,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/oauth"
 	sinkbq "github.com/syncd-dev/syncd/internal/sink/bigquery"
+	"github.com/syncd-dev/syncd/internal/spool"
 	"github.com/syncd-dev/syncd/internal/suggest"
 )
 
@@ -145,7 +146,7 @@ func newValidateCmd(g *globals) *cobra.Command {
 				}
 				fmt.Fprintf(out, "ok   sink %s\n", msg)
 			}
-			if dir, err := checkSpoolDir(cfg); err != nil {
+			if dir, err := spool.CheckDir(cfg.Sync.SpoolDir); err != nil {
 				fmt.Fprintf(out, "FAIL spool: %v\n", err)
 				bad++
 			} else {

@@ -1,4 +1,4 @@
-package main
+package control
 
 import (
 	"net/http"
@@ -32,7 +32,7 @@ func TestControlRefusesWithoutToken(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			reached := false
 			h := requireToken(token, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached = true }))
-			req := httptest.NewRequest(tt.method, controlBackfill, strings.NewReader(`{}`))
+			req := httptest.NewRequest(tt.method, pathBackfill, strings.NewReader(`{}`))
 			if tt.auth != "" {
 				req.Header.Set("Authorization", tt.auth)
 			}
@@ -57,11 +57,11 @@ func TestControlFile(t *testing.T) {
 	dir := t.TempDir()
 	cfg := &config.Config{}
 	cfg.State.Path = filepath.Join(dir, "syncd.db")
-	p := controlPath(cfg)
+	p := Path(cfg)
 	if p != cfg.State.Path+".control" {
 		t.Fatalf("control path %s, want beside the state", p)
 	}
-	if _, err := readControl(cfg); err == nil {
+	if _, err := Read(cfg); err == nil {
 		t.Fatal("read a control file that is not there")
 	}
 	if err := writePrivate(p, []byte(`{"addr":"127.0.0.1:1","token":"t","pid":1}`)); err != nil {
@@ -71,14 +71,14 @@ func TestControlFile(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("control file mode %v, %v; want 0600", fi.Mode().Perm(), err)
 	}
-	ci, err := readControl(cfg)
+	ci, err := Read(cfg)
 	if err != nil || ci.Addr != "127.0.0.1:1" || ci.Token != "t" {
-		t.Fatalf("readControl = %+v, %v", ci, err)
+		t.Fatalf("Read = %+v, %v", ci, err)
 	}
 	if err := os.Chmod(p, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readControl(cfg); err == nil || !strings.Contains(err.Error(), "not to be trusted") {
+	if _, err := Read(cfg); err == nil || !strings.Contains(err.Error(), "not to be trusted") {
 		t.Errorf("a control file others may read: %v", err)
 	}
 	if err := os.Chmod(p, 0o600); err != nil {
@@ -87,12 +87,12 @@ func TestControlFile(t *testing.T) {
 	if err := os.WriteFile(p, []byte(`{"addr":""}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readControl(cfg); err == nil || !strings.Contains(err.Error(), "restart the daemon") {
+	if _, err := Read(cfg); err == nil || !strings.Contains(err.Error(), "restart the daemon") {
 		t.Errorf("a control file without address: %v", err)
 	}
 	bucket := &config.Config{}
 	bucket.State.URL = "s3://bucket/state"
-	if got := controlPath(bucket); filepath.Dir(got) != filepath.Clean(os.TempDir()) || !strings.HasSuffix(got, ".control") {
+	if got := Path(bucket); filepath.Dir(got) != filepath.Clean(os.TempDir()) || !strings.HasSuffix(got, ".control") {
 		t.Errorf("control path of a bucket state = %s", got)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package buildinfo
 
 import (
 	"runtime/debug"
@@ -29,8 +29,8 @@ func TestVersionString(t *testing.T) {
 		{"docker: revision by ldflags", "", rev, &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, true, "dev-0123456789ab"},
 	}
 	for _, tt := range tests {
-		if got := versionString(tt.stamped, tt.stampedRev, tt.info, tt.ok); got != tt.want {
-			t.Errorf("%s: versionString = %q, want %q", tt.name, got, tt.want)
+		if got := Version(tt.stamped, tt.stampedRev, tt.info, tt.ok); got != tt.want {
+			t.Errorf("%s: Version = %q, want %q", tt.name, got, tt.want)
 		}
 	}
 }
