@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/sink"
@@ -121,43 +120,34 @@ func (s *Sink) TableLayout(ctx context.Context, table, timeColumn string) (sink.
 	return sink.Layout(layoutOf(Prefix(timeColumn), names)), nil
 }
 
-// Commit writes rec as batch b: one file per partition its rows fall in.
-// A file already in place that b's attempt wrote is kept: the rows are
-// never written twice. A file that is unreadable, names another batch or
-// another attempt is replaced. Cancelling ctx stops the commit of the file
-// being written before it becomes visible; the files in place stay, and a
-// replay keeps them.
-func (s *Sink) Commit(ctx context.Context, b sink.Batch, rec arrow.Record) error {
-	_, err := s.CommitSized(ctx, b, rec)
-	return err
-}
-
-// CommitSized is Commit that also reports the bytes written, for the
-// bytes-written metric.
-func (s *Sink) CommitSized(ctx context.Context, b sink.Batch, rec arrow.Record) (int64, error) {
-	if rec == nil {
-		return 0, fmt.Errorf("commit batch %s: no record", b.ID)
+// Commit writes parts as batch b: one file per partition, each written as
+// its part streams in, so memory holds one chunk and one row group
+// whatever the batch's size; then it removes the files of b.Stale. A batch
+// that comes whole (one Whole part) is cut here by its time column. A file
+// already in place that b's attempt wrote is kept: the rows are never
+// written twice. A file that is unreadable, names another batch or another
+// attempt is replaced. Cancelling ctx stops the commit of the file being
+// written before it becomes visible; the files in place stay, and a replay
+// keeps them. It reports the bytes written.
+func (s *Sink) Commit(ctx context.Context, b sink.Batch, parts sink.Parts) (int64, error) {
+	if len(parts) > 0 && parts[0].Whole {
+		if len(parts) > 1 {
+			return 0, fmt.Errorf("commit batch %s: %d parts, the first the whole batch", b.ID, len(parts))
+		}
+		whole := parts[0].Records
+		layout := s.layoutOf(b)
+		var err error
+		if b, parts, err = layout.Cut(b, whole); err != nil {
+			return 0, err
+		}
+		if len(parts) == 0 {
+			// A batch without rows still leaves its mark, so that Committed
+			// and replays agree on it.
+			part := layout.PartitionOf(b.WindowStart)
+			b.Parts = []string{part}
+			parts = sink.Parts{{Key: part, Records: whole}}
+		}
 	}
-	layout := s.layoutOf(b)
-	b, parts, err := layout.Split(b, rec)
-	if err != nil {
-		return 0, err
-	}
-	if len(parts) == 0 {
-		// A batch without rows still leaves its mark, so that Committed
-		// and replays agree on it.
-		part := layout.PartitionOf(b.WindowStart)
-		b.Parts = []string{part}
-		parts = []sink.Part{{Key: part, Records: sink.Records{Schema: rec.Schema(), Each: func(fn func(arrow.Record) error) error { return fn(rec) }}}}
-	}
-	return s.CommitParts(ctx, b, parts)
-}
-
-// CommitParts writes each part of batch b as one file, in order
-// (sink.Partitioner), then removes the files of b.Stale. Memory holds one
-// chunk and one row group, whatever the batch's size. It reports the bytes
-// written.
-func (s *Sink) CommitParts(ctx context.Context, b sink.Batch, parts []sink.Part) (int64, error) {
 	if err := validate(b); err != nil {
 		return 0, err
 	}
@@ -187,6 +177,9 @@ func (s *Sink) CommitParts(ctx context.Context, b sink.Batch, parts []sink.Part)
 	}
 	return written, nil
 }
+
+// WritesFilePerPartition marks the sink.Partitioner capability.
+func (s *Sink) WritesFilePerPartition() {}
 
 // checkLayout refuses, once per table and process, a table written with
 // another layout.

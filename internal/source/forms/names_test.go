@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/syncd-dev/syncd/internal/formsim"
 	"github.com/syncd-dev/syncd/internal/poller"
@@ -54,7 +55,17 @@ type cellSink struct {
 	both    chan struct{}
 }
 
-func (s *cellSink) Commit(ctx context.Context, b sink.Batch, rec arrow.Record) error {
+// Commit gathers the batch's parts into one record.
+func (s *cellSink) Commit(ctx context.Context, b sink.Batch, parts sink.Parts) (int64, error) {
+	rec, err := sink.Gather(parts, memory.DefaultAllocator)
+	if err != nil {
+		return 0, err
+	}
+	defer rec.Release()
+	return 0, s.commitRecord(ctx, b, rec)
+}
+
+func (s *cellSink) commitRecord(ctx context.Context, b sink.Batch, rec arrow.Record) error {
 	s.mu.Lock()
 	s.arrived++
 	if s.arrived == 2 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/sink"
@@ -64,7 +65,17 @@ type memSink struct {
 	perRows []int
 }
 
-func (s *memSink) Commit(_ context.Context, b sink.Batch, rec arrow.Record) error {
+// Commit gathers the batch's parts into one record.
+func (s *memSink) Commit(ctx context.Context, b sink.Batch, parts sink.Parts) (int64, error) {
+	rec, err := sink.Gather(parts, memory.DefaultAllocator)
+	if err != nil {
+		return 0, err
+	}
+	defer rec.Release()
+	return 0, s.commitRecord(ctx, b, rec)
+}
+
+func (s *memSink) commitRecord(_ context.Context, b sink.Batch, rec arrow.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.batches = append(s.batches, b)
@@ -90,7 +101,10 @@ type partSink struct {
 	files map[string]int // partition -> files written
 }
 
-func (s *partSink) CommitParts(_ context.Context, b sink.Batch, parts []sink.Part) (int64, error) {
+// WritesFilePerPartition marks the sink.Partitioner capability.
+func (s *partSink) WritesFilePerPartition() {}
+
+func (s *partSink) Commit(_ context.Context, b sink.Batch, parts sink.Parts) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.batches = append(s.batches, b)

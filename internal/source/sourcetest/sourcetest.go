@@ -31,6 +31,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/sink"
@@ -132,7 +133,17 @@ func NewMemSink(cols poller.Columns) *MemSink {
 }
 
 // Commit keeps the rows of b; a batch committed already adds nothing.
-func (m *MemSink) Commit(_ context.Context, b sink.Batch, rec arrow.Record) error {
+// Commit gathers the batch's parts into one record.
+func (m *MemSink) Commit(ctx context.Context, b sink.Batch, parts sink.Parts) (int64, error) {
+	rec, err := sink.Gather(parts, memory.DefaultAllocator)
+	if err != nil {
+		return 0, err
+	}
+	defer rec.Release()
+	return 0, m.commitRecord(ctx, b, rec)
+}
+
+func (m *MemSink) commitRecord(_ context.Context, b sink.Batch, rec arrow.Record) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.done[b.ID] {
