@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/syncd-dev/syncd/internal/table"
 )
 
 // Batch names one unit of commit: the records of one stream whose time
@@ -182,7 +184,7 @@ type Partitioner interface {
 // <table>_latest views.
 func LatestQuery(from, key, version string) string {
 	return "SELECT * FROM (SELECT * FROM " + from + " WHERE TRUE QUALIFY ROW_NUMBER() OVER (PARTITION BY " + key +
-		" ORDER BY " + version + " DESC, _synced_at DESC) = 1) WHERE NOT COALESCE(_deleted, FALSE)"
+		" ORDER BY " + version + " DESC, " + table.ColSyncedAt + " DESC) = 1) WHERE NOT COALESCE(" + table.ColDeleted + ", FALSE)"
 }
 
 // LeaseBound is a capability a Sink may have: it stops writing once the
