@@ -154,6 +154,12 @@ func testStoppedAttempt(t *testing.T, newSink func(t *testing.T) sink.Sink) {
 		if err := pu.Purge(ctx, table); err != nil {
 			t.Fatal(err)
 		}
+		// The purge took the stopped attempt's files too: stop it again,
+		// so that its file of d2 is there to go stale below (without
+		// them, a sink that ignores Stale passed).
+		if _, err := s.Commit(ctx, b, []sink.Part{part(b.Parts[0], r1), part(b.Parts[1], r2), failingPart(b.Parts[2], r3)}); err == nil {
+			t.Fatal("the stopped attempt succeeded")
+		}
 	}
 
 	// Fetched again: the rows of d2 moved to d3 (say, edited times); the
