@@ -70,6 +70,7 @@ import (
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/option"
 
+	"github.com/syncd-dev/syncd/internal/httpapi"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/sink/parquetsink"
 	"github.com/syncd-dev/syncd/internal/spool"
@@ -592,7 +593,7 @@ func (s *Sink) submit(ctx context.Context, table, id string, f *os.File, size in
 func (s *Sink) wait(ctx context.Context, job *bigquery.Job) (*bigquery.JobStatus, error) {
 	st := job.LastStatus()
 	for poll := 1; st == nil || !st.Done(); poll++ {
-		if err := s.pause(ctx, min(s.opts.MinBackoff<<min(poll-1, 20), s.opts.MaxBackoff)); err != nil {
+		if err := httpapi.SleepContext(ctx, min(s.opts.MinBackoff<<min(poll-1, 20), s.opts.MaxBackoff)); err != nil {
 			return nil, err
 		}
 		var err error
@@ -607,18 +608,7 @@ func (s *Sink) wait(ctx context.Context, job *bigquery.Job) (*bigquery.JobStatus
 // half of it random so that many syncd processes do not retry in step.
 func (s *Sink) sleep(ctx context.Context, try int) error {
 	d := min(s.opts.MinBackoff<<min(try-1, 20), s.opts.MaxBackoff)
-	return s.pause(ctx, d/2+rand.N(d/2+1))
-}
-
-func (s *Sink) pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return httpapi.SleepContext(ctx, d/2+rand.N(d/2+1))
 }
 
 // dataset finds the dataset, creating it in the configured location when
