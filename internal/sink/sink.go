@@ -187,6 +187,21 @@ func LatestQuery(from, key, version string) string {
 		" ORDER BY " + version + " DESC, " + table.ColSyncedAt + " DESC) = 1) WHERE NOT COALESCE(" + table.ColDeleted + ", FALSE)"
 }
 
+// Prober is a capability a Sink may have: proving, for `syncd validate`,
+// that the output can be written, without writing a batch (a hidden file
+// written and deleted, a dry-run job). A sink opened to be probed must not
+// clean up temporary files: a running daemon may be writing them.
+type Prober interface {
+	Probe(ctx context.Context) (Probe, error)
+}
+
+// Probe is what a Prober found: Checked says what was done ("a probe file
+// was written and deleted"), Warning something to fix that does not stop
+// a sync (a dataset the first load will create).
+type Probe struct {
+	Checked, Warning string
+}
+
 // LeaseBound is a capability a Sink may have: it stops writing once the
 // state store's lease is lost (ch closed), so that a syncd another one took
 // over from cannot complete an upload of a batch the new one may already

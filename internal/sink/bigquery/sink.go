@@ -191,7 +191,8 @@ type tableState struct {
 }
 
 var (
-	_ sink.Sink = (*Sink)(nil)
+	_ sink.Sink   = (*Sink)(nil)
+	_ sink.Prober = (*Sink)(nil)
 )
 
 // New returns a Sink. It makes no BigQuery call; the dataset and tables are
@@ -876,5 +877,33 @@ func (s *Sink) ensureLatestView(ctx context.Context, ts *tableState, table strin
 	if ctx.Err() == nil { // else the batch fails for it anyway
 		s.log.Warn("latest view not in place; the batch loads without it and the next batch of the table tries again",
 			zap.String("view", name), zap.Error(s.apiError(op, name, "", err)))
+	}
+}
+
+// Probe runs a dry-run query naming the dataset (sink.Prober): BigQuery
+// checks the job permission on the project and read access to the
+// dataset, runs nothing and bills nothing. A dataset that does not exist
+// yet is a warning: the first load creates it.
+func (s *Sink) Probe(ctx context.Context) (sink.Probe, error) {
+	where := s.opts.Project + "." + s.opts.Dataset
+	q := s.client.Query(fmt.Sprintf("SELECT table_name FROM `%s.%s.INFORMATION_SCHEMA.TABLES` LIMIT 1", s.opts.Project, s.opts.Dataset))
+	q.DryRun = true
+	q.Location = s.opts.Location
+	_, err := q.Run(ctx)
+	var ge *googleapi.Error
+	switch {
+	case err == nil:
+		return sink.Probe{Checked: "a dry-run query job was accepted"}, nil
+	case errors.As(err, &ge) && ge.Code == 404:
+		location := s.opts.Location
+		if location == "" {
+			location = "US"
+		}
+		return sink.Probe{Warning: fmt.Sprintf("dataset %s does not exist yet: syncd creates it on the first load, which needs roles/bigquery.dataEditor on project %s; or create it: bq mk --location=%s %s:%s",
+			where, s.opts.Project, location, s.opts.Project, s.opts.Dataset)}, nil
+	case errors.As(err, &ge) && ge.Code == 403:
+		return sink.Probe{}, fmt.Errorf("bigquery %s: permission denied for a dry-run query job (%s): grant the service account roles/bigquery.jobUser on project %s and roles/bigquery.dataEditor on dataset %s", where, ge.Message, s.opts.Project, where)
+	default:
+		return sink.Probe{}, fmt.Errorf("bigquery %s: a dry-run query job failed: %w", where, err)
 	}
 }

@@ -20,6 +20,10 @@ type Options struct {
 	Layout  Layout        // partition folders of a batch that names none (Batch.Layout): day (default), month, year or none
 	Version string        // written to the footer as syncd.version; "" uses the build info
 	Logger  *zap.Logger   // nil logs nothing
+	// KeepTemp leaves temporary files in the folder alone: a sink opened
+	// to be probed (validate) while a daemon writes there must not take
+	// the daemon's files being written for a crashed writer's.
+	KeepTemp bool
 }
 
 // Settings configures a Sink over any Storage (see NewOn).
@@ -58,12 +62,30 @@ var (
 	_ sink.Inventory     = (*Sink)(nil)
 	_ sink.VersionReader = (*Sink)(nil)
 	_ sink.LayoutFinder  = (*Sink)(nil)
+	_ sink.Prober        = (*Sink)(nil)
 )
+
+// StorageProber is a capability a Storage may have: proving it can be
+// written, by writing and deleting a hidden probe; it says what it did.
+type StorageProber interface {
+	Probe(ctx context.Context) (string, error)
+}
+
+// Probe proves the output can be written (sink.Prober), by its storage's
+// probe; a storage without one is taken as writable.
+func (s *Sink) Probe(ctx context.Context) (sink.Probe, error) {
+	p, ok := s.st.(StorageProber)
+	if !ok {
+		return sink.Probe{}, nil
+	}
+	what, err := p.Probe(ctx)
+	return sink.Probe{Checked: what}, err
+}
 
 // New opens the sink at opts.Root, creating the folder if needed, and
 // removes temporary files left behind by a crashed writer.
 func New(opts Options) (*Sink, error) {
-	d, err := openDisk(opts.Root, opts.Logger)
+	d, err := openDisk(opts.Root, opts.Logger, opts.KeepTemp)
 	if err != nil {
 		return nil, err
 	}
