@@ -283,6 +283,18 @@ func CommitRecord(ctx context.Context, s Sink, b Batch, rec arrow.Record) error 
 	return err
 }
 
+// WithGathered calls fn with parts gathered into one record (Gather, in
+// Go's memory), released after: the Commit of a test's fake that reads a
+// batch whole. It reports no bytes written.
+func WithGathered(parts Parts, fn func(arrow.Record) error) (int64, error) {
+	rec, err := Gather(parts, memory.DefaultAllocator)
+	if err != nil {
+		return 0, err
+	}
+	defer rec.Release()
+	return 0, fn(rec)
+}
+
 // Gather reads parts into one record, in mem: for a sink that must hold a
 // batch whole (a test's fake); a real sink reads the parts as they stream.
 // The caller releases the record.

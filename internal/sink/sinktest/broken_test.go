@@ -10,7 +10,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/syncd-dev/syncd/internal/sink"
-	"github.com/syncd-dev/syncd/internal/sink/parquetsink"
 	"github.com/syncd-dev/syncd/internal/sink/sinktest"
 )
 
@@ -43,13 +42,7 @@ func TestBrokenSink(t *testing.T) {
 		t.Fatalf("no breakage %q", name)
 	}
 	sinktest.Run(t, func(t *testing.T) sink.Sink {
-		root := t.TempDir()
-		s, err := parquetsink.New(parquetsink.Options{Root: root, Version: "test"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return &brokenSink{diskSink: &diskSink{Sink: s, files: duckFiles{root: func(*testing.T) string { return root }}}, kind: name}
+		return &brokenSink{diskSink: newDiskSink(t), kind: name}
 	})
 }
 

@@ -12,7 +12,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/syncd-dev/syncd/internal/formsim"
 	"github.com/syncd-dev/syncd/internal/poller"
@@ -40,12 +39,7 @@ type outRow struct {
 
 // Commit gathers the batch's parts into one record.
 func (s *rowSink) Commit(ctx context.Context, b sink.Batch, parts sink.Parts) (int64, error) {
-	rec, err := sink.Gather(parts, memory.DefaultAllocator)
-	if err != nil {
-		return 0, err
-	}
-	defer rec.Release()
-	return 0, s.commitRecord(ctx, b, rec)
+	return sink.WithGathered(parts, func(rec arrow.Record) error { return s.commitRecord(ctx, b, rec) })
 }
 
 func (s *rowSink) commitRecord(_ context.Context, b sink.Batch, rec arrow.Record) error {

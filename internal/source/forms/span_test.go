@@ -13,7 +13,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/sink"
@@ -67,12 +66,7 @@ type memSink struct {
 
 // Commit gathers the batch's parts into one record.
 func (s *memSink) Commit(ctx context.Context, b sink.Batch, parts sink.Parts) (int64, error) {
-	rec, err := sink.Gather(parts, memory.DefaultAllocator)
-	if err != nil {
-		return 0, err
-	}
-	defer rec.Release()
-	return 0, s.commitRecord(ctx, b, rec)
+	return sink.WithGathered(parts, func(rec arrow.Record) error { return s.commitRecord(ctx, b, rec) })
 }
 
 func (s *memSink) commitRecord(_ context.Context, b sink.Batch, rec arrow.Record) error {

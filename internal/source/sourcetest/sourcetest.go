@@ -31,7 +31,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/sink"
@@ -135,12 +134,7 @@ func NewMemSink(cols poller.Columns) *MemSink {
 // Commit keeps the rows of b; a batch committed already adds nothing.
 // Commit gathers the batch's parts into one record.
 func (m *MemSink) Commit(ctx context.Context, b sink.Batch, parts sink.Parts) (int64, error) {
-	rec, err := sink.Gather(parts, memory.DefaultAllocator)
-	if err != nil {
-		return 0, err
-	}
-	defer rec.Release()
-	return 0, m.commitRecord(ctx, b, rec)
+	return sink.WithGathered(parts, func(rec arrow.Record) error { return m.commitRecord(ctx, b, rec) })
 }
 
 func (m *MemSink) commitRecord(_ context.Context, b sink.Batch, rec arrow.Record) error {
