@@ -145,7 +145,7 @@ func convertOnce(b *testing.B, c corpus, tab *schema.Table, s *parquetsink.Sink,
 	rec, built, _ := bld.Finish()
 	defer rec.Release()
 	batch.SchemaFingerprint = built.Fingerprint()
-	n, err := s.CommitSized(context.Background(), batch, rec)
+	n, err := s.Commit(context.Background(), batch, sink.Whole(rec))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -19,8 +19,10 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 
+	"github.com/syncd-dev/syncd/internal/bqfake"
 	"github.com/syncd-dev/syncd/internal/formsim"
 )
 
@@ -30,6 +32,35 @@ const apiKey = "sk_bench_E2E_KEY"
 // every config written; partition "" leaves the line out (syncd's default
 // layout, auto).
 var compression, partition = "zstd", ""
+
+// sinkKind is the -sink flag: parquet, or bigquery (loads into bqfake,
+// the BigQuery fake, on loopback; bqEndpoint is its URL while it runs).
+var sinkKind, bqEndpoint = "parquet", ""
+
+// sinkLines is the config's sink section.
+func sinkLines(dir string) string {
+	if sinkKind == "bigquery" {
+		return fmt.Sprintf("sink:\n  type: bigquery\n  bigquery:\n    project: bench\n    dataset: forms\n    endpoint: %s\n    min_backoff: 50ms\n    max_backoff: 1s\n", bqEndpoint)
+	}
+	return fmt.Sprintf("sink:\n  type: parquet\n  parquet:\n    path: %s\n    compression: %s\n%s", filepath.Join(dir, "out"), compression, partitionLine())
+}
+
+// withSink runs fn with the sink of -sink ready: for bigquery, a bqfake
+// that lives until fn returns. bqfake wants a testing.TB, which
+// testing.Benchmark provides outside `go test`; fn runs once (it takes
+// longer than the benchmark time).
+func withSink(fn func()) {
+	if sinkKind != "bigquery" {
+		fn()
+		return
+	}
+	testing.Benchmark(func(b *testing.B) {
+		f := bqfake.New(b)
+		bqEndpoint = f.URL()
+		fn()
+		bqEndpoint = ""
+	})
+}
 
 // partitionLine is the config's partition line under sink.parquet, empty
 // when -partition is not given.
@@ -85,9 +116,13 @@ func main() {
 		rdStart      = flag.String("reader-start", "2021-01-01T00:00:00Z", "reader: submission times start here")
 		rdEnd        = flag.String("reader-end", "2026-11-01T00:00:00Z", "reader: submission times end here")
 		rdRuns       = flag.Int("reader-runs", 3, "reader: runs of each DuckDB query, the fastest kept")
+		sinkFlag     = flag.String("sink", "parquet", "backfill: the sink, parquet or bigquery (bqfake on loopback)")
 	)
 	flag.Parse()
-	compression, partition = *codec, *layout
+	compression, partition, sinkKind = *codec, *layout, *sinkFlag
+	if sinkKind != "parquet" && sinkKind != "bigquery" {
+		fatalf("-sink %q: parquet or bigquery", sinkKind)
+	}
 	bin, err := filepath.Abs(*syncdBin)
 	if err == nil {
 		_, err = os.Stat(bin)
@@ -98,7 +133,7 @@ func main() {
 	ctx := context.Background()
 	run := func(name string) bool { return *scenario == "all" || *scenario == name }
 	if run("backfill") {
-		fmt.Printf("## Backfill, rate limit off (%s form, concurrency %d)\n\n", *shape, *conc)
+		fmt.Printf("## Backfill, rate limit off (%s form, concurrency %d, %s sink)\n\n", *shape, *conc, sinkKind)
 		if *bfLook != "" {
 			fmt.Printf("syncd with sync.lookback: %s\n\n", *bfLook)
 		}
@@ -109,7 +144,8 @@ func main() {
 			if err != nil {
 				fatalf("-sizes: %v", err)
 			}
-			r := backfill(ctx, bin, n, *shape == "wide", *conc, 0, 0, *bfLook)
+			var r result
+			withSink(func() { r = backfill(ctx, bin, n, *shape == "wide", *conc, 0, 0, *bfLook) })
 			fmt.Printf("| %d | %d | %.1f s | %.1f s | %.0f MB | %.0f | %d | %.1f MB | %.0f |\n", n, r.rows, r.wall.Seconds(), r.cpu.Seconds(),
 				float64(r.maxRSS)/(1<<20), float64(r.rows)/r.wall.Seconds(), r.requests, float64(r.stateBytes)/(1<<20), float64(r.stateBytes)/float64(max(r.rows, 1)))
 		}
@@ -212,17 +248,12 @@ func writeConfig(dir, base string, rateLimit float64, extraSync string) string {
 forms: []
 sync:
   safety_lag: 0s
-%ssink:
-  type: parquet
-  parquet:
-    path: %s
-    compression: %s
-%sstate:
+%s%sstate:
   path: %s
 log:
   level: warn
   format: json
-`, base, rateLimit, extraSync, filepath.Join(dir, "out"), compression, partitionLine(), filepath.Join(dir, "state", "syncd.db"))
+`, base, rateLimit, extraSync, sinkLines(dir), filepath.Join(dir, "state", "syncd.db"))
 	path := filepath.Join(dir, "syncd.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		fatalf("write config: %v", err)

@@ -178,7 +178,7 @@ func (d *dryRunner) planGap(ctx context.Context, formID string, layout sink.Layo
 
 // parted says the configured sink writes a file per partition (windows
 // are cut at partition starts): Parquet, not BigQuery.
-func (d *dryRunner) parted() bool { return d.cfg.Sink.Type == "parquet" }
+func (d *dryRunner) parted() bool { return app.FilesOutput(d.cfg) }
 
 // planOptions are the poller's options a pass would plan with.
 func (d *dryRunner) planOptions() poller.Options {

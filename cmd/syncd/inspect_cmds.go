@@ -228,7 +228,7 @@ func newSchemaCmd(g *globals) *cobra.Command {
 				rows = append(rows, []string{c.Name, c.Type, c.Mode, src, c.SourceName})
 			}
 			fmt.Fprintf(g.stdout, "form %s (%s) -> table %s: %s\n", form.ID, form.Name, out.Table, plural(int64(len(out.Columns)), "column"))
-			if cfg.Sink.Type == "parquet" {
+			if app.FilesOutput(cfg) {
 				if out.Layout != "" {
 					fmt.Fprintf(g.stdout, "files partitioned by %s\n", layoutWords(out.Layout))
 				} else {

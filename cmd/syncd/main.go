@@ -296,7 +296,7 @@ const localConfig = "syncd.yaml"
 // defaultsText says where the built-in defaults read and write.
 func defaultsText(cfg *config.Config) string {
 	where := "state " + app.StateWhere(cfg)
-	if cfg.Sink.Type == "parquet" {
+	if app.FilesOutput(cfg) {
 		where += ", Parquet output under " + cfg.Sink.Parquet.Path
 	}
 	return "the Forms API at " + cfg.Source.BaseURL + ", " + where

@@ -53,7 +53,7 @@ func newRowsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if cfg.Sink.Type != "parquet" {
+			if !app.FilesOutput(cfg) {
 				return withCode(exitUsage, fmt.Errorf("sink.type is %s: syncd rows reads a local Parquet output; for BigQuery, `bq head DATASET.TABLE`", cfg.Sink.Type))
 			}
 			acct, err := g.account(cfg)

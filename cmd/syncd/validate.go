@@ -2,28 +2,19 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
-	bigquery "cloud.google.com/go/bigquery"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
-	"gocloud.dev/blob"
-	"google.golang.org/api/googleapi"
 
 	"github.com/syncd-dev/syncd/internal/app"
-	"github.com/syncd-dev/syncd/internal/blobstore"
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/oauth"
-	sinkbq "github.com/syncd-dev/syncd/internal/sink/bigquery"
 	"github.com/syncd-dev/syncd/internal/spool"
 	"github.com/syncd-dev/syncd/internal/suggest"
 )
@@ -137,7 +128,7 @@ func newValidateCmd(g *globals) *cobra.Command {
 			}
 			sinkCtx, cancelSink := context.WithTimeout(ctx, checkBudget)
 			defer cancelSink()
-			if msg, warn, err := checkOutput(sinkCtx, cfg); err != nil {
+			if msg, warn, err := app.ProbeOutput(sinkCtx, cfg, log); err != nil {
 				fmt.Fprintf(out, "FAIL sink: %v\n", err)
 				bad++
 			} else {
@@ -304,121 +295,4 @@ func apiFailure(baseURL string, err error) string {
 		return fmt.Sprintf("%s did not answer usably: %v", baseURL, err)
 	}
 	return err.Error()
-}
-
-// checkOutput proves the output can be written: a probe written and
-// deleted in the Parquet folder or bucket, or a BigQuery dry-run job. msg
-// describes what was checked; warn is something to fix that does not stop
-// a sync.
-func checkOutput(ctx context.Context, cfg *config.Config) (msg, warn string, err error) {
-	switch cfg.Sink.Type {
-	case "parquet":
-		p := cfg.Sink.Parquet.Path
-		if blobstore.IsURL(p) {
-			if err := probeBucket(ctx, p); err != nil {
-				return "", "", err
-			}
-			return "parquet " + p + " (a probe object was written and deleted)", "", nil
-		}
-		if err := probeFolder(p); err != nil {
-			return "", "", err
-		}
-		return "parquet " + p + " (a probe file was written and deleted)", "", nil
-	case "bigquery":
-		return checkBigQuery(ctx, cfg)
-	default:
-		return "", "", fmt.Errorf("sink.type %q is not one of parquet, bigquery", cfg.Sink.Type)
-	}
-}
-
-func probeName() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return ".syncd-probe-" + hex.EncodeToString(b[:])
-}
-
-// probeFolder creates and removes a hidden file in the output folder
-// (creating the folder, as the first sync would).
-func probeFolder(dir string) error {
-	fix := "make it writable for the user syncd runs as, or set sink.parquet.path to a folder it can write"
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("output folder %s cannot be created (%v): %s", dir, err, fix)
-	}
-	f, err := os.CreateTemp(dir, probeName()+"-*")
-	if err != nil {
-		return fmt.Errorf("output folder %s cannot be written (%v): %s", dir, err, fix)
-	}
-	name := f.Name()
-	_, werr := f.Write([]byte("syncd validate probe\n"))
-	cerr := f.Close()
-	rerr := os.Remove(name)
-	if err := errors.Join(werr, cerr); err != nil {
-		return fmt.Errorf("output folder %s cannot be written (%v): %s", dir, err, fix)
-	}
-	if rerr != nil {
-		return fmt.Errorf("output folder %s: the probe file %s could not be removed (%v): syncd must be able to delete files there (refresh removes a table's files)", dir, filepath.Base(name), rerr)
-	}
-	return nil
-}
-
-// probeBucket writes and deletes .syncd-probe-<random> under the bucket
-// URL's prefix.
-func probeBucket(ctx context.Context, rawURL string) error {
-	loc, err := blobstore.Parse(rawURL)
-	if err != nil {
-		return fmt.Errorf("sink.parquet.path: %w", err)
-	}
-	b, err := blobstore.Open(ctx, loc, true)
-	if err != nil {
-		return fmt.Errorf("output %s: %w", rawURL, err)
-	}
-	defer b.Close()
-	return probeObject(ctx, b, rawURL)
-}
-
-func probeObject(ctx context.Context, b *blob.Bucket, shown string) error {
-	key := probeName()
-	if err := b.WriteAll(ctx, key, []byte("syncd validate probe\n"), &blob.WriterOptions{ContentType: "text/plain"}); err != nil {
-		return fmt.Errorf("output %s cannot be written (probe object %s): %w", shown, key, blobstore.Hint(err, shown))
-	}
-	if err := b.Delete(ctx, key); err != nil {
-		return fmt.Errorf("output %s: the probe object %s was written but could not be deleted: %w (syncd must be able to delete objects there; delete it by hand)", shown, key, blobstore.Hint(err, shown))
-	}
-	return nil
-}
-
-// checkBigQuery runs a dry-run query naming the dataset: BigQuery checks
-// the job permission on the project and read access to the dataset, runs
-// nothing and bills nothing.
-func checkBigQuery(ctx context.Context, cfg *config.Config) (msg, warn string, err error) {
-	bq := cfg.Sink.BigQuery
-	where := fmt.Sprintf("%s.%s", bq.Project, bq.Dataset)
-	client, err := bigquery.NewClient(ctx, bq.Project, sinkbq.EndpointOptions(bq.Endpoint)...)
-	if err != nil {
-		return "", "", fmt.Errorf("bigquery %s: %w: set up Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS, gcloud auth application-default login, or Workload Identity)", where, err)
-	}
-	defer client.Close()
-	q := client.Query(fmt.Sprintf("SELECT table_name FROM `%s.%s.INFORMATION_SCHEMA.TABLES` LIMIT 1", bq.Project, bq.Dataset))
-	q.DryRun = true
-	q.Location = bq.Location
-	_, err = q.Run(ctx)
-	var ge *googleapi.Error
-	switch {
-	case err == nil:
-		return "bigquery " + where + " (a dry-run query job was accepted)", "", nil
-	case errors.As(err, &ge) && ge.Code == 404:
-		return "bigquery " + where, fmt.Sprintf("dataset %s does not exist yet: syncd creates it on the first load, which needs roles/bigquery.dataEditor on project %s; or create it: bq mk --location=%s %s:%s",
-			where, bq.Project, orDefault(bq.Location, "US"), bq.Project, bq.Dataset), nil
-	case errors.As(err, &ge) && ge.Code == 403:
-		return "", "", fmt.Errorf("bigquery %s: permission denied for a dry-run query job (%s): grant the service account roles/bigquery.jobUser on project %s and roles/bigquery.dataEditor on dataset %s", where, ge.Message, bq.Project, where)
-	default:
-		return "", "", fmt.Errorf("bigquery %s: a dry-run query job failed: %w", where, err)
-	}
-}
-
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
 }

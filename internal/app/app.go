@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
@@ -23,11 +22,9 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/arrowpool"
-	"github.com/syncd-dev/syncd/internal/blobstore"
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/connect"
 	"github.com/syncd-dev/syncd/internal/daemon"
@@ -35,9 +32,6 @@ import (
 	"github.com/syncd-dev/syncd/internal/metrics"
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/sink"
-	"github.com/syncd-dev/syncd/internal/sink/bigquery"
-	"github.com/syncd-dev/syncd/internal/sink/blobsink"
-	"github.com/syncd-dev/syncd/internal/sink/parquetsink"
 	"github.com/syncd-dev/syncd/internal/source"
 	formsource "github.com/syncd-dev/syncd/internal/source/forms"
 	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
@@ -290,104 +284,6 @@ func APIKey(acct config.Account) (string, error) {
 	return key, nil
 }
 
-// AccountFolder is the folder of a named account's tables in a Parquet
-// output: a Hive partition key, so that one query reads every account's
-// table of one name with an account column (read_parquet('out/account=*/
-// bookings/**/*.parquet', hive_partitioning = true)), and never a table
-// name (those have no "=").
-func AccountFolder(namespace string) string { return "account=" + namespace }
-
-// AccountTablePrefix is what starts a named account's BigQuery table
-// names in the configured dataset.
-func AccountTablePrefix(namespace string) string {
-	return strings.ReplaceAll(namespace, "-", "_") + "__"
-}
-
-// OutputOf is where an account's output lives, for messages.
-func OutputOf(cfg *config.Config, namespace string) string {
-	if namespace == "" {
-		return OutputWhere(cfg)
-	}
-	if cfg.Sink.Type == "bigquery" && cfg.Sink.BigQuery != nil {
-		return OutputWhere(cfg) + " (tables " + cfg.Sink.BigQuery.TablePrefix + AccountTablePrefix(namespace) + "*)"
-	}
-	return joinOutput(cfg.Sink.Parquet.Path, AccountFolder(namespace))
-}
-
-// joinOutput appends a folder to a local path or a bucket URL (before its
-// query, which carries options such as ?region=).
-func joinOutput(base, folder string) string {
-	if blobstore.IsURL(base) {
-		u, q, _ := strings.Cut(base, "?")
-		u = strings.TrimRight(u, "/") + "/" + folder
-		if q != "" {
-			u += "?" + q
-		}
-		return u
-	}
-	return filepath.Join(base, folder)
-}
-
-// NewAccountSink opens the share of the output of the account of
-// namespace: the output itself for the default account, its account=
-// folder or its table prefix for another.
-//
-// mem is the memory of the Parquet writer's buffers (nil: Go's).
-func NewAccountSink(cfg *config.Config, namespace, version string, log *zap.Logger, mem memory.Allocator) (sink.Sink, error) {
-	switch cfg.Sink.Type {
-	case "parquet":
-		enc := parquetsink.EncodeOptions{
-			Compression:  parquetsink.Compression(cfg.Sink.Parquet.Compression),
-			RowGroupRows: cfg.Sink.Parquet.RowGroupRows,
-			Allocator:    mem,
-		}
-		path := cfg.Sink.Parquet.Path
-		if namespace != "" {
-			path = joinOutput(path, AccountFolder(namespace))
-		}
-		if blobstore.IsURL(path) {
-			s, err := blobsink.New(context.Background(), blobsink.Options{
-				URL: path, Version: version, Logger: log.Named("sink"), Encode: enc,
-				Layout: sinkDefaultLayout(cfg),
-			})
-			if err != nil {
-				return nil, fmt.Errorf("open the parquet sink: %w", err)
-			}
-			return s, nil
-		}
-		s, err := parquetsink.New(parquetsink.Options{
-			Root: path, Version: version, Logger: log.Named("sink"), Encode: enc,
-			Layout: sinkDefaultLayout(cfg),
-		})
-		if err != nil {
-			return nil, fmt.Errorf("open the parquet sink: %w", err)
-		}
-		return s, nil
-	case "bigquery":
-		bq := cfg.Sink.BigQuery
-		prefix := bq.TablePrefix
-		if namespace != "" {
-			prefix += AccountTablePrefix(namespace)
-		}
-		s, err := bigquery.New(context.Background(), bigquery.Options{
-			Project: bq.Project, Dataset: bq.Dataset, Location: bq.Location, TablePrefix: prefix,
-			Clustering: bq.Clustering, Logger: log.Named("sink"), Version: version,
-			Encode:        parquetsink.EncodeOptions{Compression: parquetsink.Compression(cfg.Sink.Parquet.Compression), Allocator: mem},
-			ClientOptions: bigquery.EndpointOptions(bq.Endpoint),
-			MaxAttempts:   bq.MaxAttempts,
-			MinBackoff:    bq.MinBackoff.D(),
-			MaxBackoff:    bq.MaxBackoff.D(),
-			TempDir:       cfg.Sync.SpoolDir,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("open the bigquery sink: %w", err)
-		}
-		return s, nil
-	default:
-		return nil, fmt.Errorf("sink type %q is not one of parquet, bigquery", cfg.Sink.Type)
-	}
-}
-
 // OpenStore opens the state store the configuration names: the objects at
 // state.url (a writer claims the accounts it writes), or the local file
 // state.path.
@@ -424,14 +320,6 @@ func StateWhere(cfg *config.Config) string {
 		return cfg.State.URL
 	}
 	return cfg.State.Path
-}
-
-// OutputWhere is where the configured output lives, for messages.
-func OutputWhere(cfg *config.Config) string {
-	if cfg.Sink.Type == "bigquery" && cfg.Sink.BigQuery != nil {
-		return "BigQuery dataset " + cfg.Sink.BigQuery.Project + "." + cfg.Sink.BigQuery.Dataset
-	}
-	return cfg.Sink.Parquet.Path
 }
 
 // Open opens every part. The state store is opened first: a second syncd on
@@ -1305,15 +1193,4 @@ func (a *App) SetOwned(names []string) {
 func processUserAgent() string {
 	host, _ := os.Hostname()
 	return fmt.Sprintf("%s (%s; pid %d)", forms.DefaultUserAgent, host, os.Getpid())
-}
-
-// sinkDefaultLayout is the layout the Parquet sink writes a batch that
-// names none in (sink.Batch.Layout): the configured one, or day, the
-// default of the versions before each table chose its own. Every batch
-// the engine commits names its table's.
-func sinkDefaultLayout(cfg *config.Config) parquetsink.Layout {
-	if l := cfg.Sink.Parquet.Partition; l != "" && l != sink.LayoutAuto {
-		return parquetsink.Layout(l)
-	}
-	return parquetsink.LayoutDay
 }

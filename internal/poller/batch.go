@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/logkey"
@@ -93,7 +92,7 @@ func (f *streamRun) commitBatch(ctx context.Context, w window, b sink.Batch, int
 	n := rows.rows()
 	commit := state.Commit{BatchID: b.ID, Window: state.Interval{Start: w.start, End: w.end}, Rows: int(n), Layout: string(b.Layout)}
 	extra(&intent, &commit, rows)
-	pt, parted := f.p.sink.(sink.Partitioner)
+	_, parted := f.p.sink.(sink.Partitioner)
 	if n > 0 && (parted || intent.Index != nil || b.Schema != nil) {
 		// What the batch writes is known now: the intent names its files
 		// and versions before the first is written, so a stop between two
@@ -121,12 +120,7 @@ func (f *streamRun) commitBatch(ctx context.Context, w window, b sink.Batch, int
 		}
 	}
 	if n > 0 {
-		var written int64
-		if parted {
-			written, err = rows.commitParts(ctx, f, pt, b)
-		} else {
-			written, err = rows.commit(ctx, f, b)
-		}
+		written, err := rows.commit(ctx, f, b, parted)
 		f.bytes.Add(written)
 		if err != nil {
 			// The sink may or may not hold the batch: the intent stays, and the
@@ -140,7 +134,7 @@ func (f *streamRun) commitBatch(ctx context.Context, w window, b sink.Batch, int
 		// a commit of no parts removes them. The intent still names
 		// them, so a stop before they are gone leaves the batch open.
 		b.Parts, b.Replace, b.Stale = nil, true, w.parts
-		if _, err := pt.CommitParts(ctx, b, nil); err != nil {
+		if _, err := f.p.sink.Commit(ctx, b, nil); err != nil {
 			return fmt.Errorf("remove the files an earlier attempt of batch %s of %s wrote: %w", b.ID, f.key, err)
 		}
 	}
@@ -166,19 +160,6 @@ func (f *streamRun) commitBatch(ctx context.Context, w window, b sink.Batch, int
 		zap.Time("window_start", w.start), zap.Time("window_end", w.end))
 	f.report(Progress{})
 	return nil
-}
-
-// sizedSink is a sink that can tell how many bytes a commit wrote.
-type sizedSink interface {
-	CommitSized(ctx context.Context, b sink.Batch, rec arrow.Record) (int64, error)
-}
-
-// commitRecord commits a batch held whole in one record.
-func (f *streamRun) commitRecord(ctx context.Context, b sink.Batch, rec arrow.Record) (int64, error) {
-	if s, ok := f.p.sink.(sizedSink); ok {
-		return s.CommitSized(ctx, b, rec)
-	}
-	return 0, f.p.sink.Commit(ctx, b, rec)
 }
 
 // dropIntent forgets the intent of a batch this process never sent to the

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/syncd-dev/syncd/internal/sink"
@@ -42,22 +41,8 @@ type orderSink struct {
 	order []string // stream key of each committed batch
 }
 
-func (s *orderSink) Commit(_ context.Context, b sink.Batch, _ arrow.Record) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.done[b.ID] = true
-	s.order = append(s.order, b.Table)
-	return nil
-}
-
-func (s *orderSink) Committed(_ context.Context, b sink.Batch) (bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.done[b.ID], nil
-}
-
-func (s *orderSink) CommitRecords(ctx context.Context, b sink.Batch, recs sink.Records) (int64, error) {
-	n, err := s.chunkSink.CommitRecords(ctx, b, recs)
+func (s *orderSink) Commit(ctx context.Context, b sink.Batch, parts sink.Parts) (int64, error) {
+	n, err := s.chunkSink.Commit(ctx, b, parts)
 	s.mu.Lock()
 	s.order = append(s.order, b.Table)
 	s.mu.Unlock()

@@ -27,23 +27,23 @@ type stopSink struct {
 	failSecond, stopBeforeStale bool
 }
 
-func (s *stopSink) CommitParts(ctx context.Context, b sink.Batch, parts []sink.Part) (int64, error) {
+func (s *stopSink) Commit(ctx context.Context, b sink.Batch, parts sink.Parts) (int64, error) {
 	if s.failSecond && len(parts) > 1 {
 		s.failSecond = false
 		parts = slices.Clone(parts)
 		parts[1].Records.Each = func(func(arrow.Record) error) error { return errors.New("no space left on device") }
-		return s.Sink.CommitParts(ctx, b, parts)
+		return s.Sink.Commit(ctx, b, parts)
 	}
 	if s.stopBeforeStale && len(b.Stale) > 0 {
 		s.stopBeforeStale = false
 		b.Stale = nil
-		n, err := s.Sink.CommitParts(ctx, b, parts)
+		n, err := s.Sink.Commit(ctx, b, parts)
 		if err != nil {
 			return n, err
 		}
 		return n, errors.New("killed after the files landed, before the stale ones were removed")
 	}
-	return s.Sink.CommitParts(ctx, b, parts)
+	return s.Sink.Commit(ctx, b, parts)
 }
 
 // parquetFiles lists the Parquet files under root, relative to it.

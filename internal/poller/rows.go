@@ -271,34 +271,6 @@ func (r *Rows) rows() int64 {
 	return 0
 }
 
-// commit hands the rows to the sink: one record when they fit one chunk,
-// else replayed from the spool to a sink that streams, or concatenated for
-// one that does not. It returns the bytes the sink reports.
-func (r *Rows) commit(ctx context.Context, f *streamRun, b sink.Batch) (int64, error) {
-	if r.spool == nil {
-		return f.commitRecord(ctx, b, r.first)
-	}
-	schemaOf := r.arrowSchema
-	recs := sink.Records{Schema: schemaOf, Rows: r.spool.Rows(), Each: func(fn func(arrow.Record) error) error {
-		return r.spool.Each(schemaOf, fn)
-	}}
-	select {
-	case f.p.streamSlot <- struct{}{}:
-		defer func() { <-f.p.streamSlot }()
-	case <-ctx.Done():
-		return 0, fmt.Errorf("commit batch %s: %w", b.ID, ctx.Err())
-	}
-	if s, ok := f.p.sink.(sink.StreamCommitter); ok {
-		return s.CommitRecords(ctx, b, recs)
-	}
-	rec, err := concatenate(recs, r.mem)
-	if err != nil {
-		return 0, fmt.Errorf("gather batch %s from its spool: %w", b.ID, err)
-	}
-	defer rec.Release()
-	return f.commitRecord(ctx, b, rec)
-}
-
 // parts are the partitions the rows fall in, sorted.
 func (r *Rows) parts() []string {
 	all := map[string]bool{}
@@ -310,17 +282,14 @@ func (r *Rows) parts() []string {
 	return slices.Sorted(maps.Keys(all))
 }
 
-// commitParts hands the rows to a sink.Partitioner as one part per
-// partition: each part replays only the chunks holding its rows, sliced to
-// the runs of its rows (zero-copy), so memory holds one chunk whatever the
+// commit hands the rows to the sink, in one Commit: as one part per
+// partition to a sink.Partitioner (cut), else as one part of the whole
+// batch. Each part replays only the chunks holding its rows, sliced to the
+// runs of its rows (zero-copy), so memory holds one chunk whatever the
 // batch's size, and a sparse batch of many partitions reads its one chunk
-// from memory.
-func (r *Rows) commitParts(ctx context.Context, f *streamRun, pt sink.Partitioner, b sink.Batch) (int64, error) {
+// from memory. It returns the bytes the sink reports.
+func (r *Rows) commit(ctx context.Context, f *streamRun, b sink.Batch, cut bool) (int64, error) {
 	schemaOf := r.arrowSchema
-	timeCol := schemaOf.FieldIndices(b.TimeColumn)
-	if len(timeCol) != 1 {
-		return 0, fmt.Errorf("commit batch %s: the table has no %s column", b.ID, b.TimeColumn)
-	}
 	chunk := func(i int, fn func(arrow.Record) error) error {
 		if r.spool == nil {
 			wide, err := spool.Widen(r.first, schemaOf, r.mem)
@@ -332,29 +301,44 @@ func (r *Rows) commitParts(ctx context.Context, f *streamRun, pt sink.Partitione
 		}
 		return r.spool.Replay(i, schemaOf, fn)
 	}
-	parts := make([]sink.Part, 0, len(b.Parts))
-	for _, key := range b.Parts {
-		var chunks []int
-		for i, keys := range r.chunkKeys {
-			if keys[key] {
-				chunks = append(chunks, i)
-			}
+	var parts sink.Parts
+	if cut {
+		timeCol := schemaOf.FieldIndices(b.TimeColumn)
+		if len(timeCol) != 1 {
+			return 0, fmt.Errorf("commit batch %s: the table has no %s column", b.ID, b.TimeColumn)
 		}
-		each := func(fn func(arrow.Record) error) error {
-			for _, i := range chunks {
-				err := chunk(i, func(rec arrow.Record) error {
-					if len(r.chunkKeys[i]) == 1 {
-						return fn(rec) // the chunk is this partition's alone
-					}
-					return eachRun(rec, timeCol[0], key, f.partOf(), fn)
-				})
-				if err != nil {
-					return err
+		parts = make(sink.Parts, 0, len(b.Parts))
+		for _, key := range b.Parts {
+			var chunks []int
+			for i, keys := range r.chunkKeys {
+				if keys[key] {
+					chunks = append(chunks, i)
 				}
 			}
-			return nil
+			each := func(fn func(arrow.Record) error) error {
+				for _, i := range chunks {
+					err := chunk(i, func(rec arrow.Record) error {
+						if len(r.chunkKeys[i]) == 1 {
+							return fn(rec) // the chunk is this partition's alone
+						}
+						return eachRun(rec, timeCol[0], key, f.partOf(), fn)
+					})
+					if err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			parts = append(parts, sink.Part{Key: key, Records: sink.Records{Schema: schemaOf, Rows: r.partRows[key], Each: each}})
 		}
-		parts = append(parts, sink.Part{Key: key, Records: sink.Records{Schema: schemaOf, Rows: r.partRows[key], Each: each}})
+	} else {
+		each := func(fn func(arrow.Record) error) error {
+			if r.spool == nil {
+				return chunk(0, fn)
+			}
+			return r.spool.Each(schemaOf, fn)
+		}
+		parts = sink.Parts{{Records: sink.Records{Schema: schemaOf, Rows: r.rows(), Each: each}, Whole: true}}
 	}
 	if r.spool != nil {
 		select {
@@ -364,7 +348,7 @@ func (r *Rows) commitParts(ctx context.Context, f *streamRun, pt sink.Partitione
 			return 0, fmt.Errorf("commit batch %s: %w", b.ID, ctx.Err())
 		}
 	}
-	return pt.CommitParts(ctx, b, parts)
+	return f.p.sink.Commit(ctx, b, parts)
 }
 
 // eachRun calls fn with every maximal run of rec's rows whose time falls in
@@ -397,45 +381,6 @@ func eachRun(rec arrow.Record, col int, key string, partOf func(time.Time) strin
 		}
 	}
 	return flush(ts.Len())
-}
-
-// concatenate reads recs into one record.
-func concatenate(recs sink.Records, mem memory.Allocator) (arrow.Record, error) {
-	cols := make([][]arrow.Array, recs.Schema.NumFields())
-	defer func() {
-		for _, parts := range cols {
-			for _, a := range parts {
-				a.Release()
-			}
-		}
-	}()
-	err := recs.Each(func(rec arrow.Record) error {
-		for i := range cols {
-			c := rec.Column(i)
-			c.Retain()
-			cols[i] = append(cols[i], c)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]arrow.Array, len(cols))
-	for i, parts := range cols {
-		a, err := array.Concatenate(parts, mem)
-		if err != nil {
-			for _, done := range out[:i] {
-				done.Release()
-			}
-			return nil, fmt.Errorf("column %s: %w", recs.Schema.Field(i).Name, err)
-		}
-		out[i] = a
-	}
-	rec := array.NewRecord(recs.Schema, out, recs.Rows)
-	for _, a := range out {
-		a.Release()
-	}
-	return rec, nil
 }
 
 // release frees memory and removes the spool.

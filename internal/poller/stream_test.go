@@ -105,8 +105,7 @@ func (m *memStream) Read(_ context.Context, w Window, rows *Rows) error {
 	return flush()
 }
 
-// chunkSink is a sink that streams (sink.StreamCommitter) and records the
-// chunks it is handed.
+// chunkSink is a sink that records the chunks its parts stream.
 type chunkSink struct {
 	mu       sync.Mutex
 	chunks   int
@@ -115,11 +114,8 @@ type chunkSink struct {
 	done     map[string]bool
 }
 
-func (s *chunkSink) Commit(context.Context, sink.Batch, arrow.Record) error {
-	panic("a spooled batch is streamed, never committed whole")
-}
-
-func (s *chunkSink) CommitRecords(_ context.Context, b sink.Batch, recs sink.Records) (int64, error) {
+func (s *chunkSink) Commit(_ context.Context, b sink.Batch, parts sink.Parts) (int64, error) {
+	recs := parts.Records()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	err := recs.Each(func(rec arrow.Record) error {
@@ -192,21 +188,11 @@ type failingSink struct {
 	fail bool
 }
 
-func (s *failingSink) Commit(_ context.Context, b sink.Batch, _ arrow.Record) error {
-	if s.fail {
-		return errors.New("disk full")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.done[b.ID] = true
-	return nil
-}
-
-func (s *failingSink) CommitRecords(ctx context.Context, b sink.Batch, recs sink.Records) (int64, error) {
+func (s *failingSink) Commit(ctx context.Context, b sink.Batch, parts sink.Parts) (int64, error) {
 	if s.fail {
 		return 0, errors.New("disk full")
 	}
-	return s.chunkSink.CommitRecords(ctx, b, recs)
+	return s.chunkSink.Commit(ctx, b, parts)
 }
 
 // A pass that committed an empty range and then failed to write is no

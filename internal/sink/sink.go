@@ -4,9 +4,15 @@ package sink
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/syncd-dev/syncd/internal/table"
 )
 
 // Batch names one unit of commit: the records of one stream whose time
@@ -48,7 +54,7 @@ type Batch struct {
 	// with this attempt's rows (which the state then records), not kept.
 	// Stale lists partitions that attempt wrote and this one does not:
 	// their files are removed. A batch fetched again with no rows is
-	// handed to CommitParts with no parts, only to remove them.
+	// committed with no parts, only to remove them.
 	Replace bool
 	Stale   []string
 	// Parts are the partition keys of a Partitioner's batch, sorted: the
@@ -62,12 +68,20 @@ type Batch struct {
 	Schema []byte
 }
 
-// Sink is a destination that commits whole batches.
+// Sink is a destination that commits whole batches. Its one commit takes a
+// batch's rows as parts streamed from the spool, so that a sink's memory is
+// bounded by a chunk of a part, never by the batch.
 type Sink interface {
-	// Commit writes rec as batch b so that it becomes visible whole or not at
-	// all. Committing a batch id that is already committed must not create a
-	// second copy of its rows.
-	Commit(ctx context.Context, b Batch, rec arrow.Record) error
+	// Commit writes parts as batch b so that it becomes visible whole or
+	// not at all, and returns the bytes it wrote (for the metrics; 0 when
+	// it wrote nothing, as for a replay). Committing a batch id that is
+	// already committed must not create a second copy of its rows.
+	//
+	// A Partitioner's batch comes cut: one part per key of b.Parts, in
+	// that order; with no parts at all, b.Replace asks only that the files
+	// of b.Stale go. Any other batch comes whole, as one part marked Whole,
+	// which a Partitioner cuts itself by its time column (setting b.Parts).
+	Commit(ctx context.Context, b Batch, parts Parts) (int64, error)
 	// Committed reports whether batch b is already committed. It is how an
 	// open intent found at start-up is resolved.
 	Committed(ctx context.Context, b Batch) (bool, error)
@@ -75,22 +89,71 @@ type Sink interface {
 	Close() error
 }
 
-// Records is a batch too large to hold in memory at once, replayed in
-// chunks. Each calls fn with the batch's rows, in order, as records of
-// Schema; a record is valid only during its call. Each may be called more
-// than once (a sink that retries replays the rows again).
+// Records is rows too many to hold in memory at once, replayed in chunks.
+// Each calls fn with the rows, in order, as records of Schema; a record is
+// valid only during its call. Each may be called more than once (a sink
+// that retries replays the rows again).
 type Records struct {
 	Schema *arrow.Schema
 	Rows   int64
 	Each   func(fn func(arrow.Record) error) error
 }
 
-// StreamCommitter is a capability a Sink may have: committing a batch from
-// Records, so that memory stays bounded by one chunk whatever the batch's
-// size. The guarantee is Commit's. It returns the bytes written, for the
-// metrics. A sink without it gets the chunks concatenated into one record.
-type StreamCommitter interface {
-	CommitRecords(ctx context.Context, b Batch, recs Records) (int64, error)
+// Part is the rows of one batch that fall in one partition, or all of its
+// rows (Whole).
+type Part struct {
+	Key     string // the partition, as the batch's Layout names it; "" for a whole batch
+	Records Records
+	// Whole is set on the one part of a batch that is not cut into
+	// partitions: a sink that writes a file per partition cuts it.
+	Whole bool
+}
+
+// Parts are the rows of one batch, in order. Each part replays its rows
+// from where the batch is kept (the spool) only when the sink reads it, so
+// holding the list holds none of the rows.
+type Parts []Part
+
+// Whole is a batch held in one record, as its one Whole part (a record of
+// no rows still makes a part: the sink learns the batch's schema from it).
+func Whole(rec arrow.Record) Parts {
+	return Parts{{Records: Single(rec), Whole: true}}
+}
+
+// Single is the rows of one record, replayed as one chunk.
+func Single(rec arrow.Record) Records {
+	return Records{Schema: rec.Schema(), Rows: rec.NumRows(), Each: func(fn func(arrow.Record) error) error { return fn(rec) }}
+}
+
+// Rows counts the rows of every part.
+func (ps Parts) Rows() int64 {
+	var n int64
+	for _, p := range ps {
+		n += p.Records.Rows
+	}
+	return n
+}
+
+// Schema is the schema of the parts' records (every part shares it); nil
+// when there is no part.
+func (ps Parts) Schema() *arrow.Schema {
+	if len(ps) == 0 {
+		return nil
+	}
+	return ps[0].Records.Schema
+}
+
+// Records replays the rows of every part, part after part, as one stream:
+// what a sink that writes a batch as one unit (a load file) reads.
+func (ps Parts) Records() Records {
+	return Records{Schema: ps.Schema(), Rows: ps.Rows(), Each: func(fn func(arrow.Record) error) error {
+		for _, p := range ps {
+			if err := p.Records.Each(fn); err != nil {
+				return err
+			}
+		}
+		return nil
+	}}
 }
 
 // Purger is a capability a Sink may have: removing a table's whole output
@@ -100,23 +163,17 @@ type Purger interface {
 	Purge(ctx context.Context, table string) error
 }
 
-// Part is the rows of one batch that fall in one partition.
-type Part struct {
-	Key     string // the partition, as PartitionOf names it
-	Records Records
-}
-
 // Partitioner is a capability a Sink may have: it writes one file per
 // partition of the time column, in the batch's Layout, so the poller hands
-// it a batch cut into parts (Batch.Layout's PartitionOf names them) and
-// cuts windows at partition starts, so that a pass writes one file per
-// partition. Its Commit of a whole record splits the record itself.
+// it batches cut into parts (Batch.Layout's PartitionOf names them, and
+// Batch.Parts lists them) and cuts windows at partition starts, so that a
+// pass writes one file per partition. Each part becomes one file, visible
+// whole or not at all; a file already in place is kept, so a replay adds
+// nothing; the batch is committed when every part is.
 type Partitioner interface {
-	// CommitParts writes each part as one file of batch b, in the order of
-	// b.Parts (which lists every part's key), each visible whole or not at
-	// all; a file already in place is kept, so a replay adds nothing. The
-	// batch is committed when every part is. It returns the bytes written.
-	CommitParts(ctx context.Context, b Batch, parts []Part) (int64, error)
+	Sink
+	// WritesFilePerPartition marks the capability; it does nothing.
+	WritesFilePerPartition()
 }
 
 // LatestQuery is the query of a table's current state, in SQL that DuckDB
@@ -127,7 +184,22 @@ type Partitioner interface {
 // <table>_latest views.
 func LatestQuery(from, key, version string) string {
 	return "SELECT * FROM (SELECT * FROM " + from + " WHERE TRUE QUALIFY ROW_NUMBER() OVER (PARTITION BY " + key +
-		" ORDER BY " + version + " DESC, _synced_at DESC) = 1) WHERE NOT COALESCE(_deleted, FALSE)"
+		" ORDER BY " + version + " DESC, " + table.ColSyncedAt + " DESC) = 1) WHERE NOT COALESCE(" + table.ColDeleted + ", FALSE)"
+}
+
+// Prober is a capability a Sink may have: proving, for `syncd validate`,
+// that the output can be written, without writing a batch (a hidden file
+// written and deleted, a dry-run job). A sink opened to be probed must not
+// clean up temporary files: a running daemon may be writing them.
+type Prober interface {
+	Probe(ctx context.Context) (Probe, error)
+}
+
+// Probe is what a Prober found: Checked says what was done ("a probe file
+// was written and deleted"), Warning something to fix that does not stop
+// a sync (a dataset the first load will create).
+type Probe struct {
+	Checked, Warning string
 }
 
 // LeaseBound is a capability a Sink may have: it stops writing once the
@@ -199,4 +271,76 @@ type RowVersion struct {
 // (see Held) are read.
 type VersionReader interface {
 	ReadVersions(ctx context.Context, t TableColumns, fn func(RowVersion) error) error
+}
+
+// CommitRecord commits batch b held whole in one record: Commit of one
+// part, for callers (tests, tools) that build a batch in memory.
+func CommitRecord(ctx context.Context, s Sink, b Batch, rec arrow.Record) error {
+	if rec == nil {
+		return fmt.Errorf("commit batch %s: no record", b.ID)
+	}
+	_, err := s.Commit(ctx, b, Whole(rec))
+	return err
+}
+
+// WithGathered calls fn with parts gathered into one record (Gather, in
+// Go's memory), released after: the Commit of a test's fake that reads a
+// batch whole. It reports no bytes written.
+func WithGathered(parts Parts, fn func(arrow.Record) error) (int64, error) {
+	rec, err := Gather(parts, memory.DefaultAllocator)
+	if err != nil {
+		return 0, err
+	}
+	defer rec.Release()
+	return 0, fn(rec)
+}
+
+// Gather reads parts into one record, in mem: for a sink that must hold a
+// batch whole (a test's fake); a real sink reads the parts as they stream.
+// The caller releases the record.
+func Gather(parts Parts, mem memory.Allocator) (arrow.Record, error) {
+	recs := parts.Records()
+	if recs.Schema == nil {
+		return nil, errors.New("gather a batch: no parts")
+	}
+	cols := make([][]arrow.Array, recs.Schema.NumFields())
+	defer func() {
+		for _, parts := range cols {
+			for _, a := range parts {
+				a.Release()
+			}
+		}
+	}()
+	err := recs.Each(func(rec arrow.Record) error {
+		for i := range cols {
+			c := rec.Column(i)
+			c.Retain()
+			cols[i] = append(cols[i], c)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gather a batch: %w", err)
+	}
+	out := make([]arrow.Array, len(cols))
+	for i, parts := range cols {
+		if len(parts) == 0 {
+			a := array.MakeArrayOfNull(mem, recs.Schema.Field(i).Type, 0)
+			out[i] = a
+			continue
+		}
+		a, err := array.Concatenate(parts, mem)
+		if err != nil {
+			for _, done := range out[:i] {
+				done.Release()
+			}
+			return nil, fmt.Errorf("gather a batch: column %s: %w", recs.Schema.Field(i).Name, err)
+		}
+		out[i] = a
+	}
+	rec := array.NewRecord(recs.Schema, out, recs.Rows)
+	for _, a := range out {
+		a.Release()
+	}
+	return rec, nil
 }

@@ -22,8 +22,8 @@ import (
 // output, its intent open.
 type stopAfterSink struct{ *parquetsink.Sink }
 
-func (s stopAfterSink) CommitParts(ctx context.Context, b sink.Batch, parts []sink.Part) (int64, error) {
-	n, err := s.Sink.CommitParts(ctx, b, parts)
+func (s stopAfterSink) Commit(ctx context.Context, b sink.Batch, parts sink.Parts) (int64, error) {
+	n, err := s.Sink.Commit(ctx, b, parts)
 	if err != nil {
 		return n, err
 	}

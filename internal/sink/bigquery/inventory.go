@@ -11,6 +11,7 @@ import (
 	"google.golang.org/api/iterator"
 
 	"github.com/syncd-dev/syncd/internal/sink"
+	tablepkg "github.com/syncd-dev/syncd/internal/table"
 )
 
 var (
@@ -19,7 +20,7 @@ var (
 )
 
 // batchColumn is the column every row carries its batch id in.
-const batchColumn = "_batch_id"
+const batchColumn = tablepkg.ColBatchID
 
 // HeldBatches lists the ids of the batches whose rows table holds: one
 // query of its _batch_id column (sink.Inventory).
@@ -90,7 +91,7 @@ func (s *Sink) ReadVersions(ctx context.Context, t sink.TableColumns, fn func(si
 		}
 		return "NULL"
 	}
-	q := "SELECT " + batchColumn + ", CAST(" + pick(t.Key) + " AS STRING), " + pick(t.Version) + ", " + pick(t.Time) + ", " + pick("_deleted") +
+	q := "SELECT " + batchColumn + ", CAST(" + pick(t.Key) + " AS STRING), " + pick(t.Version) + ", " + pick(t.Time) + ", " + pick(tablepkg.ColDeleted) +
 		" FROM " + s.quoted(name)
 	return s.query(ctx, name, q, func(row []bigquery.Value) error {
 		v := sink.RowVersion{}

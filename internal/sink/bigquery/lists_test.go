@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/syncd-dev/syncd/internal/bqfake"
+	"github.com/syncd-dev/syncd/internal/sink"
 	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 	"github.com/syncd-dev/syncd/internal/source/forms/schema"
 )
@@ -45,7 +46,7 @@ func TestListAnswerWithEmptyElementLoads(t *testing.T) {
 			}
 			rec, _, _ := bld.Finish()
 			defer rec.Release()
-			if err := s.Commit(ctx, b, rec); err != nil {
+			if err := sink.CommitRecord(ctx, s, b, rec); err != nil {
 				t.Fatalf("answer %s to a %s question: commit failed: %v", tc.value, tc.typ, err)
 			}
 		})

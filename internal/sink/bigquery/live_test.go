@@ -12,6 +12,8 @@ import (
 	"go.uber.org/zap/zaptest"
 	"golang.org/x/oauth2/google"
 	"google.golang.org/api/iterator"
+
+	"github.com/syncd-dev/syncd/internal/sink"
 )
 
 // TestLiveBigQuery runs the sink against real BigQuery, in a dataset of its
@@ -54,7 +56,7 @@ func TestLiveBigQuery(t *testing.T) {
 	item := arrow.StructOf(arrow.Field{Name: "sku", Type: arrow.BinaryTypes.String}, arrow.Field{Name: "qty", Type: arrow.PrimitiveTypes.Int64, Nullable: true})
 	b1 := batch("live:b1")
 	ids1 := ids("one", 3)
-	if err := s.Commit(ctx, b1, record(t, schemaOf(baseFields()...), b1, ids1, nil)); err != nil {
+	if err := sink.CommitRecord(ctx, s, b1, record(t, schemaOf(baseFields()...), b1, ids1, nil)); err != nil {
 		t.Fatalf("commit b1: %v", err)
 	}
 	fields2 := append(baseFields(),
@@ -69,10 +71,10 @@ func TestLiveBigQuery(t *testing.T) {
 	rec2 := record(t, schemaOf(fields2...), b2, ids2, map[string]string{
 		"q_new": `"hello"`, "q_items": `[{"sku":"A","qty":2}]`, "q_strict": "5", "q_day": `"2024-04-30"`, "q_tags": `["a","b"]`,
 	})
-	if err := s.Commit(ctx, b2, rec2); err != nil {
+	if err := sink.CommitRecord(ctx, s, b2, rec2); err != nil {
 		t.Fatalf("commit b2 with new columns: %v", err)
 	}
-	if err := s.Commit(ctx, b2, rec2); err != nil {
+	if err := sink.CommitRecord(ctx, s, b2, rec2); err != nil {
 		t.Fatalf("commit b2 again: %v", err)
 	}
 	s2 := newSink(t, opts)

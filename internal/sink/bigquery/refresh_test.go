@@ -71,20 +71,20 @@ func TestSchemaErrorClearsOnceTheColumnIsRelaxed(t *testing.T) {
 	fields1 := append(baseFields(), arrow.Field{Name: "legacy", Type: arrow.BinaryTypes.String})
 	b1 := batch("b1")
 	b1.Required = append(b1.Required, "legacy")
-	if err := s.Commit(ctx, b1, record(t, schemaOf(fields1...), b1, ids("one", 2), map[string]string{"legacy": `"x"`})); err != nil {
+	if err := sink.CommitRecord(ctx, s, b1, record(t, schemaOf(fields1...), b1, ids("one", 2), map[string]string{"legacy": `"x"`})); err != nil {
 		t.Fatalf("commit b1: %v", err)
 	}
 	b2 := batch("b2")
 	rec2 := record(t, schemaOf(baseFields()...), b2, ids("two", 2), nil)
 	var se *SchemaError
-	if err := s.Commit(ctx, b2, rec2); !errors.As(err, &se) {
+	if err := sink.CommitRecord(ctx, s, b2, rec2); !errors.As(err, &se) {
 		t.Fatalf("commit b2 without legacy: err = %v, want a *SchemaError", err)
 	}
 	relax(t, testClient(t, f), "form_fa1", "legacy")
-	if err := s.Commit(ctx, b2, rec2); err != nil {
+	if err := sink.CommitRecord(ctx, s, b2, rec2); err != nil {
 		t.Errorf("commit b2 after legacy was relaxed, same Sink: %v", err)
 	}
-	if err := newSink(t, opts).Commit(ctx, b2, rec2); err != nil {
+	if err := sink.CommitRecord(ctx, newSink(t, opts), b2, rec2); err != nil {
 		t.Errorf("commit b2 again, new Sink: %v", err)
 	}
 	exactlyOnce(t, f, "form_fa1", ids("one", 2), ids("two", 2))
@@ -97,7 +97,7 @@ func TestSchemaErrorClearsOnceTheTableIsMovedAside(t *testing.T) {
 	f := bqfake.New(t)
 	s := newSink(t, testOptions(t, f))
 	b1 := batch("b1")
-	if err := s.Commit(ctx, b1, record(t, schemaOf(baseFields()...), b1, ids("s", 2), nil)); err != nil {
+	if err := sink.CommitRecord(ctx, s, b1, record(t, schemaOf(baseFields()...), b1, ids("s", 2), nil)); err != nil {
 		t.Fatal(err)
 	}
 	fields := baseFields()
@@ -105,13 +105,13 @@ func TestSchemaErrorClearsOnceTheTableIsMovedAside(t *testing.T) {
 	b2 := batch("b2")
 	rec2 := record(t, schemaOf(fields...), b2, ids("t", 1), map[string]string{"q_name": "1"})
 	var se *SchemaError
-	if err := s.Commit(ctx, b2, rec2); !errors.As(err, &se) {
+	if err := sink.CommitRecord(ctx, s, b2, rec2); !errors.As(err, &se) {
 		t.Fatalf("commit b2 with q_name as INT64: err = %v, want a *SchemaError", err)
 	}
 	if err := testClient(t, f).Dataset(testDataset).Table("form_fa1").Delete(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Commit(ctx, b2, rec2); err != nil {
+	if err := sink.CommitRecord(ctx, s, b2, rec2); err != nil {
 		t.Errorf("commit b2 after the old table was moved aside, same Sink: %v", err)
 	}
 	exactlyOnce(t, f, "form_fa1", ids("t", 1))
@@ -124,16 +124,16 @@ func TestLoadFollowsARelaxedColumn(t *testing.T) {
 	f := bqfake.New(t)
 	s := newSink(t, testOptions(t, f))
 	b1 := batch("b1")
-	if err := s.Commit(ctx, b1, record(t, schemaOf(baseFields()...), b1, ids("one", 2), nil)); err != nil {
+	if err := sink.CommitRecord(ctx, s, b1, record(t, schemaOf(baseFields()...), b1, ids("one", 2), nil)); err != nil {
 		t.Fatal(err)
 	}
 	relax(t, testClient(t, f), "form_fa1", "form_id")
 	b2 := batch("b2")
-	if err := s.Commit(ctx, b2, record(t, schemaOf(baseFields()...), b2, ids("two", 2), nil)); err != nil {
+	if err := sink.CommitRecord(ctx, s, b2, record(t, schemaOf(baseFields()...), b2, ids("two", 2), nil)); err != nil {
 		t.Errorf("commit after a person relaxed form_id: %v (jobs: %v)", err, f.JobIDs(testProject))
 	}
 	b3 := batch("b3")
-	if err := s.Commit(ctx, b3, record(t, schemaOf(baseFields()...), b3, ids("three", 1), nil)); err != nil {
+	if err := sink.CommitRecord(ctx, s, b3, record(t, schemaOf(baseFields()...), b3, ids("three", 1), nil)); err != nil {
 		t.Errorf("commit after that: %v (jobs: %v)", err, f.JobIDs(testProject))
 	}
 	exactlyOnce(t, f, "form_fa1", ids("one", 2), ids("two", 2), ids("three", 1))
@@ -177,7 +177,7 @@ func TestLatestViewCreatedAfterAFailedInsert(t *testing.T) {
 	opts.ClientOptions = append(opts.ClientOptions, option.WithHTTPClient(&http.Client{Transport: fail}))
 	s := newSink(t, opts)
 	b := versioned("b1")
-	if err := s.Commit(ctx, b, record(t, schemaOf(baseFields()...), b, ids("s", 2), nil)); err != nil {
+	if err := sink.CommitRecord(ctx, s, b, record(t, schemaOf(baseFields()...), b, ids("s", 2), nil)); err != nil {
 		t.Fatalf("commit b1, whose view insert fails: %v", err)
 	}
 	if !fail.tripped.Load() {
@@ -187,7 +187,7 @@ func TestLatestViewCreatedAfterAFailedInsert(t *testing.T) {
 		t.Fatal("form_fa1_latest exists although its insert failed")
 	}
 	b2 := versioned("b2")
-	if err := s.Commit(ctx, b2, record(t, schemaOf(baseFields()...), b2, ids("t", 2), nil)); err != nil {
+	if err := sink.CommitRecord(ctx, s, b2, record(t, schemaOf(baseFields()...), b2, ids("t", 2), nil)); err != nil {
 		t.Fatalf("commit b2: %v", err)
 	}
 	exactlyOnce(t, f, "form_fa1", ids("s", 2), ids("t", 2))
@@ -203,14 +203,14 @@ func TestLatestViewCreatedForAnExistingTable(t *testing.T) {
 	f := bqfake.New(t)
 	opts := testOptions(t, f)
 	b0 := batch("b0") // an older syncd: same table, no view
-	if err := newSink(t, opts).Commit(ctx, b0, record(t, schemaOf(baseFields()...), b0, ids("o", 1), nil)); err != nil {
+	if err := sink.CommitRecord(ctx, newSink(t, opts), b0, record(t, schemaOf(baseFields()...), b0, ids("o", 1), nil)); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := f.Table(testProject, testDataset, "form_fa1_latest"); ok {
 		t.Fatal("a batch without key and version columns made a latest view")
 	}
 	b := versioned("b1")
-	if err := newSink(t, opts).Commit(ctx, b, record(t, schemaOf(baseFields()...), b, ids("s", 2), nil)); err != nil {
+	if err := sink.CommitRecord(ctx, newSink(t, opts), b, record(t, schemaOf(baseFields()...), b, ids("s", 2), nil)); err != nil {
 		t.Fatal(err)
 	}
 	v, ok := f.Table(testProject, testDataset, "form_fa1_latest")
@@ -236,7 +236,7 @@ func TestLatestViewOfAnotherDefinitionIsKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := versioned("b1")
-	if err := newSink(t, testOptions(t, f)).Commit(ctx, b, record(t, schemaOf(baseFields()...), b, ids("s", 2), nil)); err != nil {
+	if err := sink.CommitRecord(ctx, newSink(t, testOptions(t, f)), b, record(t, schemaOf(baseFields()...), b, ids("s", 2), nil)); err != nil {
 		t.Fatal(err)
 	}
 	if v, _ := f.Table(testProject, testDataset, "form_fa1_latest"); v.View == nil || v.View.Query != mine {
@@ -279,7 +279,7 @@ func TestFittingBatchesReadNoTable(t *testing.T) {
 	f := bqfake.New(t)
 	s, gets := newCountingSink(t, f)
 	b1 := versioned("b1")
-	if err := s.Commit(ctx, b1, record(t, schemaOf(baseFields()...), b1, ids("s", 2), nil)); err != nil {
+	if err := sink.CommitRecord(ctx, s, b1, record(t, schemaOf(baseFields()...), b1, ids("s", 2), nil)); err != nil {
 		t.Fatal(err)
 	}
 	gets.mu.Lock()
@@ -287,7 +287,7 @@ func TestFittingBatchesReadNoTable(t *testing.T) {
 	gets.mu.Unlock()
 	for _, id := range []string{"b2", "b3"} {
 		b := versioned(id)
-		if err := s.Commit(ctx, b, record(t, schemaOf(baseFields()...), b, ids(id, 2), nil)); err != nil {
+		if err := sink.CommitRecord(ctx, s, b, record(t, schemaOf(baseFields()...), b, ids(id, 2), nil)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -308,7 +308,7 @@ func TestLoadRefusedByARecreatedTableIsASchemaError(t *testing.T) {
 	f := bqfake.New(t)
 	s := newSink(t, testOptions(t, f))
 	b1 := batch("b1")
-	if err := s.Commit(ctx, b1, record(t, schemaOf(baseFields()...), b1, ids("one", 2), nil)); err != nil {
+	if err := sink.CommitRecord(ctx, s, b1, record(t, schemaOf(baseFields()...), b1, ids("one", 2), nil)); err != nil {
 		t.Fatal(err)
 	}
 	tb := testClient(t, f).Dataset(testDataset).Table("form_fa1")
@@ -328,7 +328,7 @@ func TestLoadRefusedByARecreatedTableIsASchemaError(t *testing.T) {
 		t.Fatal(err)
 	}
 	b2 := batch("b2")
-	err = s.Commit(ctx, b2, record(t, schemaOf(baseFields()...), b2, ids("two", 2), nil))
+	err = sink.CommitRecord(ctx, s, b2, record(t, schemaOf(baseFields()...), b2, ids("two", 2), nil))
 	var se *SchemaError
 	if !errors.As(err, &se) || se.Column != "q_name" {
 		t.Fatalf("commit into the recreated table: err = %v, want a *SchemaError of q_name", err)

@@ -220,16 +220,12 @@ func nullable(f *bigquery.FieldSchema) *bigquery.FieldSchema {
 // reverse, so the file never leaves it to chance. Only the types change;
 // the data is shared. The caller releases the result.
 func conform(rec arrow.Record, table bigquery.Schema) (arrow.Record, error) {
-	fields := slices.Clone(rec.Schema().Fields())
-	cols := make([]arrow.Array, len(fields))
-	for i, f := range fields {
-		tf := findField(table, f.Name)
-		if tf == nil {
-			return nil, fmt.Errorf("column %s is not in the table after its schema was updated", f.Name)
-		}
-		f.Nullable = !tf.Required
-		f.Type = conformType(f.Type, tf)
-		fields[i] = f
+	as, err := conformSchema(rec.Schema(), table)
+	if err != nil {
+		return nil, err
+	}
+	cols := make([]arrow.Array, len(as.Fields()))
+	for i, f := range as.Fields() {
 		col := rec.Column(i)
 		if arrow.TypeEqual(f.Type, col.DataType()) {
 			col.Retain()
@@ -240,12 +236,28 @@ func conform(rec arrow.Record, table bigquery.Schema) (arrow.Record, error) {
 		cols[i] = array.MakeFromData(d)
 		d.Release()
 	}
-	md := rec.Schema().Metadata()
-	out := array.NewRecord(arrow.NewSchema(fields, &md), cols, rec.NumRows())
+	out := array.NewRecord(as, cols, rec.NumRows())
 	for _, c := range cols {
 		c.Release()
 	}
 	return out, nil
+}
+
+// conformSchema is the schema conform gives records of s: the table's
+// modes. It is known before any record, so that a file's chunks share it.
+func conformSchema(s *arrow.Schema, table bigquery.Schema) (*arrow.Schema, error) {
+	fields := slices.Clone(s.Fields())
+	for i, f := range fields {
+		tf := findField(table, f.Name)
+		if tf == nil {
+			return nil, fmt.Errorf("column %s is not in the table after its schema was updated", f.Name)
+		}
+		f.Nullable = !tf.Required
+		f.Type = conformType(f.Type, tf)
+		fields[i] = f
+	}
+	md := s.Metadata()
+	return arrow.NewSchema(fields, &md), nil
 }
 
 func conformType(dt arrow.DataType, tf *bigquery.FieldSchema) arrow.DataType {

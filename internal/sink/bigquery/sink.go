@@ -70,6 +70,7 @@ import (
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/option"
 
+	"github.com/syncd-dev/syncd/internal/httpapi"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/sink/parquetsink"
 	"github.com/syncd-dev/syncd/internal/spool"
@@ -190,7 +191,8 @@ type tableState struct {
 }
 
 var (
-	_ sink.Sink = (*Sink)(nil)
+	_ sink.Sink   = (*Sink)(nil)
+	_ sink.Prober = (*Sink)(nil)
 )
 
 // New returns a Sink. It makes no BigQuery call; the dataset and tables are
@@ -266,23 +268,28 @@ func (s *Sink) fullName(table string) string {
 	return s.opts.Project + "." + s.opts.Dataset + "." + table
 }
 
-// Commit loads rec as batch b into its table, exactly once: if a load job
+// Commit loads parts as batch b into its table, exactly once: if a load job
 // of the batch already succeeded, Commit checks its row count and returns.
-// A record without rows only makes sure the table exists with its columns;
-// it spends no load job (a table takes at most 1,500 a day).
-func (s *Sink) Commit(ctx context.Context, b sink.Batch, rec arrow.Record) error {
+// The parts are encoded into the load file as they stream in, one chunk
+// at a time, whatever the batch's size. A batch without rows only makes
+// sure the table exists with its columns; it spends no load job (a table
+// takes at most 1,500 a day). It reports the bytes of the file it loaded
+// (0 when the batch was already loaded).
+func (s *Sink) Commit(ctx context.Context, b sink.Batch, parts sink.Parts) (int64, error) {
 	if err := checkBatch(b); err != nil {
-		return err
+		return 0, err
 	}
-	if rec == nil {
-		return fmt.Errorf("bigquery sink: commit batch %s: no record", b.ID)
+	recs := parts.Records()
+	if len(parts) > 0 && recs.Schema == nil {
+		return 0, fmt.Errorf("bigquery sink: commit batch %s: no records", b.ID)
 	}
 	if _, err := s.dataset(ctx, true); err != nil {
-		return err
+		return 0, err
 	}
-	c := &commit{s: s, b: b, table: s.tableName(b), rec: rec}
+	c := &commit{s: s, b: b, table: s.tableName(b), recs: recs}
 	defer c.close()
-	return c.run(ctx)
+	err := c.run(ctx)
+	return c.sent, err
 }
 
 // commit is one Commit call: the batch, and its encoded file once made.
@@ -290,9 +297,10 @@ type commit struct {
 	s     *Sink
 	b     sink.Batch
 	table string
-	rec   arrow.Record
-	file  *os.File // the Parquet bytes, made on first submission, kept for retries
+	recs  sink.Records // every part's rows, in order; Schema nil: none
+	file  *os.File     // the Parquet bytes, made on first submission, kept for retries
 	size  int64
+	sent  int64 // bytes of the file of the job this call submitted
 	// written is the schema of the last file made: the batch's columns in
 	// the modes of the table as the sink then knew it.
 	written *arrow.Schema
@@ -334,8 +342,12 @@ func (c *commit) run(ctx context.Context) error {
 		}
 		submitted := false
 		if job == nil {
-			if c.rec.NumRows() == 0 {
-				if _, err := s.ensureTable(ctx, c.table, c.b, c.rec.Schema()); err != nil {
+			if c.recs.Rows == 0 {
+				if c.recs.Schema == nil {
+					log.Debug("no parts: nothing to load")
+					return nil
+				}
+				if _, err := s.ensureTable(ctx, c.table, c.b, c.recs.Schema); err != nil {
 					return err
 				}
 				log.Debug("empty batch: nothing to load")
@@ -362,6 +374,7 @@ func (c *commit) run(ctx context.Context) error {
 				return werr
 			}
 			submitted = true
+			c.sent = c.size
 			log.Debug("load job submitted", zap.String("job_id", id), zap.Int64("bytes", c.size))
 		}
 		st, err := s.wait(ctx, job)
@@ -416,9 +429,9 @@ func (c *commit) run(ctx context.Context) error {
 		if err != nil {
 			return s.apiError("check load job", c.table, id, err)
 		}
-		if n != c.rec.NumRows() {
+		if n != c.recs.Rows {
 			return fmt.Errorf("bigquery sink: load job %s of batch %s into %s succeeded with %d rows but the batch has %d: the batch was rebuilt differently after the job ran, or another deployment uses the same batch ids in project %s",
-				id, c.b.ID, s.fullName(c.table), n, c.rec.NumRows(), s.opts.Project)
+				id, c.b.ID, s.fullName(c.table), n, c.recs.Rows, s.opts.Project)
 		}
 		log.Info("batch committed", zap.String("job_id", id), zap.Int64("rows", n), zap.Int("attempt", attempt))
 		return nil
@@ -426,21 +439,32 @@ func (c *commit) run(ctx context.Context) error {
 }
 
 // prepare makes sure the table can take the batch and encodes the batch
-// with the table's modes into a temporary file, once per Commit.
+// with the table's modes into a temporary file, once per Commit: each
+// chunk is conformed and encoded as it streams in, so memory holds one
+// chunk and one row group, never the batch.
 func (c *commit) prepare(ctx context.Context) error {
 	if c.file != nil {
 		return nil
 	}
-	schema, err := c.s.ensureTable(ctx, c.table, c.b, c.rec.Schema())
+	schema, err := c.s.ensureTable(ctx, c.table, c.b, c.recs.Schema)
 	if err != nil {
 		return err
 	}
-	rec, err := conform(c.rec, schema)
+	as, err := conformSchema(c.recs.Schema, schema)
 	if err != nil {
 		return fmt.Errorf("bigquery sink: batch %s for %s: %w", c.b.ID, c.s.fullName(c.table), err)
 	}
-	defer rec.Release()
-	c.written = rec.Schema()
+	conformed := sink.Records{Schema: as, Rows: c.recs.Rows, Each: func(fn func(arrow.Record) error) error {
+		return c.recs.Each(func(rec arrow.Record) error {
+			out, err := conform(rec, schema)
+			if err != nil {
+				return fmt.Errorf("bigquery sink: batch %s for %s: %w", c.b.ID, c.s.fullName(c.table), err)
+			}
+			defer out.Release()
+			return fn(out)
+		})
+	}}
+	c.written = as
 	dir, err := spool.TempDir(c.s.opts.TempDir)
 	if err != nil {
 		return fmt.Errorf("bigquery sink: batch %s: %w", c.b.ID, err)
@@ -455,7 +479,7 @@ func (c *commit) prepare(ctx context.Context) error {
 		kv[parquetsink.KeyVersion] = c.s.opts.Version
 	}
 	w := bufio.NewWriterSize(f, parquetsink.WriteBuffer)
-	n, err := parquetsink.Encode(w, rec, c.b, kv, c.s.opts.Encode)
+	n, err := parquetsink.EncodeRecords(w, conformed, c.b, kv, c.s.opts.Encode)
 	if err == nil {
 		err = w.Flush()
 	}
@@ -472,16 +496,15 @@ func (c *commit) prepare(ctx context.Context) error {
 // it) and reports whether the batch's file for it differs from the last one
 // made.
 func (c *commit) tableChanged(ctx context.Context) (bool, error) {
-	schema, err := c.s.ensureTable(ctx, c.table, c.b, c.rec.Schema())
+	schema, err := c.s.ensureTable(ctx, c.table, c.b, c.recs.Schema)
 	if err != nil {
 		return false, err
 	}
-	rec, err := conform(c.rec, schema)
+	as, err := conformSchema(c.recs.Schema, schema)
 	if err != nil {
 		return false, fmt.Errorf("bigquery sink: batch %s for %s: %w", c.b.ID, c.s.fullName(c.table), err)
 	}
-	defer rec.Release()
-	return !rec.Schema().Equal(c.written), nil
+	return !as.Equal(c.written), nil
 }
 
 func outputRows(st *bigquery.JobStatus) (int64, error) {
@@ -571,7 +594,7 @@ func (s *Sink) submit(ctx context.Context, table, id string, f *os.File, size in
 func (s *Sink) wait(ctx context.Context, job *bigquery.Job) (*bigquery.JobStatus, error) {
 	st := job.LastStatus()
 	for poll := 1; st == nil || !st.Done(); poll++ {
-		if err := s.pause(ctx, min(s.opts.MinBackoff<<min(poll-1, 20), s.opts.MaxBackoff)); err != nil {
+		if err := httpapi.SleepContext(ctx, min(s.opts.MinBackoff<<min(poll-1, 20), s.opts.MaxBackoff)); err != nil {
 			return nil, err
 		}
 		var err error
@@ -586,18 +609,7 @@ func (s *Sink) wait(ctx context.Context, job *bigquery.Job) (*bigquery.JobStatus
 // half of it random so that many syncd processes do not retry in step.
 func (s *Sink) sleep(ctx context.Context, try int) error {
 	d := min(s.opts.MinBackoff<<min(try-1, 20), s.opts.MaxBackoff)
-	return s.pause(ctx, d/2+rand.N(d/2+1))
-}
-
-func (s *Sink) pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return httpapi.SleepContext(ctx, d/2+rand.N(d/2+1))
 }
 
 // dataset finds the dataset, creating it in the configured location when
@@ -865,5 +877,33 @@ func (s *Sink) ensureLatestView(ctx context.Context, ts *tableState, table strin
 	if ctx.Err() == nil { // else the batch fails for it anyway
 		s.log.Warn("latest view not in place; the batch loads without it and the next batch of the table tries again",
 			zap.String("view", name), zap.Error(s.apiError(op, name, "", err)))
+	}
+}
+
+// Probe runs a dry-run query naming the dataset (sink.Prober): BigQuery
+// checks the job permission on the project and read access to the
+// dataset, runs nothing and bills nothing. A dataset that does not exist
+// yet is a warning: the first load creates it.
+func (s *Sink) Probe(ctx context.Context) (sink.Probe, error) {
+	where := s.opts.Project + "." + s.opts.Dataset
+	q := s.client.Query(fmt.Sprintf("SELECT table_name FROM `%s.%s.INFORMATION_SCHEMA.TABLES` LIMIT 1", s.opts.Project, s.opts.Dataset))
+	q.DryRun = true
+	q.Location = s.opts.Location
+	_, err := q.Run(ctx)
+	var ge *googleapi.Error
+	switch {
+	case err == nil:
+		return sink.Probe{Checked: "a dry-run query job was accepted"}, nil
+	case errors.As(err, &ge) && ge.Code == 404:
+		location := s.opts.Location
+		if location == "" {
+			location = "US"
+		}
+		return sink.Probe{Warning: fmt.Sprintf("dataset %s does not exist yet: syncd creates it on the first load, which needs roles/bigquery.dataEditor on project %s; or create it: bq mk --location=%s %s:%s",
+			where, s.opts.Project, location, s.opts.Project, s.opts.Dataset)}, nil
+	case errors.As(err, &ge) && ge.Code == 403:
+		return sink.Probe{}, fmt.Errorf("bigquery %s: permission denied for a dry-run query job (%s): grant the service account roles/bigquery.jobUser on project %s and roles/bigquery.dataEditor on dataset %s", where, ge.Message, s.opts.Project, where)
+	default:
+		return sink.Probe{}, fmt.Errorf("bigquery %s: a dry-run query job failed: %w", where, err)
 	}
 }

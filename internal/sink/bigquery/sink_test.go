@@ -64,7 +64,7 @@ func TestCommitCreatesDatasetAndTable(t *testing.T) {
 		"q_address": `{"city":"Lyon","zip_code":"69001"}`,
 		"q_files":   `[{"url":"https://x/1","size":10},{"url":"https://x/2","size":null}]`,
 	})
-	if err := s.Commit(ctx, b, rec); err != nil {
+	if err := sink.CommitRecord(ctx, s, b, rec); err != nil {
 		t.Fatalf("commit: %v", err)
 	}
 
@@ -152,7 +152,7 @@ func TestSchemaEvolution(t *testing.T) {
 
 	b1 := batch("b1")
 	ids1 := ids("one", 3)
-	if err := s.Commit(ctx, b1, record(t, schemaOf(baseFields()...), b1, ids1, nil)); err != nil {
+	if err := sink.CommitRecord(ctx, s, b1, record(t, schemaOf(baseFields()...), b1, ids1, nil)); err != nil {
 		t.Fatalf("commit b1: %v", err)
 	}
 
@@ -169,7 +169,7 @@ func TestSchemaEvolution(t *testing.T) {
 	rec2 := record(t, schemaOf(fields2...), b2, ids2, map[string]string{
 		"q_new": `"hello"`, "q_items": `[{"sku":"A","qty":2}]`, "q_strict": "5",
 	})
-	if err := s.Commit(ctx, b2, rec2); err != nil {
+	if err := sink.CommitRecord(ctx, s, b2, rec2); err != nil {
 		t.Fatalf("commit b2 with new columns: %v", err)
 	}
 
@@ -183,7 +183,7 @@ func TestSchemaEvolution(t *testing.T) {
 	}
 	b3 := batch("b3")
 	ids3 := ids("three", 1)
-	if err := s.Commit(ctx, b3, record(t, schemaOf(fields3...), b3, ids3, map[string]string{"q_strict": "6"})); err != nil {
+	if err := sink.CommitRecord(ctx, s, b3, record(t, schemaOf(fields3...), b3, ids3, map[string]string{"q_strict": "6"})); err != nil {
 		t.Fatalf("commit b3 with a relaxed column: %v", err)
 	}
 
@@ -234,13 +234,13 @@ func TestTypeChangeFailsBeforeAnyJob(t *testing.T) {
 	f := bqfake.New(t)
 	s := newSink(t, testOptions(t, f))
 	b1 := batch("b1")
-	if err := s.Commit(ctx, b1, record(t, schemaOf(baseFields()...), b1, ids("s", 2), nil)); err != nil {
+	if err := sink.CommitRecord(ctx, s, b1, record(t, schemaOf(baseFields()...), b1, ids("s", 2), nil)); err != nil {
 		t.Fatal(err)
 	}
 	fields := baseFields()
 	fields[3].Type = arrow.PrimitiveTypes.Int64 // q_name: STRING -> INT64
 	b2 := batch("b2")
-	err := s.Commit(ctx, b2, record(t, schemaOf(fields...), b2, ids("t", 1), map[string]string{"q_name": "1"}))
+	err := sink.CommitRecord(ctx, s, b2, record(t, schemaOf(fields...), b2, ids("t", 1), map[string]string{"q_name": "1"}))
 	var se *SchemaError
 	if !errors.As(err, &se) {
 		t.Fatalf("err = %v, want a *SchemaError", err)
@@ -297,7 +297,7 @@ func TestFaultsEndCommittedOnce(t *testing.T) {
 			want := ids("s", n)
 			f.Inject(tc.faults...)
 			f.SetRunningPolls(tc.running)
-			if err := s.Commit(ctx, b, record(t, schemaOf(baseFields()...), b, want, extra)); err != nil {
+			if err := sink.CommitRecord(ctx, s, b, record(t, schemaOf(baseFields()...), b, want, extra)); err != nil {
 				t.Fatalf("commit: %v", err)
 			}
 			if f.PendingFaults() != 0 {
@@ -315,7 +315,7 @@ func TestFaultsEndCommittedOnce(t *testing.T) {
 				t.Error("no resumable upload: the file fit one chunk")
 			}
 			// Committing again finds the job: nothing more is loaded.
-			if err := s.Commit(ctx, b, record(t, schemaOf(baseFields()...), b, want, extra)); err != nil {
+			if err := sink.CommitRecord(ctx, s, b, record(t, schemaOf(baseFields()...), b, want, extra)); err != nil {
 				t.Fatalf("second commit: %v", err)
 			}
 			exactlyOnce(t, f, "form_fa1", want)
@@ -339,7 +339,7 @@ func TestRecovery(t *testing.T) {
 		{name: "no job", crash: func(*testing.T, *bqfake.Server, *Sink) {}, committed: false, jobs: []int{1}},
 		{name: "job succeeded", crash: func(t *testing.T, f *bqfake.Server, s *Sink) {
 			b := batch("b1")
-			if err := s.Commit(context.Background(), b, record(t, schemaOf(baseFields()...), b, ids("s", 4), nil)); err != nil {
+			if err := sink.CommitRecord(context.Background(), s, b, record(t, schemaOf(baseFields()...), b, ids("s", 4), nil)); err != nil {
 				t.Fatal(err)
 			}
 		}, committed: true, jobs: []int{1}},
@@ -347,7 +347,7 @@ func TestRecovery(t *testing.T) {
 			f.SetRunningPolls(2)
 			f.Inject(bqfake.CutAfterAccept)
 			b := batch("b1")
-			if err := s.Commit(context.Background(), b, record(t, schemaOf(baseFields()...), b, ids("s", 4), nil)); err == nil {
+			if err := sink.CommitRecord(context.Background(), s, b, record(t, schemaOf(baseFields()...), b, ids("s", 4), nil)); err == nil {
 				t.Fatal("commit with one try and no answer succeeded")
 			}
 			if len(f.Rows(testProject, testDataset, "form_fa1")) != 0 {
@@ -357,7 +357,7 @@ func TestRecovery(t *testing.T) {
 		{name: "job failed", crash: func(t *testing.T, f *bqfake.Server, s *Sink) {
 			f.Inject(bqfake.JobBackendError)
 			b := batch("b1")
-			if err := s.Commit(context.Background(), b, record(t, schemaOf(baseFields()...), b, ids("s", 4), nil)); err == nil {
+			if err := sink.CommitRecord(context.Background(), s, b, record(t, schemaOf(baseFields()...), b, ids("s", 4), nil)); err == nil {
 				t.Fatal("commit with one try and a failed job succeeded")
 			}
 		}, committed: false, jobs: []int{1, 2}},
@@ -379,7 +379,7 @@ func TestRecovery(t *testing.T) {
 			if ok {
 				exactlyOnce(t, f, "form_fa1", ids("s", 4)) // the waited-for job is done
 			}
-			if err := s.Commit(ctx, b, record(t, schemaOf(baseFields()...), b, ids("s", 4), nil)); err != nil {
+			if err := sink.CommitRecord(ctx, s, b, record(t, schemaOf(baseFields()...), b, ids("s", 4), nil)); err != nil {
 				t.Fatalf("commit after restart: %v", err)
 			}
 			exactlyOnce(t, f, "form_fa1", ids("s", 4))
@@ -438,7 +438,7 @@ func TestClearErrors(t *testing.T) {
 			want := ids("s", 3)
 			rec := record(t, schemaOf(baseFields()...), b, want, nil)
 			start := time.Now()
-			err := newSink(t, opts).Commit(ctx, b, rec)
+			err := sink.CommitRecord(ctx, newSink(t, opts), b, rec)
 			if err == nil {
 				t.Fatal("commit succeeded")
 			}
@@ -458,7 +458,7 @@ func TestClearErrors(t *testing.T) {
 				t.Fatalf("%d rows after a failed commit", len(rows))
 			}
 			tc.fix(f, &opts)
-			if err := newSink(t, opts).Commit(ctx, b, rec); err != nil {
+			if err := sink.CommitRecord(ctx, newSink(t, opts), b, rec); err != nil {
 				t.Fatalf("commit after the fix: %v", err)
 			}
 			exactlyOnce(t, f, "form_fa1", want)
@@ -471,7 +471,7 @@ func TestEmptyBatchSpendsNoJob(t *testing.T) {
 	f := bqfake.New(t)
 	s := newSink(t, testOptions(t, f))
 	b := batch("empty")
-	if err := s.Commit(ctx, b, record(t, schemaOf(baseFields()...), b, nil, nil)); err != nil {
+	if err := sink.CommitRecord(ctx, s, b, record(t, schemaOf(baseFields()...), b, nil, nil)); err != nil {
 		t.Fatal(err)
 	}
 	if f.JobCount(testProject) != 0 {
@@ -490,10 +490,10 @@ func TestRowCountMismatchIsAnError(t *testing.T) {
 	f := bqfake.New(t)
 	s := newSink(t, testOptions(t, f))
 	b := batch("b1")
-	if err := s.Commit(ctx, b, record(t, schemaOf(baseFields()...), b, ids("s", 3), nil)); err != nil {
+	if err := sink.CommitRecord(ctx, s, b, record(t, schemaOf(baseFields()...), b, ids("s", 3), nil)); err != nil {
 		t.Fatal(err)
 	}
-	err := s.Commit(ctx, b, record(t, schemaOf(baseFields()...), b, ids("s", 2), nil))
+	err := sink.CommitRecord(ctx, s, b, record(t, schemaOf(baseFields()...), b, ids("s", 2), nil))
 	if err == nil || !strings.Contains(err.Error(), "3 rows") || !strings.Contains(err.Error(), "has 2") {
 		t.Fatalf("err = %v, want one naming 3 and 2 rows", err)
 	}
@@ -509,7 +509,7 @@ func TestJobOfAnotherTableIsRefused(t *testing.T) {
 	rec := record(t, schemaOf(baseFields()...), b, ids("s", 2), nil)
 	oa := testOptions(t, f)
 	oa.TablePrefix = "a_"
-	if err := newSink(t, oa).Commit(ctx, b, rec); err != nil {
+	if err := sink.CommitRecord(ctx, newSink(t, oa), b, rec); err != nil {
 		t.Fatal(err)
 	}
 	ob := testOptions(t, f)
@@ -518,7 +518,7 @@ func TestJobOfAnotherTableIsRefused(t *testing.T) {
 	if ok, err := sb.Committed(ctx, b); ok || err == nil || !strings.Contains(err.Error(), "proj.forms.a_form_fa1") {
 		t.Errorf("Committed = %v, %v; want an error naming the other table", ok, err)
 	}
-	if err := sb.Commit(ctx, b, rec); err == nil || !strings.Contains(err.Error(), "same batch ids") || strings.Contains(err.Error(), "tries") {
+	if err := sink.CommitRecord(ctx, sb, b, rec); err == nil || !strings.Contains(err.Error(), "same batch ids") || strings.Contains(err.Error(), "tries") {
 		t.Errorf("Commit err = %v, want the collision explained at once, without retries", err)
 	}
 	if rows := f.Rows(testProject, testDataset, "b_form_fa1"); len(rows) != 0 {
@@ -532,17 +532,17 @@ func TestDatasetInAnotherLocation(t *testing.T) {
 	opts := testOptions(t, f)
 	opts.Location = "EU"
 	b := batch("b1")
-	if err := newSink(t, opts).Commit(ctx, b, record(t, schemaOf(baseFields()...), b, ids("s", 1), nil)); err != nil {
+	if err := sink.CommitRecord(ctx, newSink(t, opts), b, record(t, schemaOf(baseFields()...), b, ids("s", 1), nil)); err != nil {
 		t.Fatal(err)
 	}
 	opts.Location = "US"
-	err := newSink(t, opts).Commit(ctx, batch("b2"), record(t, schemaOf(baseFields()...), batch("b2"), ids("t", 1), nil))
+	err := sink.CommitRecord(ctx, newSink(t, opts), batch("b2"), record(t, schemaOf(baseFields()...), batch("b2"), ids("t", 1), nil))
 	if err == nil || !strings.Contains(err.Error(), "is in location EU, not US") {
 		t.Errorf("err = %v, want the location mismatch named", err)
 	}
 	// With no location configured the sink follows the dataset.
 	opts.Location = ""
-	if err := newSink(t, opts).Commit(ctx, batch("b3"), record(t, schemaOf(baseFields()...), batch("b3"), ids("u", 1), nil)); err != nil {
+	if err := sink.CommitRecord(ctx, newSink(t, opts), batch("b3"), record(t, schemaOf(baseFields()...), batch("b3"), ids("u", 1), nil)); err != nil {
 		t.Errorf("commit following the dataset's location: %v", err)
 	}
 }
@@ -554,7 +554,7 @@ func TestGivesUpAfterMaxAttempts(t *testing.T) {
 	opts.MaxAttempts = 3
 	f.Inject(bqfake.Insert5xx, bqfake.Insert5xx, bqfake.Insert5xx)
 	b := batch("b1")
-	err := newSink(t, opts).Commit(ctx, b, record(t, schemaOf(baseFields()...), b, ids("s", 1), nil))
+	err := sink.CommitRecord(ctx, newSink(t, opts), b, record(t, schemaOf(baseFields()...), b, ids("s", 1), nil))
 	var be *Error
 	if !errors.As(err, &be) || !be.Temporary || !strings.Contains(err.Error(), "after 3 tries") {
 		t.Fatalf("err = %v, want a temporary *Error after 3 tries", err)
@@ -576,7 +576,7 @@ func TestContextCancelStopsWaiting(t *testing.T) {
 	b := batch("b1")
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	err := newSink(t, opts).Commit(ctx, b, record(t, schemaOf(baseFields()...), b, ids("s", 1), nil))
+	err := sink.CommitRecord(ctx, newSink(t, opts), b, record(t, schemaOf(baseFields()...), b, ids("s", 1), nil))
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want the context's deadline", err)
 	}
@@ -601,7 +601,7 @@ func TestConcurrentCommits(t *testing.T) {
 	errs := make(chan error, len(jobs))
 	for _, j := range jobs {
 		rec := record(t, schemaOf(baseFields()...), j.b, j.ids, nil)
-		go func() { errs <- s.Commit(ctx, j.b, rec) }()
+		go func() { errs <- sink.CommitRecord(ctx, s, j.b, rec) }()
 	}
 	for range jobs {
 		if err := <-errs; err != nil {
@@ -644,7 +644,7 @@ func TestLoadFileInAScratchFolder(t *testing.T) {
 			}
 			s := newSink(t, opts)
 			b := batch("b1")
-			err := s.Commit(context.Background(), b, record(t, schemaOf(baseFields()...), b, ids("s", 4), nil))
+			err := sink.CommitRecord(context.Background(), s, b, record(t, schemaOf(baseFields()...), b, ids("s", 4), nil))
 			if (err != nil) != (fault != 0) {
 				t.Fatalf("commit: %v", err)
 			}

@@ -112,7 +112,7 @@ func TestLatestViewLookedAtAgain(t *testing.T) {
 			c := testClient(t, f)
 
 			b1, r1 := tombstoned(t, "b1", ids("s", 2), 1, false)
-			if err := s.Commit(ctx, b1, r1); err != nil {
+			if err := sink.CommitRecord(ctx, s, b1, r1); err != nil {
 				t.Fatalf("commit b1: %v", err)
 			}
 			if v, ok := f.Table(testProject, testDataset, "form_fa1_latest"); !ok || v.View == nil || v.View.Query != syncdQuery {
@@ -128,7 +128,7 @@ func TestLatestViewLookedAtAgain(t *testing.T) {
 
 			// s001 deleted at version 2: the view shows s000 alone.
 			b2, r2 := tombstoned(t, "b2", []string{"s001"}, 2, true)
-			if err := s.Commit(ctx, b2, r2); err != nil {
+			if err := sink.CommitRecord(ctx, s, b2, r2); err != nil {
 				t.Fatalf("commit b2: %v", err)
 			}
 			gets.mu.Lock()
@@ -176,7 +176,7 @@ func TestDroppedLatestViewsMadeAgainUnderConcurrentBatches(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					if err := s.Commit(ctx, b, rec); err != nil {
+					if err := sink.CommitRecord(ctx, s, b, rec); err != nil {
 						errs <- fmt.Errorf("commit %s: %w", b.ID, err)
 					}
 				}()

@@ -75,7 +75,7 @@ func TestCommitReadBackAndIdempotence(t *testing.T) {
 	}
 	rec := record("s1", "s2", "s3")
 	defer rec.Release()
-	if err := s.Commit(ctx, b, rec); err != nil {
+	if err := sink.CommitRecord(ctx, s, b, rec); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := s.Committed(ctx, b); err != nil || !ok {
@@ -89,10 +89,10 @@ func TestCommitReadBackAndIdempotence(t *testing.T) {
 	// Committing again, from this sink or another, writes nothing new.
 	again := record("s1", "s2", "s3", "s4")
 	defer again.Release()
-	if err := s.Commit(ctx, b, again); err != nil {
+	if err := sink.CommitRecord(ctx, s, b, again); err != nil {
 		t.Fatal(err)
 	}
-	if err := open(t, "gs://"+bucket+"/lake/v1").Commit(ctx, b, again); err != nil {
+	if err := sink.CommitRecord(ctx, open(t, "gs://"+bucket+"/lake/v1"), b, again); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]int{"s1": 1, "s2": 1, "s3": 1}
@@ -186,11 +186,11 @@ func TestRaceOfTwoWritersOfOneBatch(t *testing.T) {
 	theirs := record("theirs-1")
 	defer theirs.Release()
 	second.store.beforeUpload = func(string) {
-		if err := first.Commit(ctx, b, theirs); err != nil {
+		if err := sink.CommitRecord(ctx, first, b, theirs); err != nil {
 			t.Errorf("first writer: %v", err)
 		}
 	}
-	if err := second.Commit(ctx, b, mine); err != nil {
+	if err := sink.CommitRecord(ctx, second, b, mine); err != nil {
 		t.Fatalf("second writer: %v", err)
 	}
 	want := map[string]int{"theirs-1": 1}
@@ -243,7 +243,7 @@ func TestStopWhenLeaseLost(t *testing.T) {
 // commitRecords commits recs as the one part of b, in b's day.
 func commitRecords(s *Sink, ctx context.Context, b sink.Batch, recs sink.Records) (int64, error) {
 	b.Parts = []string{"2024-05-01"}
-	return s.CommitParts(ctx, b, []sink.Part{{Key: "2024-05-01", Records: recs}})
+	return s.Commit(ctx, b, []sink.Part{{Key: "2024-05-01", Records: recs}})
 }
 
 // BenchmarkCommitSmallFile commits batches of three rows to fake GCS: what
@@ -265,7 +265,7 @@ func BenchmarkCommitSmallFile(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		i++
-		if err := s.Commit(context.Background(), batch(fmt.Sprintf("b%d", i)), rec); err != nil {
+		if err := sink.CommitRecord(context.Background(), s, batch(fmt.Sprintf("b%d", i)), rec); err != nil {
 			b.Fatal(err)
 		}
 	}

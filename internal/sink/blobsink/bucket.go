@@ -341,3 +341,16 @@ func closeWriter(w *blob.Writer) (err error) {
 	}()
 	return w.Close()
 }
+
+// Probe writes and deletes a hidden probe object under the prefix
+// (parquetsink.StorageProber).
+func (b *bucketStore) Probe(ctx context.Context) (string, error) {
+	key := parquetsink.ProbeName()
+	if err := b.bucket.WriteAll(ctx, key, []byte("syncd validate probe\n"), &blob.WriterOptions{ContentType: "text/plain"}); err != nil {
+		return "", fmt.Errorf("output %s cannot be written (probe object %s): %w", b.where, key, blobstore.Hint(err, b.where))
+	}
+	if err := b.bucket.Delete(ctx, key); err != nil {
+		return "", fmt.Errorf("output %s: the probe object %s was written but could not be deleted: %w (syncd must be able to delete objects there; delete it by hand)", b.where, key, blobstore.Hint(err, b.where))
+	}
+	return "a probe object was written and deleted", nil
+}

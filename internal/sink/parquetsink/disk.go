@@ -44,7 +44,7 @@ var _ Storage = (*diskStore)(nil)
 
 // openDisk opens the folder root, creating it if needed, and removes
 // temporary files left behind by a crashed writer.
-func openDisk(root string, log *zap.Logger) (*diskStore, error) {
+func openDisk(root string, log *zap.Logger, keepTemp bool) (*diskStore, error) {
 	if root == "" {
 		return nil, errors.New("parquet sink: no folder given: set sink.parquet.path")
 	}
@@ -67,8 +67,37 @@ func openDisk(root string, log *zap.Logger) (*diskStore, error) {
 		log = zap.NewNop()
 	}
 	d := &diskStore{root: abs, log: log}
-	d.cleanStale()
+	if !keepTemp {
+		d.cleanStale()
+	}
 	return d, nil
+}
+
+// Probe creates and removes a hidden file in the folder (StorageProber).
+func (d *diskStore) Probe(context.Context) (string, error) {
+	dir := d.root
+	fix := "make it writable for the user syncd runs as, or set sink.parquet.path to a folder it can write"
+	f, err := os.CreateTemp(dir, ProbeName()+"-*")
+	if err != nil {
+		return "", fmt.Errorf("output folder %s cannot be written (%v): %s", dir, err, fix)
+	}
+	name := f.Name()
+	_, werr := f.Write([]byte("syncd validate probe\n"))
+	cerr := f.Close()
+	rerr := os.Remove(name)
+	if err := errors.Join(werr, cerr); err != nil {
+		return "", fmt.Errorf("output folder %s cannot be written (%v): %s", dir, err, fix)
+	}
+	if rerr != nil {
+		return "", fmt.Errorf("output folder %s: the probe file %s could not be removed (%v): syncd must be able to delete files there (refresh removes a table's files)", dir, filepath.Base(name), rerr)
+	}
+	return "a probe file was written and deleted", nil
+}
+
+// ProbeName is a hidden name for a probe file or object, random so that
+// two probes never meet.
+func ProbeName() string {
+	return ".syncd-probe-" + strconv.FormatUint(rand.Uint64(), 16)
 }
 
 func (d *diskStore) String() string { return d.root }

@@ -22,6 +22,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/syncd-dev/syncd/internal/sink"
+	tablepkg "github.com/syncd-dev/syncd/internal/table"
 )
 
 // ReadFile is a committed file opened for random reads, as the Parquet
@@ -418,7 +419,7 @@ func readVersions(ctx context.Context, st Lister, f fileFooter, t sink.TableColu
 	if err != nil {
 		return err
 	}
-	names := []string{t.Key, t.Version, t.Time, "_deleted"}
+	names := []string{t.Key, t.Version, t.Time, tablepkg.ColDeleted}
 	var leaves []int
 	for i, n := range names {
 		if n == "" {
@@ -448,7 +449,7 @@ func readVersions(ctx context.Context, st Lister, f fileFooter, t sink.TableColu
 			}
 			return nil
 		}
-		key, ver, tm, del := col(t.Key), col(t.Version), col(t.Time), col("_deleted")
+		key, ver, tm, del := col(t.Key), col(t.Version), col(t.Time), col(tablepkg.ColDeleted)
 		for i := 0; i < int(rec.NumRows()); i++ {
 			rv := sink.RowVersion{BatchID: f.id, Key: valueString(key, i), Version: timeAt(ver, i), Time: timeAt(tm, i)}
 			if b, ok := del.(*array.Boolean); ok && b.IsValid(i) {

@@ -198,7 +198,7 @@ func TestInventoryOfFilesListingEveryPartition(t *testing.T) {
 	b.Attempt, b.Schema = "a2", []byte(schema)
 	rec := timedRecord(d(5, 2), d(6, 4), d(6, 5))
 	defer rec.Release()
-	if err := s.Commit(context.Background(), b, rec); err != nil {
+	if err := sink.CommitRecord(context.Background(), s, b, rec); err != nil {
 		t.Fatal(err)
 	}
 	held, err := s.DescribeBatches(context.Background(), "t")

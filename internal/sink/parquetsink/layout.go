@@ -180,6 +180,14 @@ func checkParts(b sink.Batch, parts []sink.Part) error {
 // partition order, each part a list of zero-copy slices (rows out of time
 // order give several slices). The parts' records are valid while rec is.
 func (l Layout) Split(b sink.Batch, rec arrow.Record) (sink.Batch, []sink.Part, error) {
+	return l.Cut(b, sink.Single(rec))
+}
+
+// Cut is Split of rows replayed in chunks: it reads them once to find each
+// partition's runs of rows, and each part then replays the chunks, sliced
+// to its runs (zero-copy), so memory holds one chunk, whatever the rows'
+// number. It sets b.Parts to the partitions found.
+func (l Layout) Cut(b sink.Batch, recs sink.Records) (sink.Batch, []sink.Part, error) {
 	col := b.TimeColumn
 	if col == "" {
 		// No column to partition by: the whole record is the partition of
@@ -188,57 +196,71 @@ func (l Layout) Split(b sink.Batch, rec arrow.Record) (sink.Batch, []sink.Part, 
 		if last := b.WindowEnd.Add(-time.Microsecond); l.PartitionOf(last) != part {
 			return b, nil, fmt.Errorf("commit batch %s: window [%s, %s) spans partitions %s to %s but the batch names no time column to split it by", b.ID, formatTime(b.WindowStart), formatTime(b.WindowEnd), part, l.PartitionOf(last))
 		}
-		if rec.NumRows() == 0 {
+		if recs.Rows == 0 {
 			return b, nil, nil
 		}
 		b.Parts = []string{part}
-		return b, []sink.Part{{Key: part, Records: sink.Records{Schema: rec.Schema(), Rows: rec.NumRows(), Each: func(fn func(arrow.Record) error) error { return fn(rec) }}}}, nil
+		return b, []sink.Part{{Key: part, Records: recs}}, nil
 	}
-	idx := rec.Schema().FieldIndices(col)
+	idx := recs.Schema.FieldIndices(col)
 	if len(idx) != 1 {
 		return b, nil, fmt.Errorf("commit batch %s: the record has no single %s column to partition by", b.ID, col)
 	}
-	ts, ok := rec.Column(idx[0]).(*array.Timestamp)
-	if !ok {
-		return b, nil, fmt.Errorf("commit batch %s: column %s is %s, not a timestamp", b.ID, col, rec.Column(idx[0]).DataType())
-	}
-	unit := ts.DataType().(*arrow.TimestampType).Unit
 	type run struct{ from, to int64 }
-	runs := map[string][]run{}
-	key, from := "", int64(0)
-	for i := 0; i < ts.Len(); i++ {
-		k := l.PartitionOf(ts.Value(i).ToTime(unit))
-		if i > 0 && k != key {
-			runs[key] = append(runs[key], run{from, int64(i)})
-			from = int64(i)
+	// runs[i][key] are the runs of chunk i's rows in partition key.
+	var runs []map[string][]run
+	rows := map[string]int64{}
+	err := recs.Each(func(rec arrow.Record) error {
+		ts, ok := rec.Column(idx[0]).(*array.Timestamp)
+		if !ok {
+			return fmt.Errorf("commit batch %s: column %s is %s, not a timestamp", b.ID, col, rec.Column(idx[0]).DataType())
 		}
-		key = k
+		unit := ts.DataType().(*arrow.TimestampType).Unit
+		chunk := map[string][]run{}
+		key, from := "", int64(0)
+		for i := 0; i < ts.Len(); i++ {
+			k := l.PartitionOf(ts.Value(i).ToTime(unit))
+			if i > 0 && k != key {
+				chunk[key] = append(chunk[key], run{from, int64(i)})
+				rows[key] += int64(i) - from
+				from = int64(i)
+			}
+			key = k
+		}
+		if ts.Len() > 0 {
+			chunk[key] = append(chunk[key], run{from, int64(ts.Len())})
+			rows[key] += int64(ts.Len()) - from
+		}
+		runs = append(runs, chunk)
+		return nil
+	})
+	if err != nil {
+		return b, nil, err
 	}
-	if ts.Len() > 0 {
-		runs[key] = append(runs[key], run{from, int64(ts.Len())})
-	}
-	keys := make([]string, 0, len(runs))
-	for k := range runs {
+	keys := make([]string, 0, len(rows))
+	for k := range rows {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	parts := make([]sink.Part, 0, len(keys))
 	for _, k := range keys {
-		var rows int64
-		for _, r := range runs[k] {
-			rows += r.to - r.from
-		}
-		rs := runs[k]
-		parts = append(parts, sink.Part{Key: k, Records: sink.Records{Schema: rec.Schema(), Rows: rows, Each: func(fn func(arrow.Record) error) error {
-			for _, r := range rs {
-				s := rec.NewSlice(r.from, r.to)
-				err := fn(s)
-				s.Release()
-				if err != nil {
-					return err
+		parts = append(parts, sink.Part{Key: k, Records: sink.Records{Schema: recs.Schema, Rows: rows[k], Each: func(fn func(arrow.Record) error) error {
+			i := 0
+			return recs.Each(func(rec arrow.Record) error {
+				defer func() { i++ }()
+				if i >= len(runs) {
+					return fmt.Errorf("commit batch %s: the rows replayed differ from those read", b.ID)
 				}
-			}
-			return nil
+				for _, r := range runs[i][k] {
+					s := rec.NewSlice(r.from, r.to)
+					err := fn(s)
+					s.Release()
+					if err != nil {
+						return err
+					}
+				}
+				return nil
+			})
 		}}})
 	}
 	b.Parts = keys

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/syncd-dev/syncd/internal/sink"
 )
 
 // umaskEnv asks a child process of TestFileModesFollowUmask to run under
@@ -83,7 +85,7 @@ func commitUnderUmask(t *testing.T, spec string) {
 	defer rec.Release()
 	b := spanBatch("b1", time.Date(2024, 5, 1, 2, 0, 0, 0, time.UTC), time.Date(2024, 5, 1, 3, 0, 0, 0, time.UTC))
 	b.Table = "answers"
-	if err := s.Commit(context.Background(), b, rec); err != nil {
+	if err := sink.CommitRecord(context.Background(), s, b, rec); err != nil {
 		t.Fatal(err)
 	}
 }

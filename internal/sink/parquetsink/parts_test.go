@@ -63,7 +63,7 @@ func TestBatchAcrossPartitions(t *testing.T) {
 			defer rec.Release()
 			b := spanBatch("b", d(1, 1, 0), d(3, 1, 0))
 			ctx := context.Background()
-			if err := s.Commit(ctx, b, rec); err != nil {
+			if err := sink.CommitRecord(ctx, s, b, rec); err != nil {
 				t.Fatal(err)
 			}
 			if got := parquetFiles(t, root); !reflect.DeepEqual(got, tc.files) {
@@ -76,7 +76,7 @@ func TestBatchAcrossPartitions(t *testing.T) {
 			if ok, err := s.Committed(ctx, b); err != nil || !ok {
 				t.Errorf("Committed = %v, %v", ok, err)
 			}
-			if err := s.Commit(ctx, b, rec); err != nil {
+			if err := sink.CommitRecord(ctx, s, b, rec); err != nil {
 				t.Fatal(err)
 			}
 			db := duck(t)
@@ -126,7 +126,7 @@ func TestStopBetweenFilesOfABatch(t *testing.T) {
 			cancel() // the process dies after two of the four files
 		}
 	}
-	if _, err := s.CommitParts(ctx, b, parts); !errors.Is(err, context.Canceled) {
+	if _, err := s.Commit(ctx, b, parts); !errors.Is(err, context.Canceled) {
 		t.Fatalf("stopped commit: %v", err)
 	}
 	if got := len(parquetFiles(t, root)); got != 2 {
@@ -137,7 +137,7 @@ func TestStopBetweenFilesOfABatch(t *testing.T) {
 	}
 	before, _ := os.Stat(filepath.Join(root, "t", "submission_date=2024-05-01", "multi.parquet"))
 	s.disk.afterRename = nil
-	if _, err := s.CommitParts(context.Background(), b, parts); err != nil {
+	if _, err := s.Commit(context.Background(), b, parts); err != nil {
 		t.Fatal(err)
 	}
 	after, _ := os.Stat(filepath.Join(root, "t", "submission_date=2024-05-01", "multi.parquet"))
@@ -163,7 +163,7 @@ func TestLayoutChangeRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := first.Commit(context.Background(), spanBatch("b1", day.Add(-time.Hour), day.Add(time.Hour)), rec); err != nil {
+	if err := sink.CommitRecord(context.Background(), first, spanBatch("b1", day.Add(-time.Hour), day.Add(time.Hour)), rec); err != nil {
 		t.Fatal(err)
 	}
 	for _, l := range []Layout{LayoutMonth, LayoutNone} {
@@ -171,7 +171,7 @@ func TestLayoutChangeRefused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = s.Commit(context.Background(), spanBatch("b2", day.Add(-time.Hour), day.Add(time.Hour)), rec)
+		err = sink.CommitRecord(context.Background(), s, spanBatch("b2", day.Add(-time.Hour), day.Add(time.Hour)), rec)
 		if err == nil || !strings.Contains(err.Error(), "table t is partitioned by day") || !strings.Contains(err.Error(), "syncd refresh") {
 			t.Errorf("layout %s over a day table: %v", l, err)
 		}
@@ -210,7 +210,7 @@ func TestRedoReplacesAnUncommittedAttempt(t *testing.T) {
 	first := timedRecord(d(1), d(2), d(3))
 	defer first.Release()
 	b := spanBatch("redo", d(1).Add(-time.Hour), d(5))
-	if err := s.Commit(context.Background(), b, first); err != nil {
+	if err := sink.CommitRecord(context.Background(), s, b, first); err != nil {
 		t.Fatal(err)
 	}
 	// The second attempt: day 2's submission is gone, day 1 has two now.
@@ -221,7 +221,7 @@ func TestRedoReplacesAnUncommittedAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	b2.Replace, b2.Stale = true, []string{"2024-05-02"}
-	if _, err := s.CommitParts(context.Background(), b2, parts); err != nil {
+	if _, err := s.Commit(context.Background(), b2, parts); err != nil {
 		t.Fatal(err)
 	}
 	if got := parquetFiles(t, root); !reflect.DeepEqual(got, []string{"t/submission_date=2024-05-01/redo.parquet", "t/submission_date=2024-05-03/redo.parquet"}) {
@@ -246,7 +246,7 @@ func TestFilesOfAnotherAttempt(t *testing.T) {
 	defer rec.Release()
 	b := spanBatch("att", d(1).Add(-time.Hour), d(3))
 	b.Attempt = "first"
-	if err := s.Commit(context.Background(), b, rec); err != nil {
+	if err := sink.CommitRecord(context.Background(), s, b, rec); err != nil {
 		t.Fatal(err)
 	}
 	b, parts, err := s.layout.Split(b, rec)
@@ -260,7 +260,7 @@ func TestFilesOfAnotherAttempt(t *testing.T) {
 	if ok, err := s.Committed(context.Background(), b); err != nil || ok {
 		t.Fatalf("files of another attempt read as committed (%v, %v)", ok, err)
 	}
-	if _, err := s.CommitParts(context.Background(), b, parts); err != nil {
+	if _, err := s.Commit(context.Background(), b, parts); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := s.Committed(context.Background(), b); err != nil || !ok {

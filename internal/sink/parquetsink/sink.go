@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/sink"
@@ -21,6 +20,10 @@ type Options struct {
 	Layout  Layout        // partition folders of a batch that names none (Batch.Layout): day (default), month, year or none
 	Version string        // written to the footer as syncd.version; "" uses the build info
 	Logger  *zap.Logger   // nil logs nothing
+	// KeepTemp leaves temporary files in the folder alone: a sink opened
+	// to be probed (validate) while a daemon writes there must not take
+	// the daemon's files being written for a crashed writer's.
+	KeepTemp bool
 }
 
 // Settings configures a Sink over any Storage (see NewOn).
@@ -59,12 +62,30 @@ var (
 	_ sink.Inventory     = (*Sink)(nil)
 	_ sink.VersionReader = (*Sink)(nil)
 	_ sink.LayoutFinder  = (*Sink)(nil)
+	_ sink.Prober        = (*Sink)(nil)
 )
+
+// StorageProber is a capability a Storage may have: proving it can be
+// written, by writing and deleting a hidden probe; it says what it did.
+type StorageProber interface {
+	Probe(ctx context.Context) (string, error)
+}
+
+// Probe proves the output can be written (sink.Prober), by its storage's
+// probe; a storage without one is taken as writable.
+func (s *Sink) Probe(ctx context.Context) (sink.Probe, error) {
+	p, ok := s.st.(StorageProber)
+	if !ok {
+		return sink.Probe{}, nil
+	}
+	what, err := p.Probe(ctx)
+	return sink.Probe{Checked: what}, err
+}
 
 // New opens the sink at opts.Root, creating the folder if needed, and
 // removes temporary files left behind by a crashed writer.
 func New(opts Options) (*Sink, error) {
-	d, err := openDisk(opts.Root, opts.Logger)
+	d, err := openDisk(opts.Root, opts.Logger, opts.KeepTemp)
 	if err != nil {
 		return nil, err
 	}
@@ -121,43 +142,34 @@ func (s *Sink) TableLayout(ctx context.Context, table, timeColumn string) (sink.
 	return sink.Layout(layoutOf(Prefix(timeColumn), names)), nil
 }
 
-// Commit writes rec as batch b: one file per partition its rows fall in.
-// A file already in place that b's attempt wrote is kept: the rows are
-// never written twice. A file that is unreadable, names another batch or
-// another attempt is replaced. Cancelling ctx stops the commit of the file
-// being written before it becomes visible; the files in place stay, and a
-// replay keeps them.
-func (s *Sink) Commit(ctx context.Context, b sink.Batch, rec arrow.Record) error {
-	_, err := s.CommitSized(ctx, b, rec)
-	return err
-}
-
-// CommitSized is Commit that also reports the bytes written, for the
-// bytes-written metric.
-func (s *Sink) CommitSized(ctx context.Context, b sink.Batch, rec arrow.Record) (int64, error) {
-	if rec == nil {
-		return 0, fmt.Errorf("commit batch %s: no record", b.ID)
+// Commit writes parts as batch b: one file per partition, each written as
+// its part streams in, so memory holds one chunk and one row group
+// whatever the batch's size; then it removes the files of b.Stale. A batch
+// that comes whole (one Whole part) is cut here by its time column. A file
+// already in place that b's attempt wrote is kept: the rows are never
+// written twice. A file that is unreadable, names another batch or another
+// attempt is replaced. Cancelling ctx stops the commit of the file being
+// written before it becomes visible; the files in place stay, and a replay
+// keeps them. It reports the bytes written.
+func (s *Sink) Commit(ctx context.Context, b sink.Batch, parts sink.Parts) (int64, error) {
+	if len(parts) > 0 && parts[0].Whole {
+		if len(parts) > 1 {
+			return 0, fmt.Errorf("commit batch %s: %d parts, the first the whole batch", b.ID, len(parts))
+		}
+		whole := parts[0].Records
+		layout := s.layoutOf(b)
+		var err error
+		if b, parts, err = layout.Cut(b, whole); err != nil {
+			return 0, err
+		}
+		if len(parts) == 0 {
+			// A batch without rows still leaves its mark, so that Committed
+			// and replays agree on it.
+			part := layout.PartitionOf(b.WindowStart)
+			b.Parts = []string{part}
+			parts = sink.Parts{{Key: part, Records: whole}}
+		}
 	}
-	layout := s.layoutOf(b)
-	b, parts, err := layout.Split(b, rec)
-	if err != nil {
-		return 0, err
-	}
-	if len(parts) == 0 {
-		// A batch without rows still leaves its mark, so that Committed
-		// and replays agree on it.
-		part := layout.PartitionOf(b.WindowStart)
-		b.Parts = []string{part}
-		parts = []sink.Part{{Key: part, Records: sink.Records{Schema: rec.Schema(), Each: func(fn func(arrow.Record) error) error { return fn(rec) }}}}
-	}
-	return s.CommitParts(ctx, b, parts)
-}
-
-// CommitParts writes each part of batch b as one file, in order
-// (sink.Partitioner), then removes the files of b.Stale. Memory holds one
-// chunk and one row group, whatever the batch's size. It reports the bytes
-// written.
-func (s *Sink) CommitParts(ctx context.Context, b sink.Batch, parts []sink.Part) (int64, error) {
 	if err := validate(b); err != nil {
 		return 0, err
 	}
@@ -187,6 +199,9 @@ func (s *Sink) CommitParts(ctx context.Context, b sink.Batch, parts []sink.Part)
 	}
 	return written, nil
 }
+
+// WritesFilePerPartition marks the sink.Partitioner capability.
+func (s *Sink) WritesFilePerPartition() {}
 
 // checkLayout refuses, once per table and process, a table written with
 // another layout.

@@ -36,7 +36,7 @@ func commit(t *testing.T, s *Sink, b sink.Batch, rows []row) {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	rec := buildRecord(t, mem, b.ID, rows)
-	err := s.Commit(context.Background(), b, rec)
+	err := sink.CommitRecord(context.Background(), s, b, rec)
 	rec.Release()
 	mem.AssertSize(t, 0)
 	if err != nil {
@@ -290,7 +290,7 @@ func TestCommitConcurrentSameBatch(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
 	for i := range errs {
-		wg.Go(func() { errs[i] = s.Commit(context.Background(), b, rec) })
+		wg.Go(func() { errs[i] = sink.CommitRecord(context.Background(), s, b, rec) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -371,10 +371,10 @@ func TestSchemaEvolution(t *testing.T) {
 	defer a.Release()
 	defer bb.Release()
 	next := testDay().AddDate(0, 0, 1)
-	if err := s.Commit(ctx, testBatch("a", testDay()), a); err != nil {
+	if err := sink.CommitRecord(ctx, s, testBatch("a", testDay()), a); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Commit(ctx, testBatch("b", next), bb); err != nil {
+	if err := sink.CommitRecord(ctx, s, testBatch("b", next), bb); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := duck(t).Query("SELECT x, y, submission_date::VARCHAR FROM read_parquet(" + glob(root, "answers") + ", union_by_name=true, hive_partitioning=true) ORDER BY x")
@@ -430,7 +430,7 @@ func TestCommitCancelled(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			tc.setup(s, cancel)
-			if err := s.Commit(ctx, b, rec); !errors.Is(err, context.Canceled) {
+			if err := sink.CommitRecord(ctx, s, b, rec); !errors.Is(err, context.Canceled) {
 				t.Fatalf("Commit error = %v; want context.Canceled", err)
 			}
 			if committed(t, s, b) {
@@ -476,7 +476,7 @@ func TestCommitRejectsBadBatch(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := testBatch("b1", day)
 			tc.edit(&b)
-			err := s.Commit(context.Background(), b, rec)
+			err := sink.CommitRecord(context.Background(), s, b, rec)
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("Commit error = %v; want one containing %q", err, tc.wantErr)
 			}
@@ -526,7 +526,7 @@ func TestBadRoot(t *testing.T) {
 		os.WriteFile(filepath.Join(root, "answers"), nil, 0o644)
 		rec := buildRecord(t, memory.DefaultAllocator, "b1", testRows())
 		defer rec.Release()
-		err := s.Commit(context.Background(), testBatch("b1", testDay()), rec)
+		err := sink.CommitRecord(context.Background(), s, testBatch("b1", testDay()), rec)
 		want := "create folder " + filepath.Join(root, "answers") + ": something else is in the way"
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Commit error = %v; want one containing %q", err, want)
@@ -545,7 +545,7 @@ func TestBadRoot(t *testing.T) {
 		t.Cleanup(func() { os.Chmod(root, 0o755) })
 		rec := buildRecord(t, memory.DefaultAllocator, "b1", testRows())
 		defer rec.Release()
-		err := s.Commit(context.Background(), testBatch("b1", testDay()), rec)
+		err := sink.CommitRecord(context.Background(), s, testBatch("b1", testDay()), rec)
 		if !errors.Is(err, os.ErrPermission) || !strings.Contains(err.Error(), root) || !strings.Contains(err.Error(), "give syncd write access") {
 			t.Errorf("Commit error = %v; want permission denied naming %s and the fix", err, root)
 		}
@@ -613,7 +613,7 @@ func TestCrashHelper(t *testing.T) {
 	}
 	b := testBatch("b1", testDay())
 	rec := buildRecord(t, memory.DefaultAllocator, b.ID, testRows())
-	err = s.Commit(context.Background(), b, rec)
+	err = sink.CommitRecord(context.Background(), s, b, rec)
 	t.Fatalf("Commit returned (%v) instead of being killed", err)
 }
 
@@ -695,7 +695,7 @@ func TestCommitNeedsATimeColumnAcrossPartitions(t *testing.T) {
 	b.WindowEnd = testDay().Add(25 * time.Hour)
 	rec := buildRecord(t, memory.DefaultAllocator, "x", testRows())
 	defer rec.Release()
-	if err := s.Commit(context.Background(), b, rec); err == nil || !strings.Contains(err.Error(), "spans partitions 2024-05-01 to 2024-05-02") {
+	if err := sink.CommitRecord(context.Background(), s, b, rec); err == nil || !strings.Contains(err.Error(), "spans partitions 2024-05-01 to 2024-05-02") {
 		t.Fatalf("Commit error = %v", err)
 	}
 }

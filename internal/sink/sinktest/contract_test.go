@@ -32,15 +32,7 @@ import (
 // TestSinkContract runs the contract over every backend.
 func TestSinkContract(t *testing.T) {
 	t.Run("disk", func(t *testing.T) {
-		sinktest.Run(t, func(t *testing.T) sink.Sink {
-			root := t.TempDir()
-			s, err := parquetsink.New(parquetsink.Options{Root: root, Version: "test"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return &diskSink{Sink: s, files: duckFiles{root: func(*testing.T) string { return root }}}
-		})
+		sinktest.Run(t, func(t *testing.T) sink.Sink { return newDiskSink(t) })
 	})
 	t.Run("gs", func(t *testing.T) {
 		f := fakegcs.Start(t)
@@ -183,6 +175,17 @@ func openBucket(t *testing.T, url string) sink.Sink {
 	}
 	t.Cleanup(func() { s.Close() })
 	return &bucketSink{Sink: s, files: duckFiles{root: func(t *testing.T) string { return download(t, s.Bucket()) }}}
+}
+
+// newDiskSink opens a disk sink on a fresh folder, read back by DuckDB.
+func newDiskSink(t *testing.T) *diskSink {
+	root := t.TempDir()
+	s, err := parquetsink.New(parquetsink.Options{Root: root, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return &diskSink{Sink: s, files: duckFiles{root: func(*testing.T) string { return root }}}
 }
 
 type diskSink struct {

@@ -46,10 +46,10 @@ func testInventory(t *testing.T, newSink func(t *testing.T) sink.Sink) {
 	s2[0].Deleted = true
 	r2 := Record("b2", false, s2...)
 	defer r2.Release()
-	if err := s.Commit(ctx, b1, r1); err != nil {
+	if err := sink.CommitRecord(ctx, s, b1, r1); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Commit(ctx, b2, r2); err != nil {
+	if err := sink.CommitRecord(ctx, s, b2, r2); err != nil {
 		t.Fatal(err)
 	}
 	ids, err := inv.HeldBatches(ctx, table)
@@ -84,7 +84,7 @@ func testInventory(t *testing.T, newSink func(t *testing.T) sink.Sink) {
 		t.Fatalf("ReadVersions:\n got %v\nwant %v", got, wantRows)
 	}
 
-	p, ok := s.(sink.Partitioner)
+	_, ok = s.(sink.Partitioner)
 	if !ok {
 		// One commit is one atomic unit (a load job): no attempt can
 		// stop between its files.
@@ -111,13 +111,13 @@ func testInventory(t *testing.T, newSink func(t *testing.T) sink.Sink) {
 		t.Fatalf("the layout puts days %v in partitions %v: the suite needs three", days, b3.Parts)
 	}
 	stopped := []sink.Part{part(recs[0].part, recs[0].rec), part(recs[1].part, recs[1].rec), failingPart(recs[2].part, recs[2].rec)}
-	if _, err := p.CommitParts(ctx, b3, stopped); err == nil {
+	if _, err := s.Commit(ctx, b3, stopped); err == nil {
 		t.Fatal("the stopped attempt's commit succeeded")
 	}
 	b3b := b3
 	b3b.Attempt, b3b.Replace = "a2", true
 	stopped = []sink.Part{part(recs[0].part, recs[0].rec), failingPart(recs[1].part, recs[1].rec), part(recs[2].part, recs[2].rec)}
-	if _, err := p.CommitParts(ctx, b3b, stopped); err == nil {
+	if _, err := s.Commit(ctx, b3b, stopped); err == nil {
 		t.Fatal("the second stopped attempt's commit succeeded")
 	}
 	mustCommitted(t, s, b3, false)
@@ -141,7 +141,7 @@ func testInventory(t *testing.T, newSink func(t *testing.T) sink.Sink) {
 
 	// The second attempt, fetched again, completes: one attempt's files.
 	whole := []sink.Part{part(recs[0].part, recs[0].rec), part(recs[1].part, recs[1].rec), part(recs[2].part, recs[2].rec)}
-	if _, err := p.CommitParts(ctx, b3b, whole); err != nil {
+	if _, err := s.Commit(ctx, b3b, whole); err != nil {
 		t.Fatal(err)
 	}
 	mustCommitted(t, s, b3b, true)

@@ -88,7 +88,7 @@ func uploadChild(url string, chunks int) error {
 		fmt.Println("encoded")
 		return nil
 	}
-	_, err = s.CommitParts(ctx, b, []sink.Part{{Key: b.Parts[0], Records: sink.Records{Schema: sc, Rows: int64(chunks * chunkRows), Each: each}}})
+	_, err = s.Commit(ctx, b, []sink.Part{{Key: b.Parts[0], Records: sink.Records{Schema: sc, Rows: int64(chunks * chunkRows), Each: each}}})
 	return err
 }
 

@@ -136,7 +136,7 @@ func testLateCommit(t *testing.T, addr string, urls func(t *testing.T, i int, pr
 				first := killed
 				first.Attempt = "first"
 				rec := sinktest.Record(first.ID, false, sinktest.Sub{Key: "first", Time: sinktest.Day, Version: sinktest.Day})
-				err := s.Commit(ctx, first, rec)
+				err := sink.CommitRecord(ctx, s, first, rec)
 				rec.Release()
 				if err != nil {
 					t.Fatal(err)
@@ -175,7 +175,7 @@ func testLateCommit(t *testing.T, addr string, urls func(t *testing.T, i int, pr
 			redo.Attempt, redo.Replace = "restarted", true
 			rec := sinktest.Record(redo.ID, false, sinktest.Sub{Key: "redo", Time: sinktest.Day, Version: sinktest.Day})
 			defer rec.Release()
-			if err := s.Commit(ctx, redo, rec); err != nil {
+			if err := sink.CommitRecord(ctx, s, redo, rec); err != nil {
 				t.Fatal(err)
 			}
 			mustCommittedAs(t, s, redo, true)

@@ -21,6 +21,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/syncd-dev/syncd/internal/sink"
+	tablepkg "github.com/syncd-dev/syncd/internal/table"
 )
 
 // Row is one row of a table as a Reader reads it back.
@@ -65,9 +66,9 @@ func Schema(extra bool) *arrow.Schema {
 		{Name: KeyColumn, Type: arrow.BinaryTypes.String},
 		{Name: TimeColumn, Type: tsUTC},
 		{Name: VersionColumn, Type: tsUTC},
-		{Name: "_deleted", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
-		{Name: "_batch_id", Type: arrow.BinaryTypes.String},
-		{Name: "_synced_at", Type: tsUTC},
+		tablepkg.DeletedField(true),
+		tablepkg.BatchIDField(),
+		tablepkg.SyncedAtField(),
 	}
 	if extra {
 		fs = append(fs, arrow.Field{Name: ExtraColumn, Type: arrow.BinaryTypes.String, Nullable: true})

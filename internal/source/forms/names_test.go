@@ -54,7 +54,12 @@ type cellSink struct {
 	both    chan struct{}
 }
 
-func (s *cellSink) Commit(ctx context.Context, b sink.Batch, rec arrow.Record) error {
+// Commit gathers the batch's parts into one record.
+func (s *cellSink) Commit(ctx context.Context, b sink.Batch, parts sink.Parts) (int64, error) {
+	return sink.WithGathered(parts, func(rec arrow.Record) error { return s.commitRecord(ctx, b, rec) })
+}
+
+func (s *cellSink) commitRecord(ctx context.Context, b sink.Batch, rec arrow.Record) error {
 	s.mu.Lock()
 	s.arrived++
 	if s.arrived == 2 {

@@ -37,7 +37,12 @@ type outRow struct {
 	deleted         bool
 }
 
-func (s *rowSink) Commit(_ context.Context, b sink.Batch, rec arrow.Record) error {
+// Commit gathers the batch's parts into one record.
+func (s *rowSink) Commit(ctx context.Context, b sink.Batch, parts sink.Parts) (int64, error) {
+	return sink.WithGathered(parts, func(rec arrow.Record) error { return s.commitRecord(ctx, b, rec) })
+}
+
+func (s *rowSink) commitRecord(_ context.Context, b sink.Batch, rec arrow.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail {

@@ -64,7 +64,12 @@ type memSink struct {
 	perRows []int
 }
 
-func (s *memSink) Commit(_ context.Context, b sink.Batch, rec arrow.Record) error {
+// Commit gathers the batch's parts into one record.
+func (s *memSink) Commit(ctx context.Context, b sink.Batch, parts sink.Parts) (int64, error) {
+	return sink.WithGathered(parts, func(rec arrow.Record) error { return s.commitRecord(ctx, b, rec) })
+}
+
+func (s *memSink) commitRecord(_ context.Context, b sink.Batch, rec arrow.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.batches = append(s.batches, b)
@@ -90,7 +95,10 @@ type partSink struct {
 	files map[string]int // partition -> files written
 }
 
-func (s *partSink) CommitParts(_ context.Context, b sink.Batch, parts []sink.Part) (int64, error) {
+// WritesFilePerPartition marks the sink.Partitioner capability.
+func (s *partSink) WritesFilePerPartition() {}
+
+func (s *partSink) Commit(_ context.Context, b sink.Batch, parts sink.Parts) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.batches = append(s.batches, b)

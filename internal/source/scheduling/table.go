@@ -8,17 +8,19 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	tablepkg "github.com/syncd-dev/syncd/internal/table"
 )
 
-// Lineage and version column names. _batch_id and _synced_at are the forms
-// tables' (internal/schema: ColBatchID, ColSyncedAt); the version columns
-// are the design's append-only versioning: a change is a new row, and the
+// Lineage and version column names. _batch_id, _synced_at and _deleted are
+// every table's managed columns (internal/table); the version columns are
+// the design's append-only versioning: a change is a new row, and the
 // latest version per uid (tombstones dropped) is the current booking.
 const (
-	ColBatchID     = "_batch_id"
-	ColSyncedAt    = "_synced_at"
+	ColBatchID     = tablepkg.ColBatchID
+	ColSyncedAt    = tablepkg.ColSyncedAt
 	ColVersionTime = "_version_time"
-	ColDeleted     = "_deleted"
+	ColDeleted     = tablepkg.ColDeleted
 )
 
 // Table is the default name of the bookings table.
@@ -124,10 +126,10 @@ func BookingsSchema() *arrow.Schema {
 		{Name: "rating", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
 		{Name: "created_at", Type: ts},
 		{Name: "updated_at", Type: ts, Nullable: true},
-		str(ColBatchID, false),
-		{Name: ColSyncedAt, Type: ts},
+		tablepkg.BatchIDField(),
+		tablepkg.SyncedAtField(),
 		{Name: ColVersionTime, Type: ts},
-		{Name: ColDeleted, Type: arrow.FixedWidthTypes.Boolean},
+		tablepkg.DeletedField(false),
 	}, nil)
 }
 

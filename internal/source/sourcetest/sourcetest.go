@@ -116,7 +116,12 @@ func NewMemSink(cols poller.Columns) *MemSink {
 }
 
 // Commit keeps the rows of b; a batch committed already adds nothing.
-func (m *MemSink) Commit(_ context.Context, b sink.Batch, rec arrow.Record) error {
+// Commit gathers the batch's parts into one record.
+func (m *MemSink) Commit(ctx context.Context, b sink.Batch, parts sink.Parts) (int64, error) {
+	return sink.WithGathered(parts, func(rec arrow.Record) error { return m.commitRecord(ctx, b, rec) })
+}
+
+func (m *MemSink) commitRecord(_ context.Context, b sink.Batch, rec arrow.Record) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.done[b.ID] {

@@ -86,11 +86,11 @@ const (
 	ColQuizMaxScore   = "quiz_max_score"
 	ColEditLink       = "edit_link"
 	ColDocuments      = "documents"
-	ColBatchID        = "_batch_id"
-	ColSyncedAt       = "_synced_at"
+	ColBatchID        = table.ColBatchID
+	ColSyncedAt       = table.ColSyncedAt
 	// ColDeleted is true on a tombstone row: the submission was deleted
 	// from the form. Its other answers are null.
-	ColDeleted = "_deleted"
+	ColDeleted = table.ColDeleted
 )
 
 // fixedNames are reserved in every table, edit_link included.
