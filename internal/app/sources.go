@@ -73,6 +73,23 @@ func (a *App) openSources(ctx context.Context, acct *Account) error {
 	return nil
 }
 
+// sourceAccount is the account's opened source of that name (the forms,
+// or one of sources); nil when the account does not use it.
+func (acct *Account) sourceAccount(name string) source.Account {
+	if name == poller.SourceForms {
+		if acct.forms == nil {
+			return nil // not a typed nil: the caller asserts capabilities
+		}
+		return acct.forms
+	}
+	for _, src := range acct.sources {
+		if src.name == name {
+			return src.acct
+		}
+	}
+	return nil
+}
+
 // sourcePass is one live pass of a listed source's streams, one after the
 // other; a stream failing does not stop the others.
 func (acct *Account) sourcePass(ctx context.Context, src openSource) []poller.Result {

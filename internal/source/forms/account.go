@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -37,11 +38,12 @@ type Source struct {
 }
 
 var (
-	_ source.Source    = Source{}
-	_ source.Endpoints = Source{}
-	_ source.SignIn    = (*Account)(nil)
-	_ source.Selector  = (*Account)(nil)
-	_ source.Explainer = (*Account)(nil)
+	_ source.Source         = Source{}
+	_ source.Endpoints      = Source{}
+	_ source.SignIn         = (*Account)(nil)
+	_ source.Selector       = (*Account)(nil)
+	_ source.Explainer      = (*Account)(nil)
+	_ source.WebhookRemover = (*Account)(nil)
 )
 
 // Name is the source's name (poller.SourceForms).
@@ -465,4 +467,30 @@ func (t Tokens) dropLegacy(ctx context.Context) error {
 		return fmt.Errorf("remove the Forms API sign-in kept under its earlier name: %w", err)
 	}
 	return nil
+}
+
+// RemoveWebhook deletes a form's webhook by its recorded id; one gone
+// already is not an error.
+func (a *Account) RemoveWebhook(ctx context.Context, id string) error {
+	client := a.Client()
+	if client == nil {
+		// Without a sign-in the account reads no forms now: the words
+		// `webhooks remove` has always said for an account that does not.
+		return fmt.Errorf("account %s no longer reads %s: its webhook %s stays registered; remove it at the service", a.ac.Name, poller.SourceForms, id)
+	}
+	return DeleteWebhook(ctx, client, id)
+}
+
+// DeleteWebhook deletes a Forms API webhook by its recorded id through
+// client; one gone already is not an error.
+func DeleteWebhook(ctx context.Context, client *api.Client, id string) error {
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil {
+		return fmt.Errorf("the recorded webhook id %q is not a number", id)
+	}
+	err = client.DeleteWebhook(ctx, n)
+	if source.IsNotFound(err, "webhook", strconv.FormatInt(n, 10)) {
+		return nil
+	}
+	return err
 }
