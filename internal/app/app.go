@@ -1,6 +1,6 @@
 // Package app wires a loaded configuration into the parts of a sync: the
-// sources (the forms, and the listed ones of sources.go), the state store,
-// the sink and the poller. The commands in cmd/syncd are thin shells
+// sources listed in sources.go (the forms, the bookings), the state
+// store, the sink and the poller. The commands in cmd/syncd are thin shells
 // around it.
 package app
 
@@ -95,8 +95,8 @@ type App struct {
 	sources []source.Source
 }
 
-// Account is one account's open parts: its Forms API client, its sink (its
-// share of the output) and its poller, and its listed sources.
+// Account is one account's open parts: its listed sources (the forms
+// apart, see forms), its sink (its share of the output) and its poller.
 type Account struct {
 	Name string
 	Cfg  config.Account
@@ -110,7 +110,8 @@ type Account struct {
 	Poller *poller.Poller
 	// Scheduling is the bookings source; nil when the account does not
 	// sign in to the scheduling API. It is one of sources, which the
-	// webhook registration and the connect page still know by name.
+	// webhook registration and the connect page still know by name
+	// (removal goes through source.WebhookRemover).
 	Scheduling *Scheduling
 	// forms is the forms source opened for the account (nil: the account
 	// has no forms). It is listed (sources.go), but its pass is still the
@@ -782,7 +783,8 @@ func (a *App) Pass(ctx context.Context) []poller.Result {
 
 // Backfill loads [start, end) of every form of the account, one form after
 // the other (they share the key), concurrency windows at once, then the
-// streams of the other sources (sources.go); a form failing does not stop the others. With onBusy set (the
+// streams of the other sources (sources.go); a form failing does not stop
+// the others. With onBusy set (the
 // daemon, on request) a stream whose scheduled pass is running is waited
 // for (BackfillWaiting), and onBusy told; without, it fails with
 // poller.ErrBusy.
