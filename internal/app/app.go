@@ -1,6 +1,6 @@
 // Package app wires a loaded configuration into the parts of a sync: the
-// sources (the forms, and the listed ones of sources.go), the state store,
-// the sink and the poller. The commands in cmd/syncd are thin shells
+// sources listed in sources.go (the forms, the bookings), the state
+// store, the sink and the poller. The commands in cmd/syncd are thin shells
 // around it.
 package app
 
@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"reflect"
 	"slices"
 	"sort"
@@ -90,31 +89,37 @@ type App struct {
 	sources []source.Source
 }
 
-// Account is one account's open parts: its Forms API client, its sink (its
-// share of the output) and its poller, and its listed sources.
+// Account is one account's open parts: its listed sources (the forms
+// apart, see forms), its sink (its share of the output) and its poller.
 type Account struct {
 	Name string
 	Cfg  config.Account
 	Log  *zap.Logger
 	// Client is the Forms API client; nil for an account without a key,
-	// or with forms_oauth and no sign-in. A pass of a forms_oauth account
-	// replaces it when the stored sign-in changed (under mu).
+	// or with forms_oauth and no sign-in. It mirrors forms' client (a pass
+	// of a forms_oauth account replaces it when the stored sign-in
+	// changed, under mu) for the commands that still read it.
 	Client *forms.Client
 	Sink   sink.Sink
 	Poller *poller.Poller
 	// Scheduling is the bookings source; nil when the account does not
 	// sign in to the scheduling API. It is one of sources, which the
-	// webhook registration and the connect page still know by name.
+	// webhook registration and the connect page still know by name
+	// (removal goes through source.WebhookRemover).
 	Scheduling *Scheduling
-	// sources are the listed sources (sources.go) the account uses, in
-	// the list's order.
+	// forms is the forms source opened for the account (nil: the account
+	// has no forms). It is listed (sources.go), but its pass is still the
+	// app's (Pass, SyncAll): the forms of a pass are chosen by its caller
+	// (a command's ids, a delivery's form) and synced concurrently.
+	forms *formsource.Account
+	// sources are the other listed sources (sources.go) the account uses,
+	// in the list's order.
 	sources []openSource
 
 	app *App
-	// mu guards Client and formsToken: a forms_oauth account's passes
-	// follow its stored sign-in.
-	mu         sync.Mutex
-	formsToken string // the sign-in Client was built from
+	// mu guards Client: a forms_oauth account's passes follow its stored
+	// sign-in.
+	mu sync.Mutex
 	// version identifies what the account was opened from (its settings
 	// and key): a reload reopens it when that changes.
 	version string
@@ -238,51 +243,12 @@ func NewClient(cfg *config.Config, log *zap.Logger, obs forms.Observer) (*forms.
 // NewAccountClient builds the Forms API client of acct; clients of one key
 // share a rate limiter through limiters (nil: a limiter of their own).
 func NewAccountClient(cfg *config.Config, acct config.Account, limiters *forms.Limiters, log *zap.Logger, obs forms.Observer) (*forms.Client, error) {
-	key, err := APIKey(acct)
-	if err != nil {
-		return nil, err
-	}
-	return newAccountClient(cfg, acct, key, limiters, log, obs)
-}
-
-// newAccountClient is the client of acct at its base URL with key.
-func newAccountClient(cfg *config.Config, acct config.Account, key string, limiters *forms.Limiters, log *zap.Logger, obs forms.Observer) (*forms.Client, error) {
-	c, err := forms.New(forms.Config{
-		Observer:    obs,
-		BaseURL:     acct.BaseURL,
-		APIKey:      key,
-		RateLimit:   cfg.Source.RateLimit,
-		MaxAttempts: cfg.Source.MaxAttempts,
-		Timeout:     cfg.Source.Timeout.D(),
-		Limiters:    limiters,
-		Logger:      log.Named("forms"),
-		UserAgent:   processUserAgent(),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("set up the Forms API client of account %s: %w", acct.Name, err)
-	}
-	return c, nil
+	return formsource.NewAccountClient(cfg, acct, limiters, log, obs)
 }
 
 // APIKey is the account's Forms API key: api_key, or the content of
 // api_key_file (a mounted secret), read now.
-func APIKey(acct config.Account) (string, error) {
-	if acct.FormsOAuth {
-		return "", fmt.Errorf("account %s signs in to the Forms API with OAuth (forms_oauth), not a key: this command reads no sign-in; `syncd once --account %s` does", acct.Name, acct.Name)
-	}
-	if acct.APIKeyFile == "" {
-		return acct.APIKey.Reveal(), nil
-	}
-	raw, err := os.ReadFile(acct.APIKeyFile)
-	if err != nil {
-		return "", fmt.Errorf("read the Forms API key of account %s from api_key_file: %w", acct.Name, err)
-	}
-	key := strings.TrimSpace(string(raw))
-	if key == "" {
-		return "", fmt.Errorf("the api_key_file of account %s (%s) is empty: mount the key there", acct.Name, acct.APIKeyFile)
-	}
-	return key, nil
-}
+func APIKey(acct config.Account) (string, error) { return formsource.APIKey(acct) }
 
 // OpenStore opens the state store the configuration names: the objects at
 // state.url (a writer claims the accounts it writes), or the local file
@@ -337,11 +303,12 @@ func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options
 	if err != nil {
 		return nil, &StateError{Err: err}
 	}
+	limiters := forms.NewLimiters()
 	a := &App{Cfg: cfg, Log: log, Store: store, Metrics: metrics.New(opts.Now), opts: opts,
-		limiters: forms.NewLimiters(), gate: semaphore.NewWeighted(int64(cfg.Sync.MaxBatches)),
+		limiters: limiters, gate: semaphore.NewWeighted(int64(cfg.Sync.MaxBatches)),
 		planGate:    semaphore.NewWeighted(4 * int64(cfg.Sync.MaxBatches)),
 		alloc:       arrowpool.ForProcess(opts.PoisonFreedBuffers),
-		streamLocks: poller.NewStreamLocks(), sources: sourceList()}
+		streamLocks: poller.NewStreamLocks(), sources: sourceList(limiters)}
 	a.current.Store(cfg)
 	a.shared = opts.Shared
 	if opts.ReadOnly {
@@ -389,20 +356,6 @@ func (a *App) OpenAccount(ctx context.Context, ac config.Account) (*Account, err
 			}
 		}
 		lost = c.Lost(ns)
-	}
-	switch {
-	case ac.FormsOAuth:
-		// Its client comes from the sign-in in the state: a missing or
-		// unreadable one fails the account's passes alone (each reads it
-		// again), so the error is not the opening's.
-		signInCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		_ = acct.formsSignIn(signInCtx)
-		cancel()
-	case ac.HasForms():
-		if acct.Client, err = NewAccountClient(cfg, ac, a.limiters, log, a.Metrics.ForAccount(ac.Name)); err != nil {
-			acct.Close() // its share of the claim
-			return nil, err
-		}
 	}
 	if acct.Sink, err = NewAccountSink(cfg, ns, a.opts.Version, log, a.alloc); err != nil {
 		acct.Close()
@@ -630,52 +583,15 @@ func (a *App) holdAccount(name string) *Account {
 // account (those carrying one of its tags, when it names tags), less the
 // excluded ones. An account without a Forms API key has none.
 func (acct *Account) Jobs(ctx context.Context) ([]poller.Job, error) {
-	client := acct.formsClient()
-	if client == nil {
+	if acct.forms == nil {
 		return nil, nil
 	}
-	start := acct.app.Cfg.Sync.StartDate.Time
-	excluded := map[string]bool{}
-	for _, id := range acct.Cfg.Exclude {
-		excluded[id] = true
-	}
-	if len(acct.Cfg.Forms) > 0 {
-		jobs := make([]poller.Job, 0, len(acct.Cfg.Forms))
-		for _, f := range acct.Cfg.Forms {
-			if !excluded[f.ID] {
-				jobs = append(jobs, acct.Job(f.ID))
-			}
-		}
-		return jobs, nil
-	}
-	list, err := client.ListForms(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list the forms of account %s (no forms listed means every form): %w", acct.Name, err)
-	}
-	sort.Slice(list, func(i, j int) bool { return list[i].FormID < list[j].FormID })
-	jobs := make([]poller.Job, 0, len(list))
-	for _, f := range list {
-		if excluded[f.FormID] || !HasAnyTag(f.Tags, acct.Cfg.Tags) {
-			continue
-		}
-		jobs = append(jobs, poller.Job{FormID: f.FormID, Start: start})
-	}
-	return jobs, nil
+	return acct.forms.Jobs(ctx)
 }
 
 // HasAnyTag reports whether a form carrying tags is selected by want
 // (every form when want is empty).
-func HasAnyTag(tags, want []string) bool {
-	if len(want) == 0 {
-		return true
-	}
-	for _, t := range tags {
-		if slices.Contains(want, t) {
-			return true
-		}
-	}
-	return false
-}
+func HasAnyTag(tags, want []string) bool { return formsource.HasAnyTag(tags, want) }
 
 // SyncAll runs one live pass over every job, at most concurrency forms at a
 // time, all under the client's shared per-key rate limit. One form failing
@@ -709,8 +625,8 @@ func (acct *Account) SyncAll(ctx context.Context, jobs []poller.Job, concurrency
 				results[i] = acct.Poller.Sync(ctx, acct.FormStream(job), job.Start)
 			}
 			results[i].Account = acct.Name
-			if source.IsNotFound(results[i].Err, "form", job.FormID) {
-				results[i].Err = acct.missingForm(ctx, job.FormID, results[i].Err)
+			if acct.forms != nil && source.IsNotFound(results[i].Err, "form", job.FormID) {
+				results[i].Err = acct.forms.Missing(ctx, job.FormID, results[i].Err)
 			}
 		}()
 	}
@@ -721,69 +637,16 @@ func (acct *Account) SyncAll(ctx context.Context, jobs []poller.Job, concurrency
 // Job is the job of one form: as configured, or with the defaults when the
 // configuration does not list it.
 func (acct *Account) Job(formID string) poller.Job {
-	job := poller.Job{FormID: formID, Start: acct.app.Cfg.Sync.StartDate.Time}
-	for _, f := range acct.Cfg.Forms {
-		if f.ID == formID {
-			job.Table = f.Table
-			if !f.StartDate.IsZero() {
-				job.Start = f.StartDate.Time
-			}
-		}
-	}
-	return job
+	return formsource.JobOf(acct.app.Cfg, acct.Cfg, formID)
 }
 
-// missingForm is the error of a configured form the account does not have
-// (deleted since, or mistyped), naming the closest ids: that form fails, the
-// others sync.
-func (acct *Account) missingForm(ctx context.Context, formID string, err error) error {
-	hint := ""
-	if list, lerr := acct.formsClient().ListForms(ctx); lerr == nil {
-		known := make([]string, 0, len(list))
-		for _, f := range list {
-			known = append(known, f.FormID)
-		}
-		if p := suggest.Phrase(formID, known); p != "" {
-			hint = " (" + p + ")"
-		}
-	}
-	return &MissingFormError{Form: formID, Hint: hint, Err: err}
-}
-
-// MissingFormError is a configured form the account does not have.
-type MissingFormError struct {
-	Form string
-	Hint string // " (closest: a, b)" or ""
-	Err  error  // the source's not found (*source.Error)
-}
-
-func (e *MissingFormError) Error() string {
-	return fmt.Sprintf("form %s does not exist in the account%s: it was deleted, or its id in forms[] is mistyped; fix or remove it in forms[] (what was synced of it stays in the output and the state); the other forms sync", e.Form, e.Hint)
-}
-
-func (e *MissingFormError) Unwrap() error { return e.Err }
+// MissingFormError is a configured form the account does not have
+// (formsource.MissingFormError).
+type MissingFormError = formsource.MissingFormError
 
 // UnknownFormError names form ids the account does not have, with the ids
-// closest to each.
-type UnknownFormError struct {
-	IDs  []string
-	Hint []string // per id: "closest: a, b" or ""
-}
-
-func (e *UnknownFormError) Error() string {
-	var b strings.Builder
-	for i, id := range e.IDs {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		fmt.Fprintf(&b, "form %s does not exist in this account", id)
-		if e.Hint[i] != "" {
-			b.WriteString(" (" + e.Hint[i] + ")")
-		}
-	}
-	b.WriteString(": check the id with `syncd forms`; nothing was written")
-	return b.String()
-}
+// closest to each (formsource.UnknownFormError).
+type UnknownFormError = formsource.UnknownFormError
 
 // CheckForms makes sure every id is a form of the account, with one request
 // (the account's form list). It is how a typo becomes an error before
@@ -796,30 +659,7 @@ func CheckForms(ctx context.Context, client *forms.Client, ids []string) error {
 // ListAndCheckForms is CheckForms, returning the account's forms it listed
 // for callers that check more of them (their tags); nil when ids is empty.
 func ListAndCheckForms(ctx context.Context, client *forms.Client, ids []string) ([]forms.FormSummary, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	list, err := client.ListForms(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list the account's forms to check the form ids: %w", err)
-	}
-	known := make([]string, 0, len(list))
-	have := make(map[string]bool, len(list))
-	for _, f := range list {
-		known = append(known, f.FormID)
-		have[f.FormID] = true
-	}
-	var bad UnknownFormError
-	for _, id := range ids {
-		if !have[id] {
-			bad.IDs = append(bad.IDs, id)
-			bad.Hint = append(bad.Hint, suggest.Phrase(id, known))
-		}
-	}
-	if len(bad.IDs) > 0 {
-		return nil, &bad
-	}
-	return list, nil
+	return formsource.ListAndCheck(ctx, client, ids)
 }
 
 // Pass is one live pass of every open account, each in its own goroutine:
@@ -831,7 +671,8 @@ func (a *App) Pass(ctx context.Context) []poller.Result {
 
 // Backfill loads [start, end) of every form of the account, one form after
 // the other (they share the key), concurrency windows at once, then the
-// streams of the other sources (sources.go); a form failing does not stop the others. With onBusy set (the
+// streams of the other sources (sources.go); a form failing does not stop
+// the others. With onBusy set (the
 // daemon, on request) a stream whose scheduled pass is running is waited
 // for (BackfillWaiting), and onBusy told; without, it fails with
 // poller.ErrBusy.
@@ -877,7 +718,7 @@ func (acct *Account) Backfill(ctx context.Context, start, end time.Time, concurr
 func (acct *Account) Pass(ctx context.Context, jobs func(context.Context) ([]poller.Job, error), others bool) []poller.Result {
 	var results []poller.Result
 	var signIn error
-	if acct.Cfg.FormsOAuth {
+	if acct.forms != nil {
 		signIn = acct.formsSignIn(ctx)
 	}
 	var list []poller.Job
@@ -892,15 +733,9 @@ func (acct *Account) Pass(ctx context.Context, jobs func(context.Context) ([]pol
 		results = append(results, poller.Result{Account: acct.Name, Source: poller.SourceForms, Err: err})
 	}
 	results = append(results, acct.SyncAll(ctx, list, acct.app.Cfg.Sync.Concurrency)...)
-	if acct.app.Cfg.MultiAccount() {
+	if acct.forms != nil && acct.app.Cfg.MultiAccount() {
 		for i := range results {
-			if se := source.AsError(results[i].Err); se != nil && se.Kind == source.Auth {
-				if acct.Cfg.FormsOAuth {
-					results[i].Err = &FormsSignInError{Account: acct.Name, Err: se.Err}
-					continue
-				}
-				results[i].Err = &KeyError{Account: acct.Name, Err: se}
-			}
+			results[i].Err = acct.forms.Explain(acct.Name, results[i].Err)
 		}
 	}
 	if others {
@@ -911,19 +746,8 @@ func (acct *Account) Pass(ctx context.Context, jobs func(context.Context) ([]pol
 	return results
 }
 
-// KeyError is an account's Forms API key refused (revoked, or of another
-// deployment): that account stops, the others sync.
-type KeyError struct {
-	Account string
-	Err     *source.Error // of kind source.Auth
-}
-
-func (e *KeyError) Error() string {
-	return fmt.Sprintf("account %s: the Forms API at %s rejected its key (HTTP %d): check the account's api_key (or api_key_file) and that the key belongs to its base_url; the other accounts sync",
-		e.Account, e.Err.Where, e.Err.Status)
-}
-
-func (e *KeyError) Unwrap() error { return e.Err }
+// KeyError is an account's Forms API key refused (formsource.KeyError).
+type KeyError = formsource.KeyError
 
 // SignInError is a pass of an account's bookings that failed
 // (scheduling.SignInError).
@@ -943,10 +767,7 @@ func FormStream(cfg *config.Config, client formsource.API, job poller.Job, log *
 // AccountFormStream is the stream of a form's job of the account of
 // namespace, read through client.
 func AccountFormStream(cfg *config.Config, namespace string, client formsource.API, job poller.Job, log *zap.Logger) *formsource.Stream {
-	return formsource.NewStream(client, job.FormID, job.Table, formsource.StreamOptions{
-		PageSize: cfg.Sync.PageSize, IncludeEditLink: cfg.Sync.IncludeEditLink, Logger: log.Named("poller"),
-		Namespace: namespace,
-	})
+	return formsource.StreamOf(cfg, namespace, client, job, log)
 }
 
 // AdoptTargets are the streams `syncd state adopt` rebuilds: the forms of
@@ -1166,7 +987,7 @@ func globalChange(a, b *config.Config) string {
 // Offline is account ac of cfg reading through client only, without a
 // sink or a state: what a dry run plans with.
 func Offline(cfg *config.Config, ac config.Account, client *forms.Client) *Account {
-	return &Account{Name: ac.Name, Cfg: ac, Client: client, Log: zap.NewNop(), app: &App{Cfg: cfg}}
+	return &Account{Name: ac.Name, Cfg: ac, Client: client, Log: zap.NewNop(), app: &App{Cfg: cfg}, forms: formsource.Offline(cfg, ac, client)}
 }
 
 // owned reports whether this replica owns the account (shared state).
@@ -1185,12 +1006,4 @@ func (a *App) SetOwned(names []string) {
 	for _, n := range names {
 		a.owns[n] = true
 	}
-}
-
-// processUserAgent names this process in its requests: the replicas of a
-// shared state each sync their own accounts, and the service's logs (or a
-// simulator) can tell which process made a request.
-func processUserAgent() string {
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s (%s; pid %d)", forms.DefaultUserAgent, host, os.Getpid())
 }

@@ -12,28 +12,29 @@ import (
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/source"
 	formsource "github.com/syncd-dev/syncd/internal/source/forms"
+	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 	"github.com/syncd-dev/syncd/internal/source/scheduling"
 	"github.com/syncd-dev/syncd/internal/webhook"
 )
 
-// sourceList is the explicit list of the sources syncd syncs besides the
-// forms, in the order a pass runs them (after the forms): no registry, no
-// init(). A new source is its package and one line here; a test binary
-// built with -tags testsource adds the test-only source
-// (sources_testsource.go).
+// sourceList is the explicit list of the sources syncd syncs, in the
+// order a pass runs them: no registry, no init(). A new source is its
+// package and one line here; a test binary built with -tags testsource
+// adds the test-only source (sources_testsource.go). limiters are the
+// Forms API's rate limits, shared by the accounts of one key (nil: each
+// client its own).
 //
-// The forms are not in it yet: their account side (a client that follows
-// a forms_oauth sign-in under the account's lock, the listing by tags,
-// one daemon entry per configured form) is still the app's own (Jobs,
-// SyncAll), and only their webhook endpoint is listed below.
-func sourceList() []source.Source {
-	return append([]source.Source{scheduling.Source{}}, testSources()...)
+// The forms are listed, but their pass is still the app's (Pass, SyncAll,
+// one daemon entry per configured form): openSources keeps their opened
+// account apart (Account.forms).
+func sourceList(limiters *forms.Limiters) []source.Source {
+	return append([]source.Source{formsource.Source{Limiters: limiters}, scheduling.Source{}}, testSources()...)
 }
 
-// webhookEndpoints are the receiver's endpoints: the forms', and those of
-// the listed sources that take deliveries.
+// webhookEndpoints are the receiver's endpoints: those of the listed
+// sources that take deliveries.
 func webhookEndpoints(list []source.Source) []webhook.Endpoint {
-	out := []webhook.Endpoint{formsource.Endpoint{}}
+	var out []webhook.Endpoint
 	for _, s := range list {
 		if e, ok := s.(source.Endpoints); ok {
 			out = append(out, e.Endpoint())
@@ -58,11 +59,32 @@ func (a *App) openSources(ctx context.Context, acct *Account) error {
 		if sa == nil {
 			continue
 		}
+		if f, ok := sa.(*formsource.Account); ok {
+			acct.forms, acct.Client = f, f.Client()
+			continue
+		}
 		acct.sources = append(acct.sources, openSource{name: src.Name(), acct: sa})
 		if s, ok := sa.(*scheduling.Account); ok {
 			// Its webhook registration and the connect page's sign-in
 			// are still the app's (webhooks.go, onrequest.go).
 			acct.Scheduling = s
+		}
+	}
+	return nil
+}
+
+// sourceAccount is the account's opened source of that name (the forms,
+// or one of sources); nil when the account does not use it.
+func (acct *Account) sourceAccount(name string) source.Account {
+	if name == poller.SourceForms {
+		if acct.forms == nil {
+			return nil // not a typed nil: the caller asserts capabilities
+		}
+		return acct.forms
+	}
+	for _, src := range acct.sources {
+		if src.name == name {
+			return src.acct
 		}
 	}
 	return nil
@@ -167,7 +189,7 @@ type Probe struct {
 // and the bookings, which it still checks itself.
 func ProbeSources(ctx context.Context, cfg *config.Config, acct config.Account, log *zap.Logger) []Probe {
 	var out []Probe
-	for _, src := range sourceList() {
+	for _, src := range sourceList(nil) {
 		if p, ok := src.(source.Prober); ok {
 			out = append(out, Probe{Source: src.Name(), Err: p.Probe(ctx, source.Env{Config: cfg, Account: acct, Log: log})})
 		}

@@ -490,15 +490,11 @@ func (acct *Account) RemoveWebhooks(ctx context.Context) ([]WebhookRow, error) {
 	}
 	var removed []WebhookRow
 	var errs []error
-	client := acct.formsClient()
 	for _, row := range WebhookRows(acct.Name, rec) {
 		var derr error
-		switch {
-		case row.Source == scheduling.Name && acct.Scheduling != nil:
-			derr = acct.Scheduling.Client.DeleteWebhook(ctx, row.ID)
-		case row.Source == poller.SourceForms && client != nil:
-			derr = deleteFormsWebhook(ctx, client, row.ID)
-		default:
+		if r, ok := acct.sourceAccount(row.Source).(source.WebhookRemover); ok {
+			derr = r.RemoveWebhook(ctx, row.ID)
+		} else {
 			derr = fmt.Errorf("account %s no longer reads %s: its webhook %s stays registered; remove it at the service", acct.Name, row.Source, row.ID)
 		}
 		if derr != nil {
@@ -519,15 +515,7 @@ func (acct *Account) RemoveWebhooks(ctx context.Context) ([]WebhookRow, error) {
 }
 
 // deleteFormsWebhook deletes a Forms API webhook by its recorded id; one
-// gone already is not an error.
+// gone already is not an error (formsource.DeleteWebhook).
 func deleteFormsWebhook(ctx context.Context, client *forms.Client, id string) error {
-	n, err := strconv.ParseInt(id, 10, 64)
-	if err != nil {
-		return fmt.Errorf("the recorded webhook id %q is not a number", id)
-	}
-	err = client.DeleteWebhook(ctx, n)
-	if source.IsNotFound(err, "webhook", strconv.FormatInt(n, 10)) {
-		return nil
-	}
-	return err
+	return formsource.DeleteWebhook(ctx, client, id)
 }

@@ -95,6 +95,15 @@ type Explainer interface {
 	Explain(account string, err error) error
 }
 
+// WebhookRemover is an Account whose webhooks syncd registers at its
+// service and records in the state: `webhooks remove` deletes each by the
+// id recorded, without knowing whose service it is.
+type WebhookRemover interface {
+	// RemoveWebhook deletes the webhook of that id; one gone already is
+	// not an error when the service can tell.
+	RemoveWebhook(ctx context.Context, id string) error
+}
+
 // Prober is a Source that `validate` can try for an account without
 // syncing or opening it: one cheap request that proves its settings and
 // credentials. The env has no state: a probe reads no sign-in.

@@ -24,9 +24,10 @@ import (
 type Source struct{}
 
 var (
-	_ source.Source    = Source{}
-	_ source.Endpoints = Source{}
-	_ source.Explainer = (*Account)(nil)
+	_ source.Source         = Source{}
+	_ source.Endpoints      = Source{}
+	_ source.Explainer      = (*Account)(nil)
+	_ source.WebhookRemover = (*Account)(nil)
 )
 
 // Name is the source's name.
@@ -53,6 +54,12 @@ func (a *Account) Streams(context.Context) ([]source.Stream, error) {
 // command that fixes a sign-in at fault.
 func (a *Account) Explain(account string, err error) error {
 	return &SignInError{Account: account, Err: err}
+}
+
+// RemoveWebhook deletes the user's webhook of that id (the one syncd
+// registered for the bookings).
+func (a *Account) RemoveWebhook(ctx context.Context, id string) error {
+	return a.Client.DeleteWebhook(ctx, id)
 }
 
 // SignInError is a pass of an account's bookings that failed; when the
