@@ -2,7 +2,9 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"strings"
 
@@ -133,6 +135,15 @@ func openParquet(ctx context.Context, cfg *config.Config, namespace, version str
 		Root: path, Version: version, Logger: log.Named("sink"), Encode: enc,
 		Layout: sinkDefaultLayout(cfg), KeepTemp: probing,
 	})
+	if err != nil && probing {
+		// validate names the folder and the fix, as its probe of a folder
+		// it could open does (parquetsink's Probe).
+		cause := err
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+			cause = pe.Err
+		}
+		return nil, fmt.Errorf("output folder %s cannot be created (%v): make it writable for the user syncd runs as, or set sink.parquet.path to a folder it can write", path, cause)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open the parquet sink: %w", err)
 	}
