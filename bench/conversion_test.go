@@ -126,7 +126,7 @@ func BenchmarkConvert(b *testing.B) {
 
 func convertOnce(b *testing.B, c corpus, tab *schema.Table, s *parquetsink.Sink, i int) int64 {
 	day := time.Date(2026, 10, 2, 0, 0, 0, 0, time.UTC)
-	batch := sink.Batch{ID: fmt.Sprintf("bench-%06d", i), FormID: c.form.ID, Table: "bench",
+	batch := sink.Batch{ID: fmt.Sprintf("bench-%06d", i), Stream: c.form.ID, Table: "bench",
 		WindowStart: day, WindowEnd: day.Add(24 * time.Hour)}
 	lin := schema.Lineage{BatchID: batch.ID, SyncedAt: day}
 	bld := schema.NewBuilder(tab.Clone(), memory.DefaultAllocator)

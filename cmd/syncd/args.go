@@ -133,7 +133,7 @@ func (g *globals) accountForms(forms []formView) ([]formView, error) {
 	}
 	out := make([]formView, 0, len(forms))
 	for _, f := range forms {
-		if ns, _ := tablepkg.SplitStreamKey(f.FormID); keep[ns] {
+		if ns, _ := tablepkg.SplitStreamKey(f.Stream); keep[ns] {
 			out = append(out, f)
 		}
 	}

@@ -99,9 +99,9 @@ func (d *dryRunner) count(ctx context.Context, formID string, a, b time.Time) (i
 
 // planForm plans [from, to) of one form whose state is st.
 func (d *dryRunner) planForm(ctx context.Context, job poller.Job, st formView, from, to time.Time) dryRunForm {
-	f := dryRunForm{FormID: job.FormID, Table: job.Table, Windows: []dryRunWindow{}}
+	f := dryRunForm{FormID: job.Stream, Table: job.Table, Windows: []dryRunWindow{}}
 	if f.Table == "" {
-		f.Table = poller.DefaultTable(job.FormID)
+		f.Table = poller.DefaultTable(job.Stream)
 	}
 	if st.Damaged != "" {
 		f.Error = st.Damaged
@@ -125,7 +125,7 @@ func (d *dryRunner) planForm(ctx context.Context, job poller.Job, st formView, f
 	// Open batches of an earlier run are fetched again (when the sink
 	// lacks them); their count is one request more.
 	for _, ob := range st.OpenBatches {
-		n, _, err := d.count(ctx, job.FormID, ob.Start, ob.End)
+		n, _, err := d.count(ctx, job.Stream, ob.Start, ob.End)
 		if err != nil {
 			f.Error = err.Error()
 			return f
@@ -134,7 +134,7 @@ func (d *dryRunner) planForm(ctx context.Context, job poller.Job, st formView, f
 	}
 	if from.Before(to) {
 		for _, g := range committed.Gaps(state.Interval{Start: from, End: to}) {
-			if err := d.planGap(ctx, job.FormID, sink.Layout(st.Layout), g.Start, g.End, &f.Requests, emit); err != nil {
+			if err := d.planGap(ctx, job.Stream, sink.Layout(st.Layout), g.Start, g.End, &f.Requests, emit); err != nil {
 				f.Error = err.Error()
 				return f
 			}
@@ -150,7 +150,7 @@ func (d *dryRunner) planForm(ctx context.Context, job poller.Job, st formView, f
 // requests in *requests: they are the pass's too. layout is the table's,
 // as the state records it ("": a new table's, chosen as the pass would).
 func (d *dryRunner) planGap(ctx context.Context, formID string, layout sink.Layout, a, b time.Time, requests *int64, emit func(dryRunWindow)) error {
-	s := app.FormStream(d.cfg, d.client, poller.Job{FormID: formID}, zap.NewNop())
+	s := app.FormStream(d.cfg, d.client, poller.Job{Stream: formID}, zap.NewNop())
 	windows, _, err := poller.Plan(ctx, s, d.planOptions(), d.parted(), layout, []state.Interval{{Start: a, End: b}})
 	*requests += s.Requests()
 	d.asked += s.Requests()

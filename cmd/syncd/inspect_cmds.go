@@ -182,10 +182,10 @@ func newSchemaCmd(g *globals) *cobra.Command {
 			}
 			layout := ""
 			for _, f := range v.Forms {
-				if f.FormID == key {
+				if f.Stream == key {
 					layout = f.Layout
 				}
-				if f.FormID == key && len(f.PinnedSchema) > 0 {
+				if f.Stream == key && len(f.PinnedSchema) > 0 {
 					if pinned, err = schema.Unmarshal(f.PinnedSchema); err != nil {
 						return withCode(exitFailed, fmt.Errorf("read the pinned schema of form %s from the state: %w", form.ID, err))
 					}
@@ -399,33 +399,33 @@ func newStateCmd(g *globals) *cobra.Command {
 
 // findState is the state of formID among list, or an exit-2 error naming
 // the ids the state holds that are closest to it.
-func findState(list []state.FormState, formID string) (state.FormState, error) {
+func findState(list []state.StreamState, formID string) (state.StreamState, error) {
 	known := make([]string, 0, len(list))
 	for _, st := range list {
-		if st.FormID == formID {
+		if st.Key == formID {
 			return st, nil
 		}
-		known = append(known, st.FormID)
+		known = append(known, st.Key)
 	}
 	msg := fmt.Sprintf("the state holds no form %s", formID)
 	if p := suggest.Phrase(formID, known); p != "" {
 		msg += " (" + p + ")"
 	}
-	return state.FormState{}, withCode(exitUsage, errors.New(msg+": `syncd state show` lists the forms it holds; nothing was changed"))
+	return state.StreamState{}, withCode(exitUsage, errors.New(msg+": `syncd state show` lists the forms it holds; nothing was changed"))
 }
 
 // findForm is the view of formID among forms, or an exit-2 error naming
 // the closest ids the state holds.
 func findForm(forms []formView, formID string) (formView, error) {
-	list := make([]state.FormState, 0, len(forms))
+	list := make([]state.StreamState, 0, len(forms))
 	for _, f := range forms {
-		list = append(list, state.FormState{FormID: f.FormID})
+		list = append(list, state.StreamState{Key: f.Stream})
 	}
 	if _, err := findState(list, formID); err != nil {
 		return formView{}, err
 	}
 	for _, f := range forms {
-		if f.FormID == formID {
+		if f.Stream == formID {
 			return f, nil
 		}
 	}

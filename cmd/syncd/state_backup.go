@@ -223,10 +223,10 @@ func (g *globals) afterRestore(ctx context.Context, keep func(context.Context, s
 		}
 		have := map[string]bool{}
 		for _, j := range jobs {
-			have[j.FormID] = true
+			have[j.Stream] = true
 		}
 		for _, st := range list {
-			ns, key := tablepkg.SplitStreamKey(st.FormID)
+			ns, key := tablepkg.SplitStreamKey(st.Key)
 			if ns == acct.Cfg.Namespace() && acct.Client != nil && !have[key] && !strings.Contains(key, "/") {
 				jobs = append(jobs, acct.Job(key))
 			}

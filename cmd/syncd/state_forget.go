@@ -76,9 +76,9 @@ func newStateForgetCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func hasStream(list []state.FormState, key string) bool {
+func hasStream(list []state.StreamState, key string) bool {
 	for _, st := range list {
-		if st.FormID == key {
+		if st.Key == key {
 			return true
 		}
 	}

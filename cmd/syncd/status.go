@@ -31,7 +31,7 @@ type (
 )
 
 // viewOf is status.Of.
-func viewOf(where string, list []state.FormState, now time.Time, withSchema bool) stateView {
+func viewOf(where string, list []state.StreamState, now time.Time, withSchema bool) stateView {
 	return status.Of(where, list, now, withSchema)
 }
 
@@ -42,10 +42,10 @@ func printStateTable(w io.Writer, v stateView) {
 	}
 	for _, f := range v.Forms {
 		kind := "form" // a form's key is its id; another source's stream is source/stream
-		if _, key := tablepkg.SplitStreamKey(f.FormID); strings.Contains(key, "/") {
+		if _, key := tablepkg.SplitStreamKey(f.Stream); strings.Contains(key, "/") {
 			kind = "stream"
 		}
-		fmt.Fprintf(w, "%s %s: %s in %s", kind, f.FormID, plural(f.Rows, "row"), plural(f.Batches, "batch"))
+		fmt.Fprintf(w, "%s %s: %s in %s", kind, f.Stream, plural(f.Rows, "row"), plural(f.Batches, "batch"))
 		if f.LastSuccess != nil {
 			fmt.Fprintf(w, ", last success %s", f.LastSuccess.Format(time.RFC3339))
 		}
@@ -90,7 +90,7 @@ func printStateTable(w io.Writer, v stateView) {
 			fmt.Fprintf(w, "  last error: %s\n", f.LastError)
 		}
 		if f.NotConfigured {
-			fmt.Fprintf(w, "  no longer in the configuration: not synced; `syncd state forget %s` removes this record\n", f.FormID)
+			fmt.Fprintf(w, "  no longer in the configuration: not synced; `syncd state forget %s` removes this record\n", f.Stream)
 		}
 	}
 	if len(v.Forms) == 0 {

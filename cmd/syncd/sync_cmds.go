@@ -286,7 +286,7 @@ func (g *globals) dryRun(ctx context.Context, cfg *config.Config, acct config.Ac
 	}
 	byID := map[string]formView{}
 	for _, f := range v.Forms {
-		if ns, key := tablepkg.SplitStreamKey(f.FormID); ns == acct.Namespace() {
+		if ns, key := tablepkg.SplitStreamKey(f.Stream); ns == acct.Namespace() {
 			byID[key] = f
 		}
 	}
@@ -302,7 +302,7 @@ func (g *globals) dryRun(ctx context.Context, cfg *config.Config, acct config.Ac
 		if end.IsZero() || end.After(horizon) {
 			end = horizon
 		}
-		f := d.planForm(ctx, job, byID[job.FormID], start, end)
+		f := d.planForm(ctx, job, byID[job.Stream], start, end)
 		if f.Error != "" {
 			failed++
 		}
@@ -474,10 +474,10 @@ func printResults(w io.Writer, results []poller.Result, took time.Duration, sign
 		case "interrupted":
 			stopped++
 			fmt.Fprintf(w, "STOP %s -> %s: interrupted after %s in %s, %s%s; the rest comes with the next pass\n",
-				r.FormID, orDash(r.Table), plural(r.Rows, "row"), plural(int64(r.Batches), "batch"), plural(r.Requests, "request"), covered(r))
+				r.Stream, orDash(r.Table), plural(r.Rows, "row"), plural(int64(r.Batches), "batch"), plural(r.Requests, "request"), covered(r))
 		default:
 			fmt.Fprintf(w, "ok   %s -> %s: %s in %s, %s, %s%s%s\n",
-				r.FormID, r.Table, plural(r.Rows, "row"), plural(int64(r.Batches), "batch"), plural(r.Requests, "request"), r.Duration.Round(time.Millisecond), covered(r), reconciled(r))
+				r.Stream, r.Table, plural(r.Rows, "row"), plural(int64(r.Batches), "batch"), plural(r.Requests, "request"), r.Duration.Round(time.Millisecond), covered(r), reconciled(r))
 		}
 	}
 	line := fmt.Sprintf("%s, %d failed", streamsCount(results), status.Failed(results, signalled))
@@ -493,13 +493,13 @@ func printResults(w io.Writer, results []poller.Result, took time.Duration, sign
 // streamName is how a result is named in a pass's lines: the stream, or,
 // for a source that failed before any of its streams ran, what failed.
 func streamName(r poller.Result) string {
-	if r.FormID == "" {
+	if r.Stream == "" {
 		if r.Account != "" && r.Account != config.DefaultAccount {
 			return r.Source + " of account " + r.Account + " (listing its forms)"
 		}
 		return r.Source + " (listing the account's forms)"
 	}
-	return r.FormID
+	return r.Stream
 }
 
 // streamsCount names what a pass synced for what it is: "3 forms",
@@ -510,11 +510,11 @@ func streamsCount(results []poller.Result) string {
 	var others []string
 	for _, r := range results {
 		switch {
-		case r.FormID == "":
+		case r.Stream == "":
 		case r.Source == poller.SourceForms || r.Source == "":
 			forms++
 		default:
-			others = append(others, r.FormID)
+			others = append(others, r.Stream)
 		}
 	}
 	if len(others) == 0 {
@@ -878,7 +878,7 @@ func newRefreshCmd(g *globals) *cobra.Command {
 			acct, job := one.acct, one.acct.Job(formID)
 			if err := acct.Poller.Refresh(ctx, acct.FormStream(job)); err != nil {
 				if _, stopped := g.interruption(); stopped {
-					return g.finishPass([]poller.Result{{FormID: formID, Interrupted: true}}, time.Since(one.started), summaryPath, format)
+					return g.finishPass([]poller.Result{{Stream: formID, Interrupted: true}}, time.Since(one.started), summaryPath, format)
 				}
 				return withCode(exitFailed, err)
 			}
@@ -963,10 +963,10 @@ func (p *progressReporter) update(pr poller.Progress) {
 	p.last = time.Now()
 	elapsed := time.Since(p.started).Seconds()
 	rate := float64(pr.Rows) / max(elapsed, 0.001)
-	fields := []zap.Field{zap.String(logkey.Stream, p.formID), zap.Int64("rows", pr.Rows), zap.Int64("expected_rows", pr.ExpectedRows),
-		zap.Int("batches", pr.Windows), zap.Float64("rows_per_second", rate)}
+	fields := []zap.Field{zap.String(logkey.Stream, p.formID), zap.Int64(logkey.Rows, pr.Rows), zap.Int64(logkey.ExpectedRows, pr.ExpectedRows),
+		zap.Int(logkey.Batches, pr.Windows), zap.Float64(logkey.RowsPerSecond, rate)}
 	if rate > 0 && pr.ExpectedRows > pr.Rows {
-		fields = append(fields, zap.Duration("eta", time.Duration(float64(pr.ExpectedRows-pr.Rows)/rate*float64(time.Second)).Round(time.Second)))
+		fields = append(fields, zap.Duration(logkey.ETA, time.Duration(float64(pr.ExpectedRows-pr.Rows)/rate*float64(time.Second)).Round(time.Second)))
 	}
 	p.log.Info("backfill progress", fields...)
 }

@@ -318,7 +318,7 @@ func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options
 	if n, err := spool.CleanStale(cfg.Sync.SpoolDir); err != nil {
 		log.Warn("could not clean stale spool folders", zap.Error(err))
 	} else if n > 0 {
-		log.Info("removed spool folders of syncd processes that no longer run", zap.Int("folders", n))
+		log.Info("removed spool folders of syncd processes that no longer run", zap.Int(logkey.Folders, n))
 	}
 	for _, ac := range accounts {
 		if a.shared {
@@ -610,13 +610,13 @@ func (acct *Account) SyncAll(ctx context.Context, jobs []poller.Job, concurrency
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				results[i] = poller.Result{Account: acct.Name, Source: poller.SourceForms, FormID: job.FormID, Err: fmt.Errorf("sync form %s: %w", job.FormID, ctx.Err())}
+				results[i] = poller.Result{Account: acct.Name, Source: poller.SourceForms, Stream: job.Stream, Err: fmt.Errorf("sync form %s: %w", job.Stream, ctx.Err())}
 				return
 			}
 			defer func() { <-sem }()
 			if acct.Poller.Draining() {
 				// Stopping: a form not started yet is left for the next pass.
-				results[i] = poller.Result{Account: acct.Name, Source: poller.SourceForms, FormID: job.FormID, Interrupted: true}
+				results[i] = poller.Result{Account: acct.Name, Source: poller.SourceForms, Stream: job.Stream, Interrupted: true}
 				return
 			}
 			if len(job.Recheck) > 0 {
@@ -625,8 +625,8 @@ func (acct *Account) SyncAll(ctx context.Context, jobs []poller.Job, concurrency
 				results[i] = acct.Poller.Sync(ctx, acct.FormStream(job), job.Start)
 			}
 			results[i].Account = acct.Name
-			if acct.forms != nil && source.IsNotFound(results[i].Err, "form", job.FormID) {
-				results[i].Err = acct.forms.Missing(ctx, job.FormID, results[i].Err)
+			if acct.forms != nil && source.IsNotFound(results[i].Err, "form", job.Stream) {
+				results[i].Err = acct.forms.Missing(ctx, job.Stream, results[i].Err)
 			}
 		}()
 	}
@@ -690,7 +690,7 @@ func (acct *Account) Backfill(ctx context.Context, start, end time.Time, concurr
 	var results []poller.Result
 	for _, job := range jobs {
 		if acct.Poller.Draining() {
-			results = append(results, poller.Result{Account: acct.Name, Source: poller.SourceForms, FormID: job.FormID, Interrupted: true})
+			results = append(results, poller.Result{Account: acct.Name, Source: poller.SourceForms, Stream: job.Stream, Interrupted: true})
 			continue
 		}
 		from := start
@@ -936,7 +936,7 @@ func (a *App) Reload(ctx context.Context, cfg *config.Config) error {
 	a.Accounts = next
 	a.mu.Unlock()
 	a.current.Store(cfg)
-	a.Log.Info("accounts reloaded", zap.Int("accounts", len(next)), zap.Int("opened", len(opened)))
+	a.Log.Info("accounts reloaded", zap.Int(logkey.Accounts, len(next)), zap.Int(logkey.Opened, len(opened)))
 	return nil
 }
 

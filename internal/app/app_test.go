@@ -57,7 +57,7 @@ func TestJobsSelectByIDTagAndExclusion(t *testing.T) {
 		}
 		var got []string
 		for _, j := range jobs {
-			got = append(got, j.FormID)
+			got = append(got, j.Stream)
 		}
 		if strings.Join(sorted(got), ",") != strings.Join(sorted(tc.want), ",") {
 			t.Errorf("account %s: jobs %v, want %v", tc.account, got, tc.want)

@@ -76,7 +76,7 @@ accounts:
 	}
 	for _, r := range res {
 		if r.Err != nil {
-			t.Errorf("form %s: %v", r.FormID, r.Err)
+			t.Errorf("form %s: %v", r.Stream, r.Err)
 		}
 	}
 

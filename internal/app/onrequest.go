@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/syncd-dev/syncd/internal/logkey"
+
 	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/formsauth"
@@ -125,7 +127,7 @@ func (a *App) ForgetSignIn(ctx context.Context, name, source string) error {
 	default:
 		return fmt.Errorf("source %q: use scheduling or forms", source)
 	}
-	acct.Log.Info("the account's sign-in was forgotten on request of `syncd auth logout`", zap.String("source", source))
+	acct.Log.Info("the account's sign-in was forgotten on request of `syncd auth logout`", zap.String(logkey.Source, source))
 	return nil
 }
 
@@ -160,5 +162,5 @@ func BackfillWaiting(ctx context.Context, p *poller.Poller, s poller.Stream, fro
 
 // logSignIn notes a sign-in stored on request.
 func logSignIn(acct *Account, how, user string) {
-	acct.Log.Info("the account's user signed in "+how, zap.String("user", user))
+	acct.Log.Info("the account's user signed in "+how, zap.String(logkey.User, user))
 }

@@ -149,7 +149,7 @@ func TestReloadKeepsTheClaimOfAChangedAccount(t *testing.T) {
 	time.Sleep(5 * time.Millisecond) // past the submission's millisecond
 	for _, r := range acct.Pass(context.Background(), acct.Jobs, false) {
 		if r.Err != nil {
-			t.Errorf("a pass of the reloaded account, form %s: %v", r.FormID, r.Err)
+			t.Errorf("a pass of the reloaded account, form %s: %v", r.Stream, r.Err)
 		}
 	}
 	st, err := h.a.Store.Get(context.Background(), acct.FormStream(acct.Job(ids[0])).Key())

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/syncd-dev/syncd/internal/logkey"
+
 	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/config"
@@ -120,7 +122,7 @@ func CheckSignIn(ctx context.Context, cfg *config.Config, namespace string, stor
 	}
 	if err := saveRotated(ctx, tokens, fresh); err != nil {
 		log.Error("the scheduling API rotated the refresh token, and the new one could not be saved: the sign-in is lost",
-			zap.String("state", where), zap.Error(err))
+			zap.String(logkey.State, where), zap.Error(err))
 		return stored, fmt.Errorf("the scheduling API rotated the refresh token when syncd refreshed it to check the sign-in, "+
 			"but the new one could not be saved in the state %s (%w): the stored one no longer works; "+
 			"make the state writable (permissions, free space), then run `syncd auth login`", where, err)

@@ -100,7 +100,7 @@ func (acct *Account) sourcePass(ctx context.Context, src openSource) []poller.Re
 	results := make([]poller.Result, 0, len(streams))
 	for _, s := range streams {
 		if acct.Poller.Draining() {
-			results = append(results, poller.Result{Account: acct.Name, Source: src.name, FormID: s.Key(), Table: s.Table(), Interrupted: true})
+			results = append(results, poller.Result{Account: acct.Name, Source: src.name, Stream: s.Key(), Table: s.Table(), Interrupted: true})
 			continue
 		}
 		r := acct.Poller.Sync(ctx, s.Stream, s.Start)

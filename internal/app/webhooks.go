@@ -148,10 +148,10 @@ func (acct *Account) reregisterSilent(ctx context.Context, results []poller.Resu
 		acct.scheduled = map[string]time.Time{}
 	}
 	for _, r := range results {
-		if r.Source != poller.SourceForms || r.FormID == "" || r.Err != nil || r.Interrupted {
+		if r.Source != poller.SourceForms || r.Stream == "" || r.Err != nil || r.Interrupted {
 			continue
 		}
-		_, form := table.SplitStreamKey(r.FormID) // a result names the stream's key: account/form
+		_, form := table.SplitStreamKey(r.Stream) // a result names the stream's key: account/form
 		prev := acct.scheduled[form]
 		acct.scheduled[form] = start
 		fresh := r.Rows - r.Versions - r.Tombstones // reconciles' edits and deletions are not announced
@@ -165,7 +165,7 @@ func (acct *Account) reregisterSilent(ctx context.Context, results []poller.Resu
 	}
 	for _, j := range silent {
 		acct.Log.Info("a scheduled pass found new submissions that no delivery announced since the previous one: registering the form's webhook again",
-			zap.String(logkey.Stream, j.FormID))
+			zap.String(logkey.Stream, j.Stream))
 	}
 	acct.registerFormsAgain(ctx, silent)
 }
@@ -178,7 +178,7 @@ func (acct *Account) noteForms(list []poller.Job) {
 	}
 	set := make(map[string]bool, len(list))
 	for _, j := range list {
-		set[j.FormID] = true
+		set[j.Stream] = true
 	}
 	acct.seenMu.Lock()
 	acct.listed = set
@@ -228,29 +228,29 @@ func (acct *Account) registerFormsWith(ctx context.Context, list []poller.Job, a
 	}
 	w := acct.app.Cfg.Sync.Webhooks
 	for _, job := range list {
-		u := formsource.WebhookURL(w.PublicURL, acct.app.webhookSecret(), acct.Name, job.FormID)
-		old, ok := rec.Forms[job.FormID]
+		u := formsource.WebhookURL(w.PublicURL, acct.app.webhookSecret(), acct.Name, job.Stream)
+		old, ok := rec.Forms[job.Stream]
 		if ok && old.URL == urlHash(u) && !again {
 			continue
 		}
-		id, err := client.CreateWebhook(ctx, job.FormID, u)
+		id, err := client.CreateWebhook(ctx, job.Stream, u)
 		if err != nil {
 			acct.Log.Warn("registering the form's webhook failed; its submissions arrive by polling, and the next pass tries again",
-				zap.String(logkey.Stream, job.FormID), zap.Error(err))
+				zap.String(logkey.Stream, job.Stream), zap.Error(err))
 			continue
 		}
-		rec.Forms[job.FormID] = Registered{ID: strconv.FormatInt(id, 10), URL: urlHash(u), Registered: time.Now().UTC()}
+		rec.Forms[job.Stream] = Registered{ID: strconv.FormatInt(id, 10), URL: urlHash(u), Registered: time.Now().UTC()}
 		if err := SaveWebhooks(ctx, acct.app.Store, ns, rec); err != nil {
-			acct.Log.Warn("the form's webhook was registered but could not be recorded; removing it", zap.String(logkey.Stream, job.FormID), zap.Error(err))
+			acct.Log.Warn("the form's webhook was registered but could not be recorded; removing it", zap.String(logkey.Stream, job.Stream), zap.Error(err))
 			_ = client.DeleteWebhook(ctx, id)
 			return
 		}
-		acct.Log.Info("webhook registered", zap.String(logkey.Stream, job.FormID), zap.Int64("webhook_id", id))
+		acct.Log.Info("webhook registered", zap.String(logkey.Stream, job.Stream), zap.Int64(logkey.WebhookID, id))
 		if ok {
 			// The old URL no longer verifies, or the webhook went silent:
 			// remove it (a lost one is gone already).
 			if err := deleteFormsWebhook(ctx, client, old.ID); err != nil {
-				acct.Log.Warn("removing the form's previous webhook failed", zap.String(logkey.Stream, job.FormID), zap.String("webhook_id", old.ID), zap.Error(err))
+				acct.Log.Warn("removing the form's previous webhook failed", zap.String(logkey.Stream, job.Stream), zap.String(logkey.WebhookID, old.ID), zap.Error(err))
 			}
 		}
 	}
@@ -290,7 +290,7 @@ func (acct *Account) registerScheduling(ctx context.Context) {
 		if err != nil {
 			return // no WEBHOOK_READ: the record is all syncd can know
 		}
-		acct.Log.Info("the bookings webhook disappeared; registering it again", zap.String("webhook_id", old.ID))
+		acct.Log.Info("the bookings webhook disappeared; registering it again", zap.String(logkey.WebhookID, old.ID))
 		_ = c.DeleteWebhook(ctx, old.ID) // inactive, or another URL: gone either way
 	} else if old != nil {
 		_ = c.DeleteWebhook(ctx, old.ID) // public_url or the secret changed
@@ -326,7 +326,7 @@ func (acct *Account) registerScheduling(ctx context.Context) {
 		_ = c.DeleteWebhook(ctx, id)
 		return
 	}
-	acct.Log.Info("webhook registered", zap.String(logkey.Source, "scheduling"), zap.String("webhook_id", id))
+	acct.Log.Info("webhook registered", zap.String(logkey.Source, "scheduling"), zap.String(logkey.WebhookID, id))
 }
 
 // webhookPresence is where a delivery's stream is synced: Here when this
@@ -400,7 +400,7 @@ func (a *App) triggeredPass(ctx context.Context, s webhook.Stream, recheck []web
 		}
 		// The form's own result (its key may carry the account's
 		// namespace): one form ran, beside no other.
-		if s.Source == poller.SourceForms && r.Source == poller.SourceForms && r.FormID != "" {
+		if s.Source == poller.SourceForms && r.Source == poller.SourceForms && r.Stream != "" {
 			for i, w := range recheck {
 				if i >= len(r.Rechecked) || !r.Rechecked[i] {
 					out.Missed = append(out.Missed, w)
@@ -409,7 +409,7 @@ func (a *App) triggeredPass(ctx context.Context, s webhook.Stream, recheck []web
 		}
 	}
 	// Labelled as the pass's other series are: by the stream's key.
-	a.Metrics.ObserveTriggered(acct.Name, s.Source, results[len(results)-1].FormID)
+	a.Metrics.ObserveTriggered(acct.Name, s.Source, results[len(results)-1].Stream)
 	daemon.Report(acct.Log, a.Metrics, results)
 	return out
 }
@@ -439,8 +439,8 @@ func (a *App) webhookHandler(ctx context.Context) (http.Handler, func()) {
 		Lookup: a.webhookPresence, Ring: ring, Observe: a.Metrics.ObserveDelivery,
 		Now: a.opts.Now, Log: a.Log.Named("webhook"),
 	}
-	a.Log.Info("receiving webhooks", zap.String("path", webhook.PathPrefix), zap.Duration("debounce", w.Debounce.D()),
-		zap.Duration("safety_lag", a.Cfg.Sync.SafetyLag.D()))
+	a.Log.Info("receiving webhooks", zap.String(logkey.Path, webhook.PathPrefix), zap.Duration(logkey.Debounce, w.Debounce.D()),
+		zap.Duration(logkey.SafetyLag, a.Cfg.Sync.SafetyLag.D()))
 	return rc, bell.Close
 }
 

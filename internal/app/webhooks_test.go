@@ -44,7 +44,7 @@ func TestWebhooksRegisterLookupTrigger(t *testing.T) {
 		t.Helper()
 		for _, r := range entries[0].Pass(ctx) {
 			if r.Err != nil {
-				t.Fatalf("pass of %s: %v", r.FormID, r.Err)
+				t.Fatalf("pass of %s: %v", r.Stream, r.Err)
 			}
 		}
 	}

@@ -37,7 +37,7 @@ func parquetFile(t *testing.T, schema *arrow.Schema, rowsJSON string, opts parqu
 	defer rec.Release()
 	var buf bytes.Buffer
 	now := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
-	if _, err := parquetsink.Encode(&buf, rec, sink.Batch{ID: "b", FormID: "f", WindowStart: now, WindowEnd: now.Add(time.Hour)}, nil, opts); err != nil {
+	if _, err := parquetsink.Encode(&buf, rec, sink.Batch{ID: "b", Stream: "f", WindowStart: now, WindowEnd: now.Add(time.Hour)}, nil, opts); err != nil {
 		t.Fatalf("encode: %v", err)
 	}
 	return buf.Bytes()

@@ -36,6 +36,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/syncd-dev/syncd/internal/logkey"
+
 	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/oauth"
@@ -184,24 +186,24 @@ func (h *Handler) connect(w http.ResponseWriter, r *http.Request) {
 	// The token is checked before the account is looked up, so that the
 	// page does not tell strangers which accounts exist.
 	if !validToken(h.opts.Secret, account, q.Get("token")) {
-		h.log.Warn("connect link refused: the guard token is missing or not this account's", zap.String("account", account))
+		h.log.Warn("connect link refused: the guard token is missing or not this account's", zap.String(logkey.Account, account))
 		page(w, http.StatusForbidden, "This link is not valid for account %s: ask your operator for your connect link.", account)
 		return
 	}
 	if !h.opts.Known(account) {
-		h.log.Warn("connect link refused: the account is not configured to sign in to the scheduling API", zap.String("account", account))
+		h.log.Warn("connect link refused: the account is not configured to sign in to the scheduling API", zap.String(logkey.Account, account))
 		page(w, http.StatusNotFound, "Account %s does not sign in to the scheduling API here: ask your operator.", account)
 		return
 	}
 	client, err := h.opts.OAuth(account)
 	if err != nil {
-		h.log.Error("connect: no OAuth client for the account", zap.String("account", account), zap.Error(err))
+		h.log.Error("connect: no OAuth client for the account", zap.String(logkey.Account, account), zap.Error(err))
 		page(w, http.StatusInternalServerError, "syncd cannot sign in account %s now: the operator's settings are at fault.", account)
 		return
 	}
 	ar, err := client.NewAuthRequest()
 	if err != nil {
-		h.log.Error("connect: build the authorization request", zap.String("account", account), zap.Error(err))
+		h.log.Error("connect: build the authorization request", zap.String(logkey.Account, account), zap.Error(err))
 		page(w, http.StatusInternalServerError, "syncd cannot sign in account %s now.", account)
 		return
 	}
@@ -220,7 +222,7 @@ func (h *Handler) connect(w http.ResponseWriter, r *http.Request) {
 		// Lax: the callback is a top-level GET from the API's site.
 		SameSite: http.SameSiteLaxMode,
 	})
-	h.log.Info("connect: sending the user to the scheduling API's authorization page", zap.String("account", account))
+	h.log.Info("connect: sending the user to the scheduling API's authorization page", zap.String(logkey.Account, account))
 	noStore(w)
 	http.Redirect(w, r, ar.URL, http.StatusFound)
 }
@@ -235,7 +237,7 @@ func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 		page(w, http.StatusBadRequest, "This sign-in is unknown, expired or already finished: open your connect link again.")
 		return
 	}
-	log := h.log.With(zap.String("account", p.account))
+	log := h.log.With(zap.String(logkey.Account, p.account))
 	if subtle.ConstantTimeCompare([]byte(cookieNonce(r)), []byte(p.browser)) != 1 {
 		log.Warn("connect callback refused: it comes from another browser than the one that opened the connect link")
 		page(w, http.StatusBadRequest, "This sign-in was started in another browser: open your connect link again in this one.")
@@ -243,7 +245,7 @@ func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	if e := q.Get("error"); e != "" {
 		code := errorCode(e)
-		log.Warn("connect: the scheduling API did not authorize", zap.String("error", code))
+		log.Warn("connect: the scheduling API did not authorize", zap.String(logkey.Error, code))
 		if code == "access_denied" {
 			page(w, http.StatusForbidden, "Account %s is not connected: consent was refused at the scheduling API. Open your connect link again to retry.", p.account)
 			return
@@ -276,7 +278,7 @@ func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 		page(w, http.StatusInternalServerError, "Account %s is not connected: syncd could not store the sign-in. Ask your operator.", p.account)
 		return
 	}
-	log.Info("connect: account connected", zap.Strings("scopes", tok.Scopes))
+	log.Info("connect: account connected", zap.Strings(logkey.Scopes, tok.Scopes))
 	page(w, http.StatusOK, "syncd: account %s is connected. You can close this tab.", p.account)
 }
 

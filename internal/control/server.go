@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/syncd-dev/syncd/internal/logkey"
+
 	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/app"
@@ -70,7 +72,7 @@ func Start(ctx context.Context, a *app.App, stopping <-chan struct{}, wait time.
 		return func() {}
 	}
 	go func() { _ = srv.Serve(ln) }()
-	log.Info("control endpoint for syncd backfill and auth login beside this daemon", zap.String("addr", ln.Addr().String()), zap.String("control_file", path))
+	log.Info("control endpoint for syncd backfill and auth login beside this daemon", zap.String(logkey.Addr, ln.Addr().String()), zap.String(logkey.ControlFile, path))
 	return func() {
 		// Only this daemon's file goes: a newer daemon may have written its own.
 		if raw, err := os.ReadFile(path); err == nil && bytes.Equal(raw, info) {
@@ -123,7 +125,7 @@ func (c *server) backfill(w http.ResponseWriter, r *http.Request) {
 	if results != nil {
 		done.Results = status.Summarize(results, c.isStopping())
 	}
-	c.log.Info("backfill on request done", zap.String("form", req.Form), zap.Int("exit_code", code), zap.Int("streams", len(results)))
+	c.log.Info("backfill on request done", zap.String(logkey.Form, req.Form), zap.Int(logkey.ExitCode, code), zap.Int(logkey.Streams, len(results)))
 	ev.send(event{Done: done})
 }
 
@@ -277,7 +279,7 @@ func (c *server) signIn(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, err)
 		return
 	}
-	c.log.Info("sign-in stored on request of syncd auth login", zap.String("account", req.Account), zap.String("source", req.Source))
+	c.log.Info("sign-in stored on request of syncd auth login", zap.String(logkey.Account, req.Account), zap.String(logkey.Source, req.Source))
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = io.WriteString(w, `{"ok":true}`+"\n")
 }

@@ -96,9 +96,6 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 
 func configError(err error) error { return &ConfigError{Err: err} }
 
-// accountKey is the log field of an account (internal/logkey has none yet).
-const accountKey = "account"
-
 // Run runs each entry's pass at start and then on its schedule, serving
 // /metrics, /healthz, /readyz and /status, until opts.Stopping closes or
 // ctx ends. The engine refuses a second pass of a stream that is still
@@ -137,12 +134,12 @@ func Run(ctx context.Context, opts Options) error {
 			log.Error("metrics server stopped", zap.Error(err))
 		}
 	}()
-	log.Info("serving /metrics, /healthz, /readyz, /status", zap.String("addr", ln.Addr().String()))
+	log.Info("serving /metrics, /healthz, /readyz, /status", zap.String(logkey.Addr, ln.Addr().String()))
 
 	for i, e := range opts.Entries {
 		d.add(ctx, e, scheds[i], nil)
 	}
-	log.Info("syncd running", zap.Int("entries", len(opts.Entries)), zap.String("version", opts.Version))
+	log.Info("syncd running", zap.Int(logkey.Entries, len(opts.Entries)), zap.String(logkey.Version, opts.Version))
 	d.cron.Start()
 	hangup, watch := opts.Hangup, opts.Watch
 loop:
@@ -166,7 +163,7 @@ loop:
 			d.reload(ctx, "the configuration file changed")
 		}
 	}
-	log.Info("stopping: no new passes; batches in flight may commit", zap.Duration("grace", opts.Grace))
+	log.Info("stopping: no new passes; batches in flight may commit", zap.Duration(logkey.Grace, opts.Grace))
 	<-d.cron.Stop().Done()
 	if opts.Stop != nil {
 		opts.Stop()
@@ -395,7 +392,7 @@ func (d *daemon) pass(ctx context.Context, r *running) {
 // reload builds the entries afresh and applies the difference by ID. why
 // says what asked for it, in the log.
 func (d *daemon) reload(ctx context.Context, why string) {
-	log := d.log.With(zap.String("reason", why))
+	log := d.log.With(zap.String(logkey.Reason, why))
 	if d.opts.Reload == nil {
 		log.Warn("configuration reload asked for, but this daemon cannot reload: restart it to apply a change")
 		return
@@ -447,11 +444,11 @@ func (d *daemon) apply(ctx context.Context, log *zap.Logger, entries []Entry, sc
 		d.add(ctx, e, scheds[i], seen)
 		if old != nil {
 			changed++
-			log.Info("entry changed", zap.String("id", id), zap.String("from_version", old.e.Version),
-				zap.String("version", e.Version), zap.String("schedule", e.Schedule))
+			log.Info("entry changed", zap.String(logkey.ID, id), zap.String(logkey.FromVersion, old.e.Version),
+				zap.String(logkey.Version, e.Version), zap.String(logkey.Schedule, e.Schedule))
 		} else {
 			added++
-			log.Info("entry added", zap.String("id", id), zap.String("version", e.Version), zap.String("schedule", e.Schedule))
+			log.Info("entry added", zap.String(logkey.ID, id), zap.String(logkey.Version, e.Version), zap.String(logkey.Schedule, e.Schedule))
 		}
 	}
 	d.mu.Lock()
@@ -459,13 +456,13 @@ func (d *daemon) apply(ctx context.Context, log *zap.Logger, entries []Entry, sc
 		if !want[id] {
 			removed++
 			d.remove(r, true)
-			log.Info("entry removed; its data stays where it is", zap.String("id", id), zap.String("version", r.e.Version))
+			log.Info("entry removed; its data stays where it is", zap.String(logkey.ID, id), zap.String(logkey.Version, r.e.Version))
 		}
 	}
 	d.settle()
 	d.mu.Unlock()
-	log.Info("configuration reloaded", zap.Int("added", added), zap.Int("changed", changed),
-		zap.Int("removed", removed), zap.Int("unchanged", kept))
+	log.Info("configuration reloaded", zap.Int(logkey.Added, added), zap.Int(logkey.Changed, changed),
+		zap.Int(logkey.Removed, removed), zap.Int(logkey.Unchanged, kept))
 }
 
 // observe reports a pass's results in the metrics and the log, and notes
@@ -484,14 +481,14 @@ func (d *daemon) observe(r *running, results []poller.Result) {
 	for _, res := range results {
 		a := accountOf(res)
 		r.seen[stream{account: a}] = true
-		if res.FormID == "" {
+		if res.Stream == "" {
 			listing[a] = res.Err
 			continue
 		}
 		if _, ok := listing[a]; !ok {
 			listing[a] = nil
 		}
-		r.seen[stream{account: a, source: res.Source, stream: res.FormID}] = true
+		r.seen[stream{account: a, source: res.Source, stream: res.Stream}] = true
 	}
 	r.listing = listing
 	d.mu.Unlock()
@@ -505,7 +502,7 @@ func (d *daemon) observe(r *running, results []poller.Result) {
 // log: a scheduled pass's, or one a webhook delivery triggered.
 func Report(log *zap.Logger, m *metrics.Metrics, results []poller.Result) {
 	for _, res := range results {
-		if res.FormID == "" {
+		if res.Stream == "" {
 			continue // the source itself failed (listing the forms): logged where it failed
 		}
 		if res.Interrupted {
@@ -513,20 +510,20 @@ func Report(log *zap.Logger, m *metrics.Metrics, results []poller.Result) {
 		}
 		a := accountOf(res)
 		if errors.Is(res.Err, poller.ErrBusy) {
-			m.ForAccount(a).ObserveSkipped(res.Source, res.FormID)
+			m.ForAccount(a).ObserveSkipped(res.Source, res.Stream)
 			log.Warn("pass skipped: the previous pass of this stream is still running",
-				zap.String(accountKey, a), zap.String(logkey.Stream, res.FormID))
+				zap.String(logkey.Account, a), zap.String(logkey.Stream, res.Stream))
 			continue
 		}
-		m.ObservePass(metrics.Pass{Account: a, Source: res.Source, Stream: res.FormID, Rows: res.Rows, Bytes: res.Bytes,
+		m.ObservePass(metrics.Pass{Account: a, Source: res.Source, Stream: res.Stream, Rows: res.Rows, Bytes: res.Bytes,
 			Batches: res.Batches, Misfits: res.Misfits, Discarded: res.Discarded, ReconciledWindows: res.ReconciledWindows,
 			Versions: res.Versions, Tombstones: res.Tombstones, Duration: res.Duration, CoveredEnd: res.CoveredEnd, Err: res.Err})
 		if res.Err != nil {
-			log.Error("form sync failed", zap.String(accountKey, a), zap.String(logkey.Stream, res.FormID), zap.Error(res.Err))
+			log.Error("form sync failed", zap.String(logkey.Account, a), zap.String(logkey.Stream, res.Stream), zap.Error(res.Err))
 			continue
 		}
-		log.Info("form synced", zap.String(accountKey, a), zap.String(logkey.Stream, res.FormID), zap.Int64("rows", res.Rows),
-			zap.Int("batches", res.Batches), zap.Int64("requests", res.Requests), zap.Duration("duration", res.Duration))
+		log.Info("form synced", zap.String(logkey.Account, a), zap.String(logkey.Stream, res.Stream), zap.Int64(logkey.Rows, res.Rows),
+			zap.Int(logkey.Batches, res.Batches), zap.Int64(logkey.Requests, res.Requests), zap.Duration(logkey.Duration, res.Duration))
 	}
 }
 

@@ -78,7 +78,7 @@ func (p *probe) entry(schedule string) Entry {
 				<-p.block
 				p.returned.Store(true)
 			}
-			return []poller.Result{{Account: p.account, Source: "forms", FormID: p.id, Rows: 1}}
+			return []poller.Result{{Account: p.account, Source: "forms", Stream: p.id, Rows: 1}}
 		},
 		Close: func() {
 			if p.closes.Add(1) == 1 {
@@ -324,8 +324,8 @@ func TestObserveLabelsAccountsAndSkips(t *testing.T) {
 	failing := Entry{ID: "acme/sync.schedule", Name: "sync.schedule", Schedule: "@every 1h",
 		Pass: func(context.Context) []poller.Result {
 			return []poller.Result{
-				{Account: "acme", Source: "forms", FormID: "f1", Err: errors.New("403 forbidden")},
-				{Account: "acme", Source: "forms", FormID: "f2", Err: poller.ErrBusy},
+				{Account: "acme", Source: "forms", Stream: "f1", Err: errors.New("403 forbidden")},
+				{Account: "acme", Source: "forms", Stream: "f2", Err: poller.ErrBusy},
 			}
 		}}
 	h := start(t, []Entry{failing})

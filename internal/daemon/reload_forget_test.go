@@ -17,8 +17,8 @@ func TestReloadMovingAStreamToAnotherEntryKeepsItsCounters(t *testing.T) {
 	all := Entry{ID: "acme/sync.schedule", Name: "sync.schedule", Version: "1", Schedule: "@every 1s",
 		Pass: func(context.Context) []poller.Result {
 			return []poller.Result{
-				{Account: "acme", Source: "forms", FormID: "f1", Rows: 1},
-				{Account: "acme", Source: "forms", FormID: "f2", Rows: 1},
+				{Account: "acme", Source: "forms", Stream: "f1", Rows: 1},
+				{Account: "acme", Source: "forms", Stream: "f2", Rows: 1},
 			}
 		}}
 	h := start(t, []Entry{all})
@@ -32,7 +32,7 @@ func TestReloadMovingAStreamToAnotherEntryKeepsItsCounters(t *testing.T) {
 		Pass: func(context.Context) []poller.Result {
 			close(started)
 			<-release // a pass takes a while
-			return []poller.Result{{Account: "acme", Source: "forms", FormID: "f1", Rows: 1}}
+			return []poller.Result{{Account: "acme", Source: "forms", Stream: "f1", Rows: 1}}
 		}}
 	h.setReload(func(context.Context) ([]Entry, error) { return []Entry{one}, nil })
 	h.hangup(t, "ok")
@@ -57,7 +57,7 @@ func TestReloadMovingAStreamToAnotherEntryKeepsItsCounters(t *testing.T) {
 func TestReloadKeepsTheStreamsOfAnAccountWhoseListingFails(t *testing.T) {
 	rows := func(account, stream string) func(context.Context) []poller.Result {
 		return func(context.Context) []poller.Result {
-			return []poller.Result{{Account: account, Source: "forms", FormID: stream, Rows: 1}}
+			return []poller.Result{{Account: account, Source: "forms", Stream: stream, Rows: 1}}
 		}
 	}
 	acme := Entry{ID: "acme/sync.schedule", Name: "sync.schedule", Version: "1", Schedule: "@every 1h", Pass: rows("acme", "f1")}

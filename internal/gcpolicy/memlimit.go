@@ -6,6 +6,8 @@ import (
 	"os"
 	"runtime/debug"
 
+	"github.com/syncd-dev/syncd/internal/logkey"
+
 	"github.com/KimMachineGun/automemlimit/memlimit"
 	"go.uber.org/zap"
 )
@@ -27,7 +29,7 @@ func SetMemoryLimit(log *zap.Logger) *Tuner {
 	case err != nil:
 		log.Debug("no memory limit from the cgroup", zap.Error(err))
 	case limit > 0 && limit < math.MaxInt64:
-		log.Debug("soft memory limit from the cgroup", zap.Int64("bytes", limit))
+		log.Debug("soft memory limit from the cgroup", zap.Int64(logkey.Bytes, limit))
 	}
 	// GOGC 50 keeps a large pass's peak heap near its live size (a 1M-row
 	// wide backfill: 166 MB at GOGC 100). From the start, it would also

@@ -23,6 +23,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/syncd-dev/syncd/internal/logkey"
+
 	"go.uber.org/zap"
 	"golang.org/x/time/rate"
 )
@@ -461,17 +463,17 @@ func (c *Client) record(r *Request, res *Response, attempt int, err error, retry
 	c.obs.ObserveRequest(r.Route, res.Status, attempt, res.Duration, err)
 	if ce := c.log.Check(zap.DebugLevel, c.logMessage); ce != nil {
 		fields := []zap.Field{
-			zap.String("endpoint", r.Route),
-			zap.String("path", r.Path),
-			zap.Int("status", res.Status),
-			zap.Int("attempt", attempt),
-			zap.Duration("duration", res.Duration),
+			zap.String(logkey.Endpoint, r.Route),
+			zap.String(logkey.Path, r.Path),
+			zap.Int(logkey.Status, res.Status),
+			zap.Int(logkey.Attempt, attempt),
+			zap.Duration(logkey.Duration, res.Duration),
 		}
 		if err != nil {
 			fields = append(fields, zap.Error(err))
 		}
 		if retry {
-			fields = append(fields, zap.Duration("retry_in", delay))
+			fields = append(fields, zap.Duration(logkey.RetryIn, delay))
 		}
 		ce.Write(fields...)
 	}
@@ -496,11 +498,11 @@ func (c *Client) noteWait(r *Request, cause error, attempt int, wait time.Durati
 		msg = cause.Error()
 	}
 	c.log.Info("waiting before retrying",
-		zap.String("key", key),
-		zap.String("cause", msg),
-		zap.Int("attempt", attempt+1),
-		zap.Int("max_attempts", c.maxAttempts),
-		zap.Duration("wait", wait),
+		zap.String(logkey.Key, key),
+		zap.String(logkey.Cause, msg),
+		zap.Int(logkey.Attempt, attempt+1),
+		zap.Int(logkey.MaxAttempts, c.maxAttempts),
+		zap.Duration(logkey.Wait, wait),
 	)
 }
 

@@ -36,6 +36,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/syncd-dev/syncd/internal/logkey"
+
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"golang.org/x/oauth2"
@@ -384,9 +386,9 @@ func (c *Client) tokenCall(ctx context.Context, op string, form url.Values, extr
 		if n > 0 {
 			c.secret.Store(int32(i))
 			c.log.Info("the scheduling API refused one client secret and accepted the other: finish the rotation by making the accepted one scheduling.client_secret and removing the refused one",
-				zap.String("client_id", c.cfg.ClientID),
-				zap.String("refused", secretName(order[0])),
-				zap.String("accepted", secretName(i)))
+				zap.String(logkey.ClientID, c.cfg.ClientID),
+				zap.String(logkey.Refused, secretName(order[0])),
+				zap.String(logkey.Accepted, secretName(i)))
 		}
 		return tr, nil
 	}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/syncd-dev/syncd/internal/logkey"
+
 	"go.uber.org/zap"
 	"golang.org/x/oauth2"
 )
@@ -93,7 +95,7 @@ func (s *TokenSource) Token(ctx context.Context) (Token, error) {
 		// the stored refresh token, so saving this one is the only way on.
 		if err := s.store.Save(ctx, *pending); err != nil {
 			s.log.Error("the rotated refresh token still cannot be saved: it is kept in memory and saved at the next try; if syncd stops before, the sign-in is lost and needs `syncd auth login`",
-				zap.String("client_id", s.client.cfg.ClientID), zap.Error(err))
+				zap.String(logkey.ClientID, s.client.cfg.ClientID), zap.Error(err))
 			return Token{}, fmt.Errorf("oauth: save the rotated refresh token (again): %w; the new access token is not used until it is saved", err)
 		}
 		s.adopt(*pending)
@@ -124,11 +126,11 @@ func (s *TokenSource) Token(ctx context.Context) (Token, error) {
 		// Loud: the server has retired the stored refresh token, so this
 		// process holds the only working one until a save succeeds.
 		s.log.Error("the scheduling API rotated the refresh token and the new one could not be saved: it is kept in memory and saved at the next try; if syncd stops before, the sign-in is lost and needs `syncd auth login`",
-			zap.String("client_id", s.client.cfg.ClientID), zap.Error(err))
+			zap.String(logkey.ClientID, s.client.cfg.ClientID), zap.Error(err))
 		return Token{}, fmt.Errorf("oauth: save the rotated refresh token: %w; the new access token is not used until it is saved", err)
 	}
 	s.adopt(fresh)
-	s.log.Debug("scheduling API token refreshed", zap.Time("expiry", fresh.Expiry))
+	s.log.Debug("scheduling API token refreshed", zap.Time(logkey.Expiry, fresh.Expiry))
 	return fresh, nil
 }
 

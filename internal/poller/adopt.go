@@ -39,7 +39,7 @@ func (e *ForeignOutputError) Error() string {
 // later one: batches written before a reset are the user's to keep). It
 // asks the sink only then: a state that committed a batch wrote into this
 // output, and the question costs a listing of the table.
-func (p *Poller) checkOwnOutput(ctx context.Context, stream, table string, st state.FormState) error {
+func (p *Poller) checkOwnOutput(ctx context.Context, stream, table string, st state.StreamState) error {
 	inv, ok := p.sink.(sink.Inventory)
 	if !ok || st.Batches > 0 || len(st.Intents) > 0 {
 		return nil
@@ -270,7 +270,7 @@ func (p *Poller) Adopt(ctx context.Context, t AdoptTarget) (AdoptResult, error) 
 	}
 	res.Generation, res.Windows = st.Generation, len(st.Committed)
 	p.opts.Logger.Info("adopted the output of a stream", zap.String(logkey.Stream, t.Stream), zap.String(logkey.Table, t.Table),
-		zap.Int("batches", res.Batches), zap.Int("open", res.Open), zap.Int64("rows", res.Rows))
+		zap.Int(logkey.Batches, res.Batches), zap.Int(logkey.Open, res.Open), zap.Int64(logkey.Rows, res.Rows))
 	return res, nil
 }
 

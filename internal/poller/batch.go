@@ -156,8 +156,8 @@ func (f *streamRun) commitBatch(ctx context.Context, w window, b sink.Batch, int
 	f.pinned = merged
 	f.rows.Add(n)
 	f.batches.Add(1)
-	log.Debug("batch committed", zap.Int64("rows", n),
-		zap.Time("window_start", w.start), zap.Time("window_end", w.end))
+	log.Debug("batch committed", zap.Int64(logkey.Rows, n),
+		zap.Time(logkey.WindowStart, w.start), zap.Time(logkey.WindowEnd, w.end))
 	f.report(Progress{})
 	return nil
 }
@@ -193,7 +193,7 @@ func (f *streamRun) schemaForFetch(ctx context.Context) (table.Schema, error) {
 		f.pinned = t
 		if first {
 			// A new table: its columns are no change.
-			f.log.Info("table mapped", zap.Int("columns", t.ArrowSchema().NumFields()))
+			f.log.Info("table mapped", zap.Int(logkey.Columns, t.ArrowSchema().NumFields()))
 		} else {
 			logChanges(f.log, "the source's fields changed", changes)
 		}
@@ -218,13 +218,13 @@ func (f *streamRun) noteStats(log *zap.Logger, st table.Stats) {
 		if keptIn == "" {
 			keptIn = col + "__v_json" // a source that does not name it
 		}
-		log.Warn("values did not fit their column and were kept as JSON text", zap.String("column", col), zap.Int("values", st.Misfits[col]),
-			zap.String("example", st.MisfitExamples[col]), zap.String("kept_in", keptIn))
+		log.Warn("values did not fit their column and were kept as JSON text", zap.String(logkey.Column, col), zap.Int(logkey.Values, st.Misfits[col]),
+			zap.String(logkey.Example, st.MisfitExamples[col]), zap.String(logkey.KeptIn, keptIn))
 	}
 	for typ, n := range st.Discarded {
 		f.discarded.Add(int64(n))
 		if f.p.firstSighting(f.key, typ) {
-			log.Warn("discarding answers of an unknown question type, as the API contract asks", zap.String("type", typ), zap.Int("answers", n))
+			log.Warn("discarding answers of an unknown question type, as the API contract asks", zap.String(logkey.Type, typ), zap.Int(logkey.Answers, n))
 		}
 	}
 	logChanges(log, "answers needed columns the form's questions did not have", st.Changes)
@@ -237,9 +237,9 @@ func logChanges(log *zap.Logger, why string, changes []table.Change) {
 		return
 	}
 	for _, c := range changes {
-		log.Debug("schema change", zap.String("change", c.Kind), zap.String("column", c.Column), zap.String("detail", c.Detail))
+		log.Debug("schema change", zap.String(logkey.Change, c.Kind), zap.String(logkey.Column, c.Column), zap.String(logkey.Detail, c.Detail))
 	}
-	log.Info("schema changed: "+SummarizeChanges(changes), zap.String("why", why), zap.Int("changes", len(changes)))
+	log.Info("schema changed: "+SummarizeChanges(changes), zap.String(logkey.Why, why), zap.Int(logkey.Changes, len(changes)))
 }
 
 // SummarizeChanges counts changes by kind: "47 columns added, 2 type

@@ -18,7 +18,7 @@ import (
 // submission made since that backfill ran was then skipped, silently. The
 // form's passes fail with this until the record is cut back.
 type FutureCommitError struct {
-	FormID      string
+	Stream      string
 	End         time.Time // where the committed windows end
 	LastSuccess time.Time // when the form last committed a batch
 }
@@ -30,26 +30,26 @@ func (e *FutureCommitError) Error() string {
 	}
 	return fmt.Sprintf("form %s: the state says it is synced up to %s, which is in the future (a backfill with a future --to by an older syncd), so submissions made since then were never synced: "+
 		"run `syncd state reset %s --from %s --yes` to fetch them (the day its last batch was committed; rows of that day may come a second time), then `syncd once`",
-		e.FormID, e.End.UTC().Format(time.RFC3339), e.FormID, from)
+		e.Stream, e.End.UTC().Format(time.RFC3339), e.Stream, from)
 }
 
 // HorizonError is a window that would be committed past now - safety lag.
 // The planner never makes one; this is the last guard.
 type HorizonError struct {
-	FormID  string
+	Stream  string
 	End     time.Time
 	Horizon time.Time
 }
 
 func (e *HorizonError) Error() string {
 	return fmt.Sprintf("form %s: refusing to commit a window ending %s, past now - sync.safety_lag (%s): submissions may still arrive there",
-		e.FormID, e.End.UTC().Format(time.RFC3339Nano), e.Horizon.UTC().Format(time.RFC3339Nano))
+		e.Stream, e.End.UTC().Format(time.RFC3339Nano), e.Horizon.UTC().Format(time.RFC3339Nano))
 }
 
 // checkHorizon refuses a window that ends past now - safety lag.
 func (p *Poller) checkHorizon(formID string, end time.Time) error {
 	if h := p.Horizon(); end.After(h) {
-		return &HorizonError{FormID: formID, End: end, Horizon: h}
+		return &HorizonError{Stream: formID, End: end, Horizon: h}
 	}
 	return nil
 }
@@ -108,7 +108,7 @@ func (p *Poller) Refresh(ctx context.Context, s Stream) error {
 
 // finishRefresh removes the output of a refresh under way and resets the
 // form, returning its new state.
-func (p *Poller) finishRefresh(ctx context.Context, formID string, st state.FormState) (state.FormState, error) {
+func (p *Poller) finishRefresh(ctx context.Context, formID string, st state.StreamState) (state.StreamState, error) {
 	pg, ok := p.sink.(sink.Purger)
 	if !ok {
 		return st, fmt.Errorf("form %s: a refresh of table %s is under way, but this sink cannot remove a table's output: finish it with the sink it was started with", formID, st.Refresh.Table)

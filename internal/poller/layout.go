@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/syncd-dev/syncd/internal/logkey"
+
 	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/sink"
@@ -29,7 +31,7 @@ func (e *LayoutError) Error() string {
 // one its files show (day, the default then, when they show none). A
 // new table's stays unset until its first batch chooses it (decideLayout),
 // unless the config names one.
-func (f *streamRun) resolveLayout(ctx context.Context, st state.FormState) error {
+func (f *streamRun) resolveLayout(ctx context.Context, st state.StreamState) error {
 	if !f.p.parted {
 		return nil
 	}
@@ -91,8 +93,8 @@ func (f *streamRun) decideLayout(first, end time.Time, rows int) sink.Layout {
 	defer f.layoutMu.Unlock()
 	if f.layout == "" {
 		f.layout = sink.ChooseLayout(first, end, rows, f.p.opts.LayoutTarget)
-		f.log.Info("table layout chosen from its density", zap.String("layout", string(f.layout)), zap.Int("rows", rows),
-			zap.Time("first", first), zap.Time("until", end), zap.Int("rows_per_partition_target", f.p.opts.LayoutTarget))
+		f.log.Info("table layout chosen from its density", zap.String(logkey.Layout, string(f.layout)), zap.Int(logkey.Rows, rows),
+			zap.Time(logkey.First, first), zap.Time(logkey.Until, end), zap.Int(logkey.RowsPerPartitionTarget, f.p.opts.LayoutTarget))
 	}
 	return f.layout
 }

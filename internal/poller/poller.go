@@ -63,7 +63,7 @@ type Options struct {
 	// its first batch (sink.ChooseLayout, for partitions of LayoutTarget
 	// rows: default MaxRowsPerBatch, a full batch); a layout applies to
 	// every new table. A table keeps the layout it was first written with
-	// (state.FormState.Layout); one that another layout is asked of is
+	// (state.StreamState.Layout); one that another layout is asked of is
 	// refused (LayoutError).
 	Layout       sink.Layout
 	LayoutTarget int
@@ -129,7 +129,7 @@ func (o *Options) setDefaults() {
 // Job is one form to sync, as the configuration names it (the app makes
 // it a stream).
 type Job struct {
-	FormID string
+	Stream string
 	Table  string    // destination table; empty: derived from the form id
 	Start  time.Time // the earliest submission time to sync; zero: the form's whole history
 	// Recheck are windows of submission time that webhook deliveries
@@ -195,7 +195,7 @@ type Result struct {
 	// configuration of one account); set by the caller that runs the pass.
 	Account      string        `json:"account,omitempty"`
 	Source       string        `json:"source"`
-	FormID       string        `json:"form_id"` // the stream: a form id, or scheduling/bookings
+	Stream       string        `json:"form_id"` // the stream: a form id, or scheduling/bookings
 	Table        string        `json:"table"`
 	Rows         int64         `json:"rows"`
 	Bytes        int64         `json:"bytes"`
@@ -328,7 +328,7 @@ func (p *Poller) run(ctx context.Context, s Stream, from, to time.Time, concurre
 func (p *Poller) pass(ctx context.Context, s Stream, body func(f *streamRun) error) Result {
 	started := p.opts.Now()
 	key := s.Key()
-	res := Result{Source: Source(s), FormID: key, Table: s.Table()}
+	res := Result{Source: Source(s), Stream: key, Table: s.Table()}
 	lock := p.formLock(key)
 	if !lock.TryLock() {
 		res.Err = fmt.Errorf("sync %s: %w", key, ErrBusy)

@@ -29,17 +29,17 @@ import (
 // ErrNoIndex means a reconcile was asked for a range the version index
 // does not cover.
 type ErrNoIndex struct {
-	FormID      string
+	Stream      string
 	From        time.Time
 	IndexedFrom time.Time
 }
 
 func (e *ErrNoIndex) Error() string {
 	if e.IndexedFrom.IsZero() {
-		return fmt.Sprintf("form %s has no version index yet (no pass has committed a batch of it since syncd kept one): run `syncd once` first, or `%s` to build the index from the output", e.FormID, adoptCommand(e.FormID))
+		return fmt.Sprintf("form %s has no version index yet (no pass has committed a batch of it since syncd kept one): run `syncd once` first, or `%s` to build the index from the output", e.Stream, adoptCommand(e.Stream))
 	}
 	return fmt.Sprintf("form %s has the versions of its rows indexed from %s on (an older syncd kept them for sync.lookback only), so it cannot reconcile from %s: run `%s` to index the earlier rows from the output, or use --from %s or later",
-		e.FormID, e.IndexedFrom.UTC().Format(time.RFC3339), e.From.UTC().Format(time.RFC3339), adoptCommand(e.FormID), e.IndexedFrom.UTC().Format(time.RFC3339))
+		e.Stream, e.IndexedFrom.UTC().Format(time.RFC3339), e.From.UTC().Format(time.RFC3339), adoptCommand(e.Stream), e.IndexedFrom.UTC().Format(time.RFC3339))
 }
 
 // adoptCommand is the `syncd state adopt` of one stream: its key in its
@@ -55,9 +55,9 @@ func adoptCommand(streamKey string) string {
 // checkIndex returns an ErrNoIndex when st has no version index or, for a
 // reconcile asked for (explicit), when the index starts after from. A zero
 // from (sync.lookback 0) is the whole history the index covers.
-func checkIndex(key string, st state.FormState, from time.Time, explicit bool) error {
+func checkIndex(key string, st state.StreamState, from time.Time, explicit bool) error {
 	if st.IndexedFrom.IsZero() || explicit && !from.IsZero() && from.Before(st.IndexedFrom) {
-		return &ErrNoIndex{FormID: key, From: from, IndexedFrom: st.IndexedFrom}
+		return &ErrNoIndex{Stream: key, From: from, IndexedFrom: st.IndexedFrom}
 	}
 	return nil
 }
@@ -67,7 +67,7 @@ func checkIndex(key string, st state.FormState, from time.Time, explicit bool) e
 // what changed: new versions, tombstones and late imports.
 func (p *Poller) Reconcile(ctx context.Context, s Stream, from time.Time) Result {
 	if err := p.checkReconcile(ctx, s, from); err != nil {
-		return Result{Source: Source(s), FormID: s.Key(), Table: s.Table(), Err: err}
+		return Result{Source: Source(s), Stream: s.Key(), Table: s.Table(), Err: err}
 	}
 	return p.pass(ctx, s, func(f *streamRun) error {
 		if _, ok := s.(Reconciler); !ok {
@@ -99,7 +99,7 @@ func (p *Poller) checkReconcile(ctx context.Context, s Stream, from time.Time) e
 }
 
 // reconcileDue reports whether a live pass should reconcile the form too.
-func (f *streamRun) reconcileDue(st state.FormState) bool {
+func (f *streamRun) reconcileDue(st state.StreamState) bool {
 	if _, ok := f.s.(Reconciler); !ok {
 		return false
 	}
@@ -111,7 +111,7 @@ func (f *streamRun) reconcileDue(st state.FormState) bool {
 // the beginning of time for a form with nothing committed (every batch
 // records all its rows), or where the form's committed windows end (what
 // was committed before the index existed is not in it).
-func (f *streamRun) startIndex(ctx context.Context, st state.FormState) error {
+func (f *streamRun) startIndex(ctx context.Context, st state.StreamState) error {
 	if _, ok := f.s.(Reconciler); !ok || !st.IndexedFrom.IsZero() {
 		return nil
 	}
@@ -246,8 +246,8 @@ func (f *streamRun) reconcileWindow(ctx context.Context, w window, passStart tim
 	f.versions.Add(int64(counts.Versions))
 	f.tombstones.Add(int64(counts.Tombstones))
 	f.log.Info("reconcile: changes found in a committed window", zap.String(logkey.BatchID, b.ID),
-		zap.Int("versions", counts.Versions), zap.Int("tombstones", counts.Tombstones),
-		zap.Time("window_start", w.start), zap.Time("window_end", w.end))
+		zap.Int(logkey.Versions, counts.Versions), zap.Int(logkey.Tombstones, counts.Tombstones),
+		zap.Time(logkey.WindowStart, w.start), zap.Time(logkey.WindowEnd, w.end))
 	return nil
 }
 
@@ -278,7 +278,7 @@ func (f *streamRun) recheck(ctx context.Context, before state.Intervals, wins []
 			if st.IndexedFrom.IsZero() || part.Start.Before(st.IndexedFrom) || part.End.After(to) {
 				ok = false
 				f.log.Info("a webhook delivery announced a submission where the version index does not reach; `syncd reconcile --from` (after `syncd state adopt`) reads it",
-					zap.Time("window_start", part.Start), zap.Time("window_end", part.End), zap.Time("indexed_from", st.IndexedFrom))
+					zap.Time(logkey.WindowStart, part.Start), zap.Time(logkey.WindowEnd, part.End), zap.Time(logkey.IndexedFrom, st.IndexedFrom))
 				continue
 			}
 			ws, err := f.cutByIndex(ctx, part.Start, part.End)

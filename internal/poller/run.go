@@ -103,7 +103,7 @@ func (f *streamRun) recordError(ctx context.Context, err error) {
 // half done, refuses a state committed past now, resolves the batches an
 // earlier run left open (fetching again those the sink lacks) and loads the
 // pinned schema. It returns the state after all that.
-func (f *streamRun) prepare(ctx context.Context) (state.FormState, error) {
+func (f *streamRun) prepare(ctx context.Context) (state.StreamState, error) {
 	store := f.p.store
 	st, err := store.Get(ctx, f.key)
 	if err != nil {
@@ -118,7 +118,7 @@ func (f *streamRun) prepare(ctx context.Context) (state.FormState, error) {
 		}
 	}
 	if end := st.Committed.End(); end.After(f.p.opts.Now()) {
-		return st, &FutureCommitError{FormID: f.key, End: end, LastSuccess: st.LastSuccess}
+		return st, &FutureCommitError{Stream: f.key, End: end, LastSuccess: st.LastSuccess}
 	}
 	if err := f.p.checkOwnOutput(ctx, f.key, f.table, st); err != nil {
 		return st, err
@@ -299,7 +299,7 @@ func (f *streamRun) report(p Progress) {
 // and re-planned, because a commit the stopped run had already sent may
 // still land (a BigQuery load job inserted just before a kill), and only the
 // same batch id lets the sink tell the two apart.
-func (f *streamRun) recoverIntents(ctx context.Context, st state.FormState) ([]window, error) {
+func (f *streamRun) recoverIntents(ctx context.Context, st state.StreamState) ([]window, error) {
 	redo, recovered, err := f.p.recoverIntents(ctx, st, f.log, f.batchFor, f.pinWith)
 	f.recovered += recovered
 	return redo, err
@@ -330,7 +330,7 @@ func (f *streamRun) pinWith(pinned, built []byte) ([]byte, error) {
 // recoverIntents resolves the open batches of one stream's state: those the
 // sink holds are committed in the state, the others returned to be fetched
 // again under their own ids.
-func (p *Poller) recoverIntents(ctx context.Context, st state.FormState, log *zap.Logger, batchFor func(window) sink.Batch, pinWith func(pinned, built []byte) ([]byte, error)) (redo []window, recovered int, err error) {
+func (p *Poller) recoverIntents(ctx context.Context, st state.StreamState, log *zap.Logger, batchFor func(window) sink.Batch, pinWith func(pinned, built []byte) ([]byte, error)) (redo []window, recovered int, err error) {
 	ids := make([]string, 0, len(st.Intents))
 	for id := range st.Intents {
 		ids = append(ids, id)
@@ -341,7 +341,7 @@ func (p *Poller) recoverIntents(ctx context.Context, st state.FormState, log *za
 		w := window{start: in.Start, end: in.End, count: -1, redo: true, table: in.Table, id: id, parts: in.Parts, attempt: in.Attempt, reconcile: in.Reconcile, seen: in.CreatedAt}
 		done, err := p.sink.Committed(ctx, batchFor(w))
 		if err != nil {
-			return nil, recovered, fmt.Errorf("resolve open batch %s of %s: ask the sink: %w", id, st.FormID, err)
+			return nil, recovered, fmt.Errorf("resolve open batch %s of %s: ask the sink: %w", id, st.Key, err)
 		}
 		if !done {
 			log.Info("an open batch never reached the sink; fetching its window again under the same batch id", zap.String(logkey.BatchID, id))
@@ -352,12 +352,12 @@ func (p *Poller) recoverIntents(ctx context.Context, st state.FormState, log *za
 		// the columns the batch's files hold.
 		c := state.Commit{BatchID: id, Window: state.Interval{Start: in.Start, End: in.End}, Rows: in.Rows, Layout: in.Layout}
 		if len(in.Schema) > 0 {
-			cur, gerr := p.store.Get(ctx, st.FormID)
+			cur, gerr := p.store.Get(ctx, st.Key)
 			if gerr != nil {
-				return nil, recovered, fmt.Errorf("resolve open batch %s of %s: %w", id, st.FormID, gerr)
+				return nil, recovered, fmt.Errorf("resolve open batch %s of %s: %w", id, st.Key, gerr)
 			}
 			if c.Schema, err = pinWith(cur.Schema, in.Schema); err != nil {
-				return nil, recovered, fmt.Errorf("resolve open batch %s of %s: the schema its files were built with: %w", id, st.FormID, err)
+				return nil, recovered, fmt.Errorf("resolve open batch %s of %s: the schema its files were built with: %w", id, st.Key, err)
 			}
 		}
 		if in.Reconcile {
@@ -366,9 +366,9 @@ func (p *Poller) recoverIntents(ctx context.Context, st state.FormState, log *za
 				*c.Reconcile = *in.Counts
 			}
 		}
-		err = p.store.Commit(ctx, st.FormID, c)
+		err = p.store.Commit(ctx, st.Key, c)
 		if err != nil {
-			return nil, recovered, fmt.Errorf("resolve open batch %s of %s: %w", id, st.FormID, err)
+			return nil, recovered, fmt.Errorf("resolve open batch %s of %s: %w", id, st.Key, err)
 		}
 		log.Info("recovered a batch committed before a stop", zap.String(logkey.BatchID, id))
 		recovered++
@@ -397,7 +397,7 @@ func (f *streamRun) batchFor(w window) sink.Batch {
 	}
 	b := sink.Batch{
 		ID:            id,
-		FormID:        f.key,
+		Stream:        f.key,
 		Table:         table,
 		WindowStart:   w.start,
 		WindowEnd:     w.end,

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/syncd-dev/syncd/internal/logkey"
+
 	"go.uber.org/zap"
 	"gocloud.dev/blob"
 
@@ -93,7 +95,7 @@ func (c *Coordinator) writeMember(ctx context.Context, raw []byte) (blobstore.Ve
 	// version unknown, and otherwise a live process heartbeats with this
 	// ID, which is a configuration error.
 	if c.known {
-		c.log.Warn("the member object was replaced: another process heartbeats with this member ID", zap.String("member", c.id))
+		c.log.Warn("the member object was replaced: another process heartbeats with this member ID", zap.String(logkey.Member, c.id))
 	}
 	_, cur, err := blobstore.Read(ctx, c.bucket, c.id)
 	if blobstore.IsNotFound(err) {
@@ -151,7 +153,7 @@ func (c *Coordinator) members(ctx context.Context) (map[string]record, error) {
 		}
 		var rec record
 		if err := json.Unmarshal(raw, &rec); err != nil {
-			c.log.Warn("ignoring an unreadable member object", zap.String("key", obj.Key), zap.Error(err))
+			c.log.Warn("ignoring an unreadable member object", zap.String(logkey.Key, obj.Key), zap.Error(err))
 			continue
 		}
 		rec.ID = obj.Key // the key is what the member rewrites
@@ -201,6 +203,6 @@ func (c *Coordinator) collect(ctx context.Context, id string, ver blobstore.Vers
 		err = blobstore.DeleteIf(ctx, c.bucket, id, ver)
 	}
 	if err != nil && !blobstore.IsNotFound(err) && !blobstore.IsPrecondition(err) {
-		c.log.Debug("could not delete an expired member object", zap.String("member", id), zap.Error(err))
+		c.log.Debug("could not delete an expired member object", zap.String(logkey.Member, id), zap.Error(err))
 	}
 }

@@ -59,6 +59,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/syncd-dev/syncd/internal/logkey"
+
 	"go.uber.org/zap"
 	"gocloud.dev/blob"
 
@@ -224,7 +226,7 @@ func New(ctx context.Context, opts Options) (*Coordinator, error) {
 	if c.log == nil {
 		c.log = zap.NewNop()
 	}
-	c.log = c.log.With(zap.String("member", id))
+	c.log = c.log.With(zap.String(logkey.Member, id))
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -363,7 +365,7 @@ func (c *Coordinator) Drain(ctx context.Context) error {
 	if len(owned) > 0 {
 		c.changed()
 	}
-	c.log.Info("drained", zap.Int("released", len(owned)-countErrs(errs)), zap.Strings("kept", c.Owned()))
+	c.log.Info("drained", zap.Int(logkey.Released, len(owned)-countErrs(errs)), zap.Strings(logkey.Kept, c.Owned()))
 	return errors.Join(append(errs, errLeave)...)
 }
 
@@ -482,7 +484,7 @@ func (c *Coordinator) claim(ctx context.Context, account string) bool {
 	switch {
 	case err != nil && c.isHeld(err):
 		c.count(func(s *Stats) { s.Held++ })
-		c.log.Debug("account held by a peer", zap.String("account", account), zap.Error(err))
+		c.log.Debug("account held by a peer", zap.String(logkey.Account, account), zap.Error(err))
 		return false
 	case err != nil:
 		if ctx.Err() == nil {
@@ -496,7 +498,7 @@ func (c *Coordinator) claim(ctx context.Context, account string) bool {
 	c.stats.Claims++
 	c.stats.LastClaim = c.now()
 	c.mu.Unlock()
-	c.log.Info("claimed account", zap.String("account", account))
+	c.log.Info("claimed account", zap.String(logkey.Account, account))
 	if l, ok := c.claimer.(loser); ok {
 		if lost := l.Lost(account); lost != nil {
 			go c.watch(account, lost, gone)
@@ -520,7 +522,7 @@ func (c *Coordinator) watch(account string, lost <-chan struct{}, gone chan stru
 		c.stats.Lost++
 	}
 	c.mu.Unlock()
-	c.log.Warn("lost the lease of an account: a peer took it over", zap.String("account", account))
+	c.log.Warn("lost the lease of an account: a peer took it over", zap.String(logkey.Account, account))
 	c.Refresh()
 }
 
@@ -558,7 +560,7 @@ func (c *Coordinator) release(ctx context.Context, account string) error {
 	if err := c.claimer.Release(account); err != nil {
 		c.fail("release account "+account, err)
 	} else {
-		c.log.Info("released account", zap.String("account", account))
+		c.log.Info("released account", zap.String(logkey.Account, account))
 	}
 	return nil
 }

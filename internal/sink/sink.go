@@ -22,7 +22,7 @@ import (
 // such a sink writes one file per partition, all under the batch id.
 type Batch struct {
 	ID                string    // deterministic: the same window always gets the same id
-	FormID            string    // source form
+	Stream            string    // source form
 	Table             string    // destination table name (already sanitised)
 	WindowStart       time.Time // inclusive
 	WindowEnd         time.Time // exclusive

@@ -114,7 +114,7 @@ func openChecked(ctx context.Context, p, shown string) (*Bolt, BackupInfo, error
 	if err == nil {
 		for _, fs := range list {
 			if fs.Damaged != "" {
-				err = &CorruptError{Path: p, Form: fs.FormID, Err: errors.New(fs.Damaged)}
+				err = &CorruptError{Path: p, Form: fs.Key, Err: errors.New(fs.Damaged)}
 				break
 			}
 		}

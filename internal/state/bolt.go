@@ -479,8 +479,8 @@ func (b *Bolt) guard(fn func() error) (err error) {
 // record that fails its checksum, or whose content is wrong, gives a
 // *CorruptError naming the form (Form set): that form cannot be read, but
 // `syncd state reset` can replace it.
-func (b *Bolt) decode(key, val []byte) (FormState, error) {
-	var st FormState
+func (b *Bolt) decode(key, val []byte) (StreamState, error) {
+	var st StreamState
 	body := val
 	form := ""
 	if b.version >= 2 {
@@ -493,8 +493,8 @@ func (b *Bolt) decode(key, val []byte) (FormState, error) {
 	if err := json.Unmarshal(body, &st); err != nil {
 		return st, &CorruptError{Path: b.path, Form: form, Err: fmt.Errorf("record of form %q: %w", key, err)}
 	}
-	if st.FormID != string(key) {
-		return st, &CorruptError{Path: b.path, Form: form, Err: fmt.Errorf("record under key %q names form %q", key, st.FormID)}
+	if st.Key != string(key) {
+		return st, &CorruptError{Path: b.path, Form: form, Err: fmt.Errorf("record under key %q names form %q", key, st.Key)}
 	}
 	if b.version < 3 {
 		// A file not migrated yet (read-only) keeps its index in the record.
@@ -518,7 +518,7 @@ func damagedRecord(err error) bool {
 	return errors.As(err, &ce) && ce.Form != ""
 }
 
-func encode(st *FormState) ([]byte, error) {
+func encode(st *StreamState) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // keep the schema's bytes as close to the caller's as JSON allows
@@ -528,9 +528,9 @@ func encode(st *FormState) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// record returns the state of a form, FormState{FormID: formID} if it has none.
-func (b *Bolt) record(ctx context.Context, formID string) (FormState, error) {
-	st := FormState{FormID: formID}
+// record returns the state of a form, StreamState{Key: formID} if it has none.
+func (b *Bolt) record(ctx context.Context, formID string) (StreamState, error) {
+	st := StreamState{Key: formID}
 	err := b.view(ctx, func(forms *bolt.Bucket) error {
 		v := forms.Get([]byte(formID))
 		if v == nil {
@@ -541,19 +541,19 @@ func (b *Bolt) record(ctx context.Context, formID string) (FormState, error) {
 		return err
 	})
 	if err != nil {
-		return FormState{}, fmt.Errorf("read state of form %s: %w", formID, err)
+		return StreamState{}, fmt.Errorf("read state of form %s: %w", formID, err)
 	}
 	return st, nil
 }
 
 // records returns the state of every form that has one, ordered by form id.
-func (b *Bolt) records(ctx context.Context) ([]FormState, error) {
-	var list []FormState
+func (b *Bolt) records(ctx context.Context) ([]StreamState, error) {
+	var list []StreamState
 	err := b.view(ctx, func(forms *bolt.Bucket) error {
 		return forms.ForEach(func(k, v []byte) error {
 			st, err := b.decode(k, v)
 			if damagedRecord(err) {
-				st = FormState{FormID: string(k), Damaged: err.Error()}
+				st = StreamState{Key: string(k), Damaged: err.Error()}
 				err = nil
 			}
 			list = append(list, st)
@@ -568,18 +568,18 @@ func (b *Bolt) records(ctx context.Context) ([]FormState, error) {
 
 // applyIndex lands change in the form's chunks, in the transaction of the
 // commit, and counts it in st.
-func (b *Bolt) applyIndex(tx *bolt.Tx, st *FormState, change *IndexChange) error {
+func (b *Bolt) applyIndex(tx *bolt.Tx, st *StreamState, change *IndexChange) error {
 	if change.empty() {
 		return nil
 	}
-	bk, err := formBucket(tx, indexBucket, st.FormID, true)
+	bk, err := formBucket(tx, indexBucket, st.Key, true)
 	if err != nil {
 		return err
 	}
 	plan, err := planIndex(chunkStarts(bk, change), func(start int64) ([]entry, error) {
 		es, err := decodeChunk(bk.Get(chunkKey(start)))
 		if err != nil {
-			return nil, &CorruptError{Path: b.path, Form: st.FormID, Err: fmt.Errorf("the version index: %w", err)}
+			return nil, &CorruptError{Path: b.path, Form: st.Key, Err: fmt.Errorf("the version index: %w", err)}
 		}
 		return es, nil
 	}, nil, change, b.chunks)
@@ -833,7 +833,7 @@ func (b *Bolt) close() error {
 // is replaced (by a reset) instead of failing the write: its generation
 // comes from the manifest, so the batch ids of the form's next generation
 // are new.
-func (b *Bolt) update(ctx context.Context, formID string, overDamage bool, fn func(st *FormState, ix indexTx) error) error {
+func (b *Bolt) update(ctx context.Context, formID string, overDamage bool, fn func(st *StreamState, ix indexTx) error) error {
 	err := b.writeTx(ctx, formID, func(tx *bolt.Tx) error {
 		forms, meta := tx.Bucket(formsBucket), tx.Bucket(metaBucket)
 		man, err := openManifest(meta.Get(manifestKey))
@@ -841,13 +841,13 @@ func (b *Bolt) update(ctx context.Context, formID string, overDamage bool, fn fu
 			return &CorruptError{Path: b.path, Err: err}
 		}
 		key := []byte(formID)
-		st := FormState{FormID: formID}
+		st := StreamState{Key: formID}
 		if v := forms.Get(key); v != nil {
 			if st, err = b.decode(key, v); err != nil {
 				if !overDamage || !damagedRecord(err) {
 					return err
 				}
-				st = FormState{FormID: formID, Generation: man[formID].Gen}
+				st = StreamState{Key: formID, Generation: man[formID].Gen}
 			}
 		}
 		if err := fn(&st, boltIndexTx{b: b, tx: tx, formID: formID}); err != nil {
@@ -910,7 +910,7 @@ func (x boltIndexTx) settle(batchID string, read bool) (*IndexChange, error) {
 	return change, pend.Delete([]byte(batchID))
 }
 
-func (x boltIndexTx) apply(st *FormState, c *IndexChange) error {
+func (x boltIndexTx) apply(st *StreamState, c *IndexChange) error {
 	return x.b.applyIndex(x.tx, st, c)
 }
 
@@ -991,7 +991,7 @@ func (b *Bolt) migrateTo3() error {
 			body, _, _ := openRecord(k, v)
 			var old legacyIndex
 			if err := json.Unmarshal(body, &old); err != nil {
-				return &CorruptError{Path: b.path, Form: st.FormID, Err: err}
+				return &CorruptError{Path: b.path, Form: st.Key, Err: err}
 			}
 			st.Indexed = 0
 			if err := b.applyIndex(tx, &st, &IndexChange{Put: old.entries()}); err != nil {
@@ -1003,7 +1003,7 @@ func (b *Bolt) migrateTo3() error {
 					st.Intents[id] = in
 				}
 				if c := old.pending(id); c != nil {
-					pend, err := formBucket(tx, pendingBucket, st.FormID, true)
+					pend, err := formBucket(tx, pendingBucket, st.Key, true)
 					if err != nil {
 						return err
 					}
@@ -1017,7 +1017,7 @@ func (b *Bolt) migrateTo3() error {
 				return err
 			}
 			val, crc := sealRecord(k, body)
-			man[st.FormID] = manifestEntry{CRC: crc, Gen: st.Generation}
+			man[st.Key] = manifestEntry{CRC: crc, Gen: st.Generation}
 			recs = append(recs, migratedRecord{bytes.Clone(k), val})
 			return nil
 		})

@@ -82,9 +82,9 @@ func TestRoundTrip(t *testing.T) {
 	must(t, st.SetSchema(ctx, "form-b", schemaB))
 	must(t, st.Close())
 
-	want := []FormState{
+	want := []StreamState{
 		{
-			FormID:    "form-a",
+			Key:       "form-a",
 			Committed: set(0, 10, 40, 50),
 			Intents: map[string]Intent{
 				"b2": {BatchID: "b2", Table: "form_a", Start: m(10), End: m(20), CreatedAt: m(100)},
@@ -97,18 +97,18 @@ func TestRoundTrip(t *testing.T) {
 			LastError:   "list submissions: 503",
 			UpdatedAt:   m(103),
 		},
-		{FormID: "form-b", Schema: schemaB, UpdatedAt: m(104)},
+		{Key: "form-b", Schema: schemaB, UpdatedAt: m(104)},
 	}
 
 	st = openW(t, path, nil)
 	for _, w := range want {
-		got, err := st.Get(ctx, w.FormID)
+		got, err := st.Get(ctx, w.Key)
 		must(t, err)
 		if !reflect.DeepEqual(got, w) {
-			t.Errorf("after reopen, Get(%s) =\n%+v\nwant\n%+v", w.FormID, got, w)
+			t.Errorf("after reopen, Get(%s) =\n%+v\nwant\n%+v", w.Key, got, w)
 		}
 	}
-	if got, err := st.Get(ctx, "never-synced"); err != nil || !reflect.DeepEqual(got, FormState{FormID: "never-synced"}) {
+	if got, err := st.Get(ctx, "never-synced"); err != nil || !reflect.DeepEqual(got, StreamState{Key: "never-synced"}) {
 		t.Errorf("Get of an unknown form = %+v, %v; want the zero state with its id", got, err)
 	}
 	must(t, st.Close())
@@ -307,12 +307,12 @@ func TestDropIntentAndReset(t *testing.T) {
 	fs, err = st.Get(ctx, "a")
 	must(t, err)
 	fs.UpdatedAt = time.Time{}
-	if !reflect.DeepEqual(fs, FormState{FormID: "a", Generation: 1}) {
+	if !reflect.DeepEqual(fs, StreamState{Key: "a", Generation: 1}) {
 		t.Errorf("after Reset and reopen, Get(a) = %+v, %v; want nothing but generation 1", fs, err)
 	}
 	list, err := st.List(ctx)
 	must(t, err)
-	if len(list) != 2 || list[1].FormID != "b" || !reflect.DeepEqual(list[1].Committed, set(0, 9)) || list[1].Rows != 3 {
+	if len(list) != 2 || list[1].Key != "b" || !reflect.DeepEqual(list[1].Committed, set(0, 9)) || list[1].Rows != 3 {
 		t.Errorf("Reset of a touched other forms: %+v", list)
 	}
 }
@@ -383,7 +383,7 @@ func TestReadOnly(t *testing.T) {
 	t.Run("missing file reads as empty and is not created", func(t *testing.T) {
 		path := filepath.Join(dir, "absent", "syncd.db")
 		ro := openR(t, path)
-		if fs, err := ro.Get(ctx, "f"); err != nil || !reflect.DeepEqual(fs, FormState{FormID: "f"}) {
+		if fs, err := ro.Get(ctx, "f"); err != nil || !reflect.DeepEqual(fs, StreamState{Key: "f"}) {
 			t.Errorf("Get = %+v, %v", fs, err)
 		}
 		if list, err := ro.List(ctx); err != nil || len(list) != 0 {

@@ -12,7 +12,7 @@ import (
 // backend's transaction; returning errUnchanged makes the store write
 // nothing. Streams applies them over every backend, so the backends agree
 // on what a replayed Commit or a dropped intent means.
-type change func(st *FormState, now time.Time) error
+type change func(st *StreamState, now time.Time) error
 
 // errUnchanged makes update roll back: nothing to write, nothing to fsync.
 var errUnchanged = errors.New("unchanged")
@@ -29,7 +29,7 @@ func intentChange(formID string, in Intent) (change, error) {
 	if in.Rows < 0 {
 		return nil, fmt.Errorf("record intent %s for form %s: negative row count %d", in.BatchID, formID, in.Rows)
 	}
-	return func(st *FormState, now time.Time) error {
+	return func(st *StreamState, now time.Time) error {
 		if in.Layout != "" {
 			// The table's layout is recorded with its first intent, before
 			// any of its files is written, and never changes under them.
@@ -70,7 +70,7 @@ func commitChange(formID string, c Commit) (change, error) {
 	if c.Schema != nil && !json.Valid(c.Schema) {
 		return nil, fmt.Errorf("commit batch %q of form %s: the schema is not valid JSON", c.BatchID, formID)
 	}
-	return func(st *FormState, now time.Time) error {
+	return func(st *StreamState, now time.Time) error {
 		if c.BatchID != "" {
 			if _, open := st.Intents[c.BatchID]; open {
 				delete(st.Intents, c.BatchID)
@@ -110,7 +110,7 @@ func commitChange(formID string, c Commit) (change, error) {
 // no success (a pass may commit an empty range, then fail to write).
 func succeededChange(t time.Time) change {
 	t = Normalize(t)
-	return func(st *FormState, _ time.Time) error {
+	return func(st *StreamState, _ time.Time) error {
 		st.LastSuccess = t
 		st.LastError = ""
 		return nil
@@ -120,7 +120,7 @@ func succeededChange(t time.Time) change {
 // dropIntentChange forgets an intent; one that is not there is already
 // dropped.
 func dropIntentChange(batchID string) change {
-	return func(st *FormState, _ time.Time) error {
+	return func(st *StreamState, _ time.Time) error {
 		if _, open := st.Intents[batchID]; !open {
 			return errUnchanged
 		}
@@ -137,7 +137,7 @@ func schemaChange(formID string, schema json.RawMessage) (change, error) {
 	if schema != nil && !json.Valid(schema) {
 		return nil, fmt.Errorf("pin schema of form %s: it is not valid JSON", formID)
 	}
-	return func(st *FormState, _ time.Time) error {
+	return func(st *StreamState, _ time.Time) error {
 		st.Schema = bytes.Clone(schema)
 		return nil
 	}, nil
@@ -145,7 +145,7 @@ func schemaChange(formID string, schema json.RawMessage) (change, error) {
 
 // reconciledChange records the end of a reconcile pass.
 func reconciledChange(t time.Time) change {
-	return func(st *FormState, _ time.Time) error {
+	return func(st *StreamState, _ time.Time) error {
 		st.Reconciled = Normalize(t)
 		return nil
 	}
@@ -153,31 +153,31 @@ func reconciledChange(t time.Time) change {
 
 // errorChange records msg as the form's last error; "" clears it.
 func errorChange(msg string) change {
-	return func(st *FormState, _ time.Time) error {
+	return func(st *StreamState, _ time.Time) error {
 		st.LastError = msg
 		return nil
 	}
 }
 
 // resetChange forgets everything a sync of the form built up and moves it
-// to the next generation (see FormState.Generation). The table's layout
+// to the next generation (see StreamState.Generation). The table's layout
 // stays: its files stay, and the rows fetched again join them.
-func resetChange(st *FormState, now time.Time) error {
-	*st = FormState{FormID: st.FormID, Generation: st.Generation + 1, UpdatedAt: now, Layout: st.Layout}
+func resetChange(st *StreamState, now time.Time) error {
+	*st = StreamState{Key: st.Key, Generation: st.Generation + 1, UpdatedAt: now, Layout: st.Layout}
 	return nil
 }
 
 // finishRefreshChange is resetChange once the table's output is gone: the
 // table written again chooses its layout again.
-func finishRefreshChange(st *FormState, now time.Time) error {
-	*st = FormState{FormID: st.FormID, Generation: st.Generation + 1, UpdatedAt: now}
+func finishRefreshChange(st *StreamState, now time.Time) error {
+	*st = StreamState{Key: st.Key, Generation: st.Generation + 1, UpdatedAt: now}
 	return nil
 }
 
 // uncommitChange forgets the committed windows from instant from on.
 func uncommitChange(formID string, from time.Time) change {
 	from = Normalize(from)
-	return func(st *FormState, _ time.Time) error {
+	return func(st *StreamState, _ time.Time) error {
 		if len(st.Intents) > 0 {
 			return fmt.Errorf("form %s has %d open batches: run `syncd once` to resolve them first", formID, len(st.Intents))
 		}
@@ -196,7 +196,7 @@ func beginRefreshChange(formID string, r Refresh) (change, error) {
 		return nil, fmt.Errorf("begin refresh of form %s: no table named", formID)
 	}
 	r.RequestedAt = Normalize(r.RequestedAt)
-	return func(st *FormState, now time.Time) error {
+	return func(st *StreamState, now time.Time) error {
 		if len(st.Intents) > 0 {
 			return fmt.Errorf("form %s has %d open batches: run `syncd once` to resolve them first", formID, len(st.Intents))
 		}

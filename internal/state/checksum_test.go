@@ -94,8 +94,8 @@ func TestDamagedRecord(t *testing.T) {
 			for _, fs := range list {
 				if fs.Damaged != "" {
 					damaged++
-					if fs.FormID != "form-03" || !strings.Contains(fs.Damaged, "syncd state reset form-03") {
-						t.Errorf("listed as damaged: %s: %s", fs.FormID, fs.Damaged)
+					if fs.Key != "form-03" || !strings.Contains(fs.Damaged, "syncd state reset form-03") {
+						t.Errorf("listed as damaged: %s: %s", fs.Key, fs.Damaged)
 					}
 				}
 			}
@@ -120,9 +120,9 @@ func TestDamagedRecord(t *testing.T) {
 func TestMigrateVersion1(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "syncd.db")
-	forms := map[string]FormState{
-		"a": {FormID: "a", Committed: Intervals{iv(0, 5)}, Rows: 7, Batches: 2, Generation: 3, Schema: json.RawMessage(`{"c":1}`)},
-		"b": {FormID: "b", Committed: Intervals{iv(1, 2), iv(3, 4)}, Intents: map[string]Intent{"x": {BatchID: "x", Table: "t", Start: m(4), End: m(5)}}},
+	forms := map[string]StreamState{
+		"a": {Key: "a", Committed: Intervals{iv(0, 5)}, Rows: 7, Batches: 2, Generation: 3, Schema: json.RawMessage(`{"c":1}`)},
+		"b": {Key: "b", Committed: Intervals{iv(1, 2), iv(3, 4)}, Intents: map[string]Intent{"x": {BatchID: "x", Table: "t", Start: m(4), End: m(5)}}},
 	}
 	db, err := bolt.Open(path, 0o600, nil)
 	must(t, err)

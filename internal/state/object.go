@@ -53,12 +53,12 @@ const objectFormat = 2
 // objectDoc is the state object: every form's state, and which write of
 // which writer produced it.
 type objectDoc struct {
-	FormatVersion int                  `json:"format_version"`
-	Forms         map[string]FormState `json:"forms"`
-	Index         map[string]objIndex  `json:"index,omitempty"`   // by form
-	Secrets       map[string][]byte    `json:"secrets,omitempty"` // see Store.PutSecret
-	Writer        string               `json:"writer,omitempty"`  // lease id of the writer
-	Seq           int64                `json:"seq,omitempty"`     // that writer's write count
+	FormatVersion int                    `json:"format_version"`
+	Forms         map[string]StreamState `json:"forms"`
+	Index         map[string]objIndex    `json:"index,omitempty"`   // by form
+	Secrets       map[string][]byte      `json:"secrets,omitempty"` // see Store.PutSecret
+	Writer        string                 `json:"writer,omitempty"`  // lease id of the writer
+	Seq           int64                  `json:"seq,omitempty"`     // that writer's write count
 	// Blobs are the index's chunk and pending objects, by name, in a
 	// backup only (see BackupObject): the state object never holds them.
 	Blobs map[string][]byte `json:"blobs,omitempty"`
@@ -72,7 +72,7 @@ type objectDoc struct {
 }
 
 // formJSON is a record as its checksum covers it.
-func formJSON(st *FormState) ([]byte, error) {
+func formJSON(st *StreamState) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -268,7 +268,7 @@ func (o *Object) decodeLegacy(raw []byte) (map[string]*legacyIndex, error) {
 func (o *Object) read(ctx context.Context) (objectDoc, blobstore.Version, map[string]*legacyIndex, error) {
 	raw, ver, err := blobstore.Read(ctx, o.bucket, o.key)
 	if blobstore.IsNotFound(err) {
-		return objectDoc{FormatVersion: objectFormat, Forms: map[string]FormState{}}, "", nil, nil
+		return objectDoc{FormatVersion: objectFormat, Forms: map[string]StreamState{}}, "", nil, nil
 	}
 	if errors.Is(err, blobstore.ErrNoConditions) {
 		return objectDoc{}, "", nil, fmt.Errorf("read state %s: %w: keep the state in gs://, s3:// or azblob://, or in state.path", o.shown, err)
@@ -296,7 +296,7 @@ func (o *Object) decode(raw []byte) (objectDoc, error) {
 		return doc, &CorruptError{Path: o.shown, Err: errors.New("no format_version")}
 	}
 	if doc.Forms == nil {
-		doc.Forms = map[string]FormState{}
+		doc.Forms = map[string]StreamState{}
 	}
 	for id, st := range doc.Forms {
 		if sum, ok := doc.Checksums[id]; ok {
@@ -309,8 +309,8 @@ func (o *Object) decode(raw []byte) (objectDoc, error) {
 				continue
 			}
 		}
-		if st.FormID != id {
-			return doc, &CorruptError{Path: o.shown, Err: fmt.Errorf("record under key %q names form %q", id, st.FormID)}
+		if st.Key != id {
+			return doc, &CorruptError{Path: o.shown, Err: fmt.Errorf("record under key %q names form %q", id, st.Key)}
 		}
 		if err := st.Committed.check(); err != nil {
 			return doc, &CorruptError{Path: o.shown, Err: fmt.Errorf("committed windows of form %q: %w", id, err)}
@@ -319,39 +319,39 @@ func (o *Object) decode(raw []byte) (objectDoc, error) {
 	return doc, nil
 }
 
-// record returns the state of a form, FormState{FormID: formID} if it has none.
-func (o *Object) record(ctx context.Context, formID string) (FormState, error) {
+// record returns the state of a form, StreamState{Key: formID} if it has none.
+func (o *Object) record(ctx context.Context, formID string) (StreamState, error) {
 	if err := ctx.Err(); err != nil {
-		return FormState{}, fmt.Errorf("read state of form %s: %w", formID, err)
+		return StreamState{}, fmt.Errorf("read state of form %s: %w", formID, err)
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if err := o.doc.damaged[formID]; err != nil {
-		return FormState{}, &CorruptError{Path: o.shown, Form: formID, Err: err}
+		return StreamState{}, &CorruptError{Path: o.shown, Form: formID, Err: err}
 	}
 	st, ok := o.doc.Forms[formID]
 	if !ok {
-		return FormState{FormID: formID}, nil
+		return StreamState{Key: formID}, nil
 	}
 	return cloneForm(st), nil
 }
 
 // records returns the state of every form that has one, ordered by form id.
-func (o *Object) records(ctx context.Context) ([]FormState, error) {
+func (o *Object) records(ctx context.Context) ([]StreamState, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("list form states: %w", err)
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	list := make([]FormState, 0, len(o.doc.Forms))
+	list := make([]StreamState, 0, len(o.doc.Forms))
 	for id, st := range o.doc.Forms {
 		if err := o.doc.damaged[id]; err != nil {
-			list = append(list, FormState{FormID: id, Damaged: (&CorruptError{Path: o.shown, Form: id, Err: err}).Error()})
+			list = append(list, StreamState{Key: id, Damaged: (&CorruptError{Path: o.shown, Form: id, Err: err}).Error()})
 			continue
 		}
 		list = append(list, cloneForm(st))
 	}
-	sort.Slice(list, func(i, j int) bool { return list[i].FormID < list[j].FormID })
+	sort.Slice(list, func(i, j int) bool { return list[i].Key < list[j].Key })
 	return list, nil
 }
 
@@ -389,7 +389,7 @@ func (o *Object) putSecret(ctx context.Context, name string, value []byte) error
 // fn's index transaction writes are written before the state object that
 // names them; those it no longer names are deleted after. overDamage lets
 // a reset replace a damaged record; every other write refuses it.
-func (o *Object) update(ctx context.Context, formID string, overDamage bool, fn func(st *FormState, ix indexTx) error) error {
+func (o *Object) update(ctx context.Context, formID string, overDamage bool, fn func(st *StreamState, ix indexTx) error) error {
 	var unused []string
 	err := o.mutate(ctx, formID, func(doc *objectDoc) error {
 		if err := doc.damaged[formID]; err != nil {
@@ -402,7 +402,7 @@ func (o *Object) update(ctx context.Context, formID string, overDamage bool, fn 
 		if ok {
 			st = cloneForm(st)
 		} else {
-			st = FormState{FormID: formID}
+			st = StreamState{Key: formID}
 		}
 		x := &objIndexTx{ctx: ctx, o: o, doc: doc, formID: formID}
 		if err := fn(&st, x); err != nil {
@@ -453,7 +453,7 @@ func (o *Object) mutate(ctx context.Context, formID string, fn func(doc *objectD
 	doc := objectDoc{FormatVersion: objectFormat, Forms: maps.Clone(o.doc.Forms), Index: maps.Clone(o.doc.Index), Secrets: maps.Clone(o.doc.Secrets), Writer: o.id, Seq: seq,
 		Checksums: maps.Clone(o.doc.Checksums), damaged: maps.Clone(o.doc.damaged)}
 	if doc.Forms == nil {
-		doc.Forms = map[string]FormState{}
+		doc.Forms = map[string]StreamState{}
 	}
 	if doc.Index == nil {
 		doc.Index = map[string]objIndex{}
@@ -611,7 +611,7 @@ func (o *Object) close() error {
 	return o.closeErr
 }
 
-func cloneForm(st FormState) FormState {
+func cloneForm(st StreamState) StreamState {
 	if st.Intents != nil {
 		in := make(map[string]Intent, len(st.Intents))
 		for k, v := range st.Intents {

@@ -114,7 +114,7 @@ func (o *Object) remove(ctx context.Context, names []string) {
 // applyIndex lands change in the form's chunks: the chunk objects it
 // rewrites are written anew, and ix names them instead of the old ones,
 // which it returns.
-func (o *Object) applyIndex(ctx context.Context, st *FormState, ix *objIndex, change *IndexChange) ([]string, error) {
+func (o *Object) applyIndex(ctx context.Context, st *StreamState, ix *objIndex, change *IndexChange) ([]string, error) {
 	if change.empty() {
 		return nil, nil
 	}
@@ -125,7 +125,7 @@ func (o *Object) applyIndex(ctx context.Context, st *FormState, ix *objIndex, ch
 		starts[i] = c.Start
 	}
 	plan, err := planIndex(starts, func(start int64) ([]entry, error) {
-		return o.getChunk(ctx, st.FormID, refs[start].Name)
+		return o.getChunk(ctx, st.Key, refs[start].Name)
 	}, func(start int64) (int, int64) {
 		return refs[start].N, refs[start].Last
 	}, change, o.chunks)
@@ -138,7 +138,7 @@ func (o *Object) applyIndex(ctx context.Context, st *FormState, ix *objIndex, ch
 		delete(refs, k)
 	}
 	for k, es := range plan.write {
-		name := newBlobName(st.FormID, "chunk", k)
+		name := newBlobName(st.Key, "chunk", k)
 		if err := o.putBlob(ctx, name, encodeChunk(es)); err != nil {
 			return nil, err
 		}
@@ -345,7 +345,7 @@ func (x *objIndexTx) settle(batchID string, read bool) (*IndexChange, error) {
 	return change, nil
 }
 
-func (x *objIndexTx) apply(st *FormState, c *IndexChange) error {
+func (x *objIndexTx) apply(st *StreamState, c *IndexChange) error {
 	u, err := x.o.applyIndex(x.ctx, st, x.index(), c)
 	x.unused = append(x.unused, u...)
 	return err

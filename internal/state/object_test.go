@@ -82,7 +82,7 @@ func TestObjectRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(list) != 2 || list[1].FormID != "f2" || list[1].Generation != 1 || len(list[1].Committed) != 0 || list[1].LastError != "" {
+		if len(list) != 2 || list[1].Key != "f2" || list[1].Generation != 1 || len(list[1].Committed) != 0 || list[1].LastError != "" {
 			t.Fatalf("forms %+v, want f1 and f2 reset to generation 1", list)
 		}
 		st := list[0]

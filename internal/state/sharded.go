@@ -593,17 +593,17 @@ func (s *Sharded) view(ctx context.Context, key string) (*Object, error) {
 }
 
 // record returns the state of a form from its namespace's object.
-func (s *Sharded) record(ctx context.Context, formID string) (FormState, error) {
+func (s *Sharded) record(ctx context.Context, formID string) (StreamState, error) {
 	o, err := s.view(ctx, formID)
 	if err != nil {
-		return FormState{}, fmt.Errorf("read state of form %s: %w", formID, err)
+		return StreamState{}, fmt.Errorf("read state of form %s: %w", formID, err)
 	}
 	return o.record(ctx, formID)
 }
 
 // update writes the form's record in its namespace's object, which this
 // store must have claimed.
-func (s *Sharded) update(ctx context.Context, formID string, overDamage bool, fn func(st *FormState, ix indexTx) error) error {
+func (s *Sharded) update(ctx context.Context, formID string, overDamage bool, fn func(st *StreamState, ix indexTx) error) error {
 	o, err := s.writer(ctx, formID)
 	if err != nil {
 		return err
@@ -612,7 +612,7 @@ func (s *Sharded) update(ctx context.Context, formID string, overDamage bool, fn
 }
 
 // records returns the state of every form of every namespace, by form id.
-func (s *Sharded) records(ctx context.Context) ([]FormState, error) {
+func (s *Sharded) records(ctx context.Context) ([]StreamState, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("list form states: %w", err)
 	}
@@ -639,10 +639,10 @@ func (s *Sharded) records(ctx context.Context) ([]FormState, error) {
 	for _, ns := range names {
 		own[ns] = true
 	}
-	var list []FormState
+	var list []StreamState
 	for _, st := range rootList {
 		// A named namespace whose object exists is that object's alone.
-		if ns, _ := table.SplitStreamKey(st.FormID); ns == "" || !own[ns] {
+		if ns, _ := table.SplitStreamKey(st.Key); ns == "" || !own[ns] {
 			list = append(list, st)
 		}
 	}
@@ -658,12 +658,12 @@ func (s *Sharded) records(ctx context.Context) ([]FormState, error) {
 			return nil, err
 		}
 		for _, st := range l {
-			if n, _ := table.SplitStreamKey(st.FormID); n == ns {
+			if n, _ := table.SplitStreamKey(st.Key); n == ns {
 				list = append(list, st)
 			}
 		}
 	}
-	sort.Slice(list, func(i, j int) bool { return list[i].FormID < list[j].FormID })
+	sort.Slice(list, func(i, j int) bool { return list[i].Key < list[j].Key })
 	return list, nil
 }
 

@@ -90,7 +90,7 @@ func TestShardedDisjointClaims(t *testing.T) {
 		}
 		for _, st := range list {
 			if st.Rows != commits || !st.Committed.Covers(Interval{Start: win(0).Start, End: win(commits - 1).End}) {
-				t.Errorf("%s: %+v", st.FormID, st)
+				t.Errorf("%s: %+v", st.Key, st)
 			}
 		}
 		if err := ro.Claim(ctx, "acme"); !errors.Is(err, ErrReadOnly) {
@@ -102,10 +102,10 @@ func TestShardedDisjointClaims(t *testing.T) {
 	})
 }
 
-func formIDsOf(list []FormState) []string {
+func formIDsOf(list []StreamState) []string {
 	out := make([]string, len(list))
 	for i, st := range list {
-		out[i] = st.FormID
+		out[i] = st.Key
 	}
 	return out
 }
@@ -341,7 +341,7 @@ func TestShardedMigration(t *testing.T) {
 			t.Fatal(err)
 		}
 		all := []string{"acme/f1", "acme/scheduling/bookings", "beta/f2", "f0", "scheduling/bookings"}
-		listed := func(s *Sharded, what string) []FormState {
+		listed := func(s *Sharded, what string) []StreamState {
 			t.Helper()
 			list, err := s.List(ctx)
 			if err != nil {
@@ -390,7 +390,7 @@ func TestShardedMigration(t *testing.T) {
 		// The default object still holds the copy; nobody sees it.
 		for _, s := range []*Sharded{a, ro} {
 			for _, st := range listed(s, "after acme's claim") {
-				if st.FormID == "acme/f1" && st.Rows != 3 {
+				if st.Key == "acme/f1" && st.Rows != 3 {
 					t.Fatalf("List shows acme/f1's old copy: %+v", st)
 				}
 			}
@@ -438,7 +438,7 @@ func TestShardedMigration(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, st := range listed(d, "after beta's claim") {
-			if st.FormID == "beta/f2" && st.Rows != 9 {
+			if st.Key == "beta/f2" && st.Rows != 9 {
 				t.Fatalf("List shows beta/f2's old copy: %+v", st)
 			}
 		}

@@ -61,10 +61,10 @@ type ReconcileCounts struct {
 	Tombstones int `json:"tombstones"` // deletions
 }
 
-// FormState is everything the store keeps about one stream (a form, the
+// StreamState is everything the store keeps about one stream (a form, the
 // bookings); FormID is its stream key.
-type FormState struct {
-	FormID    string            `json:"form_id"`
+type StreamState struct {
+	Key       string            `json:"form_id"`
 	Committed Intervals         `json:"committed"`
 	Intents   map[string]Intent `json:"intents,omitempty"`
 	Schema    json.RawMessage   `json:"schema,omitempty"` // owned by the schema package
@@ -117,7 +117,7 @@ type Refresh struct {
 
 // Empty reports whether the state holds nothing of the form: no committed
 // window, no batch in flight, nothing counted.
-func (st FormState) Empty() bool {
+func (st StreamState) Empty() bool {
 	return len(st.Committed) == 0 && len(st.Intents) == 0 && st.Batches == 0 && st.Refresh == nil && st.Generation == 0
 }
 
@@ -130,19 +130,19 @@ type Commit struct {
 	// Index is what the batch changes in the version index, applied in the
 	// same transaction; nil applies what its intent recorded, if anything.
 	Index *IndexChange
-	// IndexFrom moves FormState.IndexedFrom (zero: unchanged).
+	// IndexFrom moves StreamState.IndexedFrom (zero: unchanged).
 	IndexFrom time.Time
-	// Reconciled sets FormState.Reconciled (zero: unchanged): a version
+	// Reconciled sets StreamState.Reconciled (zero: unchanged): a version
 	// index started with a commit of its own is current, and must not
 	// look never reconciled if the process dies before a second write.
 	Reconciled time.Time
 	// Reconcile is set by a reconcile batch, to count it.
 	Reconcile *ReconcileCounts
-	// Generation moves FormState.Generation forward to it when it is
+	// Generation moves StreamState.Generation forward to it when it is
 	// later: a state rebuilt from the output (adopt) takes the generation
 	// of the batches it finds.
 	Generation int
-	// Layout records FormState.Layout when none is recorded yet (a table
+	// Layout records StreamState.Layout when none is recorded yet (a table
 	// written before layouts were recorded, or rebuilt from its output).
 	Layout string
 }
@@ -153,45 +153,45 @@ type Commit struct {
 // interface stays so that a caller can wrap a store (a test that records
 // or fails its writes).
 type Store interface {
-	// Get returns the state of a stream; FormState{FormID: id} if it has none.
-	Get(ctx context.Context, formID string) (FormState, error)
+	// Get returns the state of a stream; StreamState{Key: id} if it has none.
+	Get(ctx context.Context, key string) (StreamState, error)
 	// List returns the state of every stream that has one, by stream key.
-	List(ctx context.Context) ([]FormState, error)
+	List(ctx context.Context) ([]StreamState, error)
 	// RecordIntent records (or replaces) the intent in.BatchID.
-	RecordIntent(ctx context.Context, formID string, in Intent) error
+	RecordIntent(ctx context.Context, key string, in Intent) error
 	// Commit clears the intent, covers the window, pins the schema and
 	// counts the batch in one transaction. Replaying a Commit whose intent is
 	// already gone and whose window is already covered changes nothing.
-	Commit(ctx context.Context, formID string, c Commit) error
+	Commit(ctx context.Context, key string, c Commit) error
 	// DropIntent forgets an intent whose batch never reached the sink.
-	DropIntent(ctx context.Context, formID, batchID string) error
+	DropIntent(ctx context.Context, key, batchID string) error
 	// SetSchema pins a schema; nil unpins it.
-	SetSchema(ctx context.Context, formID string, schema json.RawMessage) error
+	SetSchema(ctx context.Context, key string, schema json.RawMessage) error
 	// SetError records the last error of a stream ("" clears it).
-	SetError(ctx context.Context, formID string, msg string) error
+	SetError(ctx context.Context, key string, msg string) error
 	// SetSucceeded records that a pass of the stream ended well at t
 	// (LastSuccess), clearing its last error. A pass that failed or was
 	// interrupted never calls it, whatever it committed.
-	SetSucceeded(ctx context.Context, formID string, t time.Time) error
+	SetSucceeded(ctx context.Context, key string, t time.Time) error
 	// Reset forgets the stream's windows, intents, schema and counters and
 	// moves it to the next generation, so that every row is fetched and
 	// written again. The output is not touched.
-	Reset(ctx context.Context, formID string) error
+	Reset(ctx context.Context, key string) error
 	// Uncommit forgets the committed windows from instant from on, so that
 	// the next pass fetches them again. It refuses while batches are open.
-	Uncommit(ctx context.Context, formID string, from time.Time) error
+	Uncommit(ctx context.Context, key string, from time.Time) error
 	// BeginRefresh marks a full refresh of the stream's table under way.
-	BeginRefresh(ctx context.Context, formID string, r Refresh) error
+	BeginRefresh(ctx context.Context, key string, r Refresh) error
 	// FinishRefresh is Reset once the table's output is gone, clearing the
 	// refresh mark in the same transaction.
-	FinishRefresh(ctx context.Context, formID string) error
+	FinishRefresh(ctx context.Context, key string) error
 	// Versions calls fn with every record of the stream's version index whose
 	// time is in [from, to), in time order; fn's error stops it. It reads a
 	// consistent state: the batches committed when it began. fn must not
 	// write to the store (the state file's read transaction is open).
-	Versions(ctx context.Context, formID string, from, to time.Time, fn func(Entry) error) error
+	Versions(ctx context.Context, key string, from, to time.Time, fn func(Entry) error) error
 	// SetReconciled records that a reconcile pass of the stream ended at t.
-	SetReconciled(ctx context.Context, formID string, t time.Time) error
+	SetReconciled(ctx context.Context, key string, t time.Time) error
 	// GetSecret returns the value stored under name (nil when there is
 	// none): a source's OAuth tokens live here, never in the config.
 	GetSecret(ctx context.Context, name string) ([]byte, error)

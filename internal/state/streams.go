@@ -17,19 +17,19 @@ import (
 // Streams over itself (see newStreams), and a run of the contract suite
 // (storetest) over it.
 type backend interface {
-	// record returns the record of the stream key: FormState{FormID: key}
+	// record returns the record of the stream key: StreamState{Key: key}
 	// when it has none, a *CorruptError naming it when it is damaged.
-	record(ctx context.Context, key string) (FormState, error)
+	record(ctx context.Context, key string) (StreamState, error)
 	// records returns every record, ordered by key; a damaged one has only
 	// its key and Damaged set.
-	records(ctx context.Context) ([]FormState, error)
+	records(ctx context.Context) ([]StreamState, error)
 	// update runs fn on the record of key (zero if absent) in one
 	// transaction, and makes the record as fn left it durable before it
 	// returns. fn's error rolls the transaction back; errUnchanged does
 	// so and update returns nil. A damaged record fails the write with its
 	// *CorruptError unless overDamage is set, when fn gets an empty record
 	// in its place (a reset). The index transaction ix is valid in fn only.
-	update(ctx context.Context, key string, overDamage bool, fn func(st *FormState, ix indexTx) error) error
+	update(ctx context.Context, key string, overDamage bool, fn func(st *StreamState, ix indexTx) error) error
 	// versions is Store.Versions.
 	versions(ctx context.Context, key string, from, to time.Time, fn func(Entry) error) error
 	// secret and putSecret are Store.GetSecret and Store.PutSecret.
@@ -49,7 +49,7 @@ type indexTx interface {
 	// is set, returns it (nil when none was kept).
 	settle(batchID string, read bool) (*IndexChange, error)
 	// apply lands c in the index and counts it in st.Indexed.
-	apply(st *FormState, c *IndexChange) error
+	apply(st *StreamState, c *IndexChange) error
 	// clear forgets the whole index of the stream and every kept change.
 	clear() error
 }
@@ -78,8 +78,8 @@ func newStreams(b backend, clock func() time.Time) Streams {
 // write applies ch to the record of key and, unless idx is nil, lets idx
 // change the stream's index (and the record) in the same transaction;
 // overDamage replaces a damaged record (a reset does, nothing else).
-func (s *Streams) write(ctx context.Context, key string, ch change, idx func(st *FormState, ix indexTx) error, overDamage bool) error {
-	return s.b.update(ctx, key, overDamage, func(st *FormState, ix indexTx) error {
+func (s *Streams) write(ctx context.Context, key string, ch change, idx func(st *StreamState, ix indexTx) error, overDamage bool) error {
+	return s.b.update(ctx, key, overDamage, func(st *StreamState, ix indexTx) error {
 		// The time is read inside the transaction, so that UpdatedAt
 		// follows the order the writes land in.
 		now := Normalize(s.clock())
@@ -96,13 +96,13 @@ func (s *Streams) write(ctx context.Context, key string, ch change, idx func(st 
 	})
 }
 
-// Get returns the state of a stream; FormState{FormID: key} if it has none.
-func (s *Streams) Get(ctx context.Context, key string) (FormState, error) {
+// Get returns the state of a stream; StreamState{Key: key} if it has none.
+func (s *Streams) Get(ctx context.Context, key string) (StreamState, error) {
 	return s.b.record(ctx, key)
 }
 
 // List returns the state of every stream that has one, by key.
-func (s *Streams) List(ctx context.Context) ([]FormState, error) {
+func (s *Streams) List(ctx context.Context) ([]StreamState, error) {
 	return s.b.records(ctx)
 }
 
@@ -113,9 +113,9 @@ func (s *Streams) RecordIntent(ctx context.Context, key string, in Intent) error
 	if err != nil {
 		return err
 	}
-	var idx func(*FormState, indexTx) error
+	var idx func(*StreamState, indexTx) error
 	if in.Index != nil {
-		idx = func(_ *FormState, ix indexTx) error { return ix.pend(in.BatchID, in.Index) }
+		idx = func(_ *StreamState, ix indexTx) error { return ix.pend(in.BatchID, in.Index) }
 	}
 	if err := s.write(ctx, key, ch, idx, false); err != nil {
 		return fmt.Errorf("record intent %s for form %s: %w", in.BatchID, key, err)
@@ -133,7 +133,7 @@ func (s *Streams) Commit(ctx context.Context, key string, c Commit) error {
 	if err != nil {
 		return err
 	}
-	idx := func(st *FormState, ix indexTx) error {
+	idx := func(st *StreamState, ix indexTx) error {
 		change := c.Index
 		if c.BatchID != "" {
 			// The kept change is read only when the commit brings none:
@@ -157,7 +157,7 @@ func (s *Streams) Commit(ctx context.Context, key string, c Commit) error {
 // DropIntent forgets an intent and the index change it kept; one that is
 // not there is already dropped.
 func (s *Streams) DropIntent(ctx context.Context, key, batchID string) error {
-	idx := func(_ *FormState, ix indexTx) error {
+	idx := func(_ *StreamState, ix indexTx) error {
 		_, err := ix.settle(batchID, false)
 		return err
 	}
@@ -197,7 +197,7 @@ func (s *Streams) SetSucceeded(ctx context.Context, key string, t time.Time) err
 
 // clearIndex is the index step of a reset: the stream's index goes with
 // its windows.
-func clearIndex(_ *FormState, ix indexTx) error { return ix.clear() }
+func clearIndex(_ *StreamState, ix indexTx) error { return ix.clear() }
 
 // Reset forgets the stream's windows, intents, schema, index and counters
 // and moves it to its next generation. The output is not touched. It is

@@ -83,13 +83,13 @@ func Accounts(v View, names []string, namespace func(string) string, split func(
 	}
 	var oldest = map[*Account]time.Time{}
 	for _, f := range v.Forms {
-		ns, key := split(f.FormID)
+		ns, key := split(f.Stream)
 		a := byNS[ns]
 		if a == nil {
 			continue // an account removed from the configuration: its state stays
 		}
 		if f.NotConfigured {
-			a.NotConfigured = append(a.NotConfigured, f.FormID)
+			a.NotConfigured = append(a.NotConfigured, f.Stream)
 			continue
 		}
 		if strings.Contains(key, "/") {
@@ -128,7 +128,7 @@ func Accounts(v View, names []string, namespace func(string) string, split func(
 }
 
 type Form struct {
-	FormID      string      `json:"form_id"`
+	Stream      string      `json:"form_id"`
 	Rows        int64       `json:"rows"`
 	Batches     int64       `json:"batches"`
 	LastSuccess *time.Time  `json:"last_success"` // null: never
@@ -203,11 +203,11 @@ func TimePtr(t time.Time) *time.Time {
 }
 
 // Of is the view of the forms' states at instant now.
-func Of(where string, list []state.FormState, now time.Time, withSchema bool) View {
+func Of(where string, list []state.StreamState, now time.Time, withSchema bool) View {
 	v := View{State: where, Source: "store", Forms: make([]Form, 0, len(list))}
 	for _, st := range list {
 		f := Form{
-			FormID: st.FormID, Rows: st.Rows, Batches: st.Batches, LastSuccess: TimePtr(st.LastSuccess),
+			Stream: st.Key, Rows: st.Rows, Batches: st.Batches, LastSuccess: TimePtr(st.LastSuccess),
 			UpdatedAt: TimePtr(st.UpdatedAt), Generation: st.Generation, LastError: st.LastError, Layout: st.Layout,
 			Committed: make([]Window, 0, len(st.Committed)), OpenBatches: make([]OpenBatch, 0, len(st.Intents)),
 		}
@@ -229,7 +229,7 @@ func Of(where string, list []state.FormState, now time.Time, withSchema bool) Vi
 			f.FreshnessSeconds = &lag
 		}
 		if end := st.Committed.End(); end.After(now) {
-			f.Damaged = (&poller.FutureCommitError{FormID: st.FormID, End: end, LastSuccess: st.LastSuccess}).Error()
+			f.Damaged = (&poller.FutureCommitError{Stream: st.Key, End: end, LastSuccess: st.LastSuccess}).Error()
 		}
 		if st.Damaged != "" {
 			f.Damaged = st.Damaged
@@ -259,7 +259,7 @@ func (v *View) MarkConfigured(configured func(key string) bool) {
 	}
 	kept := v.Forms[:0]
 	for _, f := range v.Forms {
-		f.NotConfigured = !configured(f.FormID)
+		f.NotConfigured = !configured(f.Stream)
 		if f.NotConfigured && f.Vacant() {
 			continue
 		}
@@ -280,7 +280,7 @@ func (v *View) FromStart(start func(key string) (time.Time, bool), now time.Time
 	}
 	for i := range v.Forms {
 		f := &v.Forms[i]
-		from, ok := start(f.FormID)
+		from, ok := start(f.Stream)
 		if !ok || len(f.Committed) == 0 {
 			continue
 		}
@@ -320,7 +320,7 @@ func Handler(where string, store state.Store, configured func() func(key string)
 		if id := r.URL.Query().Get("form"); id != "" {
 			kept := list[:0]
 			for _, st := range list {
-				if st.FormID == id {
+				if st.Key == id {
 					kept = append(kept, st)
 				}
 			}

@@ -16,7 +16,7 @@ import (
 type StreamResult struct {
 	Account      string     `json:"account,omitempty"`
 	Source       string     `json:"source"`  // forms, scheduling
-	FormID       string     `json:"form_id"` // the stream; empty for a source that failed before its streams ran
+	Stream       string     `json:"form_id"` // the stream; empty for a source that failed before its streams ran
 	Table        string     `json:"table"`
 	Status       string     `json:"status"` // ok, failed, interrupted
 	Rows         int64      `json:"rows"`
@@ -67,7 +67,7 @@ func Failed(results []poller.Result, signalled bool) int {
 func Summarize(results []poller.Result, signalled bool) []StreamResult {
 	out := make([]StreamResult, 0, len(results))
 	for _, r := range results {
-		e := StreamResult{Account: r.Account, Source: r.Source, FormID: r.FormID, Table: r.Table, Status: Outcome(r, signalled), Rows: r.Rows, Batches: r.Batches, Requests: r.Requests,
+		e := StreamResult{Account: r.Account, Source: r.Source, Stream: r.Stream, Table: r.Table, Status: Outcome(r, signalled), Rows: r.Rows, Batches: r.Batches, Requests: r.Requests,
 			Misfits: r.Misfits, Discarded: r.Discarded, Seconds: r.Duration.Seconds(), CoveredStart: TimePtr(r.CoveredStart), CoveredEnd: TimePtr(r.CoveredEnd),
 			ClampedTo: TimePtr(r.ClampedTo), Reconciled: r.Reconciled, ReconciledWindows: r.ReconciledWindows, Versions: r.Versions, Tombstones: r.Tombstones}
 		if r.Err != nil {
@@ -81,7 +81,7 @@ func Summarize(results []poller.Result, signalled bool) []StreamResult {
 // Result is the result e describes, for printing a daemon's summary as the
 // command alone prints its own results.
 func (e StreamResult) Result() poller.Result {
-	r := poller.Result{Account: e.Account, Source: e.Source, FormID: e.FormID, Table: e.Table, Rows: e.Rows, Batches: e.Batches,
+	r := poller.Result{Account: e.Account, Source: e.Source, Stream: e.Stream, Table: e.Table, Rows: e.Rows, Batches: e.Batches,
 		Requests: e.Requests, Misfits: e.Misfits, Discarded: e.Discarded, Duration: time.Duration(e.Seconds * float64(time.Second)),
 		Interrupted: e.Status == "interrupted", Reconciled: e.Reconciled, ReconciledWindows: e.ReconciledWindows, Versions: e.Versions, Tombstones: e.Tombstones}
 	if e.CoveredStart != nil {

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/syncd-dev/syncd/internal/logkey"
+
 	"go.uber.org/zap"
 )
 
@@ -226,8 +228,8 @@ func (b *Bell) loop(s Stream, p *pending, fireAt time.Time) {
 		b.mu.Unlock()
 		if lost > 0 && b.Log != nil {
 			b.Log.Warn("deliveries announced more submission times than a stream keeps for its triggered passes: those left out are re-read by the scheduled reconcile",
-				zap.String("account", s.Account), zap.String("source", s.Source), zap.String("stream", s.Stream),
-				zap.Int("left_out", lost), zap.Int("kept", maxAnnounced))
+				zap.String(logkey.Account, s.Account), zap.String(logkey.Source, s.Source), zap.String(logkey.Stream, s.Stream),
+				zap.Int(logkey.LeftOut, lost), zap.Int(logkey.Kept, maxAnnounced))
 		}
 		out := b.run(s, recheck)
 		if out.OK && b.Latency != nil {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/syncd-dev/syncd/internal/logkey"
+
 	"go.uber.org/zap"
 )
 
@@ -201,7 +203,7 @@ func (rc *Receiver) answer(w http.ResponseWriter, source, outcome, msg string) {
 func (rc *Receiver) refuse(w http.ResponseWriter, source, outcome string, status int, msg string) {
 	rc.observe(source, outcome)
 	if rc.Log != nil {
-		rc.Log.Debug("webhook delivery refused", zap.String("source", source), zap.String("outcome", outcome), zap.Int("status", status))
+		rc.Log.Debug("webhook delivery refused", zap.String(logkey.Source, source), zap.String(logkey.Outcome, outcome), zap.Int(logkey.Status, status))
 	}
 	// What a refused request has not sent is not waited for: the
 	// connection closes after the answer.

@@ -81,12 +81,12 @@ func TestRecoveredBatchKeepsItsColumnTypes(t *testing.T) {
 	}
 	defer store.Close()
 	opts := poller.Options{MaxRowsPerBatch: 60, SafetyLag: time.Second}
-	job := poller.Job{FormID: form}
+	job := poller.Job{Stream: form}
 
 	// A backfill of the history only (as in the campaign's backfill
 	// rounds): every window holds rows, so no empty window commits, and
 	// pins the table, before the first batch.
-	stream := formsource.NewStream(client, job.FormID, "", formsource.StreamOptions{})
+	stream := formsource.NewStream(client, job.Stream, "", formsource.StreamOptions{})
 	if res := poller.New(stopAfterSink{out}, store, opts).Backfill(ctx, stream, end.AddDate(0, 0, -4), end, 1, nil); res.Err == nil {
 		t.Fatal("the first pass did not stop after its first batch reached the sink")
 	}

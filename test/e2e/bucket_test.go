@@ -54,7 +54,7 @@ func (l *lake) config(cfg testkit.Config) testkit.Config {
 }
 
 // forms returns every form's state, read-only.
-func (l *lake) forms(t *testing.T, w *testkit.Workdir) map[string]state.FormState {
+func (l *lake) forms(t *testing.T, w *testkit.Workdir) map[string]state.StreamState {
 	t.Helper()
 	ctx := context.Background()
 	var st state.Store
@@ -72,9 +72,9 @@ func (l *lake) forms(t *testing.T, w *testkit.Workdir) map[string]state.FormStat
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]state.FormState{}
+	out := map[string]state.StreamState{}
 	for _, fs := range list {
-		out[fs.FormID] = fs
+		out[fs.Key] = fs
 	}
 	return out
 }
@@ -273,7 +273,7 @@ func TestBucketKillBetweenUploadAndStateCommit(t *testing.T) {
 	acct := a.Accounts[0]
 	p := poller.New(acct.Sink, store, poller.Options{SafetyLag: 0, MaxRowsPerBatch: 150})
 	form := sim.FormIDs()[0]
-	if res := p.Sync(ctx, acct.FormStream(poller.Job{FormID: form}), start); res.Err == nil || !errors.Is(res.Err, errKilled) {
+	if res := p.Sync(ctx, acct.FormStream(poller.Job{Stream: form}), start); res.Err == nil || !errors.Is(res.Err, errKilled) {
 		t.Fatalf("the pass did not die at the state commit: %v", res.Err)
 	}
 	if err := a.Close(); err != nil {

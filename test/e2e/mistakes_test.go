@@ -252,7 +252,7 @@ func stateForms(t *testing.T, path string) []string {
 	}
 	var ids []string
 	for _, fs := range list {
-		ids = append(ids, fs.FormID)
+		ids = append(ids, fs.Key)
 	}
 	return ids
 }

@@ -45,7 +45,7 @@ func batch(id string) sink.Batch {
 	day := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
 	return sink.Batch{
 		ID:                id,
-		FormID:            "fA1",
+		Stream:            "fA1",
 		Table:             "form_fa1",
 		WindowStart:       day.Add(10 * time.Hour),
 		WindowEnd:         day.Add(11 * time.Hour),
@@ -67,7 +67,7 @@ func record(t testing.TB, s *arrow.Schema, b sink.Batch, ids []string, extra map
 			sb.WriteString(",")
 		}
 		fmt.Fprintf(&sb, `{"form_id":%q,"submission_id":%q,"submission_time":"2024-05-01T10:%02d:00Z","_batch_id":%q,"_synced_at":"2024-05-01T12:00:00Z"`,
-			b.FormID, id, i%60, b.ID)
+			b.Stream, id, i%60, b.ID)
 		for _, f := range s.Fields() {
 			if v, ok := extra[f.Name]; ok {
 				fmt.Fprintf(&sb, ",%q:%s", f.Name, strings.ReplaceAll(v, "{id}", id))

@@ -64,6 +64,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/syncd-dev/syncd/internal/logkey"
+
 	"cloud.google.com/go/bigquery"
 	"github.com/apache/arrow-go/v18/arrow"
 	"go.uber.org/zap"
@@ -211,7 +213,7 @@ func New(ctx context.Context, opts Options) (*Sink, error) {
 	return &Sink{
 		opts:   opts,
 		client: client,
-		log:    opts.Logger.With(zap.String("sink", "bigquery"), zap.String("project", opts.Project), zap.String("dataset", opts.Dataset)),
+		log:    opts.Logger.With(zap.String(logkey.Sink, "bigquery"), zap.String(logkey.Project, opts.Project), zap.String(logkey.Dataset, opts.Dataset)),
 		tables: map[string]*tableState{},
 		now:    time.Now,
 	}, nil
@@ -317,7 +319,7 @@ func (c *commit) close() {
 
 func (c *commit) run(ctx context.Context) error {
 	s := c.s
-	log := s.log.With(zap.String("batch_id", c.b.ID), zap.String("table", c.table))
+	log := s.log.With(zap.String(logkey.BatchID, c.b.ID), zap.String(logkey.Table, c.table))
 	tries := 0
 	// again records a temporary failure and pauses, or gives up.
 	again := func(err error) error {
@@ -325,7 +327,7 @@ func (c *commit) run(ctx context.Context) error {
 		if tries >= s.opts.MaxAttempts {
 			return fmt.Errorf("bigquery sink: batch %s not committed after %d tries, the last: %w", c.b.ID, tries, err)
 		}
-		log.Warn("load failed for now; retrying", zap.Int("try", tries), zap.Error(err))
+		log.Warn("load failed for now; retrying", zap.Int(logkey.Try, tries), zap.Error(err))
 		return s.sleep(ctx, tries)
 	}
 	for attempt := 1; ; {
@@ -375,7 +377,7 @@ func (c *commit) run(ctx context.Context) error {
 			}
 			submitted = true
 			c.sent = c.size
-			log.Debug("load job submitted", zap.String("job_id", id), zap.Int64("bytes", c.size))
+			log.Debug("load job submitted", zap.String(logkey.JobID, id), zap.Int64(logkey.Bytes, c.size))
 		}
 		st, err := s.wait(ctx, job)
 		if err != nil {
@@ -411,7 +413,7 @@ func (c *commit) run(ctx context.Context) error {
 				if !changed {
 					return werr
 				}
-				log.Info("the table changed since the sink read it; the next attempt's file follows it", zap.String("job_id", id))
+				log.Info("the table changed since the sink read it; the next attempt's file follows it", zap.String(logkey.JobID, id))
 			}
 			// A temporary failure, or a job of an earlier call that failed:
 			// the next attempt gets a fresh id.
@@ -421,7 +423,7 @@ func (c *commit) run(ctx context.Context) error {
 					return err
 				}
 			} else {
-				log.Info("an earlier load job of the batch failed; trying the next attempt", zap.String("job_id", id), zap.Error(werr))
+				log.Info("an earlier load job of the batch failed; trying the next attempt", zap.String(logkey.JobID, id), zap.Error(werr))
 			}
 			continue
 		}
@@ -433,7 +435,7 @@ func (c *commit) run(ctx context.Context) error {
 			return fmt.Errorf("bigquery sink: load job %s of batch %s into %s succeeded with %d rows but the batch has %d: the batch was rebuilt differently after the job ran, or another deployment uses the same batch ids in project %s",
 				id, c.b.ID, s.fullName(c.table), n, c.recs.Rows, s.opts.Project)
 		}
-		log.Info("batch committed", zap.String("job_id", id), zap.Int64("rows", n), zap.Int("attempt", attempt))
+		log.Info("batch committed", zap.String(logkey.JobID, id), zap.Int64(logkey.Rows, n), zap.Int(logkey.Attempt, attempt))
 		return nil
 	}
 }
@@ -635,7 +637,7 @@ func (s *Sink) dataset(ctx context.Context, create bool) (bool, error) {
 			return false, s.apiError("create dataset", "", "", err)
 		}
 		if err == nil {
-			s.log.Info("dataset created", zap.String("location", s.opts.Location))
+			s.log.Info("dataset created", zap.String(logkey.Location, s.opts.Location))
 		}
 		md, err = ds.Metadata(ctx)
 	}
@@ -744,7 +746,7 @@ func (s *Sink) fitTable(ctx context.Context, ts *tableState, table string, b sin
 		if err != nil {
 			return nil, s.apiError("update schema", table, "", err)
 		}
-		s.log.Info("table schema updated", zap.String("table", table), zap.Strings("changes", changes))
+		s.log.Info("table schema updated", zap.String(logkey.Table, table), zap.Strings(logkey.Changes, changes))
 		ts.schema = md.Schema
 		return md.Schema, nil
 	}
@@ -756,7 +758,7 @@ func tableDescription(b sink.Batch) string {
 	if b.Description != "" {
 		return b.Description + ", synced by syncd."
 	}
-	return b.FormID + ", synced by syncd."
+	return b.Stream + ", synced by syncd."
 }
 
 func (s *Sink) createTable(ctx context.Context, t *bigquery.Table, b sink.Batch, schema bigquery.Schema) (*bigquery.TableMetadata, error) {
@@ -769,7 +771,7 @@ func (s *Sink) createTable(ctx context.Context, t *bigquery.Table, b sink.Batch,
 		Description:      tableDescription(b),
 	}
 	if tm.TimePartitioning == nil {
-		s.log.Warn("table has no time column to partition by: it is not partitioned", zap.String("table", t.TableID), zap.String("column", b.TimeColumn))
+		s.log.Warn("table has no time column to partition by: it is not partitioned", zap.String(logkey.Table, t.TableID), zap.String(logkey.Column, b.TimeColumn))
 	}
 	if len(s.opts.Clustering) > 0 {
 		tm.Clustering = &bigquery.Clustering{Fields: s.opts.Clustering}
@@ -780,7 +782,7 @@ func (s *Sink) createTable(ctx context.Context, t *bigquery.Table, b sink.Batch,
 		}
 		return nil, s.apiError("create table", t.TableID, "", err)
 	}
-	s.log.Info("table created", zap.String("table", t.TableID), zap.Int("columns", len(schema)))
+	s.log.Info("table created", zap.String(logkey.Table, t.TableID), zap.Int(logkey.Columns, len(schema)))
 	md, err := t.Metadata(ctx)
 	if err != nil {
 		return nil, s.apiError("get table", t.TableID, "", err)
@@ -848,7 +850,7 @@ func (s *Sink) ensureLatestView(ctx context.Context, ts *tableState, table strin
 	md, err := v.Metadata(vctx)
 	if err == nil {
 		if md.ViewQuery != query && md.ViewQuery != ts.viewOther {
-			s.log.Info("the latest view exists with another query; kept as it is", zap.String("view", name), zap.String("query", md.ViewQuery), zap.String("syncd_query", query))
+			s.log.Info("the latest view exists with another query; kept as it is", zap.String(logkey.View, name), zap.String(logkey.Query, md.ViewQuery), zap.String(logkey.SyncdQuery, query))
 			ts.viewOther = md.ViewQuery
 		}
 		ts.view, ts.viewSeen = true, now
@@ -865,9 +867,9 @@ func (s *Sink) ensureLatestView(ctx context.Context, ts *tableState, table strin
 			Description: fmt.Sprintf("The current state of %s: the latest version of each %s, deletions dropped. Kept by syncd.", table, b.KeyColumn),
 		})
 		if err == nil && known {
-			s.log.Warn("the latest view was dropped since syncd last saw it; re-created", zap.String("table", table), zap.String("view", name))
+			s.log.Warn("the latest view was dropped since syncd last saw it; re-created", zap.String(logkey.Table, table), zap.String(logkey.View, name))
 		} else if err == nil {
-			s.log.Info("view created", zap.String("view", name))
+			s.log.Info("view created", zap.String(logkey.View, name))
 		}
 		if vd, _ := classify(err); err == nil || vd == duplicate { // duplicate: created meanwhile
 			ts.view, ts.viewSeen, ts.viewOther = true, now, ""
@@ -876,7 +878,7 @@ func (s *Sink) ensureLatestView(ctx context.Context, ts *tableState, table strin
 	}
 	if ctx.Err() == nil { // else the batch fails for it anyway
 		s.log.Warn("latest view not in place; the batch loads without it and the next batch of the table tries again",
-			zap.String("view", name), zap.Error(s.apiError(op, name, "", err)))
+			zap.String(logkey.View, name), zap.Error(s.apiError(op, name, "", err)))
 	}
 }
 

@@ -171,7 +171,7 @@ func TestDroppedLatestViewsMadeAgainUnderConcurrentBatches(t *testing.T) {
 		for _, table := range tables {
 			for i := range 2 {
 				b := versioned(fmt.Sprintf("%s-r%d-%d", table, round, i))
-				b.Table, b.FormID = table, table
+				b.Table, b.Stream = table, table
 				rec := record(t, schemaOf(baseFields()...), b, ids(fmt.Sprintf("r%d-%d-", round, i), 2), nil)
 				wg.Add(1)
 				go func() {

@@ -21,7 +21,7 @@ import (
 var day = time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
 
 func batch(id string) sink.Batch {
-	return sink.Batch{ID: id, FormID: "f1", Table: "form_f1",
+	return sink.Batch{ID: id, Stream: "f1", Table: "form_f1",
 		WindowStart: day.Add(time.Hour), WindowEnd: day.Add(2 * time.Hour), SchemaFingerprint: "fp"}
 }
 

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/syncd-dev/syncd/internal/logkey"
+
 	"cloud.google.com/go/storage"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
@@ -246,7 +248,7 @@ func (b *bucketStore) Purge(ctx context.Context, table string) error {
 		}
 		deleted++
 	}
-	b.log.Info("purged a table's objects", zap.String("table", table), zap.Int("objects", deleted))
+	b.log.Info("purged a table's objects", zap.String(logkey.Table, table), zap.Int(logkey.Objects, deleted))
 	return nil
 }
 

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/syncd-dev/syncd/internal/logkey"
+
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"go.uber.org/zap"
 )
@@ -113,7 +115,7 @@ func (d *diskStore) cleanStale() {
 	removed := 0
 	err := filepath.WalkDir(d.root, func(path string, e fs.DirEntry, err error) error {
 		if err != nil {
-			d.log.Warn("cannot read a folder while cleaning temporary files", zap.String("path", path), zap.Error(err))
+			d.log.Warn("cannot read a folder while cleaning temporary files", zap.String(logkey.Path, path), zap.Error(err))
 			if e != nil && e.IsDir() {
 				return fs.SkipDir
 			}
@@ -121,7 +123,7 @@ func (d *diskStore) cleanStale() {
 		}
 		if e.Type().IsRegular() && isTemp(e.Name()) {
 			if err := os.Remove(path); err != nil {
-				d.log.Warn("cannot remove a stale temporary file", zap.String("path", path), zap.Error(err))
+				d.log.Warn("cannot remove a stale temporary file", zap.String(logkey.Path, path), zap.Error(err))
 			} else {
 				removed++
 			}
@@ -129,10 +131,10 @@ func (d *diskStore) cleanStale() {
 		return nil
 	})
 	if err != nil {
-		d.log.Warn("cleaning stale temporary files stopped early", zap.String("root", d.root), zap.Error(err))
+		d.log.Warn("cleaning stale temporary files stopped early", zap.String(logkey.Root, d.root), zap.Error(err))
 	}
 	if removed > 0 {
-		d.log.Info("removed stale temporary files of interrupted commits", zap.String("root", d.root), zap.Int("files", removed))
+		d.log.Info("removed stale temporary files of interrupted commits", zap.String(logkey.Root, d.root), zap.Int(logkey.Files, removed))
 	}
 }
 
@@ -414,7 +416,7 @@ func (d *diskStore) syncDirs(dir string) error {
 func (d *diskStore) removeTemps(dir, id string) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		d.log.Warn("cannot list a partition folder to clean temporary files", zap.String("path", dir), zap.Error(err))
+		d.log.Warn("cannot list a partition folder to clean temporary files", zap.String(logkey.Path, dir), zap.Error(err))
 		return
 	}
 	prefix := tempPrefix(id)
@@ -422,9 +424,9 @@ func (d *diskStore) removeTemps(dir, id string) {
 		if e.Type().IsRegular() && strings.HasPrefix(e.Name(), prefix) {
 			p := filepath.Join(dir, e.Name())
 			if err := os.Remove(p); err != nil {
-				d.log.Warn("cannot remove a stale temporary file", zap.String("path", p), zap.Error(err))
+				d.log.Warn("cannot remove a stale temporary file", zap.String(logkey.Path, p), zap.Error(err))
 			} else {
-				d.log.Info("removed the temporary file of an interrupted commit", zap.String("path", p), zap.String("batch_id", id))
+				d.log.Info("removed the temporary file of an interrupted commit", zap.String(logkey.Path, p), zap.String(logkey.BatchID, id))
 			}
 		}
 	}

@@ -380,7 +380,7 @@ func footer(b sink.Batch, first bool, kv map[string]string) (orderedKV, error) {
 	if m[KeyVersion] == "" {
 		m[KeyVersion] = buildVersion()
 	}
-	m[KeyFormID] = b.FormID
+	m[KeyFormID] = b.Stream
 	m[KeyBatchID] = b.ID
 	m[KeyWindowStart] = formatTime(b.WindowStart)
 	m[KeyWindowEnd] = formatTime(b.WindowEnd)

@@ -127,7 +127,7 @@ func TestAllTypesFooterSize(t *testing.T) {
 	for i := 0; i < 700; i++ {
 		parts = append(parts, LayoutDay.PartitionOf(day.AddDate(0, 0, i-350)))
 	}
-	b := sink.Batch{ID: f.formID + "-20241101T000000Z-20261101T000000Z", FormID: f.formID, Table: "t",
+	b := sink.Batch{ID: f.formID + "-20241101T000000Z-20261101T000000Z", Stream: f.formID, Table: "t",
 		WindowStart: day.AddDate(0, 0, -350), WindowEnd: day.AddDate(0, 0, 350), SchemaFingerprint: f.fingerprint,
 		TimeColumn: "submission_time", Attempt: "0123456789abcdef", Parts: parts, Schema: f.pinned}
 	batchKeys := []string{KeyPartsZst, KeySchemaZst, KeyParts, KeySchema, "ARROW:schema"}
@@ -190,7 +190,7 @@ const (
 func TestAllTypesReadBack(t *testing.T) {
 	f := loadAllTypesForm(t)
 	day := f.time.UTC().Truncate(24 * time.Hour)
-	b := sink.Batch{ID: "b1", FormID: f.formID, Table: "t", WindowStart: day, WindowEnd: day.AddDate(0, 0, 1),
+	b := sink.Batch{ID: "b1", Stream: f.formID, Table: "t", WindowStart: day, WindowEnd: day.AddDate(0, 0, 1),
 		SchemaFingerprint: f.fingerprint, Schema: f.pinned}
 	var buf bytes.Buffer
 	if _, err := Encode(&buf, f.rec, b, nil, EncodeOptions{}); err != nil {

@@ -44,7 +44,7 @@ func queryInt(t testing.TB, db *sql.DB, q string) int64 {
 func testBatch(id string, day time.Time) sink.Batch {
 	return sink.Batch{
 		ID:                id,
-		FormID:            "form-1",
+		Stream:            "form-1",
 		Table:             "answers",
 		WindowStart:       day.Add(2 * time.Hour),
 		WindowEnd:         day.Add(3*time.Hour + 500*time.Microsecond),

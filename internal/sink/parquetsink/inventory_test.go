@@ -33,7 +33,7 @@ func TestInventoryOfOlderFilesAndTemporaries(t *testing.T) {
 		defer rec.Release()
 		f := createDayFile(t, root, part, id)
 		defer f.Close()
-		b := sink.Batch{ID: id, FormID: "f", Table: "t", WindowStart: from, WindowEnd: to}
+		b := sink.Batch{ID: id, Stream: "f", Table: "t", WindowStart: from, WindowEnd: to}
 		if _, err := Encode(f, rec, b, nil, EncodeOptions{}); err != nil {
 			t.Fatal(err)
 		}

@@ -33,7 +33,7 @@ func timedRecord(times ...time.Time) arrow.Record {
 }
 
 func spanBatch(id string, start, end time.Time) sink.Batch {
-	return sink.Batch{ID: id, FormID: "f", Table: "t", WindowStart: start, WindowEnd: end, TimeColumn: "submission_time"}
+	return sink.Batch{ID: id, Stream: "f", Table: "t", WindowStart: start, WindowEnd: end, TimeColumn: "submission_time"}
 }
 
 // TestBatchAcrossPartitions: a batch of several days (and months) writes

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/syncd-dev/syncd/internal/logkey"
+
 	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/sink"
@@ -251,7 +253,7 @@ func (s *Sink) commitPart(ctx context.Context, b sink.Batch, p sink.Part) (int64
 			if err := s.st.Keep(ctx, key); err != nil {
 				return 0, fmt.Errorf("commit batch %s: %w", b.ID, err)
 			}
-			s.log.Debug("batch file already committed", zap.String("batch_id", b.ID), zap.String("key", key))
+			s.log.Debug("batch file already committed", zap.String(logkey.BatchID, b.ID), zap.String(logkey.Key, key))
 			return 0, nil
 		}
 		// Present and not ours: a stopped attempt's, or not a file of the
@@ -263,13 +265,13 @@ func (s *Sink) commitPart(ctx context.Context, b sink.Batch, p sink.Part) (int64
 		if errors.Is(err, ErrChanged) && try < maxPutTries {
 			// Another writer, or a dead one's commit completed late,
 			// changed the file: look again.
-			s.log.Info("a batch file changed while it was written; looking again", zap.String("batch_id", b.ID), zap.String("key", key), zap.Error(err))
+			s.log.Info("a batch file changed while it was written; looking again", zap.String(logkey.BatchID, b.ID), zap.String(logkey.Key, key), zap.Error(err))
 			continue
 		}
 		if err != nil {
 			return 0, fmt.Errorf("commit batch %s: %w", b.ID, err)
 		}
-		s.log.Debug("batch file committed", zap.String("batch_id", b.ID), zap.String("key", key), zap.Int64("rows", p.Records.Rows), zap.Int64("bytes", n))
+		s.log.Debug("batch file committed", zap.String(logkey.BatchID, b.ID), zap.String(logkey.Key, key), zap.Int64(logkey.Rows, p.Records.Rows), zap.Int64(logkey.Bytes, n))
 		return n, nil
 	}
 }
@@ -308,7 +310,7 @@ func (s *Sink) ours(key string, st FileStat, b sink.Batch) bool {
 		if found == "" {
 			found = "<unreadable>"
 		}
-		s.log.Warn("a batch file is unreadable or names another batch; committing the batch replaces it", zap.String("key", key), zap.String("batch_id", b.ID), zap.String("found_batch_id", found))
+		s.log.Warn("a batch file is unreadable or names another batch; committing the batch replaces it", zap.String(logkey.Key, key), zap.String(logkey.BatchID, b.ID), zap.String(logkey.FoundBatchID, found))
 		return false
 	}
 	// A file of a stopped attempt of the batch is not part of this one.

@@ -119,7 +119,7 @@ func TestPutIsConditionalOnWhatWasSeen(t *testing.T) {
 			}
 			rec := timedRecord(day.Add(time.Hour))
 			defer rec.Release()
-			b := sink.Batch{ID: "b", FormID: "f", Table: "t", WindowStart: day, WindowEnd: day.Add(2 * time.Hour), TimeColumn: "submission_time", Attempt: "a2", Replace: tc.replace}
+			b := sink.Batch{ID: "b", Stream: "f", Table: "t", WindowStart: day, WindowEnd: day.Add(2 * time.Hour), TimeColumn: "submission_time", Attempt: "a2", Replace: tc.replace}
 			err = sink.CommitRecord(context.Background(), s, b, rec)
 			if gotErr := err != nil; gotErr != tc.wantErr || tc.wantErr && !errors.Is(err, ErrChanged) {
 				t.Fatalf("commit error %v, want error: %v", err, tc.wantErr)

@@ -192,9 +192,9 @@ func checkHeld(t *testing.T, held []sink.Held, want []heldWant, batches map[stri
 		if !slices.Equal(h.Parts, w.parts) || !slices.Equal(h.AllParts, w.parts) {
 			t.Errorf("batch %s: parts %v of %v, want %v", h.ID, h.Parts, h.AllParts, w.parts)
 		}
-		if h.Stream != b.FormID || h.Attempt != b.Attempt || !h.WindowStart.Equal(b.WindowStart) || !h.WindowEnd.Equal(b.WindowEnd) || string(h.Schema) != string(b.Schema) {
+		if h.Stream != b.Stream || h.Attempt != b.Attempt || !h.WindowStart.Equal(b.WindowStart) || !h.WindowEnd.Equal(b.WindowEnd) || string(h.Schema) != string(b.Schema) {
 			t.Errorf("batch %s: stream %q attempt %q window [%s, %s) schema %q; want %q %q [%s, %s) %q", h.ID,
-				h.Stream, h.Attempt, h.WindowStart, h.WindowEnd, h.Schema, b.FormID, b.Attempt, b.WindowStart, b.WindowEnd, b.Schema)
+				h.Stream, h.Attempt, h.WindowStart, h.WindowEnd, h.Schema, b.Stream, b.Attempt, b.WindowStart, b.WindowEnd, b.Schema)
 		}
 	}
 }

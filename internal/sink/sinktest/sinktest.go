@@ -111,7 +111,7 @@ func Record(id string, extra bool, subs ...Sub) arrow.Record {
 // Batch is batch id of table over [from, to).
 func Batch(table, id string, from, to time.Time) sink.Batch {
 	return sink.Batch{
-		ID: id, FormID: "f1", Table: table, WindowStart: from, WindowEnd: to,
+		ID: id, Stream: "f1", Table: table, WindowStart: from, WindowEnd: to,
 		SchemaFingerprint: "fp", TimeColumn: TimeColumn, KeyColumn: KeyColumn, VersionColumn: VersionColumn,
 		Attempt: "a1", Schema: []byte(`{"columns":["` + KeyColumn + `"]}`),
 		Layout: ContractLayout,

@@ -169,7 +169,7 @@ func (a *Account) Jobs(ctx context.Context) ([]poller.Job, error) {
 		if excluded[f.FormID] || !HasAnyTag(f.Tags, a.ac.Tags) {
 			continue
 		}
-		jobs = append(jobs, poller.Job{FormID: f.FormID, Start: start})
+		jobs = append(jobs, poller.Job{Stream: f.FormID, Start: start})
 	}
 	return jobs, nil
 }
@@ -196,7 +196,7 @@ func (a *Account) Stream(job poller.Job) *Stream {
 // StreamOf is the stream of a form's job of the account of namespace,
 // read through client, as the configuration tunes it.
 func StreamOf(cfg *config.Config, namespace string, client API, job poller.Job, log *zap.Logger) *Stream {
-	return NewStream(client, job.FormID, job.Table, StreamOptions{
+	return NewStream(client, job.Stream, job.Table, StreamOptions{
 		PageSize: cfg.Sync.PageSize, IncludeEditLink: cfg.Sync.IncludeEditLink, Logger: log.Named("poller"),
 		Namespace: namespace,
 	})
@@ -205,7 +205,7 @@ func StreamOf(cfg *config.Config, namespace string, client API, job poller.Job, 
 // JobOf is the job of one form of account ac: as configured, or with the
 // defaults when the configuration does not list it.
 func JobOf(cfg *config.Config, ac config.Account, formID string) poller.Job {
-	job := poller.Job{FormID: formID, Start: cfg.Sync.StartDate.Time}
+	job := poller.Job{Stream: formID, Start: cfg.Sync.StartDate.Time}
 	for _, f := range ac.Forms {
 		if f.ID == formID {
 			job.Table = f.Table

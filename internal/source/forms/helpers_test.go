@@ -21,7 +21,7 @@ func newTestPoller(src API, snk sink.Sink, store state.Store, opts poller.Option
 }
 
 func (p *testPoller) stream(job poller.Job) *Stream {
-	return NewStream(p.src, job.FormID, job.Table, StreamOptions{})
+	return NewStream(p.src, job.Stream, job.Table, StreamOptions{})
 }
 
 func (p *testPoller) Sync(ctx context.Context, job poller.Job) poller.Result {

@@ -76,7 +76,7 @@ func TestIndexCoversTheWholeHistory(t *testing.T) {
 				}
 			}
 			p := newTestPoller(src, &memSink{rows: map[string]int{}}, store, poller.Options{SafetyLag: time.Nanosecond, Lookback: 30 * 24 * time.Hour, ReconcileEvery: 24 * time.Hour, MaxRowsPerBatch: 7, Now: func() time.Time { return now }})
-			job := poller.Job{FormID: form, Start: day0}
+			job := poller.Job{Stream: form, Start: day0}
 			if res := p.Sync(ctx, job); res.Err != nil {
 				t.Fatal(res.Err)
 			}
@@ -126,7 +126,7 @@ func TestRecoveredBatchCommitsItsIndexChange(t *testing.T) {
 	}
 	snk := &heldSink{memSink: &memSink{rows: map[string]int{}}, held: map[string]bool{"stopped-r1": true}}
 	p := newTestPoller(&memSource{}, snk, store, poller.Options{SafetyLag: time.Nanosecond, Now: func() time.Time { return day0.Add(4 * time.Hour) }})
-	if res := p.Sync(ctx, poller.Job{FormID: form, Start: day0}); res.Err != nil || res.Recovered != 1 {
+	if res := p.Sync(ctx, poller.Job{Stream: form, Start: day0}); res.Err != nil || res.Recovered != 1 {
 		t.Fatalf("pass: recovered %d, %v", res.Recovered, res.Err)
 	}
 	got := indexed(t, store, form)

@@ -51,7 +51,7 @@ func TestOpenBatchIsRetriedUnderItsOwnID(t *testing.T) {
 	mem := &memSink{rows: map[string]int{}}
 	now := day0.AddDate(0, 0, 2)
 	p := newTestPoller(src, mem, store, poller.Options{SafetyLag: time.Nanosecond, Now: func() time.Time { return now }})
-	job := poller.Job{FormID: form, Start: day0}
+	job := poller.Job{Stream: form, Start: day0}
 
 	// While the service fails, the intent survives the failed pass.
 	src.fail = true

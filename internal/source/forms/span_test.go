@@ -191,7 +191,7 @@ func TestWindowsAreBoundedByRows(t *testing.T) {
 			}
 			now := day0.AddDate(0, 0, 6).Add(-2 * time.Hour)
 			p := newTestPoller(src, snk, store, poller.Options{MaxRowsPerBatch: tc.maxRows, SafetyLag: time.Nanosecond, Now: func() time.Time { return now }, Layout: sink.LayoutDay})
-			job := poller.Job{FormID: "fSpan"}
+			job := poller.Job{Stream: "fSpan"}
 			var res poller.Result
 			if tc.backfill > 0 {
 				res = p.Backfill(ctx, job, day0, now, tc.backfill, nil)
@@ -284,7 +284,7 @@ func TestRequestsNearTheMinimum(t *testing.T) {
 			}
 			clock := now
 			p := newTestPoller(src, snk, store, poller.Options{MaxRowsPerBatch: 10000, Now: func() time.Time { return clock }})
-			job := poller.Job{FormID: "fReq"}
+			job := poller.Job{Stream: "fReq"}
 			if res := p.Sync(ctx, job); res.Err != nil {
 				t.Fatal(res.Err)
 			}

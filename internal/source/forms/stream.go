@@ -400,11 +400,11 @@ func (s *Stream) fetch(ctx context.Context, w poller.Window, visit func(*api.Sub
 		}
 		if attempt >= s.opts.MaxRefetches {
 			s.log.Warn("window kept changing while it was paged; committing what was seen (a later reconcile finds the rest)",
-				zap.Time("window_start", w.Start), zap.Time("window_end", w.End), zap.Int("seen", seen.Len()))
+				zap.Time(logkey.WindowStart, w.Start), zap.Time(logkey.WindowEnd, w.End), zap.Int(logkey.Seen, seen.Len()))
 			return seen, nil
 		}
 		s.log.Debug("window changed while it was paged; walking it again",
-			zap.Time("window_start", w.Start), zap.Time("window_end", w.End))
+			zap.Time(logkey.WindowStart, w.Start), zap.Time(logkey.WindowEnd, w.End))
 		first = nil
 	}
 }

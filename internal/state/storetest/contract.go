@@ -17,7 +17,7 @@ import (
 
 // view is a state as the suite compares it: empty collections as nil, in
 // JSON (which is what both stores keep).
-func view(t *testing.T, st state.FormState) string {
+func view(t *testing.T, st state.StreamState) string {
 	t.Helper()
 	if len(st.Committed) == 0 {
 		st.Committed = nil
@@ -35,7 +35,7 @@ func view(t *testing.T, st state.FormState) string {
 	return string(raw) + " damaged=" + st.Damaged
 }
 
-func same(t *testing.T, what string, got, want state.FormState) {
+func same(t *testing.T, what string, got, want state.StreamState) {
 	t.Helper()
 	if g, w := view(t, got), view(t, want); g != w {
 		t.Fatalf("%s:\n got %s\nwant %s", what, g, w)
@@ -49,88 +49,88 @@ func testMethods(t *testing.T, p Place) {
 	ctx := context.Background()
 	clk := NewClock(H(1000))
 	s := open(t, p, Options{Now: clk.Now})
-	if got := get(t, s, "f1"); view(t, got) != view(t, state.FormState{FormID: "f1"}) {
+	if got := get(t, s, "f1"); view(t, got) != view(t, state.StreamState{Key: "f1"}) {
 		t.Fatalf("Get of a form never written = %+v, want the zero state with its id", got)
 	}
 	if list, err := s.List(ctx); err != nil || len(list) != 0 {
 		t.Fatalf("List of an empty store = %v, %v", list, err)
 	}
-	want := state.FormState{FormID: "f1"}
+	want := state.StreamState{Key: "f1"}
 	steps := []struct {
 		name string
 		do   func() error
-		want func(w *state.FormState)
+		want func(w *state.StreamState)
 	}{
 		{"RecordIntent", func() error {
 			return s.RecordIntent(ctx, "f1", state.Intent{BatchID: "b1", Table: "t1", Start: H(0), End: H(1), Rows: 3, Parts: []string{"p0"}, Attempt: "a1"})
-		}, func(w *state.FormState) {
+		}, func(w *state.StreamState) {
 			w.Intents = map[string]state.Intent{"b1": {BatchID: "b1", Table: "t1", Start: H(0), End: H(1), Rows: 3, Parts: []string{"p0"}, Attempt: "a1", CreatedAt: clk.Now()}}
 			w.UpdatedAt = clk.Now()
 		}},
 		{"Commit", func() error {
 			return s.Commit(ctx, "f1", state.Commit{BatchID: "b1", Window: Win(0, 1), Rows: 3, Schema: json.RawMessage(`{"v":1}`)})
-		}, func(w *state.FormState) {
+		}, func(w *state.StreamState) {
 			w.Intents, w.Committed, w.Rows, w.Batches = nil, state.Intervals{Win(0, 1)}, 3, 1
 			w.Schema, w.UpdatedAt = json.RawMessage(`{"v":1}`), clk.Now()
 		}},
 		{"Commit replayed", func() error {
 			return s.Commit(ctx, "f1", state.Commit{BatchID: "b1", Window: Win(0, 1), Rows: 3, Schema: json.RawMessage(`{"v":9}`)})
-		}, func(*state.FormState) {}},
+		}, func(*state.StreamState) {}},
 		{"Commit of a range known empty", func() error { return s.Commit(ctx, "f1", state.Commit{Window: Win(1, 2)}) },
-			func(w *state.FormState) {
+			func(w *state.StreamState) {
 				w.Committed = state.Intervals{Win(0, 2)}
 				w.UpdatedAt = clk.Now()
 			}},
 		{"SetError", func() error { return s.SetError(ctx, "f1", "list submissions: 503") },
-			func(w *state.FormState) { w.LastError, w.UpdatedAt = "list submissions: 503", clk.Now() }},
+			func(w *state.StreamState) { w.LastError, w.UpdatedAt = "list submissions: 503", clk.Now() }},
 		{"Commit without an intent counts, and is no success: the error stays", func() error {
 			return s.Commit(ctx, "f1", state.Commit{BatchID: "b2", Window: Win(2, 3), Rows: 2})
-		}, func(w *state.FormState) {
+		}, func(w *state.StreamState) {
 			w.Committed, w.Rows, w.Batches = state.Intervals{Win(0, 3)}, 5, 2
 			w.UpdatedAt = clk.Now()
 		}},
 		{"SetSucceeded records the success and clears the error", func() error { return s.SetSucceeded(ctx, "f1", H(5)) },
-			func(w *state.FormState) { w.LastSuccess, w.LastError, w.UpdatedAt = H(5), "", clk.Now() }},
+			func(w *state.StreamState) { w.LastSuccess, w.LastError, w.UpdatedAt = H(5), "", clk.Now() }},
 		{"SetError cleared", func() error {
 			if err := s.SetError(ctx, "f1", "x"); err != nil {
 				return err
 			}
 			return s.SetError(ctx, "f1", "")
-		}, func(w *state.FormState) { w.UpdatedAt = clk.Now() }},
+		}, func(w *state.StreamState) { w.UpdatedAt = clk.Now() }},
 		{"SetSchema nil unpins", func() error { return s.SetSchema(ctx, "f1", nil) },
-			func(w *state.FormState) { w.Schema, w.UpdatedAt = nil, clk.Now() }},
+			func(w *state.StreamState) { w.Schema, w.UpdatedAt = nil, clk.Now() }},
 		{"SetSchema pins", func() error { return s.SetSchema(ctx, "f1", json.RawMessage(`{"v":2}`)) },
-			func(w *state.FormState) { w.Schema, w.UpdatedAt = json.RawMessage(`{"v":2}`), clk.Now() }},
+			func(w *state.StreamState) { w.Schema, w.UpdatedAt = json.RawMessage(`{"v":2}`), clk.Now() }},
 		{"reconcile intent and commit", func() error {
 			if err := s.RecordIntent(ctx, "f1", state.Intent{BatchID: "r1", Table: "t1", Start: H(0), End: H(1), Reconcile: true, Counts: &state.ReconcileCounts{Versions: 2, Tombstones: 1}, CreatedAt: H(7)}); err != nil {
 				return err
 			}
 			return s.Commit(ctx, "f1", state.Commit{BatchID: "r1", Window: Win(0, 1), Rows: 3, Reconcile: &state.ReconcileCounts{Versions: 2, Tombstones: 1}})
-		}, func(w *state.FormState) {
+		}, func(w *state.StreamState) {
 			w.Rows, w.Batches, w.ReconciledWindows, w.VersionsWritten, w.Tombstones = 8, 3, 1, 2, 1
 			w.UpdatedAt = clk.Now()
 		}},
 		{"reconcile commit replayed", func() error {
 			return s.Commit(ctx, "f1", state.Commit{BatchID: "r1", Window: Win(0, 1), Rows: 3, Reconcile: &state.ReconcileCounts{Versions: 2, Tombstones: 1}})
-		}, func(*state.FormState) {}},
+		}, func(*state.StreamState) {}},
 		{"SetReconciled", func() error { return s.SetReconciled(ctx, "f1", H(3)) },
-			func(w *state.FormState) { w.Reconciled, w.UpdatedAt = H(3), clk.Now() }},
+			func(w *state.StreamState) { w.Reconciled, w.UpdatedAt = H(3), clk.Now() }},
 		{"Commit moves the generation and the index start forward", func() error {
 			if err := s.Commit(ctx, "f1", state.Commit{Window: Win(5, 6), Generation: 4, IndexFrom: H(0)}); err != nil {
 				return err
 			}
 			return s.Commit(ctx, "f1", state.Commit{Window: Win(6, 7), Generation: 2})
-		}, func(w *state.FormState) {
+		}, func(w *state.StreamState) {
 			w.Committed, w.Generation, w.IndexedFrom = state.Intervals{Win(0, 3), Win(5, 7)}, 4, H(0)
 			w.UpdatedAt = clk.Now()
 		}},
 		{"Commit sets the index start and the reconcile time at once", func() error {
 			return s.Commit(ctx, "f1", state.Commit{IndexFrom: H(1), Reconciled: H(9)})
-		}, func(w *state.FormState) {
+		}, func(w *state.StreamState) {
 			w.IndexedFrom, w.Reconciled, w.UpdatedAt = H(1), H(9), clk.Now()
 		}},
 		{"Uncommit", func() error { return s.Uncommit(ctx, "f1", H(1).Add(30*time.Minute)) },
-			func(w *state.FormState) {
+			func(w *state.StreamState) {
 				w.Committed, w.UpdatedAt = state.Intervals{{Start: H(0), End: H(1).Add(30 * time.Minute)}}, clk.Now()
 			}},
 		{"DropIntent", func() error {
@@ -141,22 +141,22 @@ func testMethods(t *testing.T, p Place) {
 				return err
 			}
 			return s.DropIntent(ctx, "f1", "never-recorded")
-		}, func(w *state.FormState) { w.UpdatedAt = clk.Now() }},
+		}, func(w *state.StreamState) { w.UpdatedAt = clk.Now() }},
 		{"BeginRefresh", func() error { return s.BeginRefresh(ctx, "f1", state.Refresh{Table: "t1"}) },
-			func(w *state.FormState) {
+			func(w *state.StreamState) {
 				w.Refresh, w.UpdatedAt = &state.Refresh{Table: "t1", RequestedAt: clk.Now()}, clk.Now()
 			}},
 		{"FinishRefresh", func() error { return s.FinishRefresh(ctx, "f1") },
-			func(w *state.FormState) { *w = state.FormState{FormID: "f1", Generation: 5, UpdatedAt: clk.Now()} }},
+			func(w *state.StreamState) { *w = state.StreamState{Key: "f1", Generation: 5, UpdatedAt: clk.Now()} }},
 		{"Reset", func() error {
 			if err := s.Commit(ctx, "f1", state.Commit{BatchID: "g5", Window: Win(0, 1), Rows: 1}); err != nil {
 				return err
 			}
 			return s.Reset(ctx, "f1")
-		}, func(w *state.FormState) { *w = state.FormState{FormID: "f1", Generation: 6, UpdatedAt: clk.Now()} }},
+		}, func(w *state.StreamState) { *w = state.StreamState{Key: "f1", Generation: 6, UpdatedAt: clk.Now()} }},
 		{"after the reset", func() error {
 			return s.Commit(ctx, "f1", state.Commit{BatchID: "b1-g6", Window: Win(0, 1), Rows: 4})
-		}, func(w *state.FormState) {
+		}, func(w *state.StreamState) {
 			w.Committed, w.Rows, w.Batches, w.UpdatedAt = state.Intervals{Win(0, 1)}, 4, 1, clk.Now()
 		}},
 	}
@@ -172,7 +172,7 @@ func testMethods(t *testing.T, p Place) {
 	must(t, s.SetError(ctx, "e0", "first"))
 	list, err := s.List(ctx)
 	must(t, err)
-	if len(list) != 2 || list[0].FormID != "e0" || list[1].FormID != "f1" {
+	if len(list) != 2 || list[0].Key != "e0" || list[1].Key != "f1" {
 		t.Fatalf("List = %v, want e0 and f1 in that order", ids(list))
 	}
 	same(t, "List's f1", list[1], want)
@@ -185,10 +185,10 @@ func testMethods(t *testing.T, p Place) {
 	}
 }
 
-func ids(list []state.FormState) []string {
+func ids(list []state.StreamState) []string {
 	out := make([]string, len(list))
 	for i, st := range list {
-		out[i] = st.FormID
+		out[i] = st.Key
 	}
 	return out
 }
@@ -632,8 +632,8 @@ func testDamage(t *testing.T, p Place) {
 	list, err := s.List(ctx)
 	must(t, err)
 	for _, fs := range list {
-		if (fs.Damaged != "") != (fs.FormID == "f1") {
-			t.Errorf("List: %s damaged=%q", fs.FormID, fs.Damaged)
+		if (fs.Damaged != "") != (fs.Key == "f1") {
+			t.Errorf("List: %s damaged=%q", fs.Key, fs.Damaged)
 		}
 	}
 	must(t, s.Reset(ctx, "f1"))

@@ -247,19 +247,19 @@ func (n *nsStore) fix(err error) error {
 
 func (n *nsStore) Lost() <-chan struct{} { return n.s.Lost(n.ns) }
 
-func (n *nsStore) Get(ctx context.Context, id string) (state.FormState, error) {
+func (n *nsStore) Get(ctx context.Context, id string) (state.StreamState, error) {
 	st, err := n.s.Get(ctx, n.key(id))
 	if n.ns != "" {
-		st.FormID = strings.TrimPrefix(st.FormID, n.ns+"/")
+		st.Key = strings.TrimPrefix(st.Key, n.ns+"/")
 	}
 	return st, n.fix(err)
 }
 
-func (n *nsStore) List(ctx context.Context) ([]state.FormState, error) {
+func (n *nsStore) List(ctx context.Context) ([]state.StreamState, error) {
 	list, err := n.s.List(ctx)
 	for i := range list {
 		if n.ns != "" {
-			list[i].FormID = strings.TrimPrefix(list[i].FormID, n.ns+"/")
+			list[i].Key = strings.TrimPrefix(list[i].Key, n.ns+"/")
 		}
 	}
 	return list, err

@@ -104,7 +104,7 @@ func must(t *testing.T, err error) {
 	}
 }
 
-func get(t *testing.T, s state.Store, id string) state.FormState {
+func get(t *testing.T, s state.Store, id string) state.StreamState {
 	t.Helper()
 	st, err := s.Get(context.Background(), id)
 	if err != nil {

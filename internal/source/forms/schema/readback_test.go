@@ -48,7 +48,7 @@ func writeParquet(t *testing.T, tab *Table, names *Names, subs ...*forms.Submiss
 	}
 	defer f.Close()
 	recs := sink.Records{Schema: rec.Schema(), Rows: rec.NumRows(), Each: func(fn func(arrow.Record) error) error { return fn(rec) }}
-	batch := sink.Batch{ID: "b1", FormID: "f1", Table: "form_f1", WindowStart: testTime, WindowEnd: testTime.Add(time.Hour), SchemaFingerprint: out.Fingerprint(), TimeColumn: ColSubmissionTime}
+	batch := sink.Batch{ID: "b1", Stream: "f1", Table: "form_f1", WindowStart: testTime, WindowEnd: testTime.Add(time.Hour), SchemaFingerprint: out.Fingerprint(), TimeColumn: ColSubmissionTime}
 	if _, err := parquetsink.EncodeRecords(f, recs, batch, nil, parquetsink.EncodeOptions{}); err != nil {
 		t.Fatal(err)
 	}
