@@ -3,9 +3,10 @@ package config
 import (
 	"fmt"
 	"net/url"
-	"regexp"
 	"strings"
 	"time"
+
+	"github.com/syncd-dev/syncd/internal/sink/bigquery/bqrules"
 )
 
 // Sink chooses and configures the destination.
@@ -48,9 +49,6 @@ type BigQuerySink struct {
 	MaxBackoff Duration `yaml:"max_backoff"`
 }
 
-// maxClustering is BigQuery's limit on a table's clustering columns.
-const maxClustering = 4
-
 // setDefaults fills what a sink.bigquery section leaves out (or sets to
 // 0), so that `syncd config` shows the values the sink uses; the sink
 // falls back to the same ones for callers that leave them 0.
@@ -68,27 +66,6 @@ func (b *BigQuerySink) setDefaults() {
 		// The sink never pauses less than min_backoff.
 		b.MaxBackoff = max(Duration(30*time.Second), b.MinBackoff)
 	}
-}
-
-// datasetID is what BigQuery takes as a dataset id.
-var datasetID = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
-
-// datasetIDProblem says what is wrong with a dataset id, with the fix, or
-// "" when BigQuery takes it.
-func datasetIDProblem(id string) string {
-	if len(id) > 1024 {
-		return fmt.Sprintf("is %d characters long: a BigQuery dataset id has at most 1024 (letters, digits and underscores)", len(id))
-	}
-	if !datasetID.MatchString(id) {
-		fixed := strings.Map(func(r rune) rune {
-			if r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
-				return r
-			}
-			return '_'
-		}, id)
-		return fmt.Sprintf("%q is not a BigQuery dataset id: use letters, digits and underscores only (at most 1024), e.g. %s", id, fixed)
-	}
-	return ""
 }
 
 // isBucketScheme reports whether sink.parquet.path may have URL scheme s.
@@ -130,7 +107,7 @@ func (s *Sink) validate(bad func(key, msg string) error) error {
 		if bq == nil || bq.Project == "" || bq.Dataset == "" {
 			return bad("sink.bigquery", "needs project and dataset")
 		}
-		if msg := datasetIDProblem(bq.Dataset); msg != "" {
+		if msg := bqrules.DatasetIDProblem(bq.Dataset); msg != "" {
 			return bad("sink.bigquery.dataset", msg)
 		}
 		if e := bq.Endpoint; e != "" {
@@ -147,8 +124,8 @@ func (s *Sink) validate(bad func(key, msg string) error) error {
 			return bad("sink.bigquery.max_backoff", fmt.Sprintf("%s is shorter than min_backoff (%s), the first pause between tries: raise max_backoff, or lower min_backoff (1s when left out)",
 				time.Duration(bq.MaxBackoff), time.Duration(bq.MinBackoff)))
 		}
-		if n := len(bq.Clustering); n > maxClustering {
-			return bad("sink.bigquery.clustering", fmt.Sprintf("names %d columns, but BigQuery clusters a table on at most %d: keep the %d that queries filter on most", n, maxClustering, maxClustering))
+		if n := len(bq.Clustering); n > bqrules.MaxClustering {
+			return bad("sink.bigquery.clustering", fmt.Sprintf("names %d columns, but BigQuery clusters a table on at most %d: keep the %d that queries filter on most", n, bqrules.MaxClustering, bqrules.MaxClustering))
 		}
 		// The loads are Parquet files of sink.parquet.compression.
 		switch s.Parquet.Compression {

@@ -74,6 +74,7 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/httpapi"
 	"github.com/syncd-dev/syncd/internal/sink"
+	"github.com/syncd-dev/syncd/internal/sink/bigquery/bqrules"
 	"github.com/syncd-dev/syncd/internal/sink/parquetsink"
 	"github.com/syncd-dev/syncd/internal/spool"
 )
@@ -117,17 +118,14 @@ type Options struct {
 	Encode  parquetsink.EncodeOptions // the Parquet encoding of the loads
 }
 
-// maxClustering is BigQuery's limit on clustering columns.
-const maxClustering = 4
-
 func (o *Options) setDefaults() error {
 	switch {
 	case o.Project == "":
 		return errors.New("bigquery sink: sink.bigquery.project is empty: set the Google Cloud project that holds the dataset")
-	case !validDatasetID(o.Dataset):
+	case bqrules.DatasetIDProblem(o.Dataset) != "":
 		return fmt.Errorf("bigquery sink: sink.bigquery.dataset %q is not a dataset id: use letters, digits and underscores, at most 1024", o.Dataset)
-	case len(o.Clustering) > maxClustering:
-		return fmt.Errorf("bigquery sink: sink.bigquery.clustering names %d columns; BigQuery clusters on at most %d", len(o.Clustering), maxClustering)
+	case len(o.Clustering) > bqrules.MaxClustering:
+		return fmt.Errorf("bigquery sink: sink.bigquery.clustering names %d columns; BigQuery clusters on at most %d", len(o.Clustering), bqrules.MaxClustering)
 	case o.MaxAttempts < 0 || o.MinBackoff < 0 || o.MaxBackoff < 0 || o.UploadChunkSize < 0:
 		return errors.New("bigquery sink: attempts, backoffs and chunk size cannot be negative")
 	}
@@ -148,18 +146,6 @@ func (o *Options) setDefaults() error {
 		o.Logger = zap.NewNop()
 	}
 	return nil
-}
-
-func validDatasetID(id string) bool {
-	if id == "" || len(id) > 1024 {
-		return false
-	}
-	for _, c := range []byte(id) {
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
 }
 
 // Sink loads batches into BigQuery. It is safe for concurrent use; batches
