@@ -9,8 +9,9 @@ import (
 	"github.com/syncd-dev/syncd/internal/table"
 )
 
-// A source is a package that offers streams (internal/source/scheduling,
-// internal/forms); the engine knows streams, never forms or bookings. A
+// A source is a package that offers streams (internal/source/forms,
+// internal/source/scheduling; the account-level contract is
+// internal/source); the engine knows streams, never forms or bookings. A
 // stream declares its table and reads windows; what more it can do is
 // named by the optional interfaces below, which the engine finds by type
 // assertion (as Litestream's ReplicaClient capabilities, CloudQuery's

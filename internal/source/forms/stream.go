@@ -1,7 +1,7 @@
 // Package forms is the Forms API as a source of the engine: each form a
 // stream (Stream) whose table follows its questions, whose records are
 // versioned by lastUpdatedAt and reconciled, planned by the first page of
-// each gap and counts. The API client is internal/forms.
+// each gap and counts. The API client is internal/source/forms/api.
 package forms
 
 import (

@@ -34,7 +34,7 @@ func seed(t *testing.T) int64 {
 const apiKey = "sourcetest-key"
 
 // formsService is one form of formsim, served on loopback and read
-// through internal/forms' client.
+// through the Forms API client (internal/source/forms/api).
 type formsService struct {
 	sim    *formsim.Server
 	client srcforms.API
