@@ -117,10 +117,7 @@ func openParquet(ctx context.Context, cfg *config.Config, namespace, version str
 		RowGroupRows: cfg.Sink.Parquet.RowGroupRows,
 		Allocator:    mem,
 	}
-	path := cfg.Sink.Parquet.Path
-	if namespace != "" {
-		path = joinOutput(path, AccountFolder(namespace))
-	}
+	path := parquetWhere(cfg, namespace)
 	if blobstore.IsURL(path) {
 		s, err := blobsink.New(ctx, blobsink.Options{
 			URL: path, Version: version, Logger: log.Named("sink"), Encode: enc,
@@ -179,7 +176,7 @@ func parquetWhere(cfg *config.Config, namespace string) string {
 	return joinOutput(cfg.Sink.Parquet.Path, AccountFolder(namespace))
 }
 
-func parquetWhere0(cfg *config.Config) string { return cfg.Sink.Parquet.Path }
+func parquetWhere0(cfg *config.Config) string { return parquetWhere(cfg, "") }
 
 func bigQueryWhere(cfg *config.Config, namespace string) string {
 	bq := cfg.Sink.BigQuery
@@ -215,9 +212,6 @@ func AccountTablePrefix(namespace string) string {
 
 // OutputOf is where an account's output lives, for messages.
 func OutputOf(cfg *config.Config, namespace string) string {
-	if namespace == "" {
-		return OutputWhere(cfg)
-	}
 	k, err := kindOf(cfg)
 	if err != nil {
 		return cfg.Sink.Type
@@ -226,13 +220,7 @@ func OutputOf(cfg *config.Config, namespace string) string {
 }
 
 // OutputWhere is where the configured output lives, for messages.
-func OutputWhere(cfg *config.Config) string {
-	k, err := kindOf(cfg)
-	if err != nil {
-		return cfg.Sink.Type
-	}
-	return k.where(cfg, "")
-}
+func OutputWhere(cfg *config.Config) string { return OutputOf(cfg, "") }
 
 // joinOutput appends a folder to a local path or a bucket URL (before its
 // query, which carries options such as ?region=).
