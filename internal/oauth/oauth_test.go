@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/syncd-dev/syncd/internal/testkit/clock"
+
 	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/schedsim"
@@ -216,16 +218,16 @@ func TestTokenSourceOneRefreshAcrossGoroutines(t *testing.T) {
 	s := newSim(t, schedsim.Config{Seed: 6})
 	tok, c := login(t, s.config(t, "sim-client"))
 	store := newMemStore(s.seq, &tok)
-	clk := &clock{t: time.Now()}
-	c.now = clk.now
-	ts := NewTokenSource(c, store, SourceOptions{Now: clk.now})
+	clk := clock.New(time.Now())
+	c.now = clk.Now
+	ts := NewTokenSource(c, store, SourceOptions{Now: clk.Now})
 	ctx := context.Background()
 	first, err := ts.Token(ctx)
 	if err != nil || first.AccessToken != tok.AccessToken {
 		t.Fatalf("first token: %v (same as login's: %t)", err, first.AccessToken == tok.AccessToken)
 	}
 	before := s.Stats().Refreshes
-	clk.add(29 * time.Minute) // inside the 2-minute skew
+	clk.Add(29 * time.Minute) // inside the 2-minute skew
 	var wg sync.WaitGroup
 	got := make([]string, 64)
 	errs := make([]error, 64)
@@ -261,14 +263,14 @@ func TestTokenSourceSavesBeforeUse(t *testing.T) {
 	if err := store.Save(context.Background(), tok); err != nil {
 		t.Fatal(err)
 	}
-	clk := &clock{t: time.Now()}
-	c.now = clk.now
-	ts := NewTokenSource(c, store, SourceOptions{Now: clk.now})
+	clk := clock.New(time.Now())
+	c.now = clk.Now
+	ts := NewTokenSource(c, store, SourceOptions{Now: clk.Now})
 	for range 3 {
 		if st := meRequest(t, s, ts); st != 200 {
 			t.Fatalf("/v2/me = %d", st)
 		}
-		clk.add(29 * time.Minute)
+		clk.Add(29 * time.Minute)
 	}
 	store.setFailing(true)
 	before := s.Stats().Refreshes
@@ -318,11 +320,11 @@ func TestReplaceWaitsForTheRefreshInFlight(t *testing.T) {
 			tok, c := login(t, s.config(t, "sim-client"))
 			next, _ := login(t, s.config(t, "sim-client"))
 			store := newMemStore(s.seq, &tok)
-			clk := &clock{t: time.Now()}
-			c.now = clk.now
-			ts := NewTokenSource(c, store, SourceOptions{Now: clk.now})
+			clk := clock.New(time.Now())
+			c.now = clk.Now
+			ts := NewTokenSource(c, store, SourceOptions{Now: clk.Now})
 			ctx := context.Background()
-			clk.add(29 * time.Minute) // inside the skew: the next Token refreshes
+			clk.Add(29 * time.Minute) // inside the skew: the next Token refreshes
 
 			saving, release := make(chan struct{}), make(chan struct{})
 			var once sync.Once
@@ -336,7 +338,7 @@ func TestReplaceWaitsForTheRefreshInFlight(t *testing.T) {
 
 			write := store.del
 			if !tc.logout {
-				next.Expiry = clk.now().Add(30 * time.Minute) // signed in at the test clock's time
+				next.Expiry = clk.Now().Add(30 * time.Minute) // signed in at the test clock's time
 				write = func(ctx context.Context) error { return store.Save(ctx, next) }
 			}
 			replaced := make(chan error, 1)
@@ -393,10 +395,10 @@ func TestTokenSourceInvalidate(t *testing.T) {
 func TestInvalidGrantLoginRequired(t *testing.T) {
 	s := newSim(t, schedsim.Config{Seed: 9})
 	tok, c := login(t, s.config(t, "sim-client"))
-	clk := &clock{t: time.Now()}
-	ts := NewTokenSource(c, newMemStore(s.seq, &tok), SourceOptions{Now: clk.now})
+	clk := clock.New(time.Now())
+	ts := NewTokenSource(c, newMemStore(s.seq, &tok), SourceOptions{Now: clk.Now})
 	s.RevokeRefreshTokens()
-	clk.add(time.Hour)
+	clk.Add(time.Hour)
 	_, err := ts.Token(context.Background())
 	if !errors.Is(err, ErrLoginRequired) || !strings.HasSuffix(err.Error(), "run `syncd auth login` again") {
 		t.Fatalf("err = %v", err)
