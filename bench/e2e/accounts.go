@@ -197,24 +197,7 @@ func manyAccounts(ctx context.Context, bin string, n, dense, denseSubs, maxBatch
 			slowest = c
 		}
 	}
-	var first result
-	if heapFile == "" {
-		first = runSyncdEnv(ctx, bin, cfg, env, "once")
-	} else {
-		addr := freeAddr()
-		done := make(chan struct{})
-		heapDone := make(chan struct{})
-		var peak uint64
-		go func() { defer close(heapDone); peak = sampleHeap(ctx, addr, done, heapFile) }()
-		cpuDone := make(chan struct{})
-		go func() { defer close(cpuDone); cpuProfile(ctx, addr, heapFile+".cpu.pprof", 40) }()
-		first = runSyncdEnv(ctx, bin, cfg, env, "once", "--pprof", addr)
-		close(done)
-		<-heapDone
-		<-cpuDone
-		fmt.Printf("CPU profile of the first sync's first 40 s: %s.cpu.pprof\n\n", heapFile)
-		fmt.Printf("Heap (sampled every second): at most %.0f MB allocated (HeapAlloc); its profile: %s\n\n", float64(peak)/(1<<20), heapFile)
-	}
+	first := profiledSyncd(ctx, bin, cfg, env, heapFile, "once")
 	t1 := m.totals()
 	files := countFiles(filepath.Join(dir, "out"))
 	// Every account made at least its own minimum of requests: none was
@@ -272,6 +255,30 @@ func maxForms(list []customer) int {
 		n = max(n, c.forms)
 	}
 	return n
+}
+
+// profiledSyncd is runSyncdEnv; with heapFile set, syncd serves --pprof,
+// its heap is sampled every second into heapFile (the profile at the
+// largest HeapAlloc) and its CPU profiled for its first 40 s into
+// heapFile.cpu.pprof.
+func profiledSyncd(ctx context.Context, bin, cfg string, env []string, heapFile string, args ...string) result {
+	if heapFile == "" {
+		return runSyncdEnv(ctx, bin, cfg, env, args...)
+	}
+	addr := freeAddr()
+	done := make(chan struct{})
+	heapDone := make(chan struct{})
+	var peak uint64
+	go func() { defer close(heapDone); peak = sampleHeap(ctx, addr, done, heapFile) }()
+	cpuDone := make(chan struct{})
+	go func() { defer close(cpuDone); cpuProfile(ctx, addr, heapFile+".cpu.pprof", 40) }()
+	r := runSyncdEnv(ctx, bin, cfg, env, append(args, "--pprof", addr)...)
+	close(done)
+	<-heapDone
+	<-cpuDone
+	fmt.Printf("CPU profile of syncd's first 40 s: %s.cpu.pprof\n\n", heapFile)
+	fmt.Printf("Heap (sampled every second): at most %.0f MB allocated (HeapAlloc); its profile: %s\n\n", float64(peak)/(1<<20), heapFile)
+	return r
 }
 
 // heapProfile is syncd's /debug/pprof/heap with query, nil if it did not

@@ -193,6 +193,7 @@ func cpuOnce(ctx context.Context, self, bin string, s *sim, dir, formID string, 
 	if err := cmd.Start(); err != nil {
 		fatalf("cpu: start syncd: %v", err)
 	}
+	rss := watchRSS(cmd.Process.Pid)
 	profDone, exited := make(chan error, 1), make(chan struct{})
 	if prof != "" {
 		go func() { profDone <- fetchProfile(ctx, args[len(args)-1], exited, profFile) }()
@@ -213,7 +214,7 @@ func cpuOnce(ctx context.Context, self, bin string, s *sim, dir, formID string, 
 	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	r.syncdUser, r.syncdSys = time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
-	r.maxRSS = ru.Maxrss * 1024
+	r.maxRSS = rss.peak(ru.Maxrss * 1024)
 	r.syncdRows = countParquetRows(filepath.Join(run, "out"))
 	r.syncdBytes = treeBytes(filepath.Join(run, "out"))
 	return r

@@ -101,6 +101,7 @@ func main() {
 		cpuProf      = flag.String("cpu-profile", "", "cpu: a directory for one CPU profile of syncd per form (an extra run each)")
 		cpuLook      = flag.String("cpu-lookback", "", "cpu: sync.lookback for syncd (empty: the default, 30 days; 0s: no version index)")
 		bfLook       = flag.String("lookback", "", "backfill: sync.lookback for syncd (empty: the default, 30 days; 0s: no version index)")
+		bfHeap       = flag.String("backfill-heap", "", "backfill: a file for syncd's heap profile at its largest HeapAlloc (sampled every second; SIZE is added to the name)")
 		accN         = flag.Int("accounts", 100, "accounts: simulated customers in one syncd")
 		accDense     = flag.Int("accounts-dense", 5, "accounts: customers with one dense form")
 		accDenseSubs = flag.Int("accounts-dense-submissions", 20_000, "accounts: submissions of a dense form (over 90 days)")
@@ -145,7 +146,11 @@ func main() {
 				fatalf("-sizes: %v", err)
 			}
 			var r result
-			withSink(func() { r = backfill(ctx, bin, n, *shape == "wide", *conc, 0, 0, *bfLook) })
+			heap := ""
+			if *bfHeap != "" {
+				heap = fmt.Sprintf("%s.%d", *bfHeap, n)
+			}
+			withSink(func() { r = backfill(ctx, bin, n, *shape == "wide", *conc, 0, 0, *bfLook, heap) })
 			fmt.Printf("| %d | %d | %.1f s | %.1f s | %.0f MB | %.0f | %d | %.1f MB | %.0f |\n", n, r.rows, r.wall.Seconds(), r.cpu.Seconds(),
 				float64(r.maxRSS)/(1<<20), float64(r.rows)/r.wall.Seconds(), r.requests, float64(r.stateBytes)/(1<<20), float64(r.stateBytes)/float64(max(r.rows, 1)))
 		}
@@ -157,7 +162,7 @@ func main() {
 	if run("ratelimited") {
 		fmt.Println("## Backfill under the service's limit (5 requests/s, 200 ms per answer)")
 		fmt.Println()
-		r := backfill(ctx, bin, *rlSubs, false, 4, 5, 200*time.Millisecond, "")
+		r := backfill(ctx, bin, *rlSubs, false, 4, 5, 200*time.Millisecond, "", "")
 		rps := float64(r.requests) / r.wall.Seconds()
 		fmt.Println("| requests | wall | requests/s | of the limit | 429s |")
 		fmt.Println("|---|---|---|---|---|")
@@ -263,8 +268,9 @@ log:
 
 // backfill loads one form of n submissions with `syncd backfill`. simLimit
 // and latency shape the simulator (0: unlimited, none); lookback, when set,
-// is sync.lookback.
-func backfill(ctx context.Context, bin string, n int, wide bool, concurrency int, simLimit float64, latency time.Duration, lookback string) result {
+// is sync.lookback. With heapFile set, syncd's heap is profiled
+// (profiledSyncd).
+func backfill(ctx context.Context, bin string, n int, wide bool, concurrency int, simLimit float64, latency time.Duration, lookback, heapFile string) result {
 	start, end := history()
 	s := startSim(formsim.Config{Seed: 1, Forms: 2, Submissions: n, Start: start, End: end, RateLimit: simLimit, RateBurst: int(simLimit)})
 	defer s.stop()
@@ -290,7 +296,7 @@ func backfill(ctx context.Context, bin string, n int, wide bool, concurrency int
 	}
 	cfg := writeConfig(dir, s.base, clientLimit, extra)
 	before := s.Stats()
-	r := runSyncd(ctx, bin, cfg, "backfill", "--form", form, "--from", start.Format(time.RFC3339), "--to", end.Format(time.RFC3339),
+	r := profiledSyncd(ctx, bin, cfg, []string{"FORMS_API_KEY=" + apiKey}, heapFile, "backfill", "--form", form, "--from", start.Format(time.RFC3339), "--to", end.Format(time.RFC3339),
 		"--concurrency", strconv.Itoa(concurrency))
 	after := s.Stats()
 	r.requests = after.Requests - before.Requests
@@ -336,7 +342,12 @@ func runSyncdEnv(ctx context.Context, bin, cfg string, env []string, args ...str
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	t0 := time.Now()
-	err := cmd.Run()
+	err := cmd.Start()
+	var rss *peakRSS
+	if err == nil {
+		rss = watchRSS(cmd.Process.Pid)
+		err = cmd.Wait()
+	}
 	wall := time.Since(t0)
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
@@ -349,7 +360,7 @@ func runSyncdEnv(ctx context.Context, bin, cfg string, env []string, args ...str
 	return result{
 		wall:   wall,
 		cpu:    time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
-		maxRSS: ru.Maxrss * 1024, // kilobytes on Linux
+		maxRSS: rss.peak(ru.Maxrss * 1024), // kilobytes on Linux
 	}
 }
 
