@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -11,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/syncd-dev/syncd/internal/app"
-	"github.com/syncd-dev/syncd/internal/connect"
 	"github.com/syncd-dev/syncd/internal/status"
 )
 
@@ -32,18 +29,7 @@ func newAccountsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			list := v.Accounts
-			if len(g.accounts) > 0 {
-				kept := list[:0]
-				for _, a := range list {
-					for _, n := range g.accounts {
-						if a.Name == n {
-							kept = append(kept, a)
-						}
-					}
-				}
-				list = kept
-			}
+			list := app.KeepAccounts(v.Accounts, g.accounts)
 			if format == formatJSON {
 				if err := printJSON(g.stdout, list); err != nil {
 					return err
@@ -98,24 +84,9 @@ func newAccountsLinkCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if cfg.Server.ConnectSecret == "" {
-				return withCode(exitUsage, errors.New("server.connect_secret is not set: set it (and server.public_url) to offer the connect page"))
-			}
-			list, err := app.SelectAccounts(cfg, args)
+			links, err := app.ConnectLinks(cfg, args)
 			if err != nil {
 				return withCode(exitUsage, err)
-			}
-			type link struct {
-				Account string `json:"account"`
-				URL     string `json:"url"`
-			}
-			var links []link
-			for _, a := range list {
-				if !a.Scheduling {
-					return withCode(exitUsage, fmt.Errorf("account %s does not sign in to the scheduling API: set scheduling: true on it", a.Name))
-				}
-				q := url.Values{"account": {a.Name}, "token": {connect.Token([]byte(cfg.Server.ConnectSecret.Reveal()), a.Name)}}
-				links = append(links, link{Account: a.Name, URL: strings.TrimRight(cfg.Server.PublicURL, "/") + connect.PathConnect + "?" + q.Encode()})
 			}
 			if format == formatJSON {
 				return printJSON(g.stdout, links)

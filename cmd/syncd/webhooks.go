@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/app"
 )
@@ -28,12 +26,7 @@ func newWebhooksCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rows := []app.WebhookRow{}
-			for _, r := range v.Webhooks {
-				if len(g.accounts) == 0 || slices.Contains(g.accounts, r.Account) {
-					rows = append(rows, r)
-				}
-			}
+			rows := app.KeepWebhooks(v.Webhooks, g.accounts)
 			return printWebhooks(g, format, rows)
 		},
 	}
@@ -64,16 +57,7 @@ func newWebhooksRemoveCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer a.Close()
-			rows := []app.WebhookRow{}
-			var failed error
-			for _, acct := range a.Accounts {
-				removed, err := acct.RemoveWebhooks(ctx)
-				rows = append(rows, removed...)
-				if err != nil {
-					acct.Log.Error("some webhooks could not be removed; they stay in the state, and removing again retries them", zap.Error(err))
-					failed = err
-				}
-			}
+			rows, failed := a.RemoveWebhooks(ctx)
 			if format != formatJSON {
 				if len(rows) == 0 {
 					fmt.Fprintln(g.stdout, "no webhook to remove: the state records none")
