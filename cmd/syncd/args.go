@@ -8,9 +8,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/syncd-dev/syncd/internal/config"
+	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/suggest"
-	tablepkg "github.com/syncd-dev/syncd/internal/table"
 )
 
 // formArgs lets a command whose form is --form take it as an argument too:
@@ -127,24 +126,11 @@ func flagError(cmd *cobra.Command, err error) error {
 
 // accountForms keeps the streams of the accounts --account names.
 func (g *globals) accountForms(forms []formView) ([]formView, error) {
-	keep := map[string]bool{}
-	for _, n := range g.accounts {
-		keep[(&config.Account{Name: n}).Namespace()] = true
-	}
-	out := make([]formView, 0, len(forms))
-	for _, f := range forms {
-		if ns, _ := tablepkg.SplitStreamKey(f.Stream); keep[ns] {
-			out = append(out, f)
-		}
-	}
-	return out, nil
+	return app.KeepAccountStreams(forms, g.accounts), nil
 }
 
 // streamKey is the state's key of a form id given with one --account: the
 // id within that account's namespace.
 func (g *globals) streamKey(formID string) string {
-	if len(g.accounts) != 1 || strings.Contains(formID, "/") {
-		return formID
-	}
-	return tablepkg.StreamKey((&config.Account{Name: g.accounts[0]}).Namespace(), formID)
+	return app.AccountStreamKey(g.accounts, formID)
 }

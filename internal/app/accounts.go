@@ -9,6 +9,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/connect"
 	"github.com/syncd-dev/syncd/internal/status"
+	tablepkg "github.com/syncd-dev/syncd/internal/table"
 )
 
 // KeepAccounts is the accounts of list that names names (--account), in
@@ -57,4 +58,29 @@ func ConnectLinks(cfg *config.Config, names []string) ([]ConnectLink, error) {
 		links = append(links, ConnectLink{Account: a.Name, URL: strings.TrimRight(cfg.Server.PublicURL, "/") + connect.PathConnect + "?" + q.Encode()})
 	}
 	return links, nil
+}
+
+// KeepAccountStreams keeps the streams of the accounts names names
+// (--account).
+func KeepAccountStreams(forms []status.Form, names []string) []status.Form {
+	keep := map[string]bool{}
+	for _, n := range names {
+		keep[(&config.Account{Name: n}).Namespace()] = true
+	}
+	out := make([]status.Form, 0, len(forms))
+	for _, f := range forms {
+		if ns, _ := tablepkg.SplitStreamKey(f.Stream); keep[ns] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// AccountStreamKey is the state's key of a form id given with one
+// --account (names): the id within that account's namespace.
+func AccountStreamKey(names []string, formID string) string {
+	if len(names) != 1 || strings.Contains(formID, "/") {
+		return formID
+	}
+	return tablepkg.StreamKey((&config.Account{Name: names[0]}).Namespace(), formID)
 }
