@@ -94,13 +94,7 @@ func unknownCommand(cmd *cobra.Command, typed string) error {
 			names = append(names, c.Name())
 		}
 	}
-	msg := fmt.Sprintf("unknown command %q for %q", typed, cmd.CommandPath())
-	if close := suggest.Closest(typed, names, 1); len(close) > 0 {
-		msg += fmt.Sprintf(": did you mean %s?", close[0])
-	} else {
-		msg += fmt.Sprintf(": `%s --help` lists its commands", cmd.CommandPath())
-	}
-	return withCode(exitUsage, errors.New(msg))
+	return withCode(exitUsage, errors.New(suggest.UnknownCommand(typed, cmd.CommandPath(), names)))
 }
 
 // flagError names the closest flag of an unknown one.
@@ -118,10 +112,7 @@ func flagError(cmd *cobra.Command, err error) error {
 	}
 	cmd.Flags().VisitAll(visit)
 	cmd.InheritedFlags().VisitAll(visit)
-	if close := suggest.Closest(name, names, 1); len(close) > 0 {
-		return withCode(exitUsage, fmt.Errorf("%s: did you mean --%s?", msg, close[0]))
-	}
-	return withCode(exitUsage, fmt.Errorf("%s: `%s --help` lists its flags", msg, cmd.CommandPath()))
+	return withCode(exitUsage, errors.New(suggest.UnknownFlag(msg, name, cmd.CommandPath(), names)))
 }
 
 // accountForms keeps the streams of the accounts --account names.

@@ -84,9 +84,6 @@ func printWebhooks(g *globals, format string, rows []app.WebhookRow) error {
 	if format == formatJSON {
 		return printJSON(g.stdout, rows)
 	}
-	out := make([][]string, 0, len(rows))
-	for _, r := range rows {
-		out = append(out, []string{r.Account, r.Source, r.Stream, r.ID, r.Registered.Format(time.RFC3339)})
-	}
-	return tabular(g.stdout, []string{"ACCOUNT", "SOURCE", "STREAM", "WEBHOOK ID", "REGISTERED"}, out)
+	header, table := app.WebhooksTable(rows)
+	return tabular(g.stdout, header, table)
 }

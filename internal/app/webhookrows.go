@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"slices"
+	"time"
 
 	"go.uber.org/zap"
 )
@@ -35,4 +36,15 @@ func (a *App) RemoveWebhooks(ctx context.Context) (removed []WebhookRow, err err
 		}
 	}
 	return removed, err
+}
+
+// WebhooksTable is the webhooks as `syncd webhooks` lists them: its
+// header and one row per webhook.
+func WebhooksTable(rows []WebhookRow) (header []string, table [][]string) {
+	header = []string{"ACCOUNT", "SOURCE", "STREAM", "WEBHOOK ID", "REGISTERED"}
+	table = make([][]string, 0, len(rows))
+	for _, r := range rows {
+		table = append(table, []string{r.Account, r.Source, r.Stream, r.ID, r.Registered.Format(time.RFC3339)})
+	}
+	return header, table
 }
