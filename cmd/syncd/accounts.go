@@ -1,18 +1,12 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"net/url"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/syncd-dev/syncd/internal/app"
-	"github.com/syncd-dev/syncd/internal/connect"
-	"github.com/syncd-dev/syncd/internal/status"
 )
 
 func newAccountsCmd(g *globals) *cobra.Command {
@@ -32,35 +26,19 @@ func newAccountsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			list := v.Accounts
-			if len(g.accounts) > 0 {
-				kept := list[:0]
-				for _, a := range list {
-					for _, n := range g.accounts {
-						if a.Name == n {
-							kept = append(kept, a)
-						}
-					}
-				}
-				list = kept
-			}
+			list := app.KeepAccounts(v.Accounts, g.accounts)
 			if format == formatJSON {
 				if err := printJSON(g.stdout, list); err != nil {
 					return err
 				}
 			} else {
-				rows := make([][]string, 0, len(list))
-				for _, a := range list {
-					rows = append(rows, []string{a.Name, strconv.Itoa(a.Forms), yesNo(a.Bookings), signInText(a.SignIn), strconv.FormatInt(a.Rows, 10),
-						timeText(a.LastSuccess), lagText(a.LagSeconds), orDash(a.LastError)})
-				}
-				if err := tabular(g.stdout, []string{"ACCOUNT", "FORMS", "BOOKINGS", "SIGN-IN", "ROWS", "LAST SUCCESS", "LAG", "LAST ERROR"}, rows); err != nil {
+				header, rows := app.AccountsTable(list)
+				if err := tabular(g.stdout, header, rows); err != nil {
 					return err
 				}
 				for _, a := range list {
-					if n := len(a.NotConfigured); n > 0 {
-						fmt.Fprintf(g.stdout, "account %s: the state still holds %s the configuration no longer names, not synced and not counted above: %s (`syncd state forget ID --yes` removes a record)\n",
-							a.Name, plural(int64(n), "stream"), strings.Join(a.NotConfigured, ", "))
+					if note := app.NotConfiguredNote(a); note != "" {
+						fmt.Fprintln(g.stdout, note)
 					}
 				}
 			}
@@ -98,24 +76,9 @@ func newAccountsLinkCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if cfg.Server.ConnectSecret == "" {
-				return withCode(exitUsage, errors.New("server.connect_secret is not set: set it (and server.public_url) to offer the connect page"))
-			}
-			list, err := app.SelectAccounts(cfg, args)
+			links, err := app.ConnectLinks(cfg, args)
 			if err != nil {
 				return withCode(exitUsage, err)
-			}
-			type link struct {
-				Account string `json:"account"`
-				URL     string `json:"url"`
-			}
-			var links []link
-			for _, a := range list {
-				if !a.Scheduling {
-					return withCode(exitUsage, fmt.Errorf("account %s does not sign in to the scheduling API: set scheduling: true on it", a.Name))
-				}
-				q := url.Values{"account": {a.Name}, "token": {connect.Token([]byte(cfg.Server.ConnectSecret.Reveal()), a.Name)}}
-				links = append(links, link{Account: a.Name, URL: strings.TrimRight(cfg.Server.PublicURL, "/") + connect.PathConnect + "?" + q.Encode()})
 			}
 			if format == formatJSON {
 				return printJSON(g.stdout, links)
@@ -131,57 +94,5 @@ func newAccountsLinkCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "-"
-}
-
-func signInText(s *status.SignIn) string {
-	switch {
-	case s == nil:
-		return "-"
-	case s.Error != "":
-		return "unreadable"
-	case !s.SignedIn:
-		return "not signed in"
-	default:
-		return orDash(s.User)
-	}
-}
-
-func timeText(t *time.Time) string {
-	if t == nil {
-		return "never"
-	}
-	return t.Format(time.RFC3339)
-}
-
-func lagText(s *float64) string {
-	if s == nil {
-		return "-"
-	}
-	return ageText(time.Duration(*s * float64(time.Second)))
-}
-
-// ageText is a duration as a person reads it: "42s", "3h5m", "989d 21h"
-// (never "23737h21m7s").
-func ageText(d time.Duration) string {
-	if d < 0 {
-		return "-" + ageText(-d)
-	}
-	switch {
-	case d >= 48*time.Hour:
-		days, hours := d/(24*time.Hour), (d%(24*time.Hour))/time.Hour
-		return fmt.Sprintf("%dd %dh", days, hours)
-	case d >= time.Hour:
-		s := strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
-		if strings.HasSuffix(s, "h0m") {
-			s = strings.TrimSuffix(s, "0m")
-		}
-		return s
-	default:
-		return d.Round(time.Second).String()
-	}
-}
+// ageText is a duration as a person reads it (app.AgeText).
+func ageText(d time.Duration) string { return app.AgeText(d) }

@@ -8,9 +8,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/syncd-dev/syncd/internal/config"
+	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/suggest"
-	tablepkg "github.com/syncd-dev/syncd/internal/table"
 )
 
 // formArgs lets a command whose form is --form take it as an argument too:
@@ -95,13 +94,7 @@ func unknownCommand(cmd *cobra.Command, typed string) error {
 			names = append(names, c.Name())
 		}
 	}
-	msg := fmt.Sprintf("unknown command %q for %q", typed, cmd.CommandPath())
-	if close := suggest.Closest(typed, names, 1); len(close) > 0 {
-		msg += fmt.Sprintf(": did you mean %s?", close[0])
-	} else {
-		msg += fmt.Sprintf(": `%s --help` lists its commands", cmd.CommandPath())
-	}
-	return withCode(exitUsage, errors.New(msg))
+	return withCode(exitUsage, errors.New(suggest.UnknownCommand(typed, cmd.CommandPath(), names)))
 }
 
 // flagError names the closest flag of an unknown one.
@@ -119,32 +112,16 @@ func flagError(cmd *cobra.Command, err error) error {
 	}
 	cmd.Flags().VisitAll(visit)
 	cmd.InheritedFlags().VisitAll(visit)
-	if close := suggest.Closest(name, names, 1); len(close) > 0 {
-		return withCode(exitUsage, fmt.Errorf("%s: did you mean --%s?", msg, close[0]))
-	}
-	return withCode(exitUsage, fmt.Errorf("%s: `%s --help` lists its flags", msg, cmd.CommandPath()))
+	return withCode(exitUsage, errors.New(suggest.UnknownFlag(msg, name, cmd.CommandPath(), names)))
 }
 
 // accountForms keeps the streams of the accounts --account names.
 func (g *globals) accountForms(forms []formView) ([]formView, error) {
-	keep := map[string]bool{}
-	for _, n := range g.accounts {
-		keep[(&config.Account{Name: n}).Namespace()] = true
-	}
-	out := make([]formView, 0, len(forms))
-	for _, f := range forms {
-		if ns, _ := tablepkg.SplitStreamKey(f.Stream); keep[ns] {
-			out = append(out, f)
-		}
-	}
-	return out, nil
+	return app.KeepAccountStreams(forms, g.accounts), nil
 }
 
 // streamKey is the state's key of a form id given with one --account: the
 // id within that account's namespace.
 func (g *globals) streamKey(formID string) string {
-	if len(g.accounts) != 1 || strings.Contains(formID, "/") {
-		return formID
-	}
-	return tablepkg.StreamKey((&config.Account{Name: g.accounts[0]}).Namespace(), formID)
+	return app.AccountStreamKey(g.accounts, formID)
 }

@@ -17,7 +17,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 	"golang.org/x/term"
 
 	"github.com/syncd-dev/syncd/internal/app"
@@ -214,27 +213,14 @@ func envOr(key, def string) string {
 
 // load reads the configuration and builds the logger it asks for.
 func (g *globals) load() (*config.Config, *zap.Logger, error) {
-	path := g.configPath
-	if path == "" {
-		// As terraform reads the folder it runs in: ./syncd.yaml when
-		// there is one; the built-in defaults otherwise, said out loud
-		// (and refused by the commands that write: openAppShared).
-		if fi, err := os.Stat(localConfig); err == nil && fi.Mode().IsRegular() {
-			path = localConfig
-		}
-	}
-	cfg, err := config.Load(path, os.LookupEnv)
+	cfg, path, err := app.LoadConfig(g.configPath, os.LookupEnv)
 	if err != nil {
 		return nil, nil, withCode(exitUsage, err)
 	}
 	g.noConfig = path == ""
 	g.noteOnce.Do(func() {
-		switch {
-		case g.configPath != "":
-		case path != "":
-			fmt.Fprintf(g.stderr, "syncd: no --config given: using ./%s\n", localConfig)
-		default:
-			fmt.Fprintf(g.stderr, "syncd: no configuration file (no --config, SYNCD_CONFIG or ./%s): using the built-in defaults: %s\n", localConfig, defaultsText(cfg))
+		if note := app.ConfigNote(g.configPath, path, cfg); note != "" {
+			fmt.Fprint(g.stderr, note)
 		}
 	})
 	if g.logLevel != "" {
@@ -243,7 +229,7 @@ func (g *globals) load() (*config.Config, *zap.Logger, error) {
 	if g.logFormat != "" {
 		cfg.Log.Format = g.logFormat
 	}
-	log, err := newLogger(cfg.Log, g.stderr)
+	log, err := app.NewLogger(cfg.Log, lineClearer{g.stderr}, isTerminal(g.stderr))
 	if err != nil {
 		return nil, nil, withCode(exitUsage, err)
 	}
@@ -251,60 +237,13 @@ func (g *globals) load() (*config.Config, *zap.Logger, error) {
 	return cfg, log, nil
 }
 
-// newLogger writes JSON lines when stderr is not a terminal and readable
-// console lines when it is.
-func newLogger(c config.Log, w io.Writer) (*zap.Logger, error) {
-	level, err := zapcore.ParseLevel(c.Level)
-	if err != nil {
-		return nil, fmt.Errorf("log level %q: use debug, info, warn or error", c.Level)
-	}
-	format := c.Format
-	if format == "auto" || format == "" {
-		format = "json"
-		if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-			format = "console"
-		}
-	}
-	enc := zap.NewProductionEncoderConfig()
-	enc.EncodeTime = zapcore.ISO8601TimeEncoder
-	var encoder zapcore.Encoder
-	switch format {
-	case "json":
-		encoder = zapcore.NewJSONEncoder(enc)
-	case "console":
-		enc.EncodeLevel = zapcore.CapitalLevelEncoder
-		if isTerminal(w) { // colours for a person, never into a file or a pipe
-			enc.EncodeLevel = zapcore.CapitalColorLevelEncoder
-		}
-		encoder = zapcore.NewConsoleEncoder(enc)
-	default:
-		return nil, fmt.Errorf("log format %q: use auto, json or console", c.Format)
-	}
-	core := zapcore.NewCore(encoder, zapcore.AddSync(lineClearer{w}), level)
-	return zap.New(core), nil
-}
-
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// localConfig is the configuration file read from the working folder when
-// neither --config nor SYNCD_CONFIG names one.
-const localConfig = "syncd.yaml"
-
-// defaultsText says where the built-in defaults read and write.
-func defaultsText(cfg *config.Config) string {
-	where := "state " + app.StateWhere(cfg)
-	if app.FilesOutput(cfg) {
-		where += ", Parquet output under " + cfg.Sink.Parquet.Path
-	}
-	return "the Forms API at " + cfg.Source.BaseURL + ", " + where
-}
-
 // errNoConfig refuses a command that writes (a pass, a backfill, a change
 // to the state) when no configuration file was found.
 func errNoConfig(cfg *config.Config) error {
-	return withCode(exitUsage, fmt.Errorf("no configuration file: give --config FILE (or set SYNCD_CONFIG, or put a %s in this folder; configs/syncd.example.yaml is one to start from); "+
-		"without one this command would sync with the built-in defaults (%s); nothing was written", localConfig, defaultsText(cfg)))
+	return withCode(exitUsage, app.ErrNoConfig(cfg))
 }

@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/app"
 )
@@ -28,12 +26,7 @@ func newWebhooksCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rows := []app.WebhookRow{}
-			for _, r := range v.Webhooks {
-				if len(g.accounts) == 0 || slices.Contains(g.accounts, r.Account) {
-					rows = append(rows, r)
-				}
-			}
+			rows := app.KeepWebhooks(v.Webhooks, g.accounts)
 			return printWebhooks(g, format, rows)
 		},
 	}
@@ -64,16 +57,7 @@ func newWebhooksRemoveCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer a.Close()
-			rows := []app.WebhookRow{}
-			var failed error
-			for _, acct := range a.Accounts {
-				removed, err := acct.RemoveWebhooks(ctx)
-				rows = append(rows, removed...)
-				if err != nil {
-					acct.Log.Error("some webhooks could not be removed; they stay in the state, and removing again retries them", zap.Error(err))
-					failed = err
-				}
-			}
+			rows, failed := a.RemoveWebhooks(ctx)
 			if format != formatJSON {
 				if len(rows) == 0 {
 					fmt.Fprintln(g.stdout, "no webhook to remove: the state records none")
@@ -100,9 +84,6 @@ func printWebhooks(g *globals, format string, rows []app.WebhookRow) error {
 	if format == formatJSON {
 		return printJSON(g.stdout, rows)
 	}
-	out := make([][]string, 0, len(rows))
-	for _, r := range rows {
-		out = append(out, []string{r.Account, r.Source, r.Stream, r.ID, r.Registered.Format(time.RFC3339)})
-	}
-	return tabular(g.stdout, []string{"ACCOUNT", "SOURCE", "STREAM", "WEBHOOK ID", "REGISTERED"}, out)
+	header, table := app.WebhooksTable(rows)
+	return tabular(g.stdout, header, table)
 }

@@ -1,0 +1,88 @@
+package app
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/syncd-dev/syncd/internal/status"
+)
+
+// AccountsTable is the accounts as `syncd accounts` lists them: its header
+// and one row per account.
+func AccountsTable(list []status.Account) (header []string, rows [][]string) {
+	header = []string{"ACCOUNT", "FORMS", "BOOKINGS", "SIGN-IN", "ROWS", "LAST SUCCESS", "LAG", "LAST ERROR"}
+	rows = make([][]string, 0, len(list))
+	for _, a := range list {
+		rows = append(rows, []string{a.Name, strconv.Itoa(a.Forms), yesNo(a.Bookings), signInText(a.SignIn), strconv.FormatInt(a.Rows, 10),
+			timeText(a.LastSuccess), lagText(a.LagSeconds), dashIfEmpty(a.LastError)})
+	}
+	return header, rows
+}
+
+// NotConfiguredNote names the streams the state still holds of the
+// account that the configuration no longer names; "" when there are none.
+func NotConfiguredNote(a status.Account) string {
+	n := len(a.NotConfigured)
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("account %s: the state still holds %s the configuration no longer names, not synced and not counted above: %s (`syncd state forget ID --yes` removes a record)",
+		a.Name, countOf(n, "stream"), strings.Join(a.NotConfigured, ", "))
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "-"
+}
+
+func signInText(s *status.SignIn) string {
+	switch {
+	case s == nil:
+		return "-"
+	case s.Error != "":
+		return "unreadable"
+	case !s.SignedIn:
+		return "not signed in"
+	default:
+		return dashIfEmpty(s.User)
+	}
+}
+
+func timeText(t *time.Time) string {
+	if t == nil {
+		return "never"
+	}
+	return t.Format(time.RFC3339)
+}
+
+func lagText(s *float64) string {
+	if s == nil {
+		return "-"
+	}
+	return AgeText(time.Duration(*s * float64(time.Second)))
+}
+
+// AgeText is a duration as a person reads it: "42s", "3h5m", "989d 21h"
+// (never "23737h21m7s").
+func AgeText(d time.Duration) string {
+	if d < 0 {
+		return "-" + AgeText(-d)
+	}
+	switch {
+	case d >= 48*time.Hour:
+		days, hours := d/(24*time.Hour), (d%(24*time.Hour))/time.Hour
+		return fmt.Sprintf("%dd %dh", days, hours)
+	case d >= time.Hour:
+		s := strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
+		if strings.HasSuffix(s, "h0m") {
+			s = strings.TrimSuffix(s, "0m")
+		}
+		return s
+	default:
+		return d.Round(time.Second).String()
+	}
+}
