@@ -8,14 +8,11 @@ import (
 	"strings"
 	"time"
 
-	tablepkg "github.com/syncd-dev/syncd/internal/table"
-
 	"github.com/spf13/cobra"
 
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/state"
-	"github.com/syncd-dev/syncd/internal/suggest"
 )
 
 // formsReader loads the configuration and opens the account's forms for
@@ -176,9 +173,9 @@ func newStateCmd(g *globals) *cobra.Command {
 				}
 			}
 			if formID != "" {
-				f, err := findForm(v.Forms, g.streamKey(formID))
+				f, err := app.FindView(v.Forms, g.streamKey(formID))
 				if err != nil {
-					return err
+					return withCode(exitUsage, err)
 				}
 				v.Forms = []formView{f}
 			}
@@ -230,38 +227,15 @@ func newStateCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer a.Close()
-			list, err := a.Store.List(ctx)
-			if err != nil {
-				return withCode(exitFailed, err)
-			}
-			st, err := findState(list, formID)
-			if err != nil {
-				return err
-			}
-			// Nothing is committed past now - sync.safety_lag (unless an older
-			// syncd damaged the state, which a --from there repairs): a --from
-			// beyond it and beyond the windows would reset nothing.
-			horizon := time.Now().Add(-a.Cfg.Sync.SafetyLag.D())
-			if !from.IsZero() && !from.Before(horizon) && !from.Before(st.Committed.End()) {
-				return withCode(exitUsage, fmt.Errorf("--from %s is not before now - sync.safety_lag (%s): nothing of form %s is committed from then on, so there is nothing to reset; give an earlier date; nothing was changed",
-					from.Format(time.RFC3339), horizon.UTC().Format(time.RFC3339), formID))
-			}
-			if !from.IsZero() && !keepOutput {
-				if err := refuseDuplicates(ctx, a, formID, from); err != nil {
-					return err
-				}
+			if err := a.CheckReset(ctx, formID, from, keepOutput); err != nil {
+				return resetError(err)
 			}
 			if yes {
 				fmt.Fprintln(g.stderr, "syncd: "+strings.TrimPrefix(warning, "Forget "))
 			} else if err := confirm(g, warning, formID); err != nil {
 				return err
 			}
-			if from.IsZero() {
-				err = a.Store.Reset(ctx, formID)
-			} else {
-				err = a.Store.Uncommit(ctx, formID, from)
-			}
-			if err != nil {
+			if err := a.ResetStream(ctx, formID, from); err != nil {
 				return withCode(exitFailed, err)
 			}
 			fmt.Fprintf(g.stdout, "state of form %s reset\n", formID)
@@ -276,39 +250,21 @@ func newStateCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// findState is the state of formID among list, or an exit-2 error naming
-// the ids the state holds that are closest to it.
+// findState is the state of formID among list (app.FindStream), or an
+// exit-2 error naming the ids the state holds that are closest to it.
 func findState(list []state.StreamState, formID string) (state.StreamState, error) {
-	known := make([]string, 0, len(list))
-	for _, st := range list {
-		if st.Key == formID {
-			return st, nil
-		}
-		known = append(known, st.Key)
-	}
-	msg := fmt.Sprintf("the state holds no form %s", formID)
-	if p := suggest.Phrase(formID, known); p != "" {
-		msg += " (" + p + ")"
-	}
-	return state.StreamState{}, withCode(exitUsage, errors.New(msg+": `syncd state show` lists the forms it holds; nothing was changed"))
+	st, err := app.FindStream(list, formID)
+	return st, withCode(exitUsage, err)
 }
 
-// findForm is the view of formID among forms, or an exit-2 error naming
-// the closest ids the state holds.
-func findForm(forms []formView, formID string) (formView, error) {
-	list := make([]state.StreamState, 0, len(forms))
-	for _, f := range forms {
-		list = append(list, state.StreamState{Key: f.Stream})
+// resetError gives an error of app.CheckReset its exit code: 2 for a
+// reset refused, 1 for a failure to read the state or the output.
+func resetError(err error) error {
+	var refused *app.ResetRefusedError
+	if errors.As(err, &refused) {
+		return withCode(exitUsage, err)
 	}
-	if _, err := findState(list, formID); err != nil {
-		return formView{}, err
-	}
-	for _, f := range forms {
-		if f.Stream == formID {
-			return f, nil
-		}
-	}
-	return formView{}, nil
+	return withCode(exitFailed, err)
 }
 
 func fmtTime(t time.Time) string {
@@ -316,31 +272,4 @@ func fmtTime(t time.Time) string {
 		return "beginning"
 	}
 	return t.UTC().Format("2006-01-02T15:04:05.000Z")
-}
-
-// refuseDuplicates refuses, exit 2, a reset of formID from instant from
-// while its output holds batches whose windows end after from: the next
-// pass would fetch those rows again and write them beside the ones in
-// place. It names the batches and the way out.
-func refuseDuplicates(ctx context.Context, a *app.App, formID string, from time.Time) error {
-	_, id := tablepkg.SplitStreamKey(formID)
-	table, after, cut, err := a.HeldAfter(ctx, formID, from)
-	if err != nil {
-		return withCode(exitFailed, fmt.Errorf("read which batches table %s holds, to tell whether the reset would write rows twice: %w; nothing was changed", table, err))
-	}
-	if len(after) == 0 {
-		return nil
-	}
-	ids := make([]string, 0, len(after))
-	for _, h := range after {
-		ids = append(ids, h.ID)
-	}
-	example := strings.Join(ids[:min(3, len(ids))], ", ")
-	if len(ids) > 3 {
-		example += ", ..."
-	}
-	return withCode(exitUsage, fmt.Errorf("the output holds %s of form %s in table %s with rows from %s on (%s), which the next pass would fetch and write a second time: "+
-		"use `syncd reconcile --form %s --from %s` to write only what changed, or `syncd refresh --form %s` to replace the table; "+
-		"or remove those batches from the output yourself (Parquet: their <batch id>.parquet files) and reset --from %s, where the first of them starts; or pass --keep-output to have the rows twice; nothing was changed",
-		plural(int64(len(after)), "batch"), formID, table, from.Format(time.RFC3339), example, id, from.Format("2006-01-02"), id, cut.UTC().Format(time.RFC3339Nano)))
 }
