@@ -74,23 +74,23 @@ func formTable(cfg *config.Config, formID string) string {
 	return poller.DefaultTable(formID)
 }
 
-// Form is one form of the account, as the API describes it now.
-type Form struct {
+// FormMeta is one form of the account, as the API describes it now.
+type FormMeta struct {
 	form *forms.Form
 	key  string
 }
 
 // ID is the form's id.
-func (f *Form) ID() string { return f.form.ID }
+func (f *FormMeta) ID() string { return f.form.ID }
 
 // Key is the form's stream key in the state.
-func (f *Form) Key() string { return f.key }
+func (f *FormMeta) Key() string { return f.key }
 
 // Form reads the form formID. A form the API says does not exist is an
 // *UnknownFormError: the one --form gives (CheckForms), naming the
 // closest of the account's ids. Should the account's list fail, or hold
 // the id after all, the error names no close ids, in the same words.
-func (r *FormsReader) Form(ctx context.Context, formID string) (*Form, error) {
+func (r *FormsReader) Form(ctx context.Context, formID string) (*FormMeta, error) {
 	form, err := r.client.GetForm(ctx, formID)
 	if errors.Is(err, forms.ErrNotFound) {
 		var unknown *UnknownFormError
@@ -102,11 +102,11 @@ func (r *FormsReader) Form(ctx context.Context, formID string) (*Form, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Form{form: form, key: table.StreamKey(r.acct.Namespace(), form.ID)}, nil
+	return &FormMeta{form: form, key: table.StreamKey(r.acct.Namespace(), form.ID)}, nil
 }
 
-// Schema is what `syncd schema FORM -o json` prints.
-type Schema struct {
+// FormSchema is what `syncd schema FORM -o json` prints.
+type FormSchema struct {
 	FormID      string         `json:"form_id"`
 	FormName    string         `json:"form_name"`
 	Table       string         `json:"table"`
@@ -119,7 +119,7 @@ type Schema struct {
 	Layout string `json:"layout"`
 }
 
-// SchemaColumn is one column of a Schema.
+// SchemaColumn is one column of a FormSchema.
 type SchemaColumn struct {
 	Name       string `json:"name"`
 	Type       string `json:"type"`
@@ -134,10 +134,10 @@ type SchemaColumn struct {
 // account's forms (with their pinned schemas): the pinned schema, when a
 // sync has run, is what the output holds, evolved with today's questions;
 // without one, the mapping of today's questions.
-func (r *FormsReader) Schema(form *Form, stored []status.Form) (Schema, error) {
+func (r *FormsReader) Schema(form *FormMeta, stored []status.Form) (FormSchema, error) {
 	pinned, layout, err := pinnedSchema(form, stored)
 	if err != nil {
-		return Schema{}, err
+		return FormSchema{}, err
 	}
 	var t *schema.Table
 	if pinned != nil {
@@ -146,9 +146,9 @@ func (r *FormsReader) Schema(form *Form, stored []status.Form) (Schema, error) {
 		t, _, err = schema.New(form.form, schema.Options{IncludeEditLink: r.cfg.Sync.IncludeEditLink})
 	}
 	if err != nil {
-		return Schema{}, fmt.Errorf("map form %s: %w", form.ID(), err)
+		return FormSchema{}, fmt.Errorf("map form %s: %w", form.ID(), err)
 	}
-	out := Schema{FormID: form.ID(), FormName: form.form.Name, Table: formTable(r.cfg, form.ID()), Pinned: pinned != nil,
+	out := FormSchema{FormID: form.ID(), FormName: form.form.Name, Table: formTable(r.cfg, form.ID()), Pinned: pinned != nil,
 		Columns: make([]SchemaColumn, 0, len(t.Columns)), NotExported: passwordQuestions(form.form), Layout: layout}
 	if out.NotExported == nil {
 		out.NotExported = []string{}
@@ -166,7 +166,7 @@ func (r *FormsReader) Schema(form *Form, stored []status.Form) (Schema, error) {
 
 // pinnedSchema is the schema the state pinned for form, if any, and the
 // layout it records for its table.
-func pinnedSchema(form *Form, stored []status.Form) (pinned *schema.Table, layout string, err error) {
+func pinnedSchema(form *FormMeta, stored []status.Form) (pinned *schema.Table, layout string, err error) {
 	for _, f := range stored {
 		if f.Stream == form.Key() {
 			layout = f.Layout
