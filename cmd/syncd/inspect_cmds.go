@@ -8,58 +8,33 @@ import (
 	"strings"
 	"time"
 
-	tablepkg "github.com/syncd-dev/syncd/internal/table"
-
 	"github.com/spf13/cobra"
-	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
-	"github.com/syncd-dev/syncd/internal/poller"
-	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
-	"github.com/syncd-dev/syncd/internal/source/forms/schema"
 	"github.com/syncd-dev/syncd/internal/state"
-	"github.com/syncd-dev/syncd/internal/suggest"
 )
 
-// loadClient loads the configuration and builds the Forms API client, for
-// the commands that only read the API.
-func (g *globals) loadClient(ctx context.Context) (*config.Config, *zap.Logger, *forms.Client, error) {
+// formsReader loads the configuration and opens the account's forms for
+// the commands that only read the API (exit 2 when it has no key).
+func (g *globals) formsReader(ctx context.Context) (*config.Config, *app.FormsReader, error) {
 	cfg, log, err := g.load()
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	acct, err := g.account(cfg)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	client, err := formsClient(ctx, cfg, acct, log)
+	r, err := app.ReadForms(ctx, cfg, acct, log)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, withCode(exitUsage, err)
 	}
-	return cfg, log, client, nil
-}
-
-// formsClient is the Forms API client of a configured account, for a
-// command that reads its forms (exit 2 when it has no key).
-func formsClient(ctx context.Context, cfg *config.Config, acct config.Account, log *zap.Logger) (*forms.Client, error) {
-	if !acct.HasForms() {
-		return nil, withCode(exitUsage, fmt.Errorf("account %s has no Forms API key: this command reads forms", acct.Name))
-	}
-	client, _, err := app.ReadClient(ctx, cfg, acct, log, nil)
-	if err != nil {
-		return nil, withCode(exitUsage, err)
-	}
-	return client, nil
+	return cfg, r, nil
 }
 
 // formJSON is one form of `syncd forms -o json`.
-type formJSON struct {
-	FormID string   `json:"form_id"`
-	Name   string   `json:"name"`
-	Tags   []string `json:"tags"`
-	Table  string   `json:"table"` // where syncd writes it: forms[].table or the default name
-}
+type formJSON = app.FormRow
 
 func newFormsCmd(g *globals) *cobra.Command {
 	var format string
@@ -72,21 +47,13 @@ func newFormsCmd(g *globals) *cobra.Command {
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			cfg, _, client, err := g.loadClient(cmd.Context())
+			_, r, err := g.formsReader(cmd.Context())
 			if err != nil {
 				return err
 			}
-			list, err := client.ListForms(cmd.Context())
+			out, err := r.List(cmd.Context())
 			if err != nil {
 				return withCode(exitFailed, err)
-			}
-			out := make([]formJSON, 0, len(list))
-			for _, f := range list {
-				tags := f.Tags
-				if tags == nil {
-					tags = []string{}
-				}
-				out = append(out, formJSON{FormID: f.FormID, Name: f.Name, Tags: tags, Table: tableOf(cfg, f.FormID)})
 			}
 			if format == formatJSON {
 				return printJSON(g.stdout, map[string]any{"forms": out})
@@ -100,41 +67,6 @@ func newFormsCmd(g *globals) *cobra.Command {
 	}
 	addOutputFlag(cmd, &format)
 	return cmd
-}
-
-// tableOf is the table a form is written to: forms[].table, or
-// poller.DefaultTable.
-func tableOf(cfg *config.Config, formID string) string {
-	for _, f := range cfg.Forms {
-		if f.ID == formID && f.Table != "" {
-			return f.Table
-		}
-	}
-	return poller.DefaultTable(formID)
-}
-
-// schemaJSON is what `syncd schema FORM -o json` prints.
-type schemaJSON struct {
-	FormID      string       `json:"form_id"`
-	FormName    string       `json:"form_name"`
-	Table       string       `json:"table"`
-	Pinned      bool         `json:"pinned"` // true: the schema a sync pinned (what the output holds), evolved with today's questions
-	Columns     []columnJSON `json:"columns"`
-	NotExported []string     `json:"not_exported"` // Password questions
-	// Layout is how the table's Parquet files are partitioned (none,
-	// year, month, day), as the state records it; "" until its first
-	// batch chooses it (or for BigQuery).
-	Layout string `json:"layout"`
-}
-
-type columnJSON struct {
-	Name       string `json:"name"`
-	Type       string `json:"type"`
-	Mode       string `json:"mode"` // REQUIRED or NULLABLE
-	Kind       string `json:"kind"` // fixed, lineage, question, calculation, url_parameter, ...
-	SourceID   string `json:"source_id"`
-	SourceType string `json:"source_type"`
-	SourceName string `json:"source_name"`
 }
 
 func newSchemaCmd(g *globals) *cobra.Command {
@@ -157,61 +89,27 @@ func newSchemaCmd(g *globals) *cobra.Command {
 				return withCode(exitUsage, errors.New("FORM is empty: give a form id (`syncd forms` lists the account's)"))
 			}
 			ctx := cmd.Context()
-			cfg, _, client, err := g.loadClient(ctx)
+			cfg, r, err := g.formsReader(ctx)
 			if err != nil {
 				return err
 			}
-			form, err := client.GetForm(ctx, args[0])
-			if errors.Is(err, forms.ErrNotFound) {
-				return unknownForm(ctx, client, args[0])
+			form, err := r.Form(ctx, args[0])
+			var unknown *app.UnknownFormError
+			if errors.As(err, &unknown) {
+				return withCode(exitUsage, err)
 			}
 			if err != nil {
 				return withCode(exitFailed, err)
 			}
 			// The pinned schema, when a sync has run, is what the output holds:
 			// read without the writer's lock, or from the running daemon.
-			var pinned *schema.Table
-			acct, err := g.account(cfg)
-			if err != nil {
-				return err
-			}
-			key := tablepkg.StreamKey(acct.Namespace(), form.ID)
-			v, err := readState(ctx, cfg, "?schema=1&form="+url.QueryEscape(key))
+			v, err := readState(ctx, cfg, "?schema=1&form="+url.QueryEscape(form.Key()))
 			if err != nil {
 				fmt.Fprintf(g.stderr, "syncd: warning: %v; showing the mapping of today's questions, which may differ from the output's columns\n", err)
 			}
-			layout := ""
-			for _, f := range v.Forms {
-				if f.Stream == key {
-					layout = f.Layout
-				}
-				if f.Stream == key && len(f.PinnedSchema) > 0 {
-					if pinned, err = schema.Unmarshal(f.PinnedSchema); err != nil {
-						return withCode(exitFailed, fmt.Errorf("read the pinned schema of form %s from the state: %w", form.ID, err))
-					}
-				}
-			}
-			var table *schema.Table
-			if pinned != nil {
-				table, _, err = pinned.Evolve(form)
-			} else {
-				table, _, err = schema.New(form, schema.Options{IncludeEditLink: cfg.Sync.IncludeEditLink})
-			}
+			out, err := r.Schema(form, v.Forms)
 			if err != nil {
-				return withCode(exitFailed, fmt.Errorf("map form %s: %w", form.ID, err))
-			}
-			out := schemaJSON{FormID: form.ID, FormName: form.Name, Table: tableOf(cfg, form.ID), Pinned: pinned != nil,
-				Columns: make([]columnJSON, 0, len(table.Columns)), NotExported: passwordQuestions(form), Layout: layout}
-			if out.NotExported == nil {
-				out.NotExported = []string{}
-			}
-			for _, c := range table.Columns {
-				mode := "NULLABLE"
-				if c.Required {
-					mode = "REQUIRED"
-				}
-				out.Columns = append(out.Columns, columnJSON{Name: c.Name, Type: string(c.Type), Mode: mode, Kind: string(c.Kind),
-					SourceID: c.SourceID, SourceType: c.SourceType, SourceName: c.SourceName})
+				return withCode(exitFailed, err)
 			}
 			if format == formatJSON {
 				return printJSON(g.stdout, out)
@@ -227,7 +125,7 @@ func newSchemaCmd(g *globals) *cobra.Command {
 				}
 				rows = append(rows, []string{c.Name, c.Type, c.Mode, src, c.SourceName})
 			}
-			fmt.Fprintf(g.stdout, "form %s (%s) -> table %s: %s\n", form.ID, form.Name, out.Table, plural(int64(len(out.Columns)), "column"))
+			fmt.Fprintf(g.stdout, "form %s (%s) -> table %s: %s\n", out.FormID, out.FormName, out.Table, plural(int64(len(out.Columns)), "column"))
 			if app.FilesOutput(cfg) {
 				if out.Layout != "" {
 					fmt.Fprintf(g.stdout, "files partitioned by %s\n", layoutWords(out.Layout))
@@ -244,28 +142,6 @@ func newSchemaCmd(g *globals) *cobra.Command {
 	addOutputFlag(cmd, &format)
 	cmd.Flags().StringVar(&formFlag, "form", "", "the form (or give it as an argument)")
 	return cmd
-}
-
-// unknownForm is the exit-2 error of a form id from the command line that
-// the API says does not exist: the one once --form gives (checkForms),
-// naming the closest of the account's ids. Should the account's list fail,
-// or hold the id after all, the error names no close ids, in the same words.
-func unknownForm(ctx context.Context, client *forms.Client, formID string) error {
-	var unknown *app.UnknownFormError
-	if err := app.CheckForms(ctx, client, []string{formID}); !errors.As(err, &unknown) {
-		unknown = &app.UnknownFormError{IDs: []string{formID}, Hint: []string{""}}
-	}
-	return withCode(exitUsage, unknown)
-}
-
-func passwordQuestions(f *forms.Form) []string {
-	var out []string
-	for _, q := range f.Questions {
-		if q.Type == "Password" {
-			out = append(out, q.Name)
-		}
-	}
-	return out
 }
 
 func newStateCmd(g *globals) *cobra.Command {
@@ -297,9 +173,9 @@ func newStateCmd(g *globals) *cobra.Command {
 				}
 			}
 			if formID != "" {
-				f, err := findForm(v.Forms, g.streamKey(formID))
+				f, err := app.FindView(v.Forms, g.streamKey(formID))
 				if err != nil {
-					return err
+					return withCode(exitUsage, err)
 				}
 				v.Forms = []formView{f}
 			}
@@ -351,38 +227,15 @@ func newStateCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer a.Close()
-			list, err := a.Store.List(ctx)
-			if err != nil {
-				return withCode(exitFailed, err)
-			}
-			st, err := findState(list, formID)
-			if err != nil {
-				return err
-			}
-			// Nothing is committed past now - sync.safety_lag (unless an older
-			// syncd damaged the state, which a --from there repairs): a --from
-			// beyond it and beyond the windows would reset nothing.
-			horizon := time.Now().Add(-a.Cfg.Sync.SafetyLag.D())
-			if !from.IsZero() && !from.Before(horizon) && !from.Before(st.Committed.End()) {
-				return withCode(exitUsage, fmt.Errorf("--from %s is not before now - sync.safety_lag (%s): nothing of form %s is committed from then on, so there is nothing to reset; give an earlier date; nothing was changed",
-					from.Format(time.RFC3339), horizon.UTC().Format(time.RFC3339), formID))
-			}
-			if !from.IsZero() && !keepOutput {
-				if err := refuseDuplicates(ctx, a, formID, from); err != nil {
-					return err
-				}
+			if err := a.CheckReset(ctx, formID, from, keepOutput); err != nil {
+				return resetError(err)
 			}
 			if yes {
 				fmt.Fprintln(g.stderr, "syncd: "+strings.TrimPrefix(warning, "Forget "))
 			} else if err := confirm(g, warning, formID); err != nil {
 				return err
 			}
-			if from.IsZero() {
-				err = a.Store.Reset(ctx, formID)
-			} else {
-				err = a.Store.Uncommit(ctx, formID, from)
-			}
-			if err != nil {
+			if err := a.ResetStream(ctx, formID, from); err != nil {
 				return withCode(exitFailed, err)
 			}
 			fmt.Fprintf(g.stdout, "state of form %s reset\n", formID)
@@ -397,39 +250,21 @@ func newStateCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// findState is the state of formID among list, or an exit-2 error naming
-// the ids the state holds that are closest to it.
+// findState is the state of formID among list (app.FindStream), or an
+// exit-2 error naming the ids the state holds that are closest to it.
 func findState(list []state.StreamState, formID string) (state.StreamState, error) {
-	known := make([]string, 0, len(list))
-	for _, st := range list {
-		if st.Key == formID {
-			return st, nil
-		}
-		known = append(known, st.Key)
-	}
-	msg := fmt.Sprintf("the state holds no form %s", formID)
-	if p := suggest.Phrase(formID, known); p != "" {
-		msg += " (" + p + ")"
-	}
-	return state.StreamState{}, withCode(exitUsage, errors.New(msg+": `syncd state show` lists the forms it holds; nothing was changed"))
+	st, err := app.FindStream(list, formID)
+	return st, withCode(exitUsage, err)
 }
 
-// findForm is the view of formID among forms, or an exit-2 error naming
-// the closest ids the state holds.
-func findForm(forms []formView, formID string) (formView, error) {
-	list := make([]state.StreamState, 0, len(forms))
-	for _, f := range forms {
-		list = append(list, state.StreamState{Key: f.Stream})
+// resetError gives an error of app.CheckReset its exit code: 2 for a
+// reset refused, 1 for a failure to read the state or the output.
+func resetError(err error) error {
+	var refused *app.ResetRefusedError
+	if errors.As(err, &refused) {
+		return withCode(exitUsage, err)
 	}
-	if _, err := findState(list, formID); err != nil {
-		return formView{}, err
-	}
-	for _, f := range forms {
-		if f.Stream == formID {
-			return f, nil
-		}
-	}
-	return formView{}, nil
+	return withCode(exitFailed, err)
 }
 
 func fmtTime(t time.Time) string {
@@ -437,31 +272,4 @@ func fmtTime(t time.Time) string {
 		return "beginning"
 	}
 	return t.UTC().Format("2006-01-02T15:04:05.000Z")
-}
-
-// refuseDuplicates refuses, exit 2, a reset of formID from instant from
-// while its output holds batches whose windows end after from: the next
-// pass would fetch those rows again and write them beside the ones in
-// place. It names the batches and the way out.
-func refuseDuplicates(ctx context.Context, a *app.App, formID string, from time.Time) error {
-	_, id := tablepkg.SplitStreamKey(formID)
-	table, after, cut, err := a.HeldAfter(ctx, formID, from)
-	if err != nil {
-		return withCode(exitFailed, fmt.Errorf("read which batches table %s holds, to tell whether the reset would write rows twice: %w; nothing was changed", table, err))
-	}
-	if len(after) == 0 {
-		return nil
-	}
-	ids := make([]string, 0, len(after))
-	for _, h := range after {
-		ids = append(ids, h.ID)
-	}
-	example := strings.Join(ids[:min(3, len(ids))], ", ")
-	if len(ids) > 3 {
-		example += ", ..."
-	}
-	return withCode(exitUsage, fmt.Errorf("the output holds %s of form %s in table %s with rows from %s on (%s), which the next pass would fetch and write a second time: "+
-		"use `syncd reconcile --form %s --from %s` to write only what changed, or `syncd refresh --form %s` to replace the table; "+
-		"or remove those batches from the output yourself (Parquet: their <batch id>.parquet files) and reset --from %s, where the first of them starts; or pass --keep-output to have the rows twice; nothing was changed",
-		plural(int64(len(after)), "batch"), formID, table, from.Format(time.RFC3339), example, id, from.Format("2006-01-02"), id, cut.UTC().Format(time.RFC3339Nano)))
 }

@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"unicode"
@@ -16,9 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/syncd-dev/syncd/internal/app"
-	"github.com/syncd-dev/syncd/internal/blobstore"
 	"github.com/syncd-dev/syncd/internal/parquetrows"
-	"github.com/syncd-dev/syncd/internal/poller"
 )
 
 // maxCell is the most runes a value takes in the table output; -o json
@@ -60,29 +55,9 @@ func newRowsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			root := app.OutputOf(cfg, acct.Namespace())
-			if blobstore.IsURL(root) {
-				return withCode(exitUsage, fmt.Errorf("the output is in a bucket (%s): syncd rows reads a local folder; read the bucket with DuckDB", root))
-			}
-			tables := []string{args[0]}
-			for _, f := range append(slices.Clone(acct.Forms), cfg.Forms...) {
-				if f.ID == args[0] && f.Table != "" {
-					tables = append(tables, f.Table)
-				}
-			}
-			tables = append(tables, poller.DefaultTable(args[0]))
-			table := ""
-			for _, t := range tables {
-				if t == "" || strings.ContainsAny(t, `/\`) || strings.HasPrefix(t, ".") {
-					continue
-				}
-				if st, err := os.Stat(filepath.Join(root, t)); err == nil && st.IsDir() {
-					table = t
-					break
-				}
-			}
-			if table == "" {
-				return withCode(exitUsage, noTable(root, args[0]))
+			root, table, err := app.OutputTable(cfg, acct, args[0])
+			if err != nil {
+				return withCode(exitUsage, err)
 			}
 			res, err := parquetrows.Read(cmd.Context(), filepath.Join(root, table), n, columns)
 			if err != nil {
@@ -99,27 +74,6 @@ func newRowsCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringSliceVar(&columns, "columns", nil, "print only these columns, in this order (comma-separated)")
 	addOutputFlag(cmd, &format)
 	return cmd
-}
-
-// noTable says that name is no table of the output, and names those it has.
-func noTable(root, name string) error {
-	entries, err := os.ReadDir(root)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("no output at %s yet: run `syncd once` first", root)
-		}
-		return fmt.Errorf("read the output %s: %w", root, err)
-	}
-	var names []string
-	for _, e := range entries {
-		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") && !strings.HasPrefix(e.Name(), "_") {
-			names = append(names, e.Name())
-		}
-	}
-	if len(names) == 0 {
-		return fmt.Errorf("%s has no table yet: run `syncd once` first", root)
-	}
-	return fmt.Errorf("%s is neither a table under %s nor a form id of one; its tables: %s", name, root, strings.Join(names, ", "))
 }
 
 // rowsError gives an error of parquetrows.Read its exit code: 2 for a

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -15,25 +13,15 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
-	"github.com/syncd-dev/syncd/internal/state"
 	"github.com/syncd-dev/syncd/internal/status"
 )
 
 // The view of the state that `state show -o json` prints and a daemon
 // serves at /status is internal/status's: these are its names here.
 type (
-	stateView     = status.View
-	formView      = status.Form
-	windowView    = status.Window
-	openBatchView = status.OpenBatch
-	reconcileView = status.Reconcile
-	refreshView   = status.Refresh
+	stateView = status.View
+	formView  = status.Form
 )
-
-// viewOf is status.Of.
-func viewOf(where string, list []state.StreamState, now time.Time, withSchema bool) stateView {
-	return status.Of(where, list, now, withSchema)
-}
 
 // printStateTable writes the view for a person.
 func printStateTable(w io.Writer, v stateView) {
@@ -98,12 +86,6 @@ func printStateTable(w io.Writer, v stateView) {
 	}
 }
 
-// statusHandler serves GET /status (status.Handler).
-func statusHandler(cfg *config.Config, store state.Store) http.HandlerFunc {
-	current := func() *config.Config { return cfg }
-	return status.Handler(app.StateWhere(cfg), store, func() func(string) bool { return app.StreamConfigured(cfg) }, func() func(string) (time.Time, bool) { return app.StreamStart(cfg) }, app.AccountsView(current, store), app.WebhooksView(current, store))
-}
-
 // readAccountsView checks the output format and the --account names, then
 // reads the state's view (query asks a running daemon's /status for more):
 // the start of the commands that list something per account.
@@ -121,43 +103,17 @@ func (g *globals) readAccountsView(ctx context.Context, format, query string) (s
 	return readState(ctx, cfg, query)
 }
 
-// readState is the state view: read directly (read-only) when no syncd
-// holds the state, and from the running daemon's /status when one does.
-// query is added to the /status request ("?schema=1").
+// readState is the state view (control.ReadState), with its exit code:
+// 3 when the state could not be opened nor its daemon asked, 1 when it
+// could not be read.
 func readState(ctx context.Context, cfg *config.Config, query string) (stateView, error) {
-	st, err := app.OpenStore(ctx, cfg, true)
-	if err == nil {
-		defer st.Close()
-		list, err := st.List(ctx)
-		if err != nil {
-			return stateView{}, withCode(exitFailed, fmt.Errorf("read the state %s: %w", app.StateWhere(cfg), err))
-		}
-		v := viewOf(app.StateWhere(cfg), list, time.Now(), strings.Contains(query, "schema=1"))
-		v.MarkConfigured(app.StreamConfigured(cfg))
-		v.FromStart(app.StreamStart(cfg), time.Now())
-		if strings.Contains(query, "accounts=1") {
-			v.Accounts = app.AccountsView(func() *config.Config { return cfg }, st)(ctx, v)
-		}
-		if strings.Contains(query, "webhooks=1") {
-			if v.Webhooks, err = app.WebhooksView(func() *config.Config { return cfg }, st)(ctx); err != nil {
-				return stateView{}, withCode(exitState, err)
-			}
-		}
-		return v, nil
-	}
-	var le *state.LockedError
-	if !errors.As(err, &le) || le.Foreign {
+	v, err := control.ReadState(ctx, cfg, query)
+	var se *app.StateError
+	if errors.As(err, &se) {
 		return stateView{}, withCode(exitState, err)
 	}
-	v, aerr := status.Ask(ctx, cfg.Server.Addr, query)
-	if aerr != nil {
-		if notDaemon(cfg, le) {
-			// A `syncd once`, backfill or other command holds the state: no
-			// daemon serves its status, and server.addr is beside the point.
-			return stateView{}, withCode(exitState, fmt.Errorf("state %s is in use by a syncd that is not a daemon (%s): a `syncd once`, `backfill` or another command writing it, which serves no /status; let it finish (or stop it) and run this again",
-				le.Path, le.Holder))
-		}
-		return stateView{}, withCode(exitState, fmt.Errorf("%w; and its status could not be read either: %v (is server.addr in this config the daemon's?)", err, aerr))
+	if err != nil {
+		return stateView{}, withCode(exitFailed, err)
 	}
 	return v, nil
 }
@@ -172,18 +128,4 @@ func layoutWords(layout string) string {
 		return layout + " (layout " + layout + ")"
 	}
 	return layout
-}
-
-// notDaemon reports whether the process that holds the state (held names
-// it) runs on this host and is no `syncd run`: a daemon writes a control
-// file beside the state, with its pid.
-func notDaemon(cfg *config.Config, held *state.LockedError) bool {
-	if held.Holder == nil || held.Holder.PID == 0 {
-		return false
-	}
-	if host, err := os.Hostname(); err != nil || host != held.Holder.Host {
-		return false
-	}
-	ci, err := control.Read(cfg)
-	return errors.Is(err, os.ErrNotExist) || err == nil && ci.PID != held.Holder.PID
 }
