@@ -23,7 +23,8 @@ type oneStream struct {
 }
 
 // checkOneForm is what a command that syncs one form checks before it
-// opens anything: -o, the spool folder and the form id (exit 2 for each).
+// opens anything: -o, the spool folder and the form id, as once refuses
+// its --form (exit 2 for each).
 // It returns the configuration it loaded.
 func (g *globals) checkOneForm(ctx context.Context, format, formID string) (*config.Config, error) {
 	if err := checkFormat(format); err != nil {
@@ -32,7 +33,11 @@ func (g *globals) checkOneForm(ctx context.Context, format, formID string) (*con
 	if err := g.checkSpool(); err != nil {
 		return nil, err
 	}
-	return g.checkFormFlag(ctx, formID)
+	r, err := g.openReader(ctx, []string{formID})
+	if err != nil {
+		return nil, err
+	}
+	return r.Config(), nil
 }
 
 // openOne opens the App for writing and picks the one account; the caller

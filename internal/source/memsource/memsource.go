@@ -71,10 +71,13 @@ func (a *Account) Streams(context.Context) ([]source.Stream, error) {
 // Probe always works: there is no service.
 func (Source) Probe(context.Context, source.Env) error { return nil }
 
-// Estimate counts the records of [start, end): the stream reads them in
-// one request per window.
-func (a *Account) Estimate(ctx context.Context, s source.Stream, start, end time.Time) (source.Estimate, error) {
-	n, err := a.stream.Count(ctx, start, end)
+// Estimate is the records of w (counted, when planning did not count
+// them): the stream reads them in one request per window.
+func (a *Account) Estimate(ctx context.Context, s source.Stream, w poller.PlannedWindow) (source.Estimate, error) {
+	if w.Rows >= 0 {
+		return source.Estimate{Records: w.Rows, Requests: 1}, nil
+	}
+	n, err := a.stream.Count(ctx, w.Start, w.End)
 	return source.Estimate{Records: n, Requests: 1}, err
 }
 
