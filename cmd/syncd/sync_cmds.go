@@ -66,18 +66,11 @@ func only(a *app.App) (*app.Account, error) {
 // account is the configured account a command for one account works on,
 // before anything is opened: --account, or the only account.
 func (g *globals) account(cfg *config.Config) (config.Account, error) {
-	list, err := app.SelectAccounts(cfg, g.accounts)
+	acct, err := app.OneAccount(cfg, g.accounts)
 	if err != nil {
 		return config.Account{}, withCode(exitUsage, err)
 	}
-	if len(list) != 1 {
-		names := make([]string, 0, len(list))
-		for _, a := range list {
-			names = append(names, a.Name)
-		}
-		return config.Account{}, withCode(exitUsage, (&app.AccountNeededError{Names: names}))
-	}
-	return list[0], nil
+	return acct, nil
 }
 
 func newOnceCmd(g *globals) *cobra.Command {
@@ -502,13 +495,9 @@ func newBackfillCmd(g *globals) *cobra.Command {
 				}
 				end = horizon
 			}
-			if concurrency < 1 {
-				concurrency = one.app.Cfg.Sync.Concurrency
-			}
 			report := newProgressReporter(g.stderr, acct.Log, formID)
 			one.started = time.Now()
-			r := acct.Poller.Backfill(ctx, one.stream(formID), start, end, concurrency, report.update)
-			r.Account = acct.Name
+			r := acct.BackfillForm(ctx, formID, start, end, concurrency, report.update)
 			report.finish(r)
 			return one.finish(r)
 		},
@@ -556,9 +545,6 @@ func (g *globals) backfillAll(ctx context.Context, start, end time.Time, endAske
 	if g.shard != nil && len(a.Accounts) == 0 {
 		return g.emptyShard(format)
 	}
-	if concurrency < 1 {
-		concurrency = a.Cfg.Sync.Concurrency
-	}
 	if horizon := a.Accounts[0].Poller.Horizon(); end.After(horizon) {
 		if endAsked {
 			fmt.Fprintf(g.stderr, "syncd: --to %s is past now - sync.safety_lag; backfilling up to %s instead\n", end.Format(time.RFC3339), horizon.Format(time.RFC3339Nano))
@@ -566,10 +552,7 @@ func (g *globals) backfillAll(ctx context.Context, start, end time.Time, endAske
 		end = horizon
 	}
 	started := time.Now()
-	results := app.ForEach(a.Accounts, func(acct *app.Account) []poller.Result {
-		return acct.Backfill(ctx, start, end, concurrency, nil)
-	})
-	return g.finishPass(results, time.Since(started), summaryPath, format)
+	return g.finishPass(a.Backfill(ctx, start, end, concurrency), time.Since(started), summaryPath, format)
 }
 
 func newReconcileCmd(g *globals) *cobra.Command {

@@ -106,3 +106,21 @@ func (c *requestCounter) ObserveRequest(string, int, int, time.Duration, error) 
 // FormsClient is the Forms API client, for the commands that still hold
 // one and import no source.
 type FormsClient = forms.Client
+
+// OneAccount is the configured account a command for one account works
+// on, before anything is opened: the one names selects (--account), or
+// the only account; an *AccountNeededError when that is not one.
+func OneAccount(cfg *config.Config, names []string) (config.Account, error) {
+	list, err := SelectAccounts(cfg, names)
+	if err != nil {
+		return config.Account{}, err
+	}
+	if len(list) != 1 {
+		names := make([]string, 0, len(list))
+		for _, a := range list {
+			names = append(names, a.Name)
+		}
+		return config.Account{}, &AccountNeededError{Names: names}
+	}
+	return list[0], nil
+}
