@@ -592,7 +592,11 @@ func newReconcileCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer one.Close()
-			r := one.acct.Poller.Reconcile(ctx, one.stream(formID), start)
+			s, err := one.acct.StreamOf(ctx, formID)
+			if err != nil {
+				return withCode(exitFailed, err)
+			}
+			r := one.acct.Poller.Reconcile(ctx, s.Stream, start)
 			var noIndex *poller.ErrNoIndex
 			if errors.As(r.Err, &noIndex) {
 				return withCode(exitUsage, r.Err)
@@ -635,8 +639,12 @@ func newRefreshCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer one.Close()
-			acct, job := one.acct, one.acct.Job(formID)
-			if err := acct.Poller.Refresh(ctx, acct.FormStream(job)); err != nil {
+			acct := one.acct
+			s, err := acct.StreamOf(ctx, formID)
+			if err != nil {
+				return withCode(exitFailed, err)
+			}
+			if err := acct.Poller.Refresh(ctx, s.Stream); err != nil {
 				if _, stopped := g.interruption(); stopped {
 					return g.finishPass([]poller.Result{{Stream: formID, Interrupted: true}}, time.Since(one.started), summaryPath, format)
 				}
@@ -648,7 +656,10 @@ func newRefreshCmd(g *globals) *cobra.Command {
 				progress = g.stderr
 			}
 			fmt.Fprintf(progress, "refresh %s: the old output is removed; syncing again\n", formID)
-			return one.finish(acct.Poller.Sync(ctx, acct.FormStream(job), job.Start))
+			if s, err = acct.StreamOf(ctx, formID); err != nil {
+				return withCode(exitFailed, err)
+			}
+			return one.finish(acct.Poller.Sync(ctx, s.Stream, s.Start))
 		},
 	}
 	cmd.Flags().StringVar(&formID, "form", "", "form id (required)")

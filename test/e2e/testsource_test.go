@@ -21,8 +21,8 @@ import (
 // through the app's one list of sources by the testsource build tag, and
 // nothing else: `once`, `run`, `backfill` and `state show` sync and show
 // its stream beside the forms, the dry run plans it (all of it before the
-// first pass, nothing after), and `reconcile` and `validate` still work
-// in a binary that carries it. The files it needs beyond its
+// first pass, nothing after), `reconcile` reads it again by its key, and
+// `validate` still works in a binary that carries it. The files it needs beyond its
 // own package: internal/app/sources_testsource.go (its line in the list),
 // internal/app/sources_notestsource.go (the list's empty half without the
 // tag) and this test: 3.
@@ -76,6 +76,13 @@ func TestTestSourceThroughTheCommands(t *testing.T) {
 	run("backfill", "--from", "2024-01-01", "--to", "2024-01-03")
 	check("backfill")
 	run("reconcile", "--form", sim.FormIDs()[0])
+	// Its stream reconciles too: named by its key, it is read again and
+	// found unchanged.
+	if res := run("reconcile", "--form", memsource.StreamKey); !strings.Contains(res.Stdout, "ok   "+memsource.StreamKey+" -> "+memsource.Table) ||
+		!strings.Contains(res.Stdout, "; reconciled ") || !strings.Contains(res.Stdout, ": 0 new versions, 0 tombstones") {
+		t.Errorf("reconcile of the test source's stream did not reconcile it:\n%s", res.Stdout)
+	}
+	check("reconcile")
 
 	// `run` syncs it too: from a fresh output and state.
 	if err := os.RemoveAll(w.Out); err != nil {
