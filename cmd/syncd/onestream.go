@@ -22,8 +22,9 @@ type oneStream struct {
 	format  string // -o
 }
 
-// checkOneForm is what a command that syncs one form checks before it
-// opens anything: -o, the spool folder and the form id (exit 2 for each).
+// checkOneForm is what a command that syncs one stream checks before it
+// opens anything: -o, the spool folder and the stream id (a form's, as
+// once refuses its --form, or another source's stream), exit 2 for each.
 // It returns the configuration it loaded.
 func (g *globals) checkOneForm(ctx context.Context, format, formID string) (*config.Config, error) {
 	if err := checkFormat(format); err != nil {
@@ -32,7 +33,11 @@ func (g *globals) checkOneForm(ctx context.Context, format, formID string) (*con
 	if err := g.checkSpool(); err != nil {
 		return nil, err
 	}
-	return g.checkFormFlag(ctx, formID)
+	r, err := g.openReader(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return r.Config(), checkError(r.SelectStream(ctx, formID))
 }
 
 // openOne opens the App for writing and picks the one account; the caller
@@ -49,11 +54,6 @@ func (g *globals) openOne(ctx context.Context, summaryPath, format string) (*one
 		return nil, err
 	}
 	return &oneStream{g: g, app: a, acct: acct, started: time.Now(), summary: summaryPath, format: format}, nil
-}
-
-// stream is the account's stream of formID.
-func (o *oneStream) stream(formID string) poller.Stream {
-	return o.acct.FormStream(o.acct.Job(formID))
 }
 
 // finish prints r, the account's, as a pass of its one stream, and picks

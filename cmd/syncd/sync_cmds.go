@@ -3,19 +3,14 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
@@ -23,13 +18,9 @@ import (
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/control"
 	"github.com/syncd-dev/syncd/internal/daemon"
-	"github.com/syncd-dev/syncd/internal/logkey"
 	"github.com/syncd-dev/syncd/internal/poller"
-	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
-	"github.com/syncd-dev/syncd/internal/source/scheduling"
+	"github.com/syncd-dev/syncd/internal/progress"
 	"github.com/syncd-dev/syncd/internal/status"
-	"github.com/syncd-dev/syncd/internal/suggest"
-	tablepkg "github.com/syncd-dev/syncd/internal/table"
 )
 
 // openApp opens the configured parts, mapping failures to exit codes.
@@ -75,18 +66,11 @@ func only(a *app.App) (*app.Account, error) {
 // account is the configured account a command for one account works on,
 // before anything is opened: --account, or the only account.
 func (g *globals) account(cfg *config.Config) (config.Account, error) {
-	list, err := app.SelectAccounts(cfg, g.accounts)
+	acct, err := app.OneAccount(cfg, g.accounts)
 	if err != nil {
 		return config.Account{}, withCode(exitUsage, err)
 	}
-	if len(list) != 1 {
-		names := make([]string, 0, len(list))
-		for _, a := range list {
-			names = append(names, a.Name)
-		}
-		return config.Account{}, withCode(exitUsage, (&app.AccountNeededError{Names: names}))
-	}
-	return list[0], nil
+	return acct, nil
 }
 
 func newOnceCmd(g *globals) *cobra.Command {
@@ -135,27 +119,19 @@ func newOnceCmd(g *globals) *cobra.Command {
 				started := time.Now()
 				return g.finishPass(a.Pass(ctx), time.Since(started), summaryPath, format)
 			}
-			pc, err := g.loadPassClient(ctx, dryRun, formIDs)
+			r, err := g.openReader(ctx, formIDs)
 			if err != nil {
 				return err
 			}
-			ids := pc.ids
 			if dryRun {
-				jobs, err := selectJobs(ctx, app.Offline(pc.cfg, pc.acct, pc.client), ids)
-				if err != nil {
-					return withCode(exitFailed, err)
-				}
-				// The form checks and the account's form list: the real pass makes them too.
-				account := pc.counting.n.Load()
-				return g.dryRun(ctx, pc.cfg, pc.acct, pc.client, "once", jobs, time.Time{}, time.Time{}, account, format, len(formIDs) == 0)
+				return g.dryRun(ctx, r, app.DryRun{Command: "once", Others: len(formIDs) == 0}, formIDs, format)
 			}
 			one, err := g.openOne(ctx, summaryPath, format)
 			if err != nil {
 				return err
 			}
 			defer one.Close()
-			jobs := func(ctx context.Context) ([]poller.Job, error) { return selectJobs(ctx, one.acct, ids) }
-			results := one.acct.Pass(ctx, jobs, false)
+			results := one.acct.Pass(ctx, one.acct.JobsOf(formIDs), false)
 			return g.finishPass(results, time.Since(one.started), summaryPath, format)
 		},
 	}
@@ -184,170 +160,12 @@ func (g *globals) parseShard(spec string, single bool) error {
 	return nil
 }
 
-// requestCounter counts the Forms API requests a client makes (every
-// attempt); it is a forms.Observer.
-type requestCounter struct{ n atomic.Int64 }
-
-func (c *requestCounter) ObserveRequest(string, int, int, time.Duration, error) { c.n.Add(1) }
-
-// selectForms checks the form ids the command line names (--form of once,
-// backfill, refresh and reconcile): exit 2, before anything is written, for
-// an empty id, one the account excludes (never synced), one a config that
-// lists forms does not list, one the account does not have (with the
-// closest ids), or one without any of the tags an account that selects its
-// forms by tag names (never synced either). It returns them. Ids of the
-// config are not checked here: one the account no longer has fails its own
-// pass, and the other forms sync.
-func (g *globals) selectForms(ctx context.Context, acct config.Account, client *forms.Client, ids []string) ([]string, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	for _, id := range ids {
-		if strings.TrimSpace(id) == "" {
-			return nil, withCode(exitUsage, errors.New("--form is empty: give a form id (`syncd forms` lists them); nothing was written"))
-		}
-		if slices.Contains(acct.Exclude, id) {
-			return nil, withCode(exitUsage, fmt.Errorf("--form %s is excluded by account %s (accounts[].exclude), and an excluded form is never synced: remove it from exclude in the config first; nothing was written", id, acct.Name))
-		}
-	}
-	if len(acct.Tags) > 0 {
-		return ids, checkTagged(ctx, acct, client, ids)
-	}
-	if len(acct.Forms) == 0 {
-		return ids, checkForms(ctx, client, ids)
-	}
-	configured := make([]string, 0, len(acct.Forms))
-	have := map[string]bool{}
-	for _, f := range acct.Forms {
-		configured = append(configured, f.ID)
-		have[f.ID] = true
-	}
-	for _, id := range ids {
-		if !have[id] {
-			msg := fmt.Sprintf("--form %s is not one of the forms this config lists", id)
-			if p := suggest.Phrase(id, configured); p != "" {
-				msg += " (" + p + ")"
-			}
-			return nil, withCode(exitUsage, errors.New(msg+": add it under forms: in the config, or pick one of "+strings.Join(configured, ", ")+"; nothing was written"))
-		}
-	}
-	return ids, checkForms(ctx, client, ids)
-}
-
-// checkTagged is checkForms for an account that selects its forms by tag
-// (accounts[].tags), with the same one request: an id the account does not
-// have, or a form that carries none of the tags (the pass of the account
-// never syncs it), is exit 2.
-func checkTagged(ctx context.Context, acct config.Account, client *forms.Client, ids []string) error {
-	list, err := app.ListAndCheckForms(ctx, client, ids)
-	if err != nil {
-		return formsCheckError(err)
-	}
-	tags := make(map[string][]string, len(list))
-	for _, f := range list {
-		tags[f.FormID] = f.Tags
-	}
-	for _, id := range ids {
-		if app.HasAnyTag(tags[id], acct.Tags) { // the pass's own rule
-			continue
-		}
-		has := "the form has no tags"
-		if len(tags[id]) > 0 {
-			has = "the form's: " + strings.Join(tags[id], ", ")
-		}
-		return withCode(exitUsage, fmt.Errorf("--form %s is not selected by account %s: it carries none of the tags the account selects forms by (accounts[].tags: %s; %s), so it is never synced: give the form one of those tags, or add one of its tags to the account's tags in the config; nothing was written",
-			id, acct.Name, strings.Join(acct.Tags, ", "), has))
-	}
-	return nil
-}
-
-// selectJobs are the jobs of ids, or every job when ids is empty.
-func selectJobs(ctx context.Context, a *app.Account, ids []string) ([]poller.Job, error) {
-	if len(ids) == 0 {
-		return a.Jobs(ctx)
-	}
-	jobs := make([]poller.Job, 0, len(ids))
-	seen := map[string]bool{}
-	for _, id := range ids {
-		if !seen[id] {
-			seen[id] = true
-			jobs = append(jobs, a.Job(id))
-		}
-	}
-	return jobs, nil
-}
-
-// dryRun plans the jobs over [from, to) (zero: each job's start, and now -
-// safety lag) and prints the plan. It opens the state read-only.
-func (g *globals) dryRun(ctx context.Context, cfg *config.Config, acct config.Account, client *forms.Client, command string, jobs []poller.Job, from, to time.Time, account int64, format string, bookings bool) error {
-	v, err := readState(ctx, cfg, "")
-	if err != nil {
-		return err
-	}
-	byID := map[string]formView{}
-	for _, f := range v.Forms {
-		if ns, key := tablepkg.SplitStreamKey(f.Stream); ns == acct.Namespace() {
-			byID[key] = f
-		}
-	}
-	d := newDryRunner(cfg, client)
-	horizon := d.horizon()
-	list := make([]dryRunForm, 0, len(jobs))
-	failed := 0
-	for _, job := range jobs {
-		start, end := from, to
-		if start.IsZero() {
-			start = job.Start
-		}
-		if end.IsZero() || end.After(horizon) {
-			end = horizon
-		}
-		f := d.planForm(ctx, job, byID[job.Stream], start, end)
-		if f.Error != "" {
-			failed++
-		}
-		list = append(list, f)
-	}
-	plan := d.finish(command, list, account)
-	if bookings && acct.Scheduling {
-		start := cfg.Scheduling.Bookings.StartDate.Time
-		if start.IsZero() {
-			start = time.Unix(0, 0).UTC()
-		}
-		plan.Bookings = d.planBookings(ctx, byID[scheduling.StreamKey], start, horizon)
-		plan.Asked = account + d.asked
-		if plan.Bookings.Error != "" {
-			failed++
-		}
-	}
-	if format == formatJSON {
-		if err := printJSON(g.stdout, plan); err != nil {
-			return err
-		}
-	} else {
-		printDryRun(g.stdout, plan)
-	}
-	if failed > 0 {
-		return withCode(exitFailed, errReported)
-	}
-	return nil
-}
-
-// passClient is what a pass on forms of one account starts from.
-type passClient struct {
-	cfg      *config.Config
-	acct     config.Account
-	client   *forms.Client
-	counting *requestCounter // a dry run's requests, which its plan reports
-	ids      []string        // the --form ids, checked (selectForms)
-}
-
-// loadPassClient loads the configuration, the one account and its API
-// client, and checks the form ids the command line names (selectForms):
-// the preamble of the commands that pass over forms they name, or plan
-// one. For a dry run the client counts its requests.
-func (g *globals) loadPassClient(ctx context.Context, dryRun bool, ids []string) (*passClient, error) {
-	cfg, log, client, err := g.loadClient(ctx)
+// openReader loads the configuration and the one account, opens its
+// sources to read only and checks the stream ids the command line names
+// (app.Reader.Select, exit 2 for an id refused): the preamble of the
+// commands that pass over streams they name, or plan one.
+func (g *globals) openReader(ctx context.Context, ids []string) (*app.Reader, error) {
+	cfg, log, err := g.load()
 	if err != nil {
 		return nil, err
 	}
@@ -355,60 +173,36 @@ func (g *globals) loadPassClient(ctx context.Context, dryRun bool, ids []string)
 	if err != nil {
 		return nil, err
 	}
-	counting := &requestCounter{}
-	if dryRun {
-		if client, _, err = app.ReadClient(ctx, cfg, acct, log, counting); err != nil {
-			return nil, withCode(exitUsage, err)
-		}
+	r, err := app.OpenReader(ctx, cfg, acct, log)
+	if err != nil {
+		return nil, withCode(exitUsage, err)
 	}
-	if ids, err = g.selectForms(ctx, acct, client, ids); err != nil {
-		return nil, err
-	}
-	return &passClient{cfg: cfg, acct: acct, client: client, counting: counting, ids: ids}, nil
+	return r, checkError(r.Select(ctx, ids))
 }
 
 // checkForm refuses, with exit 2 and before anything is written, a form id
 // the account does not have.
 func (g *globals) checkForm(ctx context.Context, formID string) error {
-	_, _, client, err := g.loadClient(ctx)
+	r, err := g.openReader(ctx, nil)
 	if err != nil {
 		return err
 	}
-	return checkForms(ctx, client, []string{formID})
-}
-
-// checkFormFlag refuses, with exit 2 and before anything is written, the
-// --form of a command on one form, as once refuses its --form
-// (selectForms). It returns the configuration it loaded.
-func (g *globals) checkFormFlag(ctx context.Context, formID string) (*config.Config, error) {
-	cfg, _, client, err := g.loadClient(ctx)
-	if err != nil {
-		return nil, err
-	}
-	acct, err := g.account(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := g.selectForms(ctx, acct, client, []string{formID}); err != nil {
-		return nil, err
-	}
-	return cfg, nil
+	return checkError(r.Check(ctx, []string{formID}))
 }
 
 // checkForms maps app.CheckForms to exit codes: 2 for an unknown id, 1 when
 // the account could not be asked.
-func checkForms(ctx context.Context, client *forms.Client, ids []string) error {
-	return formsCheckError(app.CheckForms(ctx, client, ids))
+func checkForms(ctx context.Context, client *app.FormsClient, ids []string) error {
+	return checkError(app.CheckForms(ctx, client, ids))
 }
 
-// formsCheckError gives a form-id check's error its exit code: 2 for an
-// id the account lacks, 1 when the forms could not be listed.
-func formsCheckError(err error) error {
-	var unknown *app.UnknownFormError
+// checkError gives a stream-id check's error its exit code: 2 for an id
+// refused, 1 when the account's streams could not be listed.
+func checkError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, &unknown):
+	case app.IsBadID(err):
 		return withCode(exitUsage, err)
 	default:
 		return withCode(exitFailed, err)
@@ -427,7 +221,7 @@ func (g *globals) finishPass(results []poller.Result, took time.Duration, summar
 		printResults(g.stdout, results, took, interrupted)
 	}
 	if summaryPath != "" {
-		if err := writeSummary(summaryPath, results, interrupted); err != nil {
+		if err := status.WriteSummary(summaryPath, results, interrupted); err != nil {
 			return withCode(exitFailed, err)
 		}
 	}
@@ -556,17 +350,6 @@ func covered(r poller.Result) string {
 	return fmt.Sprintf(", synced up to %s", r.CoveredEnd.Format(time.RFC3339))
 }
 
-func writeSummary(path string, results []poller.Result, signalled bool) error {
-	b, err := json.MarshalIndent(status.Summarize(results, signalled), "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode the summary: %w", err)
-	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write the summary to %s: %w", path, err)
-	}
-	return nil
-}
-
 func newRunCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "run",
@@ -681,32 +464,19 @@ func newBackfillCmd(g *globals) *cobra.Command {
 					return err
 				}
 			}
-			if !oneForm && dryRun {
-				// Every form of the account, as the backfill would.
-				pc, err := g.loadPassClient(ctx, true, nil)
-				if err != nil {
-					return err
-				}
-				jobs, err := selectJobs(ctx, app.Offline(pc.cfg, pc.acct, pc.client), nil)
-				if err != nil {
-					return withCode(exitFailed, err)
-				}
-				return g.dryRun(ctx, pc.cfg, pc.acct, pc.client, "backfill", jobs, start, end, pc.counting.n.Load(), format, false)
-			}
-			if !oneForm {
+			if !oneForm && !dryRun {
 				return g.backfillAll(ctx, start, end, to != "", concurrency, summaryPath, format)
 			}
-			pc, err := g.loadPassClient(ctx, dryRun, []string{formID})
+			var ids []string // every form of the account, as the backfill would
+			if oneForm {
+				ids = []string{formID}
+			}
+			rd, err := g.openReader(ctx, ids)
 			if err != nil {
 				return err
 			}
-			cfg = pc.cfg
 			if dryRun {
-				job := app.Offline(cfg, pc.acct, pc.client).Job(formID)
-				if horizon := newDryRunner(cfg, pc.client).horizon(); end.After(horizon) {
-					fmt.Fprintf(g.stderr, "syncd: --to %s is past now - sync.safety_lag; the backfill would stop at %s\n", end.Format(time.RFC3339), horizon.Format(time.RFC3339Nano))
-				}
-				return g.dryRun(ctx, cfg, pc.acct, pc.client, "backfill", []poller.Job{job}, start, end, pc.counting.n.Load(), format, false)
+				return g.dryRun(ctx, rd, app.DryRun{Command: "backfill", From: start, To: end}, ids, format)
 			}
 			one, err := g.openOne(ctx, summaryPath, format)
 			if held, ok := control.HeldByDaemon(err); ok {
@@ -725,13 +495,9 @@ func newBackfillCmd(g *globals) *cobra.Command {
 				}
 				end = horizon
 			}
-			if concurrency < 1 {
-				concurrency = one.app.Cfg.Sync.Concurrency
-			}
 			report := newProgressReporter(g.stderr, acct.Log, formID)
 			one.started = time.Now()
-			r := acct.Poller.Backfill(ctx, one.stream(formID), start, end, concurrency, report.update)
-			r.Account = acct.Name
+			r := acct.BackfillForm(ctx, formID, start, end, concurrency, report.update)
 			report.finish(r)
 			return one.finish(r)
 		},
@@ -779,9 +545,6 @@ func (g *globals) backfillAll(ctx context.Context, start, end time.Time, endAske
 	if g.shard != nil && len(a.Accounts) == 0 {
 		return g.emptyShard(format)
 	}
-	if concurrency < 1 {
-		concurrency = a.Cfg.Sync.Concurrency
-	}
 	if horizon := a.Accounts[0].Poller.Horizon(); end.After(horizon) {
 		if endAsked {
 			fmt.Fprintf(g.stderr, "syncd: --to %s is past now - sync.safety_lag; backfilling up to %s instead\n", end.Format(time.RFC3339), horizon.Format(time.RFC3339Nano))
@@ -789,10 +552,7 @@ func (g *globals) backfillAll(ctx context.Context, start, end time.Time, endAske
 		end = horizon
 	}
 	started := time.Now()
-	results := app.ForEach(a.Accounts, func(acct *app.Account) []poller.Result {
-		return acct.Backfill(ctx, start, end, concurrency, nil)
-	})
-	return g.finishPass(results, time.Since(started), summaryPath, format)
+	return g.finishPass(a.Backfill(ctx, start, end, concurrency), time.Since(started), summaryPath, format)
 }
 
 func newReconcileCmd(g *globals) *cobra.Command {
@@ -832,7 +592,11 @@ func newReconcileCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer one.Close()
-			r := one.acct.Poller.Reconcile(ctx, one.stream(formID), start)
+			s, err := one.acct.StreamOf(ctx, formID)
+			if err != nil {
+				return withCode(exitFailed, err)
+			}
+			r := one.acct.Poller.Reconcile(ctx, s.Stream, start)
 			var noIndex *poller.ErrNoIndex
 			if errors.As(r.Err, &noIndex) {
 				return withCode(exitUsage, r.Err)
@@ -875,8 +639,12 @@ func newRefreshCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer one.Close()
-			acct, job := one.acct, one.acct.Job(formID)
-			if err := acct.Poller.Refresh(ctx, acct.FormStream(job)); err != nil {
+			acct := one.acct
+			s, err := acct.StreamOf(ctx, formID)
+			if err != nil {
+				return withCode(exitFailed, err)
+			}
+			if err := acct.Poller.Refresh(ctx, s.Stream); err != nil {
 				if _, stopped := g.interruption(); stopped {
 					return g.finishPass([]poller.Result{{Stream: formID, Interrupted: true}}, time.Since(one.started), summaryPath, format)
 				}
@@ -888,7 +656,10 @@ func newRefreshCmd(g *globals) *cobra.Command {
 				progress = g.stderr
 			}
 			fmt.Fprintf(progress, "refresh %s: the old output is removed; syncing again\n", formID)
-			return one.finish(acct.Poller.Sync(ctx, acct.FormStream(job), job.Start))
+			if s, err = acct.StreamOf(ctx, formID); err != nil {
+				return withCode(exitFailed, err)
+			}
+			return one.finish(acct.Poller.Sync(ctx, s.Stream, s.Start))
 		},
 	}
 	cmd.Flags().StringVar(&formID, "form", "", "form id (required)")
@@ -914,96 +685,22 @@ func confirm(g *globals, question, word string) error {
 	return nil
 }
 
-// progressReporter draws a bar on a terminal and logs a line every few
-// seconds otherwise.
-type progressReporter struct {
-	mu      sync.Mutex
-	w       io.Writer
-	bar     *progressbar.ProgressBar
-	log     *zap.Logger
-	formID  string
-	last    time.Time
-	started time.Time
+// progressReporter is a backfill's progress.Reporter on the command's
+// stderr: a bar on a terminal, log lines otherwise.
+type progressReporter struct{ *progress.Reporter }
+
+func newProgressReporter(w io.Writer, log *zap.Logger, formID string) progressReporter {
+	return progressReporter{progress.NewReporter(w, log, formID, isTerminal(w))}
 }
 
-func newProgressReporter(w io.Writer, log *zap.Logger, formID string) *progressReporter {
-	p := &progressReporter{w: w, log: log, formID: formID, started: time.Now()}
-	if isTerminal(w) {
-		barShown.Store(true) // log lines clear it first (lineClearer)
-		p.bar = progressbar.NewOptions64(-1,
-			progressbar.OptionSetWriter(w),
-			progressbar.OptionSetDescription("backfill "+formID),
-			progressbar.OptionShowCount(),
-			progressbar.OptionShowIts(),
-			progressbar.OptionSetItsString("rows"),
-			progressbar.OptionSetPredictTime(true),
-			progressbar.OptionThrottle(200*time.Millisecond),
-		)
-	}
-	return p
-}
-
-func (p *progressReporter) update(pr poller.Progress) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if pr.CoveredBefore {
-		p.log.Info("backfill: the range is already synced; nothing to fetch", zap.String(logkey.Stream, p.formID))
-		return
-	}
-	if p.bar != nil {
-		if pr.ExpectedRows > 0 && p.bar.GetMax64() != pr.ExpectedRows {
-			p.bar.ChangeMax64(pr.ExpectedRows)
-		}
-		_ = p.bar.Set64(pr.Rows)
-		return
-	}
-	if time.Since(p.last) < 5*time.Second {
-		return
-	}
-	p.last = time.Now()
-	elapsed := time.Since(p.started).Seconds()
-	rate := float64(pr.Rows) / max(elapsed, 0.001)
-	fields := []zap.Field{zap.String(logkey.Stream, p.formID), zap.Int64(logkey.Rows, pr.Rows), zap.Int64(logkey.ExpectedRows, pr.ExpectedRows),
-		zap.Int(logkey.Batches, pr.Windows), zap.Float64(logkey.RowsPerSecond, rate)}
-	if rate > 0 && pr.ExpectedRows > pr.Rows {
-		fields = append(fields, zap.Duration(logkey.ETA, time.Duration(float64(pr.ExpectedRows-pr.Rows)/rate*float64(time.Second)).Round(time.Second)))
-	}
-	p.log.Info("backfill progress", fields...)
-}
-
-// finish ends the bar: at 100% when the backfill completed (r ended well),
-// where it stood otherwise (interrupted or failed), never drawn full.
-func (p *progressReporter) finish(r poller.Result) {
-	if p.bar == nil {
-		return
-	}
-	if r.Err == nil && !r.Interrupted {
-		_ = p.bar.Finish()
-	} else {
-		_ = p.bar.Exit()
-	}
-	barShown.Store(false)
-	fmt.Fprintln(p.w)
-}
-
-// barShown is set while a progress bar is drawn on the terminal: a log
-// line written then clears the bar's line first, so that it does not
-// overwrite (or get overwritten by) the bar, which is drawn again below
-// it at its next update.
-var barShown atomic.Bool
+func (p progressReporter) update(pr poller.Progress) { p.Update(pr) }
+func (p progressReporter) finish(r poller.Result)    { p.Finish(r) }
 
 // lineClearer is the log's writer: while a progress bar is shown, each log
-// line first clears the terminal line the bar is on.
+// line first clears the terminal line the bar is on (progress.LineClearer).
 type lineClearer struct{ w io.Writer }
 
-func (l lineClearer) Write(b []byte) (int, error) {
-	if barShown.Load() {
-		if _, err := io.WriteString(l.w, "\r\x1b[K"); err != nil {
-			return 0, err
-		}
-	}
-	return l.w.Write(b)
-}
+func (l lineClearer) Write(b []byte) (int, error) { return progress.LineClearer{W: l.w}.Write(b) }
 
 // tabular prints aligned columns.
 func tabular(w io.Writer, header []string, rows [][]string) error {

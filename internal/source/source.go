@@ -84,6 +84,10 @@ type Selector interface {
 	// Check returns an error naming every id the account does not have,
 	// with the closest ids it has; nil when ids is empty.
 	Check(ctx context.Context, ids []string) error
+	// Select is Check of the ids a command names to sync: an id the
+	// account's configuration never syncs (excluded, not among those it
+	// lists, or not carrying what it selects by) is an error too.
+	Select(ctx context.Context, ids []string) error
 }
 
 // Explainer is an Account that says what a failure of its pass means for
@@ -115,12 +119,14 @@ type Prober interface {
 type Estimate struct {
 	// Records is about how many records the range holds; -1: unknown.
 	Records int
-	// Requests is about how many requests reading them takes.
+	// Requests is about how many requests a pass makes reading them.
 	Requests int
 }
 
-// Estimator is an Account that can estimate a stream's range without
-// reading it (the dry run).
+// Estimator is an Account that can estimate what reading a window of a
+// stream takes, without reading it (the dry run): w is as the engine's
+// planner cut it (w.Rows -1: not counted). The requests an estimate
+// makes itself show in the stream's Requests, not in Estimate.Requests.
 type Estimator interface {
-	Estimate(ctx context.Context, s Stream, start, end time.Time) (Estimate, error)
+	Estimate(ctx context.Context, s Stream, w poller.PlannedWindow) (Estimate, error)
 }

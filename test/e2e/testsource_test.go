@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,8 +20,9 @@ import (
 // (internal/source/memsource: one fixed-schema stream in memory) is wired
 // through the app's one list of sources by the testsource build tag, and
 // nothing else: `once`, `run`, `backfill` and `state show` sync and show
-// its stream beside the forms, and `reconcile`, the dry run and `validate`
-// still work in a binary that carries it. The files it needs beyond its
+// its stream beside the forms, the dry run plans it (all of it before the
+// first pass, nothing after), `reconcile` reads it again by its key, and
+// `validate` still works in a binary that carries it. The files it needs beyond its
 // own package: internal/app/sources_testsource.go (its line in the list),
 // internal/app/sources_notestsource.go (the list's empty half without the
 // tag) and this test: 3.
@@ -57,10 +59,16 @@ func TestTestSourceThroughTheCommands(t *testing.T) {
 		t.Errorf("validate did not probe the test source:\n%s", res.Stdout)
 	}
 	run("once", "--dry-run")
+	if got := memPlanned(t, run("once", "--dry-run", "-o", "json")); got != memsource.Records {
+		t.Errorf("the dry run plans %d rows of the test source's stream, want its %d records", got, memsource.Records)
+	}
 	run("once")
 	check("once")
 	run("once") // a second pass writes nothing again
 	check("a second once")
+	if got := memPlanned(t, run("once", "--dry-run", "-o", "json")); got != 0 {
+		t.Errorf("after the pass the dry run still plans %d rows of the test source's stream", got)
+	}
 	if res := run("state", "show"); !strings.Contains(res.Stdout, memsource.StreamKey) {
 		t.Errorf("state show does not show the test source's stream %s:\n%s", memsource.StreamKey, res.Stdout)
 	}
@@ -68,6 +76,13 @@ func TestTestSourceThroughTheCommands(t *testing.T) {
 	run("backfill", "--from", "2024-01-01", "--to", "2024-01-03")
 	check("backfill")
 	run("reconcile", "--form", sim.FormIDs()[0])
+	// Its stream reconciles too: named by its key, it is read again and
+	// found unchanged.
+	if res := run("reconcile", "--form", memsource.StreamKey); !strings.Contains(res.Stdout, "ok   "+memsource.StreamKey+" -> "+memsource.Table) ||
+		!strings.Contains(res.Stdout, "; reconciled ") || !strings.Contains(res.Stdout, ": 0 new versions, 0 tombstones") {
+		t.Errorf("reconcile of the test source's stream did not reconcile it:\n%s", res.Stdout)
+	}
+	check("reconcile")
 
 	// `run` syncs it too: from a fresh output and state.
 	if err := os.RemoveAll(w.Out); err != nil {
@@ -91,6 +106,30 @@ func TestTestSourceThroughTheCommands(t *testing.T) {
 		t.Errorf("syncd run did not exit 0 on SIGTERM: %v\n%s", err, tail(stderr.String()))
 	}
 	check("run")
+}
+
+// memPlanned is the rows a dry run's JSON plans for the test source's
+// stream; the test fails when the plan does not name the stream.
+func memPlanned(t *testing.T, res testkit.Result) int {
+	t.Helper()
+	var plan struct {
+		Streams []struct {
+			ID    string `json:"form_id"`
+			Table string `json:"table"`
+			Rows  int    `json:"rows"`
+			Error string `json:"error"`
+		} `json:"streams"`
+	}
+	if err := json.Unmarshal([]byte(res.Stdout), &plan); err != nil {
+		t.Fatalf("once --dry-run -o json is not JSON: %v\n%s", err, res.Stdout)
+	}
+	for _, s := range plan.Streams {
+		if s.ID == memsource.StreamKey && s.Table == memsource.Table && s.Error == "" {
+			return s.Rows
+		}
+	}
+	t.Fatalf("the dry run does not plan the test source's stream %s:\n%s", memsource.StreamKey, res.Stdout)
+	return 0
 }
 
 // buildWithTestSource builds cmd/syncd with the testsource tag.

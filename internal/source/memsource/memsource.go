@@ -17,6 +17,7 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/source"
+	"github.com/syncd-dev/syncd/internal/state"
 	tablepkg "github.com/syncd-dev/syncd/internal/table"
 )
 
@@ -41,11 +42,12 @@ func ID(i int) string { return fmt.Sprintf("m%03d", i) }
 type Source struct{}
 
 var (
-	_ source.Source    = Source{}
-	_ source.Prober    = Source{}
-	_ source.Estimator = (*Account)(nil)
-	_ poller.Counter   = (*Stream)(nil)
-	_ poller.Describer = (*Stream)(nil)
+	_ source.Source     = Source{}
+	_ source.Prober     = Source{}
+	_ source.Estimator  = (*Account)(nil)
+	_ poller.Counter    = (*Stream)(nil)
+	_ poller.Describer  = (*Stream)(nil)
+	_ poller.Reconciler = (*Stream)(nil)
 )
 
 // Name is "mem".
@@ -71,10 +73,13 @@ func (a *Account) Streams(context.Context) ([]source.Stream, error) {
 // Probe always works: there is no service.
 func (Source) Probe(context.Context, source.Env) error { return nil }
 
-// Estimate counts the records of [start, end): the stream reads them in
-// one request per window.
-func (a *Account) Estimate(ctx context.Context, s source.Stream, start, end time.Time) (source.Estimate, error) {
-	n, err := a.stream.Count(ctx, start, end)
+// Estimate is the records of w (counted, when planning did not count
+// them): the stream reads them in one request per window.
+func (a *Account) Estimate(ctx context.Context, s source.Stream, w poller.PlannedWindow) (source.Estimate, error) {
+	if w.Rows >= 0 {
+		return source.Estimate{Records: w.Rows, Requests: 1}, nil
+	}
+	n, err := a.stream.Count(ctx, w.Start, w.End)
 	return source.Estimate{Records: n, Requests: 1}, err
 }
 
@@ -129,28 +134,81 @@ func Schema() *arrow.Schema {
 	}, nil)
 }
 
-// Read puts the records of w into rows, as one record.
+// Read puts the records of w into rows, as one record, each version in
+// the version index.
 func (s *Stream) Read(_ context.Context, w poller.Window, rows *poller.Rows) error {
 	s.requests.Add(1)
+	var put []state.Entry
+	for i := range Records {
+		if t := at(i); !t.Before(w.Start) && t.Before(w.End) {
+			put = append(put, entry(i))
+		}
+	}
+	for _, e := range put {
+		rows.Index(e)
+	}
+	return write(rows, put, nil)
+}
+
+// Reconcile reads w again. The records never change: what it finds is a
+// record the index lacks (or holds in another version), and one the index
+// holds that is not there (deleted).
+func (s *Stream) Reconcile(_ context.Context, w poller.Window, known map[string]state.Version, _ time.Time) (poller.Changes, error) {
+	s.requests.Add(1)
+	var c poller.Changes
+	have := map[string]bool{}
+	for i := range Records {
+		if t := at(i); t.Before(w.Start) || !t.Before(w.End) {
+			continue
+		}
+		e := entry(i)
+		have[e.ID] = true
+		if v, ok := known[e.ID]; !ok || !v.Time.Equal(e.Time) || v.Hash != e.Hash {
+			c.Index.Put = append(c.Index.Put, e)
+		}
+	}
+	for id, v := range known {
+		if !have[id] {
+			c.Index.Gone = append(c.Index.Gone, state.Entry{ID: id, Version: v})
+		}
+	}
+	c.Write = func(rows *poller.Rows) error { return write(rows, c.Index.Put, c.Index.Gone) }
+	return c, nil
+}
+
+// entry is what the version index records of record i: its time, which is
+// its one version.
+func entry(i int) state.Entry {
+	t := at(i)
+	return state.Entry{ID: ID(i), Version: state.Version{Time: t, Hash: state.TimeVersion(t)}}
+}
+
+// write puts the records of put into rows, and a tombstone row for each
+// of gone, as one record.
+func write(rows *poller.Rows, put, gone []state.Entry) error {
+	if len(put)+len(gone) == 0 {
+		return nil
+	}
 	b := array.NewRecordBuilder(rows.Allocator(), Schema())
 	defer b.Release()
 	lin := rows.Lineage()
-	n := 0
-	for i := range Records {
-		t := at(i)
-		if t.Before(w.Start) || !t.Before(w.End) {
-			continue
+	add := func(e state.Entry, deleted bool) {
+		var value int64
+		if _, err := fmt.Sscanf(e.ID, "m%d", &value); err != nil {
+			value = -1
 		}
-		b.Field(0).(*array.StringBuilder).Append(ID(i))
-		b.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(t.UnixMicro()))
-		b.Field(2).(*array.Int64Builder).Append(int64(i))
+		b.Field(0).(*array.StringBuilder).Append(e.ID)
+		b.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(e.Time.UnixMicro()))
+		b.Field(2).(*array.Int64Builder).Append(value)
 		b.Field(3).(*array.StringBuilder).Append(lin.BatchID)
 		b.Field(4).(*array.TimestampBuilder).Append(arrow.Timestamp(lin.SyncedAt.UTC().UnixMicro()))
-		b.Field(5).(*array.BooleanBuilder).Append(false)
-		n++
+		b.Field(5).(*array.BooleanBuilder).Append(deleted)
 	}
-	if n == 0 {
-		return nil
+	for _, e := range put {
+		add(e, false)
+	}
+	for _, e := range gone {
+		add(e, true)
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
