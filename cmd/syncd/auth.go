@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -117,26 +116,14 @@ func newAuthCmd(g *globals) *cobra.Command {
 			if source == sourceForms {
 				return formsStatus(ctx, g, cfg, list, log)
 			}
-			if cfg.Scheduling == nil {
-				return withCode(exitUsage, errors.New("the configuration has no scheduling section: nothing signs in to the scheduling API (the Forms API sign-ins: `syncd auth status --source forms`)"))
-			}
 			// Every account named with --account must sign in, as for login
 			// and logout; checked before anything is printed.
-			if len(g.accounts) > 0 {
-				for _, acct := range list {
-					if err := app.SignsInToScheduling(acct); err != nil {
-						return withCode(exitUsage, err)
-					}
-				}
-			}
-			if !slices.ContainsFunc(list, func(a config.Account) bool { return a.Scheduling }) {
-				return withCode(exitUsage, errors.New("no account signs in to the scheduling API: set scheduling: true on one"))
+			list, err = app.SchedulingSignIns(cfg, list, len(g.accounts) > 0)
+			if err != nil {
+				return withCode(exitUsage, err)
 			}
 			bad := 0
 			for _, acct := range list {
-				if !acct.Scheduling {
-					continue
-				}
 				login := "syncd auth login"
 				if cfg.MultiAccount() {
 					fmt.Fprintf(g.stdout, "account %s:", acct.Name)

@@ -117,3 +117,28 @@ func AwaitCode(ctx context.Context, redirectURI, state, login string, listening 
 		_ = rcv.Close()
 	}, nil
 }
+
+// SchedulingSignIns are the accounts of list whose scheduling API sign-in
+// `auth status` checks: those with scheduling: true, one at least. Every
+// account named with --account (named) must sign in, as for login and
+// logout.
+func SchedulingSignIns(cfg *config.Config, list []config.Account, named bool) ([]config.Account, error) {
+	if cfg.Scheduling == nil {
+		return nil, errors.New("the configuration has no scheduling section: nothing signs in to the scheduling API (the Forms API sign-ins: `syncd auth status --source forms`)")
+	}
+	var out []config.Account
+	for _, acct := range list {
+		if named {
+			if err := SignsInToScheduling(acct); err != nil {
+				return nil, err
+			}
+		}
+		if acct.Scheduling {
+			out = append(out, acct)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no account signs in to the scheduling API: set scheduling: true on one")
+	}
+	return out, nil
+}
