@@ -58,7 +58,7 @@ func newStateAdoptCmd(g *globals) *cobra.Command {
 				if err := acct.CanAdopt(); err != nil {
 					return withCode(exitUsage, err)
 				}
-				forms, bookings := app.AdoptArgs(acct.Scheduling != nil, acct.Cfg.Namespace(), args)
+				forms, bookings := app.AdoptArgs(acct.Cfg, args)
 				jobs, err := selectAdoptJobs(ctx, g, acct, forms, len(args) == 0)
 				if err != nil {
 					return err
@@ -131,7 +131,7 @@ func (g *globals) checkAdoptArgs(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	forms, _ := app.AdoptArgs(acct.Scheduling, acct.Namespace(), args)
+	forms, _ := app.AdoptArgs(acct, args)
 	if len(forms) == 0 {
 		return nil
 	}

@@ -449,7 +449,7 @@ func TestStatePart(t *testing.T) {
 		{bucket, "/syncd/state.json.lease", ""},
 	} {
 		if got := app.StateLocation(tc.cfg).Part(tc.target); got != tc.want {
-			t.Errorf("statePart(%s, %s) = %q, want %q", app.StateWhere(tc.cfg), tc.target, got, tc.want)
+			t.Errorf("StateLocation(%s).Part(%s) = %q, want %q", app.StateWhere(tc.cfg), tc.target, got, tc.want)
 		}
 	}
 }

@@ -23,26 +23,31 @@ import (
 // batches of a table.
 var ErrNoInventory = errors.New("this sink cannot tell which batches a table holds, so there is nothing to adopt from")
 
-// IsBookingsArg reports whether a STREAM argument names the bookings
-// stream of the account of namespace: its key, bare or namespaced.
-func IsBookingsArg(namespace, id string) bool {
-	return id == BookingsStreamKey || id == table.StreamKey(namespace, BookingsStreamKey)
-}
-
-// AdoptArgs splits the STREAM arguments of `state adopt` for the account
-// of namespace into form ids and whether the bookings are named (only
-// when the account syncs them: scheduling). No argument names every
-// stream: bookings is then set.
-func AdoptArgs(scheduling bool, namespace string, args []string) (forms []string, bookings bool) {
-	bookings = len(args) == 0
+// AdoptArgs splits the STREAM arguments of `state adopt` for acct into
+// form ids and whether a stream of another source is named (the bookings:
+// a listed source.Namer names it). No argument names every stream: others
+// is then set.
+func AdoptArgs(acct config.Account, args []string) (forms []string, others bool) {
+	others = len(args) == 0
 	for _, id := range args {
-		if scheduling && IsBookingsArg(namespace, id) {
-			bookings = true
+		if namedByASource(acct, id) {
+			others = true
 			continue
 		}
 		forms = append(forms, id)
 	}
-	return forms, bookings
+	return forms, others
+}
+
+// namedByASource reports whether a listed source names id a stream of
+// acct (source.Namer).
+func namedByASource(acct config.Account, id string) bool {
+	for _, src := range sourceList(nil) {
+		if n, ok := src.(source.Namer); ok && n.Names(acct, id) {
+			return true
+		}
+	}
+	return false
 }
 
 // FormsSelector is the forms source's Selector of acct for a command that
