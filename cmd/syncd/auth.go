@@ -79,7 +79,7 @@ func newAuthCmd(g *globals) *cobra.Command {
 			}
 			// The browser waits for this outcome (answer): its page says
 			// signed in only once the tokens are saved.
-			tok, how, err := control.SchedulingLogin(ctx, cfg, log, acct, oc, code, req.Verifier)
+			tok, how, err := control.FinishSchedulingLogin(ctx, cfg, log, acct, oc, code, req.Verifier)
 			answer(err)
 			if err != nil {
 				return withCode(signInCode(err), err)
@@ -260,16 +260,12 @@ func signInStatus(ctx context.Context, cfg *config.Config, namespace string, log
 // signInAccount is the account `auth login` and `auth logout` work on:
 // --account, or the only account; it must sign in to source.
 func (g *globals) signInAccount(cfg *config.Config, source string) (config.Account, error) {
-	section, signsIn := app.SchedulingSignInOf, app.SignsInToScheduling
-	if source == sourceForms {
-		section, signsIn = app.FormsSignInOf, app.SignsInToForms
-	}
-	if err := section(cfg); err != nil {
+	if err := app.SignInSection(cfg, source); err != nil {
 		return config.Account{}, withCode(exitUsage, err)
 	}
 	acct, err := g.account(cfg)
 	if err != nil {
 		return acct, err
 	}
-	return acct, withCode(exitUsage, signsIn(acct))
+	return acct, withCode(exitUsage, app.SignsIn(acct, source))
 }

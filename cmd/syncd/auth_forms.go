@@ -16,8 +16,8 @@ import (
 
 // The APIs `syncd auth --source` signs in to.
 const (
-	sourceScheduling = "scheduling"
-	sourceForms      = "forms"
+	sourceScheduling = app.SignInScheduling
+	sourceForms      = app.SignInForms
 )
 
 func checkSource(source string) error {
@@ -55,7 +55,7 @@ func formsLogin(ctx context.Context, g *globals, cfg *config.Config, log *zap.Lo
 	}
 	// The browser waits for this outcome (answer), as for the scheduling
 	// API's sign-in.
-	tok, how, err := control.FormsLogin(ctx, cfg, log, acct, fa, code)
+	tok, how, err := control.FinishFormsLogin(ctx, cfg, log, acct, fa, code)
 	answer(err)
 	if err != nil {
 		return withCode(signInCode(err), err)

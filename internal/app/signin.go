@@ -39,38 +39,32 @@ func OpenStoreWaiting(ctx context.Context, cfg *config.Config, namespace string,
 	}
 }
 
-// SchedulingSignInOf refuses a configuration without a scheduling section:
-// no account signs in to the scheduling API.
-func SchedulingSignInOf(cfg *config.Config) error {
-	if cfg.Scheduling == nil {
+// The sources `syncd auth --source` signs in to.
+const (
+	SignInScheduling = "scheduling"
+	SignInForms      = "forms"
+)
+
+// SignInSection refuses a configuration without the section that signs
+// in to source (scheduling or forms_oauth): no account signs in there.
+func SignInSection(cfg *config.Config, source string) error {
+	if source == SignInForms && cfg.FormsOAuth == nil {
+		return errors.New("the configuration has no forms_oauth section: add one with the OAuth app's client_id and client_secret (see configs/accounts.example.yaml)")
+	}
+	if source == SignInScheduling && cfg.Scheduling == nil {
 		return errors.New("the configuration has no scheduling section: add one (see configs/syncd.example.yaml) to sync bookings")
 	}
 	return nil
 }
 
-// SignsInToScheduling refuses an account without scheduling: true: it has
-// no sign-in to the scheduling API to log in, out or check.
-func SignsInToScheduling(acct config.Account) error {
-	if !acct.Scheduling {
-		return fmt.Errorf("account %s does not sign in to the scheduling API: set scheduling: true on it", acct.Name)
-	}
-	return nil
-}
-
-// FormsSignInOf refuses a configuration without a forms_oauth section: no
-// account signs in to the Forms API with OAuth.
-func FormsSignInOf(cfg *config.Config) error {
-	if cfg.FormsOAuth == nil {
-		return errors.New("the configuration has no forms_oauth section: add one with the OAuth app's client_id and client_secret (see configs/accounts.example.yaml)")
-	}
-	return nil
-}
-
-// SignsInToForms refuses an account without forms_oauth: it signs in to
-// the Forms API with a key, if at all.
-func SignsInToForms(acct config.Account) error {
-	if !acct.FormsOAuth {
+// SignsIn refuses an account that does not sign in to source: it has no
+// sign-in there to log in, out or check.
+func SignsIn(acct config.Account, source string) error {
+	if source == SignInForms && !acct.FormsOAuth {
 		return fmt.Errorf("account %s does not sign in to the Forms API with OAuth: set forms_oauth: true on it (instead of api_key or api_key_file)", acct.Name)
+	}
+	if source == SignInScheduling && !acct.Scheduling {
+		return fmt.Errorf("account %s does not sign in to the scheduling API: set scheduling: true on it", acct.Name)
 	}
 	return nil
 }
@@ -129,7 +123,7 @@ func SchedulingSignIns(cfg *config.Config, list []config.Account, named bool) ([
 	var out []config.Account
 	for _, acct := range list {
 		if named {
-			if err := SignsInToScheduling(acct); err != nil {
+			if err := SignsIn(acct, SignInScheduling); err != nil {
 				return nil, err
 			}
 		}

@@ -49,10 +49,10 @@ func ProbeForLogin(ctx context.Context, cfg *config.Config, namespace string) (h
 	return nil, probe.Close()
 }
 
-// SchedulingLogin exchanges the code of the scheduling API's redirect,
+// FinishSchedulingLogin exchanges the code of the scheduling API's redirect,
 // reads who signed in and saves the tokens of acct (SaveSignIn), each
 // failure marked with its step (oauth.StepFailed) for the browser's page.
-func SchedulingLogin(ctx context.Context, cfg *config.Config, log *zap.Logger, acct config.Account, oc *oauth.Client, code, verifier string) (tok oauth.Token, how string, err error) {
+func FinishSchedulingLogin(ctx context.Context, cfg *config.Config, log *zap.Logger, acct config.Account, oc *oauth.Client, code, verifier string) (tok oauth.Token, how string, err error) {
 	tok, err = oc.Exchange(ctx, code, verifier)
 	if err != nil {
 		return tok, "", oauth.StepFailed(oauth.StepExchange, err)
@@ -65,10 +65,10 @@ func SchedulingLogin(ctx context.Context, cfg *config.Config, log *zap.Logger, a
 	return tok, how, oauth.StepFailed(oauth.StepSave, err)
 }
 
-// FormsLogin exchanges the code of the Forms API's redirect, checks the
+// FinishFormsLogin exchanges the code of the Forms API's redirect, checks the
 // token with GET {base_url}/forms and saves it (SaveSignIn), each failure
-// marked with its step, as SchedulingLogin.
-func FormsLogin(ctx context.Context, cfg *config.Config, log *zap.Logger, acct config.Account, fa *formsauth.App, code string) (tok formsauth.Token, how string, err error) {
+// marked with its step, as FinishSchedulingLogin.
+func FinishFormsLogin(ctx context.Context, cfg *config.Config, log *zap.Logger, acct config.Account, fa *formsauth.App, code string) (tok formsauth.Token, how string, err error) {
 	tok, err = fa.Exchange(ctx, code)
 	if err != nil {
 		return tok, "", oauth.StepFailed(oauth.StepExchange, fmt.Errorf("account %s: %w", acct.Name, err))
