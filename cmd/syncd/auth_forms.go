@@ -11,15 +11,13 @@ import (
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/control"
-	"github.com/syncd-dev/syncd/internal/formsauth"
-	"github.com/syncd-dev/syncd/internal/oauth"
 	"github.com/syncd-dev/syncd/internal/state"
 )
 
 // The APIs `syncd auth --source` signs in to.
 const (
-	sourceScheduling = "scheduling"
-	sourceForms      = "forms"
+	sourceScheduling = app.SignInScheduling
+	sourceForms      = app.SignInForms
 )
 
 func checkSource(source string) error {
@@ -29,28 +27,11 @@ func checkSource(source string) error {
 	return nil
 }
 
-// formsAccount is the account `auth login --source forms` and `auth logout
-// --source forms` work on: --account, or the only account; it must sign
-// in with forms_oauth.
-func (g *globals) formsAccount(cfg *config.Config) (config.Account, error) {
-	if cfg.FormsOAuth == nil {
-		return config.Account{}, withCode(exitUsage, errors.New("the configuration has no forms_oauth section: add one with the OAuth app's client_id and client_secret (see configs/accounts.example.yaml)"))
-	}
-	acct, err := g.account(cfg)
-	if err != nil {
-		return acct, err
-	}
-	if !acct.FormsOAuth {
-		return acct, withCode(exitUsage, fmt.Errorf("account %s does not sign in to the Forms API with OAuth: set forms_oauth: true on it (instead of api_key or api_key_file)", acct.Name))
-	}
-	return acct, nil
-}
-
 // formsLogin signs an account in to the Forms API: the authorization-code
 // flow on the loopback redirect URI, the exchange, a check of the token
 // with GET {base_url}/forms, and the token saved in the state.
 func formsLogin(ctx context.Context, g *globals, cfg *config.Config, log *zap.Logger, noBrowser bool) error {
-	acct, err := g.formsAccount(cfg)
+	acct, err := g.signInAccount(cfg, sourceForms)
 	if err != nil {
 		return err
 	}
@@ -74,23 +55,10 @@ func formsLogin(ctx context.Context, g *globals, cfg *config.Config, log *zap.Lo
 	}
 	// The browser waits for this outcome (answer), as for the scheduling
 	// API's sign-in.
-	tok, how, err := func() (formsauth.Token, string, error) {
-		tok, err := fa.Exchange(ctx, code)
-		if err != nil {
-			return tok, "", oauth.StepFailed(oauth.StepExchange, withCode(exitFailed, fmt.Errorf("account %s: %w", acct.Name, err)))
-		}
-		if err := app.CheckFormsToken(ctx, cfg, acct, tok, log); err != nil {
-			return tok, "", oauth.StepFailed(oauth.StepCheck, withCode(exitFailed, fmt.Errorf("account %s: the new sign-in does not work, and was not stored: %w", acct.Name, err)))
-		}
-		save := func(store state.Store) error {
-			return (app.FormsTokens{Store: store, Namespace: acct.Namespace()}).Save(ctx, tok)
-		}
-		how, err := saveSignIn(ctx, cfg, acct, sourceForms, tok, save, login, "token")
-		return tok, how, oauth.StepFailed(oauth.StepSave, err)
-	}()
+	tok, how, err := control.FinishFormsLogin(ctx, cfg, log, acct, fa, code)
 	answer(err)
 	if err != nil {
-		return err
+		return withCode(signInCode(err), err)
 	}
 	fmt.Fprintf(g.stdout, "account %s: signed in to the Forms API at %s; the token is in the state (%s)%s\n", acct.Name, tok.BaseURL, app.StateWhere(cfg), how)
 	return nil
@@ -103,26 +71,13 @@ func formsStatus(ctx context.Context, g *globals, cfg *config.Config, list []con
 	if cfg.FormsOAuth == nil {
 		return withCode(exitUsage, errors.New("the configuration has no forms_oauth section: no account signs in to the Forms API with OAuth"))
 	}
-	store, err := openStoreWaiting(ctx, cfg, "", 5*time.Second)
-	var locked *state.LockedError
-	if errors.As(err, &locked) {
-		// A running syncd holds the state: its sign-ins can still be read.
-		store, err = app.OpenStore(ctx, cfg, true)
-	}
-	// A state file the daemon writes cannot be read beside it: the daemon
-	// reads and checks the sign-ins.
-	var daemon *control.Client
-	if held, ok := control.HeldByDaemon(err); ok {
-		store = nil // OpenStore's failed open may be a nil store in a non-nil interface
-		if daemon, err = control.Connect(ctx, cfg, held); err == nil {
-			fmt.Fprintf(g.stderr, "syncd: the state is in use by the running syncd (pid %d): it checks the sign-ins\n", daemon.PID())
-		}
-	}
+	signIns, err := control.OpenFormsSignIns(ctx, cfg, log)
 	if err != nil {
 		return withCode(exitState, err)
 	}
-	if store != nil {
-		defer store.Close()
+	defer signIns.Close()
+	if pid, ok := signIns.Daemon(); ok {
+		fmt.Fprintf(g.stderr, "syncd: the state is in use by the running syncd (pid %d): it checks the sign-ins\n", pid)
 	}
 	bad := 0
 	for _, acct := range list {
@@ -130,12 +85,7 @@ func formsStatus(ctx context.Context, g *globals, cfg *config.Config, list []con
 			continue
 		}
 		fmt.Fprintf(g.stdout, "account %s: ", acct.Name)
-		var tok formsauth.Token
-		if daemon != nil {
-			tok, err = daemon.FormsSignInStatus(ctx, acct.Name)
-		} else if tok, err = (app.FormsTokens{Store: store, Namespace: acct.Namespace()}).Load(ctx); err == nil {
-			err = app.CheckFormsToken(ctx, cfg, acct, tok, log)
-		}
+		tok, err := signIns.Check(ctx, acct)
 		ae := app.AsSourceError(err)
 		switch {
 		case errors.Is(err, app.ErrNoFormsToken):
@@ -168,15 +118,15 @@ func formsLogout(ctx context.Context, g *globals, yes bool) error {
 	if err != nil {
 		return err
 	}
-	acct, err := g.formsAccount(cfg)
+	acct, err := g.signInAccount(cfg, sourceForms)
 	if err != nil {
 		return err
 	}
-	how, err := forgetSignIn(ctx, cfg, acct, sourceForms, func(store state.Store) error {
+	how, err := control.ForgetSignIn(ctx, cfg, acct, sourceForms, func(store state.Store) error {
 		return (app.FormsTokens{Store: store, Namespace: acct.Namespace()}).Delete(ctx)
 	})
 	if err != nil {
-		return err
+		return withCode(signInCode(err), err)
 	}
 	fmt.Fprintf(g.stdout, "account %s: signed out of the Forms API: the token is gone from the state%s (the service still honours it until the workspace invalidates it)\n", acct.Name, how)
 	return nil

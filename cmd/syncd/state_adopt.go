@@ -10,8 +10,6 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/poller"
-	"github.com/syncd-dev/syncd/internal/sink"
-	tablepkg "github.com/syncd-dev/syncd/internal/table"
 )
 
 // newStateAdoptCmd is `syncd state adopt`: the state rebuilt from the
@@ -57,35 +55,23 @@ func newStateAdoptCmd(g *globals) *cobra.Command {
 			results := []poller.AdoptResult{} // -o json prints [] when there is nothing to adopt
 			failed := 0
 			for _, acct := range accounts {
-				if _, ok := acct.Sink.(sink.Inventory); !ok {
-					return withCode(exitUsage, errors.New("this sink cannot tell which batches a table holds, so there is nothing to adopt from"))
+				if err := acct.CanAdopt(); err != nil {
+					return withCode(exitUsage, err)
 				}
-				var forms []string
-				bookings := len(args) == 0
-				for _, id := range args {
-					if acct.Scheduling != nil && isBookingsArg(acct.Cfg.Namespace(), id) {
-						bookings = true
-						continue
-					}
-					forms = append(forms, id)
-				}
-				jobs, err := selectAdoptJobs(cmd, g, acct, forms, len(args) == 0)
+				forms, bookings := app.AdoptArgs(acct.Cfg, args)
+				jobs, err := selectAdoptJobs(ctx, g, acct, forms, len(args) == 0)
 				if err != nil {
 					return err
 				}
-				targets, err := acct.AdoptTargets(ctx, jobs, bookings)
+				adopted, failures, err := acct.Adopt(ctx, jobs, bookings)
 				if err != nil {
 					return err
 				}
-				for _, t := range targets {
-					r, err := acct.Poller.Adopt(ctx, t)
-					if err != nil {
-						failed++
-						fmt.Fprintf(g.stderr, "syncd: %v\n", err)
-						continue
-					}
-					results = append(results, r)
+				for _, err := range failures {
+					failed++
+					fmt.Fprintf(g.stderr, "syncd: %v\n", err)
 				}
+				results = append(results, adopted...)
 			}
 			if format == formatJSON {
 				if err := printJSON(g.stdout, results); err != nil {
@@ -113,8 +99,7 @@ func newStateAdoptCmd(g *globals) *cobra.Command {
 
 // selectAdoptJobs are the jobs of the form ids named (exit 2 for an id the
 // account does not have), or every configured form when all is set.
-func selectAdoptJobs(cmd *cobra.Command, g *globals, a *app.Account, ids []string, all bool) ([]poller.Job, error) {
-	ctx := cmd.Context()
+func selectAdoptJobs(ctx context.Context, g *globals, a *app.Account, ids []string, all bool) ([]poller.Job, error) {
 	if all {
 		jobs, err := a.Jobs(ctx)
 		if err != nil {
@@ -146,25 +131,18 @@ func (g *globals) checkAdoptArgs(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var forms []string
-	for _, id := range args {
-		if acct.Scheduling && isBookingsArg(acct.Namespace(), id) {
-			continue
-		}
-		forms = append(forms, id)
-	}
+	forms, _ := app.AdoptArgs(acct, args)
 	if len(forms) == 0 {
 		return nil
 	}
-	client, err := formsClient(ctx, cfg, acct, log)
+	sel, err := app.FormsSelector(ctx, cfg, acct, log)
 	if err != nil {
-		return err
+		return withCode(exitUsage, err)
 	}
-	return checkForms(ctx, client, forms)
-}
-
-// isBookingsArg reports whether a STREAM argument names the bookings
-// stream of the account of namespace: its key, bare or namespaced.
-func isBookingsArg(namespace, id string) bool {
-	return id == app.BookingsStreamKey || id == tablepkg.StreamKey(namespace, app.BookingsStreamKey)
+	err = sel.Check(ctx, forms)
+	var unknown *app.UnknownFormError
+	if errors.As(err, &unknown) {
+		return withCode(exitUsage, err)
+	}
+	return withCode(exitFailed, err)
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,12 +14,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/control"
 	"github.com/syncd-dev/syncd/internal/state"
-	tablepkg "github.com/syncd-dev/syncd/internal/table"
 )
-
-// backupPrefix starts the name of every backup written into a folder or
-// bucket prefix, so that --keep finds them (and only them).
-const backupPrefix = state.BackupPrefix
 
 // minEvery is the shortest --every: each backup copies the whole state, so
 // a shorter interval only loads the disk and, with --keep, prunes the very
@@ -35,7 +29,7 @@ func newStateBackupCmd(g *globals) *cobra.Command {
 		Short: "Write a consistent copy of the state to a file or a bucket, also while syncd runs",
 		Long: "Write a consistent copy of the state to DEST, also while a syncd runs on it.\n" +
 			"DEST is a file, or a folder or bucket prefix ending in '/' (gs://, s3://, azblob://,\n" +
-			"file://), into which a file named " + backupPrefix + "<UTC time>.db (.json for state.url)\n" +
+			"file://), into which a file named " + state.BackupPrefix + "<UTC time>.db (.json for state.url)\n" +
 			"is written; --keep N then deletes all but the newest N so named there (never another\n" +
 			"file, nor the state or its lock file should they live there). With --every the\n" +
 			"command keeps running and backs up at that interval (a sidecar).\n" +
@@ -60,8 +54,8 @@ func newStateBackupCmd(g *globals) *cobra.Command {
 			}
 			// Checked before the first backup, so that with --every too it
 			// is exit 2 (a backup in a folder checks its new name again).
-			if err := notTheState(cfg, "state backup", stateLocation(cfg).BackupTarget(dest, time.Now())); err != nil {
-				return err
+			if err := app.NotTheState(cfg, "state backup", app.StateLocation(cfg).BackupTarget(dest, time.Now())); err != nil {
+				return withCode(exitUsage, err)
 			}
 			ctx := cmd.Context()
 			for {
@@ -90,10 +84,10 @@ func newStateBackupCmd(g *globals) *cobra.Command {
 }
 
 func backupOnce(ctx context.Context, g *globals, cfg *config.Config, dest string, keep int) error {
-	where, loc := app.StateWhere(cfg), stateLocation(cfg)
+	where, loc := app.StateWhere(cfg), app.StateLocation(cfg)
 	target := loc.BackupTarget(dest, time.Now())
-	if err := notTheState(cfg, "state backup", target); err != nil {
-		return err
+	if err := app.NotTheState(cfg, "state backup", target); err != nil {
+		return withCode(exitUsage, err)
 	}
 	var buf bytes.Buffer
 	info, err := loc.Backup(ctx, &buf)
@@ -114,11 +108,6 @@ func backupOnce(ctx context.Context, g *globals, cfg *config.Config, dest string
 		}
 	}
 	return nil
-}
-
-// stateLocation is where the configured state lives.
-func stateLocation(cfg *config.Config) state.Location {
-	return state.Location{URL: cfg.State.URL, Path: cfg.State.Path}
 }
 
 func newStateRestoreCmd(g *globals) *cobra.Command {
@@ -145,13 +134,13 @@ func newStateRestoreCmd(g *globals) *cobra.Command {
 			if err := checkAccounts(cfg, g.accounts); err != nil {
 				return err
 			}
-			if err := notTheState(cfg, "state restore", args[0]); err != nil {
-				return err
+			if err := app.NotTheState(cfg, "state restore", args[0]); err != nil {
+				return withCode(exitUsage, err)
 			}
 			ctx := cmd.Context()
 			keep, err := app.KeepSecrets(ctx, cfg)
 			if held, ok := control.HeldByDaemon(err); ok {
-				return restoreRefused(cfg, args[0], held)
+				return withCode(exitState, app.RestoreRefused(cfg, args[0], held))
 			}
 			if err != nil {
 				return withCode(exitState, err)
@@ -160,9 +149,9 @@ func newStateRestoreCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return withCode(exitUsage, fmt.Errorf("read the backup %s: %w", args[0], err))
 			}
-			info, aside, err := stateLocation(cfg).Restore(ctx, cfg.State.LeaseTTL.D(), args[0], raw)
+			info, aside, err := app.StateLocation(cfg).Restore(ctx, cfg.State.LeaseTTL.D(), args[0], raw)
 			if held, ok := control.HeldByDaemon(err); ok {
-				return restoreRefused(cfg, args[0], held)
+				return withCode(exitState, app.RestoreRefused(cfg, args[0], held))
 			}
 			if err != nil {
 				return withCode(restoreCode(err), err)
@@ -181,24 +170,9 @@ func newStateRestoreCmd(g *globals) *cobra.Command {
 	}
 }
 
-// restoreRefused is the one line a restore beside a running syncd gets
-// (exit 3). The daemon does not swap its state live: its open store, its
-// accounts' token sources and batches in flight, and on a shared state its
-// leases, all stand on the state it opened; swapping it means stopping all
-// of them, which is a restart, and a restart is what the line asks for.
-func restoreRefused(cfg *config.Config, backup string, held *state.LockedError) error {
-	msg := fmt.Sprintf("state restore is refused: the state %s is in use by a running syncd (%s): stop it (kubectl scale deployment/syncd --replicas=0, or systemctl stop syncd), run `syncd state restore %s`, then start it again; nothing was changed",
-		app.StateWhere(cfg), held.Holder, backup)
-	if cfg.State.Shared {
-		msg += " (with state.shared: stop every replica)"
-	}
-	return withCode(exitState, errors.New(msg))
-}
-
 // afterRestore puts back the sign-ins the replaced state held, then adopts
-// what the output holds of every stream, so that the batches committed
-// after the backup was taken are never written again. A failure leaves the
-// restored state as it is and says what to run.
+// what the output holds of every stream (app.AdoptRestored). A failure
+// leaves the restored state as it is and says what to run.
 func (g *globals) afterRestore(ctx context.Context, keep func(context.Context, state.Store) (int, error)) error {
 	a, err := g.openApp(ctx, false)
 	if err != nil {
@@ -210,39 +184,9 @@ func (g *globals) afterRestore(ctx context.Context, keep func(context.Context, s
 	} else if n > 0 {
 		fmt.Fprintf(g.stdout, "kept the newer %s of the replaced state\n", plural(int64(n), "sign-in"))
 	}
-	// The forms the restored state holds, beside the configured ones.
-	list, err := a.Store.List(ctx)
+	batches, open, err := a.AdoptRestored(ctx)
 	if err != nil {
 		return withCode(exitFailed, err)
-	}
-	var batches, open int
-	for _, acct := range a.Accounts {
-		jobs, err := acct.Jobs(ctx)
-		if err != nil {
-			return withCode(exitFailed, fmt.Errorf("the state is restored, but the forms of account %s to adopt could not be listed (%w): run `syncd state adopt` before the next pass, or the rows committed since the backup are written again", acct.Name, err))
-		}
-		have := map[string]bool{}
-		for _, j := range jobs {
-			have[j.Stream] = true
-		}
-		for _, st := range list {
-			ns, key := tablepkg.SplitStreamKey(st.Key)
-			if ns == acct.Cfg.Namespace() && acct.Client != nil && !have[key] && !strings.Contains(key, "/") {
-				jobs = append(jobs, acct.Job(key))
-			}
-		}
-		targets, err := acct.AdoptTargets(ctx, jobs, true)
-		if err != nil {
-			return withCode(exitFailed, fmt.Errorf("the state is restored, but %w: run `syncd state adopt` before the next pass", err))
-		}
-		for _, t := range targets {
-			r, err := acct.Poller.Adopt(ctx, t)
-			if err != nil {
-				return withCode(exitFailed, fmt.Errorf("the state is restored, but %w: run `syncd state adopt` before the next pass", err))
-			}
-			batches += r.Batches
-			open += r.Open
-		}
 	}
 	fmt.Fprintf(g.stdout, "adopted %s committed since the backup (%d part-written, fetched again by the next pass)\n", plural(int64(batches), "batch"), open)
 	return nil
@@ -265,33 +209,3 @@ func checkAccounts(cfg *config.Config, names []string) error {
 	}
 	return nil
 }
-
-// notTheState refuses (exit 2) a backup or restore whose other end is the
-// configured state itself, or a file the state store keeps beside it (its
-// lock file; a state object's lease, index or accounts' states). A backup
-// is renamed into place: over the state file, it would unlink the file a
-// running syncd holds open, which would go on committing to a file no one
-// reads again; over the lock file, the next syncd would lock the new file
-// while the running one still writes, and both would write the state.
-func notTheState(cfg *config.Config, command, target string) error {
-	part := statePart(cfg, target)
-	if part == "" {
-		return nil
-	}
-	why := "a copy written there would replace the file a running syncd holds, and lose what it commits next: give a file, or a folder ending in '/', elsewhere"
-	if part != "the state" {
-		why = "a copy written there would replace what keeps a second syncd from writing the state beside a running one: give a file, or a folder ending in '/', elsewhere"
-	}
-	if command == "state restore" {
-		why = "give a backup that `syncd state backup` wrote"
-	}
-	if part == "the state" {
-		part += " " + app.StateWhere(cfg) + " itself"
-	} else {
-		part += " " + app.StateWhere(cfg)
-	}
-	return withCode(exitUsage, fmt.Errorf("%s %s: that is %s: %s; nothing was written", command, target, part, why))
-}
-
-// statePart says what of the configured state target names (state.Location.Part).
-func statePart(cfg *config.Config, target string) string { return stateLocation(cfg).Part(target) }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -41,7 +42,7 @@ func newStateForgetCmd(g *globals) *cobra.Command {
 				return withCode(exitFailed, err)
 			}
 			key := args[0]
-			if len(g.accounts) == 1 && !hasStream(list, key) {
+			if len(g.accounts) == 1 && !slices.ContainsFunc(list, func(st state.StreamState) bool { return st.Key == key }) {
 				if acct, err := g.account(a.Cfg); err == nil {
 					key = tablepkg.StreamKey(acct.Namespace(), key)
 				}
@@ -50,11 +51,8 @@ func newStateForgetCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if app.StreamConfigured(a.Cfg)(key) {
-				return withCode(exitUsage, fmt.Errorf("stream %s is still named by the configuration, so its next pass would record it again: remove it from the config first (or use `syncd state reset %s` to sync it again from the start); nothing was changed", key, key))
-			}
-			if n := len(st.Intents); n > 0 || st.Refresh != nil {
-				return withCode(exitUsage, fmt.Errorf("stream %s has %s (or a refresh) under way, whose files may be in the output: put it back in the config and run `syncd once` to resolve them, then remove it again and forget it; nothing was changed", key, plural(int64(n), "open batch")))
+			if err := app.ForgetRefused(app.StreamConfigured(a.Cfg), st); err != nil {
+				return withCode(exitUsage, err)
 			}
 			kept := "it wrote nothing to the output"
 			if st.Rows > 0 || st.Batches > 0 {
@@ -74,15 +72,6 @@ func newStateForgetCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	return cmd
-}
-
-func hasStream(list []state.StreamState, key string) bool {
-	for _, st := range list {
-		if st.Key == key {
-			return true
-		}
-	}
-	return false
 }
 
 // exactArgs is cobra.ExactArgs with an error that names the argument.

@@ -347,14 +347,14 @@ func TestStateBackupRefusesTheStateLockFile(t *testing.T) {
 func TestStateBackupKeepNeverPrunesTheState(t *testing.T) {
 	backups := filepath.Join(t.TempDir(), "backups")
 	// "syncd-state-0.db" sorts before every backup: the oldest, by name.
-	live := filepath.Join(backups, backupPrefix+"0.db")
+	live := filepath.Join(backups, state.BackupPrefix+"0.db")
 	e := newMistakeEnv(t, testkit.Config{State: "  path: " + live + "\n"})
 	e.sync()
-	old := filepath.Join(backups, backupPrefix+"20000101T000000Z.db")
+	old := filepath.Join(backups, state.BackupPrefix+"20000101T000000Z.db")
 	if code, _, stderr := e.run("state", "backup", old); code != 0 {
 		t.Fatalf("state backup %s: exit %d %s", old, code, stderr)
 	}
-	notes := filepath.Join(backups, backupPrefix+"notes.txt")
+	notes := filepath.Join(backups, state.BackupPrefix+"notes.txt")
 	if err := os.WriteFile(notes, []byte("kept by hand\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -389,7 +389,7 @@ func TestStateBackupKeepNeverPrunesTheState(t *testing.T) {
 			written = append(written, en.Name())
 		}
 	}
-	if len(written) != 1 || !strings.HasPrefix(written[0], backupPrefix+"2") {
+	if len(written) != 1 || !strings.HasPrefix(written[0], state.BackupPrefix+"2") {
 		t.Errorf("state backup --keep 1 left the backups %v, want the new one alone:\n%s", written, stdout)
 	}
 	e.sync() // the state is whole, and still the one syncd uses
@@ -448,8 +448,8 @@ func TestStatePart(t *testing.T) {
 		{bucket, "s3://lake/syncd/state.json.lease", ""},
 		{bucket, "/syncd/state.json.lease", ""},
 	} {
-		if got := statePart(tc.cfg, tc.target); got != tc.want {
-			t.Errorf("statePart(%s, %s) = %q, want %q", app.StateWhere(tc.cfg), tc.target, got, tc.want)
+		if got := app.StateLocation(tc.cfg).Part(tc.target); got != tc.want {
+			t.Errorf("StateLocation(%s).Part(%s) = %q, want %q", app.StateWhere(tc.cfg), tc.target, got, tc.want)
 		}
 	}
 }

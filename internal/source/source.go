@@ -130,3 +130,12 @@ type Estimate struct {
 type Estimator interface {
 	Estimate(ctx context.Context, s Stream, w poller.PlannedWindow) (Estimate, error)
 }
+
+// Namer is a Source whose streams a command may name by their key (a
+// STREAM of `state adopt`), beside the ids an account's Selector checks.
+type Namer interface {
+	// Names reports whether arg names a stream of the source for acct,
+	// bare or in the account's namespace; an account that does not use
+	// the source has none.
+	Names(acct config.Account, arg string) bool
+}
