@@ -190,12 +190,6 @@ func (g *globals) checkForm(ctx context.Context, formID string) error {
 	return checkError(r.Check(ctx, []string{formID}))
 }
 
-// checkForms maps app.CheckForms to exit codes: 2 for an unknown id, 1 when
-// the account could not be asked.
-func checkForms(ctx context.Context, client *app.FormsClient, ids []string) error {
-	return checkError(app.CheckForms(ctx, client, ids))
-}
-
 // checkError gives a stream-id check's error its exit code: 2 for an id
 // refused, 1 when the account's streams could not be listed.
 func checkError(err error) error {
