@@ -220,13 +220,10 @@ func (g *globals) finishPass(results []poller.Result, took time.Duration, summar
 	if interrupted {
 		return withCode(code, errors.New("interrupted: what was committed stays committed; run again to sync the rest"))
 	}
-	for _, r := range results {
-		// A table that holds batches this state never recorded is the
-		// operator's to settle (state adopt): exit 2, as for a bad id.
-		var foreign *poller.ForeignOutputError
-		if errors.As(r.Err, &foreign) {
-			return withCode(exitUsage, errReported)
-		}
+	// A table that holds batches this state never recorded is the
+	// operator's to settle (state adopt): exit 2, as for a bad id.
+	if status.Foreign(results) {
+		return withCode(exitUsage, errReported)
 	}
 	if status.Failed(results, false) > 0 {
 		return withCode(exitFailed, errReported)
