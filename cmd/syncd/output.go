@@ -6,6 +6,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/syncd-dev/syncd/internal/textfmt"
 )
 
 // Output formats of the commands that print tables: -o table|json, as
@@ -43,3 +45,29 @@ func printJSON(w io.Writer, v any) error {
 	}
 	return nil
 }
+
+// emit prints a command's view on stdout: v as JSON under -o json, text's
+// rendering of it otherwise. It is the one place a command chooses between
+// the two.
+func (g *globals) emit(format string, v any, text func(w io.Writer)) error {
+	if format == formatJSON {
+		return printJSON(g.stdout, v)
+	}
+	text(g.stdout)
+	return nil
+}
+
+// progressOut is where a command's progress lines go: stdout, or stderr
+// under -o json, where stdout is the JSON alone.
+func (g *globals) progressOut(format string) io.Writer {
+	if format == formatJSON {
+		return g.stderr
+	}
+	return g.stdout
+}
+
+// plural is textfmt.Plural, for the commands that still call it here.
+func plural(n int64, noun string) string { return textfmt.Plural(n, noun) }
+
+// orDash is textfmt.OrDash, for the commands that still call it here.
+func orDash(s string) string { return textfmt.OrDash(s) }

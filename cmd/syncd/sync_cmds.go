@@ -207,12 +207,10 @@ func checkError(err error) error {
 // code: a pass a signal stopped is never a success.
 func (g *globals) finishPass(results []poller.Result, took time.Duration, summaryPath, format string) error {
 	code, interrupted := g.interruption()
-	if format == formatJSON {
-		if err := printJSON(g.stdout, status.Summarize(results, interrupted)); err != nil {
-			return err
-		}
-	} else {
-		printResults(g.stdout, results, took, interrupted)
+	if err := g.emit(format, status.Summarize(results, interrupted), func(w io.Writer) {
+		status.WriteResults(w, results, took, interrupted)
+	}); err != nil {
+		return err
 	}
 	if summaryPath != "" {
 		if err := status.WriteSummary(summaryPath, results, interrupted); err != nil {
@@ -222,13 +220,10 @@ func (g *globals) finishPass(results []poller.Result, took time.Duration, summar
 	if interrupted {
 		return withCode(code, errors.New("interrupted: what was committed stays committed; run again to sync the rest"))
 	}
-	for _, r := range results {
-		// A table that holds batches this state never recorded is the
-		// operator's to settle (state adopt): exit 2, as for a bad id.
-		var foreign *poller.ForeignOutputError
-		if errors.As(r.Err, &foreign) {
-			return withCode(exitUsage, errReported)
-		}
+	// A table that holds batches this state never recorded is the
+	// operator's to settle (state adopt): exit 2, as for a bad id.
+	if status.Foreign(results) {
+		return withCode(exitUsage, errReported)
 	}
 	if status.Failed(results, false) > 0 {
 		return withCode(exitFailed, errReported)
@@ -240,108 +235,11 @@ func (g *globals) finishPass(results []poller.Result, took time.Duration, summar
 // do, which is a success. Under -o json it is an empty list of streams, so
 // that stdout stays JSON alone.
 func (g *globals) emptyShard(format string) error {
+	line := status.EmptyShard(g.shard)
 	if format == formatJSON {
-		fmt.Fprintf(g.stderr, "syncd: shard %s: no account hashes to this shard; nothing to do\n", g.shard)
-		return printJSON(g.stdout, status.Summarize(nil, false))
+		fmt.Fprintf(g.stderr, "syncd: %s\n", line)
 	}
-	fmt.Fprintf(g.stdout, "shard %s: no account hashes to this shard; nothing to do\n", g.shard)
-	return nil
-}
-
-// printResults writes one line per stream: what a person running a CronJob
-// wants to read in its log.
-func printResults(w io.Writer, results []poller.Result, took time.Duration, signalled bool) {
-	var rows int64
-	stopped := 0
-	for _, r := range results {
-		rows += r.Rows
-		switch status.Outcome(r, signalled) {
-		case "failed":
-			// The error often starts with the stream's name: say it once.
-			fmt.Fprintf(w, "FAIL %s: %s\n", streamName(r), strings.TrimPrefix(r.Err.Error(), streamName(r)+": "))
-		case "interrupted":
-			stopped++
-			fmt.Fprintf(w, "STOP %s -> %s: interrupted after %s in %s, %s%s; the rest comes with the next pass\n",
-				r.Stream, orDash(r.Table), plural(r.Rows, "row"), plural(int64(r.Batches), "batch"), plural(r.Requests, "request"), covered(r))
-		default:
-			fmt.Fprintf(w, "ok   %s -> %s: %s in %s, %s, %s%s%s\n",
-				r.Stream, r.Table, plural(r.Rows, "row"), plural(int64(r.Batches), "batch"), plural(r.Requests, "request"), r.Duration.Round(time.Millisecond), covered(r), reconciled(r))
-		}
-	}
-	line := fmt.Sprintf("%s, %d failed", streamsCount(results), status.Failed(results, signalled))
-	if signalled {
-		line += fmt.Sprintf(", %d interrupted", stopped)
-	}
-	fmt.Fprintf(w, "%s, %s, %s\n", line, plural(rows, "row"), took.Round(time.Millisecond))
-	if signalled {
-		fmt.Fprintln(w, "INTERRUPTED: the pass was stopped by a signal; what it committed stays committed")
-	}
-}
-
-// streamName is how a result is named in a pass's lines: the stream, or,
-// for a source that failed before any of its streams ran, what failed.
-func streamName(r poller.Result) string {
-	if r.Stream == "" {
-		if r.Account != "" && r.Account != config.DefaultAccount {
-			return r.Source + " of account " + r.Account + " (listing its forms)"
-		}
-		return r.Source + " (listing the account's forms)"
-	}
-	return r.Stream
-}
-
-// streamsCount names what a pass synced for what it is: "3 forms",
-// "3 forms and scheduling/bookings"; a source that failed before its
-// streams ran is counted among the failures, not as a stream.
-func streamsCount(results []poller.Result) string {
-	var forms int64
-	var others []string
-	for _, r := range results {
-		switch {
-		case r.Stream == "":
-		case r.Source == poller.SourceForms || r.Source == "":
-			forms++
-		default:
-			others = append(others, r.Stream)
-		}
-	}
-	if len(others) == 0 {
-		return plural(forms, "form")
-	}
-	return plural(forms, "form") + " and " + strings.Join(others, ", ")
-}
-
-// reconciled is what a reconcile in the pass found, or "".
-func reconciled(r poller.Result) string {
-	if !r.Reconciled {
-		return ""
-	}
-	return fmt.Sprintf("; reconciled %s: %s, %s", plural(r.ReconciledWindows, "window"), plural(r.Versions, "new version"), plural(r.Tombstones, "tombstone"))
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// plural is "1 row", "2 rows", "1 batch", "3 batches".
-func plural(n int64, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	if strings.HasSuffix(noun, "ch") || strings.HasSuffix(noun, "s") {
-		return fmt.Sprintf("%d %ses", n, noun)
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-func covered(r poller.Result) string {
-	if r.CoveredEnd.IsZero() {
-		return ""
-	}
-	return fmt.Sprintf(", synced up to %s", r.CoveredEnd.Format(time.RFC3339))
+	return g.emit(format, status.Summarize(nil, false), func(w io.Writer) { fmt.Fprintln(w, line) })
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -644,12 +542,7 @@ func newRefreshCmd(g *globals) *cobra.Command {
 				}
 				return withCode(exitFailed, err)
 			}
-			// A progress line: under -o json stdout is the JSON alone.
-			progress := g.stdout
-			if format == formatJSON {
-				progress = g.stderr
-			}
-			fmt.Fprintf(progress, "refresh %s: the old output is removed; syncing again\n", formID)
+			fmt.Fprintf(g.progressOut(format), "refresh %s: the old output is removed; syncing again\n", formID)
 			if s, err = acct.StreamOf(ctx, formID); err != nil {
 				return withCode(exitFailed, err)
 			}
