@@ -58,6 +58,8 @@ func newRowsCmd(g *globals) *cobra.Command {
 			if format == formatJSON {
 				return printJSON(g.stdout, res)
 			}
+			// Two calls keep the exit codes printRows had: a table that
+			// could not be written is exit 1, the count line's error as is.
 			if err := res.WriteText(g.stdout); err != nil {
 				return withCode(exitFailed, err)
 			}
