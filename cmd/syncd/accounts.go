@@ -1,9 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"time"
-
 	"github.com/spf13/cobra"
 
 	"github.com/syncd-dev/syncd/internal/app"
@@ -31,16 +28,8 @@ func newAccountsCmd(g *globals) *cobra.Command {
 				if err := printJSON(g.stdout, list); err != nil {
 					return err
 				}
-			} else {
-				header, rows := app.AccountsTable(list)
-				if err := tabular(g.stdout, header, rows); err != nil {
-					return err
-				}
-				for _, a := range list {
-					if note := app.NotConfiguredNote(a); note != "" {
-						fmt.Fprintln(g.stdout, note)
-					}
-				}
+			} else if err := app.WriteAccounts(g.stdout, list); err != nil {
+				return err
 			}
 			for _, a := range list {
 				if a.Failing > 0 || a.SignIn != nil && !a.SignIn.SignedIn {
@@ -83,16 +72,9 @@ func newAccountsLinkCmd(g *globals) *cobra.Command {
 			if format == formatJSON {
 				return printJSON(g.stdout, links)
 			}
-			rows := make([][]string, 0, len(links))
-			for _, l := range links {
-				rows = append(rows, []string{l.Account, l.URL})
-			}
-			return tabular(g.stdout, []string{"ACCOUNT", "CONNECT LINK"}, rows)
+			return app.WriteConnectLinks(g.stdout, links)
 		},
 	}
 	addOutputFlag(cmd, &format)
 	return cmd
 }
-
-// ageText is a duration as a person reads it (app.AgeText).
-func ageText(d time.Duration) string { return app.AgeText(d) }

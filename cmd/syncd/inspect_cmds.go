@@ -58,11 +58,7 @@ func newFormsCmd(g *globals) *cobra.Command {
 			if format == formatJSON {
 				return printJSON(g.stdout, map[string]any{"forms": out})
 			}
-			rows := make([][]string, 0, len(out))
-			for _, f := range out {
-				rows = append(rows, []string{f.FormID, f.Name, strings.Join(f.Tags, ","), f.Table})
-			}
-			return tabular(g.stdout, []string{"ID", "NAME", "TAGS", "TABLE"}, rows)
+			return app.WriteForms(g.stdout, out)
 		},
 	}
 	addOutputFlag(cmd, &format)
@@ -114,29 +110,7 @@ func newSchemaCmd(g *globals) *cobra.Command {
 			if format == formatJSON {
 				return printJSON(g.stdout, out)
 			}
-			rows := make([][]string, 0, len(out.Columns))
-			for _, c := range out.Columns {
-				src := c.Kind
-				if c.SourceID != "" {
-					src += " " + c.SourceID
-				}
-				if c.SourceType != "" {
-					src += " (" + c.SourceType + ")"
-				}
-				rows = append(rows, []string{c.Name, c.Type, c.Mode, src, c.SourceName})
-			}
-			fmt.Fprintf(g.stdout, "form %s (%s) -> table %s: %s\n", out.FormID, out.FormName, out.Table, plural(int64(len(out.Columns)), "column"))
-			if app.FilesOutput(cfg) {
-				if out.Layout != "" {
-					fmt.Fprintf(g.stdout, "files partitioned by %s\n", layoutWords(out.Layout))
-				} else {
-					fmt.Fprintf(g.stdout, "files partitioned by: chosen by the table's first batch (sink.parquet.partition: %s)\n", cfg.Sink.Parquet.Partition)
-				}
-			}
-			if len(out.NotExported) > 0 {
-				fmt.Fprintf(g.stdout, "not exported (Password questions): %s\n", strings.Join(out.NotExported, ", "))
-			}
-			return tabular(g.stdout, []string{"COLUMN", "TYPE", "MODE", "SOURCE", "NAME"}, rows)
+			return out.WriteText(g.stdout, cfg)
 		},
 	}
 	addOutputFlag(cmd, &format)
@@ -182,7 +156,7 @@ func newStateCmd(g *globals) *cobra.Command {
 			if format == formatJSON {
 				return printJSON(g.stdout, v)
 			}
-			printStateTable(g.stdout, v)
+			v.WriteText(g.stdout)
 			return nil
 		},
 	}
@@ -265,11 +239,4 @@ func resetError(err error) error {
 		return withCode(exitUsage, err)
 	}
 	return withCode(exitFailed, err)
-}
-
-func fmtTime(t time.Time) string {
-	if t.Equal(time.Unix(0, 0)) {
-		return "beginning"
-	}
-	return t.UTC().Format("2006-01-02T15:04:05.000Z")
 }

@@ -1,24 +1,15 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
-	"strings"
-	"text/tabwriter"
-	"unicode"
 
 	"github.com/spf13/cobra"
 
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/parquetrows"
 )
-
-// maxCell is the most runes a value takes in the table output; -o json
-// prints values whole.
-const maxCell = 40
 
 func newRowsCmd(g *globals) *cobra.Command {
 	var format string
@@ -67,7 +58,13 @@ func newRowsCmd(g *globals) *cobra.Command {
 			if format == formatJSON {
 				return printJSON(g.stdout, res)
 			}
-			return printRows(g.stdout, res)
+			// Two calls keep the exit codes printRows had: a table that
+			// could not be written is exit 1, the count line's error as is.
+			if err := res.WriteText(g.stdout); err != nil {
+				return withCode(exitFailed, err)
+			}
+			_, err = fmt.Fprintln(g.stdout, res.CountText())
+			return err
 		},
 	}
 	cmd.Flags().IntVarP(&n, "rows", "n", 10, "how many rows to print")
@@ -84,56 +81,4 @@ func rowsError(err error) error {
 		return withCode(exitUsage, fmt.Errorf("--columns: %w", err))
 	}
 	return withCode(exitFailed, err)
-}
-
-// printRows writes the rows as a table, then how many the table holds.
-func printRows(w io.Writer, res parquetrows.Table) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	upper := make([]string, len(res.Columns))
-	for i, c := range res.Columns {
-		upper[i] = strings.ToUpper(c)
-	}
-	fmt.Fprintln(tw, strings.Join(upper, "\t"))
-	for _, r := range res.Rows {
-		cells := make([]string, len(res.Columns))
-		for i, c := range res.Columns {
-			cells[i] = cellText(r[c])
-		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
-	}
-	if err := tw.Flush(); err != nil {
-		return withCode(exitFailed, err)
-	}
-	_, err := fmt.Fprintf(w, "%d of %s of %s (%s under %s)\n", len(res.Rows), plural(res.TotalRows, "row"), res.Table, plural(int64(res.Files), "file"), res.Path)
-	return err
-}
-
-// cellText is a value on one line of the table: no control characters
-// (a tab or newline would break the columns, an escape the terminal), at
-// most maxCell runes.
-func cellText(v any) string {
-	var s string
-	switch v := v.(type) {
-	case nil:
-		return ""
-	case string:
-		s = v
-	default:
-		b, err := json.Marshal(v)
-		if err != nil {
-			s = fmt.Sprint(v)
-		} else {
-			s = string(b)
-		}
-	}
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s)
-	if r := []rune(s); len(r) > maxCell {
-		s = string(r[:maxCell-1]) + "…"
-	}
-	return s
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,7 +26,10 @@ func newWebhooksCmd(g *globals) *cobra.Command {
 				return err
 			}
 			rows := app.KeepWebhooks(v.Webhooks, g.accounts)
-			return printWebhooks(g, format, rows)
+			if format == formatJSON {
+				return printJSON(g.stdout, rows)
+			}
+			return app.WriteWebhooks(g.stdout, rows)
 		},
 	}
 	addOutputFlag(cmd, &format)
@@ -58,17 +60,12 @@ func newWebhooksRemoveCmd(g *globals) *cobra.Command {
 			}
 			defer a.Close()
 			rows, failed := a.RemoveWebhooks(ctx)
-			if format != formatJSON {
-				if len(rows) == 0 {
-					fmt.Fprintln(g.stdout, "no webhook to remove: the state records none")
-				} else {
-					fmt.Fprintf(g.stdout, "removed %s at the services and from the state:\n", plural(int64(len(rows)), "webhook"))
-				}
-			}
-			if len(rows) > 0 || format == formatJSON {
-				if err := printWebhooks(g, format, rows); err != nil {
+			if format == formatJSON {
+				if err := printJSON(g.stdout, rows); err != nil {
 					return err
 				}
+			} else if err := app.WriteRemovedWebhooks(g.stdout, rows); err != nil {
+				return err
 			}
 			if failed != nil {
 				return withCode(exitFailed, errReported)
@@ -78,12 +75,4 @@ func newWebhooksRemoveCmd(g *globals) *cobra.Command {
 	}
 	addOutputFlag(cmd, &format)
 	return cmd
-}
-
-func printWebhooks(g *globals, format string, rows []app.WebhookRow) error {
-	if format == formatJSON {
-		return printJSON(g.stdout, rows)
-	}
-	header, table := app.WebhooksTable(rows)
-	return tabular(g.stdout, header, table)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/syncd-dev/syncd/internal/status"
+	"github.com/syncd-dev/syncd/internal/textfmt"
 )
 
 // AccountsTable is the accounts as `syncd accounts` lists them: its header
@@ -67,22 +68,5 @@ func lagText(s *float64) string {
 }
 
 // AgeText is a duration as a person reads it: "42s", "3h5m", "989d 21h"
-// (never "23737h21m7s").
-func AgeText(d time.Duration) string {
-	if d < 0 {
-		return "-" + AgeText(-d)
-	}
-	switch {
-	case d >= 48*time.Hour:
-		days, hours := d/(24*time.Hour), (d%(24*time.Hour))/time.Hour
-		return fmt.Sprintf("%dd %dh", days, hours)
-	case d >= time.Hour:
-		s := strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
-		if strings.HasSuffix(s, "h0m") {
-			s = strings.TrimSuffix(s, "0m")
-		}
-		return s
-	default:
-		return d.Round(time.Second).String()
-	}
-}
+// (textfmt.Age, which the state view's text shares).
+func AgeText(d time.Duration) string { return textfmt.Age(d) }
