@@ -310,29 +310,11 @@ func newBackfillCmd(g *globals) *cobra.Command {
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			// An empty --from or --form (an unset variable in a script) is a
-			// mistake: never "from the beginning", never "every form".
-			if strings.TrimSpace(from) == "" {
-				return withCode(exitUsage, errors.New("--from is empty: give the start of the range, e.g. --from 2024-01-31 (or RFC 3339)"))
-			}
-			if cmd.Flags().Changed("to") && strings.TrimSpace(to) == "" {
-				return withCode(exitUsage, errors.New("--to is empty: give the end of the range, e.g. --to 2024-07-01 (or RFC 3339), or leave --to out to backfill up to now - sync.safety_lag; nothing was written"))
+			start, end, err := app.BackfillRange(from, to, cmd.Flags().Changed("to"), time.Now())
+			if err != nil {
+				return withCode(exitUsage, err)
 			}
 			oneForm := cmd.Flags().Changed("form")
-			start, err := config.ParseDate(from)
-			if err != nil {
-				return withCode(exitUsage, fmt.Errorf("--from: %w", err))
-			}
-			end, err := config.ParseDate(to)
-			if err != nil {
-				return withCode(exitUsage, fmt.Errorf("--to: %w", err))
-			}
-			if end.IsZero() {
-				end = time.Now().UTC()
-			}
-			if !start.Before(end) {
-				return withCode(exitUsage, fmt.Errorf("--from %s is not before --to %s", start.Format(time.RFC3339), end.Format(time.RFC3339)))
-			}
 			if cmd.Flags().Changed("concurrency") && concurrency < 1 {
 				return withCode(exitUsage, fmt.Errorf("--concurrency %d: must be at least 1 (windows fetched at once)", concurrency))
 			}
@@ -406,15 +388,9 @@ func newBackfillCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// fromBeforeHorizon refuses, exit 2, a --from at or after now -
-// sync.safety_lag (horizon): nothing may be committed there yet, so the
-// command (verb: backfill, reconcile) has nothing to do.
+// fromBeforeHorizon is app.FromBeforeHorizon, exit 2.
 func fromBeforeHorizon(start, horizon time.Time, verb string) error {
-	if start.Before(horizon) {
-		return nil
-	}
-	return withCode(exitUsage, fmt.Errorf("--from %s is not before now - sync.safety_lag (%s): there is nothing to %s yet; nothing was written",
-		start.Format(time.RFC3339), horizon.Format(time.RFC3339), verb))
+	return withCode(exitUsage, app.FromBeforeHorizon(start, horizon, verb))
 }
 
 // backfillAll backfills [start, end) of every form (and the bookings) of
@@ -462,12 +438,9 @@ func newReconcileCmd(g *globals) *cobra.Command {
 		Args:    formArgs(1),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			if cmd.Flags().Changed("from") && strings.TrimSpace(from) == "" {
-				return withCode(exitUsage, errors.New("--from is empty: give a date, e.g. --from 2024-01-31 (or RFC 3339), or leave --from out to reconcile sync.lookback"))
-			}
-			start, err := config.ParseDate(from)
+			start, err := app.ReconcileFrom(from, cmd.Flags().Changed("from"))
 			if err != nil {
-				return withCode(exitUsage, fmt.Errorf("--from: %w", err))
+				return withCode(exitUsage, err)
 			}
 			cfg, err := g.checkOneForm(ctx, format, formID)
 			if err != nil {
