@@ -64,7 +64,7 @@ func WriteAdoptResults(w io.Writer, results []poller.AdoptResult) error {
 		rows = append(rows, []string{r.Stream, r.Table, strconv.Itoa(r.Batches), strconv.Itoa(r.Known), strconv.Itoa(r.Open),
 			strconv.Itoa(r.Earlier), strconv.FormatInt(r.Rows, 10), strconv.Itoa(r.Indexed), strconv.Itoa(r.Windows)})
 	}
-	return textfmt.Tabular(w, []string{"STREAM", "TABLE", "ADOPTED", "KNOWN", "OPEN", "BEFORE RESET", "ROWS", "INDEXED", "WINDOWS"}, rows)
+	return textfmt.Table(w, []string{"STREAM", "TABLE", "ADOPTED", "KNOWN", "OPEN", "BEFORE RESET", "ROWS", "INDEXED", "WINDOWS"}, rows)
 }
 
 // ForgetKept is what forgetting the record of st leaves in the output, as

@@ -1,23 +1,15 @@
-// Package textfmt holds the little helpers the text renderings of syncd's
-// views share (a pass's results, the state, the sign-ins, the tables the
-// commands print), so that every package that owns a view writes its text
-// the same way.
+// Package textfmt holds the little helpers the text forms of syncd's views
+// share (a pass's results, a dry run's plan, the state's view): counts
+// spelled with their noun, a dash for nothing, times as the views print
+// them. The views' JSON forms are beside the same views; only the text
+// needs these.
 package textfmt
 
 import (
 	"fmt"
-	"io"
 	"strings"
-	"text/tabwriter"
+	"time"
 )
-
-// OrDash is s, or "-" when s is empty.
-func OrDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
 
 // Plural is "1 row", "2 rows", "1 batch", "3 batches".
 func Plural(n int64, noun string) string {
@@ -30,12 +22,19 @@ func Plural(n int64, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-// Tabular prints aligned columns.
-func Tabular(w io.Writer, header []string, rows [][]string) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
-	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
+// OrDash is s, or "-" when it is empty.
+func OrDash(s string) string {
+	if s == "" {
+		return "-"
 	}
-	return tw.Flush()
+	return s
+}
+
+// Time is a window's bound as the text views print it: UTC to the
+// millisecond, "beginning" for the Unix epoch.
+func Time(t time.Time) string {
+	if t.Equal(time.Unix(0, 0)) {
+		return "beginning"
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000Z")
 }
