@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -84,13 +83,7 @@ func newAuthCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return withCode(signInCode(err), err)
 			}
-			if cfg.MultiAccount() {
-				fmt.Fprintf(g.stdout, "account %s: ", acct.Name)
-			}
-			fmt.Fprintf(g.stdout, "signed in as %s; the tokens are in the state (%s)%s\n", orDash(tok.User), app.StateWhere(cfg), how)
-			if tok.Legacy {
-				fmt.Fprintln(g.stdout, "note: a legacy client (no scopes): "+oauth.LegacyMigrationStep)
-			}
+			control.WriteSchedulingLogin(g.stdout, cfg.MultiAccount(), acct.Name, tok, app.StateWhere(cfg), how)
 			return nil
 		},
 	}
@@ -124,38 +117,10 @@ func newAuthCmd(g *globals) *cobra.Command {
 			}
 			bad := 0
 			for _, acct := range list {
-				login := "syncd auth login"
-				if cfg.MultiAccount() {
-					fmt.Fprintf(g.stdout, "account %s:", acct.Name)
-					login += " --account " + acct.Name
-				}
 				tok, local, err := control.SignInStatus(ctx, cfg, acct.Namespace(), log)
-				var lr *oauth.LoginRequiredError
-				sep := "" // after "account NAME:", a space before a one-line answer
-				if cfg.MultiAccount() {
-					sep = " "
-				}
-				switch {
-				case errors.Is(err, oauth.ErrNoToken):
-					fmt.Fprintf(g.stdout, "%snot signed in: run `%s`\n", sep, login)
+				st := control.SchedulingStatus{Multi: cfg.MultiAccount(), Account: acct.Name, Token: tok, Local: local, Err: err}
+				if !st.WriteText(g.stdout, time.Now()) {
 					bad++
-				case errors.As(err, &lr):
-					fmt.Fprintf(g.stdout, "%ssigned in as %s, but the token endpoint refused the sign-in (%s): run `%s`\n", sep, orDash(tok.User), lr.Reason, login)
-					bad++
-				case err != nil:
-					fmt.Fprintf(g.stdout, "%scould not check the sign-in: %v\n", sep, err)
-					bad++
-				default:
-					desc := tok.Summary().Describe(time.Now())
-					if cfg.MultiAccount() {
-						// The description's lines, under the account's.
-						fmt.Fprintln(g.stdout)
-						desc = "  " + strings.ReplaceAll(strings.TrimSuffix(desc, "\n"), "\n", "\n  ") + "\n"
-					}
-					fmt.Fprint(g.stdout, desc)
-					if local {
-						fmt.Fprintln(g.stdout, "(checked in the state only: a running syncd holds it, and uses the sign-in itself)")
-					}
 				}
 			}
 			if bad > 0 {
@@ -175,35 +140,49 @@ func newAuthCmd(g *globals) *cobra.Command {
 			if err := checkSource(source); err != nil {
 				return err
 			}
-			if source == sourceForms {
-				return formsLogout(ctx, g, yes)
-			}
-			if !yes {
-				if err := confirm(g, "Forget the scheduling API's tokens? Bookings stop syncing until `syncd auth login`.", "logout"); err != nil {
-					return err
-				}
-			}
-			cfg, _, err := g.load()
-			if err != nil {
-				return err
-			}
-			acct, err := g.signInAccount(cfg, sourceScheduling)
-			if err != nil {
-				return err
-			}
-			how, err := control.ForgetSignIn(ctx, cfg, acct, sourceScheduling, func(store state.Store) error {
-				return (app.StateTokens{Store: store, Namespace: acct.Namespace()}).Delete(ctx)
-			})
-			if err != nil {
-				return withCode(signInCode(err), err)
-			}
-			fmt.Fprintf(g.stdout, "signed out: the tokens are gone from the state%s\n", how)
-			return nil
+			return logout(ctx, g, source, yes)
 		},
 	}
 	logout.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	cmd.AddCommand(login, status, logout)
 	return cmd
+}
+
+// logout forgets the sign-in of an account to source: the scheduling API's
+// tokens, or an account's Forms API sign-in.
+func logout(ctx context.Context, g *globals, source string, yes bool) error {
+	ask := "Forget the scheduling API's tokens? Bookings stop syncing until `syncd auth login`."
+	if source == sourceForms {
+		ask = "Forget the account's Forms API sign-in? Its forms stop syncing until `syncd auth login --source forms`."
+	}
+	if !yes {
+		if err := confirm(g, ask, "logout"); err != nil {
+			return err
+		}
+	}
+	cfg, _, err := g.load()
+	if err != nil {
+		return err
+	}
+	acct, err := g.signInAccount(cfg, source)
+	if err != nil {
+		return err
+	}
+	how, err := control.ForgetSignIn(ctx, cfg, acct, source, func(store state.Store) error {
+		if source == sourceForms {
+			return (app.FormsTokens{Store: store, Namespace: acct.Namespace()}).Delete(ctx)
+		}
+		return (app.StateTokens{Store: store, Namespace: acct.Namespace()}).Delete(ctx)
+	})
+	if err != nil {
+		return withCode(signInCode(err), err)
+	}
+	if source == sourceForms {
+		fmt.Fprintf(g.stdout, "account %s: signed out of the Forms API: the token is gone from the state%s (the service still honours it until the workspace invalidates it)\n", acct.Name, how)
+		return nil
+	}
+	fmt.Fprintf(g.stdout, "signed out: the tokens are gone from the state%s\n", how)
+	return nil
 }
 
 // probeForLogin checks, before the person approves, that the sign-in can

@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/control"
-	"github.com/syncd-dev/syncd/internal/state"
 )
 
 // The APIs `syncd auth --source` signs in to.
@@ -84,50 +82,13 @@ func formsStatus(ctx context.Context, g *globals, cfg *config.Config, list []con
 		if !acct.FormsOAuth {
 			continue
 		}
-		fmt.Fprintf(g.stdout, "account %s: ", acct.Name)
 		tok, err := signIns.Check(ctx, acct)
-		ae := app.AsSourceError(err)
-		switch {
-		case errors.Is(err, app.ErrNoFormsToken):
-			fmt.Fprintf(g.stdout, "not signed in to the Forms API: run `%s`\n", app.FormsLogin(acct.Name))
+		if !(control.FormsStatus{Account: acct.Name, Token: tok, Err: err}).WriteText(g.stdout) {
 			bad++
-		case ae != nil && ae.Kind == app.SourceAuth:
-			fmt.Fprintf(g.stdout, "signed in to the Forms API at %s, but it refuses the token (HTTP %d: invalidated?): run `%s`\n", tok.BaseURL, ae.Status, app.FormsLogin(acct.Name))
-			bad++
-		case err != nil:
-			fmt.Fprintf(g.stdout, "could not check the Forms API sign-in: %v\n", err)
-			bad++
-		default:
-			fmt.Fprintf(g.stdout, "signed in to the Forms API at %s since %s (the token does not expire)\n", tok.BaseURL, tok.ObtainedAt.Format(time.RFC3339))
 		}
 	}
 	if bad > 0 {
 		return withCode(exitFailed, errReported)
 	}
-	return nil
-}
-
-// formsLogout forgets an account's Forms API sign-in.
-func formsLogout(ctx context.Context, g *globals, yes bool) error {
-	if !yes {
-		if err := confirm(g, "Forget the account's Forms API sign-in? Its forms stop syncing until `syncd auth login --source forms`.", "logout"); err != nil {
-			return err
-		}
-	}
-	cfg, _, err := g.load()
-	if err != nil {
-		return err
-	}
-	acct, err := g.signInAccount(cfg, sourceForms)
-	if err != nil {
-		return err
-	}
-	how, err := control.ForgetSignIn(ctx, cfg, acct, sourceForms, func(store state.Store) error {
-		return (app.FormsTokens{Store: store, Namespace: acct.Namespace()}).Delete(ctx)
-	})
-	if err != nil {
-		return withCode(signInCode(err), err)
-	}
-	fmt.Fprintf(g.stdout, "account %s: signed out of the Forms API: the token is gone from the state%s (the service still honours it until the workspace invalidates it)\n", acct.Name, how)
 	return nil
 }

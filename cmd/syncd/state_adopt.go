@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -77,15 +76,8 @@ func newStateAdoptCmd(g *globals) *cobra.Command {
 				if err := printJSON(g.stdout, results); err != nil {
 					return err
 				}
-			} else {
-				rows := make([][]string, 0, len(results))
-				for _, r := range results {
-					rows = append(rows, []string{r.Stream, r.Table, strconv.Itoa(r.Batches), strconv.Itoa(r.Known), strconv.Itoa(r.Open),
-						strconv.Itoa(r.Earlier), strconv.FormatInt(r.Rows, 10), strconv.Itoa(r.Indexed), strconv.Itoa(r.Windows)})
-				}
-				if err := tabular(g.stdout, []string{"STREAM", "TABLE", "ADOPTED", "KNOWN", "OPEN", "BEFORE RESET", "ROWS", "INDEXED", "WINDOWS"}, rows); err != nil {
-					return err
-				}
+			} else if err := app.WriteAdoptResults(g.stdout, results); err != nil {
+				return err
 			}
 			if failed > 0 {
 				return withCode(exitFailed, errReported)

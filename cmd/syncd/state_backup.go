@@ -97,15 +97,13 @@ func backupOnce(ctx context.Context, g *globals, cfg *config.Config, dest string
 	if err := state.WriteBackup(ctx, target, buf.Bytes()); err != nil {
 		return withCode(exitFailed, fmt.Errorf("write the backup of state %s to %s: %w", where, target, err))
 	}
-	fmt.Fprintf(g.stdout, "backed up state %s (%s, version %s, %s) to %s\n", where, plural(int64(info.Forms), "form"), info.Version, plural(int64(buf.Len()), "byte"), target)
+	app.WriteBackedUp(g.stdout, where, info, buf.Len(), target)
 	if keep > 0 {
 		removed, err := loc.PruneBackups(ctx, dest, keep)
 		if err != nil {
 			return withCode(exitFailed, fmt.Errorf("keep the newest %d backups in %s: %w", keep, dest, err))
 		}
-		for _, r := range removed {
-			fmt.Fprintf(g.stdout, "removed the older backup %s\n", r)
-		}
+		app.WritePruned(g.stdout, removed)
 	}
 	return nil
 }
@@ -156,15 +154,7 @@ func newStateRestoreCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return withCode(restoreCode(err), err)
 			}
-			if cfg.State.URL != "" {
-				fmt.Fprintf(g.stdout, "restored state %s from %s (%s); it is now at version %s\n", cfg.State.URL, args[0], plural(int64(info.Forms), "form"), info.Version)
-				return g.afterRestore(ctx, keep)
-			}
-			fmt.Fprintf(g.stdout, "restored state file %s from %s (%s)", cfg.State.Path, args[0], plural(int64(info.Forms), "form"))
-			if aside != "" {
-				fmt.Fprintf(g.stdout, "; the file it replaced is %s", aside)
-			}
-			fmt.Fprintln(g.stdout)
+			app.WriteRestored(g.stdout, cfg, args[0], info, aside)
 			return g.afterRestore(ctx, keep)
 		},
 	}
@@ -179,16 +169,16 @@ func (g *globals) afterRestore(ctx context.Context, keep func(context.Context, s
 		return fmt.Errorf("the state is restored, but it could not be opened to adopt the output (%w): run `syncd state adopt` before the next pass, or the rows committed since the backup are written again", err)
 	}
 	defer a.Close()
-	if n, err := keep(ctx, a.Store); err != nil {
+	n, err := keep(ctx, a.Store)
+	if err != nil {
 		return withCode(exitFailed, fmt.Errorf("the state is restored, but %w: run `syncd auth login` before the next pass", err))
-	} else if n > 0 {
-		fmt.Fprintf(g.stdout, "kept the newer %s of the replaced state\n", plural(int64(n), "sign-in"))
 	}
+	app.WriteKeptSignIns(g.stdout, n)
 	batches, open, err := a.AdoptRestored(ctx)
 	if err != nil {
 		return withCode(exitFailed, err)
 	}
-	fmt.Fprintf(g.stdout, "adopted %s committed since the backup (%d part-written, fetched again by the next pass)\n", plural(int64(batches), "batch"), open)
+	app.WriteAdoptedRestored(g.stdout, batches, open)
 	return nil
 }
 

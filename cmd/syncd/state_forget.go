@@ -54,10 +54,7 @@ func newStateForgetCmd(g *globals) *cobra.Command {
 			if err := app.ForgetRefused(app.StreamConfigured(a.Cfg), st); err != nil {
 				return withCode(exitUsage, err)
 			}
-			kept := "it wrote nothing to the output"
-			if st.Rows > 0 || st.Batches > 0 {
-				kept = fmt.Sprintf("the %s it wrote stay in the output, untouched", plural(st.Rows, "row"))
-			}
+			kept := app.ForgetKept(st)
 			if !yes {
 				if err := confirm(g, fmt.Sprintf("Remove the record of stream %s from the state (%s)?", key, kept), key); err != nil {
 					return err
@@ -66,7 +63,7 @@ func newStateForgetCmd(g *globals) *cobra.Command {
 			if err := a.Store.Reset(ctx, key); err != nil {
 				return withCode(exitFailed, err)
 			}
-			fmt.Fprintf(g.stdout, "stream %s forgotten: its record is removed from the state; %s\n", key, kept)
+			app.WriteForgotten(g.stdout, key, kept)
 			return nil
 		},
 	}

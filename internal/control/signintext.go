@@ -1,0 +1,110 @@
+package control
+
+// The text of the sign-ins `syncd auth` reads and saves: what `auth status`
+// says of each account's sign-in, and what `auth login` says once the
+// tokens are saved. The commands keep the loop over the accounts, the count
+// of bad ones and the exit code.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/syncd-dev/syncd/internal/app"
+	"github.com/syncd-dev/syncd/internal/formsauth"
+	"github.com/syncd-dev/syncd/internal/oauth"
+	"github.com/syncd-dev/syncd/internal/textfmt"
+)
+
+// SchedulingStatus is what SignInStatus says of an account's sign-in to
+// the scheduling API. In a configuration of several accounts (Multi), the
+// text goes under "account NAME:" and the command to sign in again names
+// the account.
+type SchedulingStatus struct {
+	Multi   bool
+	Account string
+	Token   oauth.Token
+	Local   bool // read in the state only, beside a running syncd
+	Err     error
+}
+
+// WriteText writes the sign-in as `syncd auth status` prints it; ok is
+// false when the sign-in is missing, refused or could not be checked.
+func (s SchedulingStatus) WriteText(w io.Writer, now time.Time) (ok bool) {
+	login := "syncd auth login"
+	if s.Multi {
+		fmt.Fprintf(w, "account %s:", s.Account)
+		login += " --account " + s.Account
+	}
+	var lr *oauth.LoginRequiredError
+	sep := "" // after "account NAME:", a space before a one-line answer
+	if s.Multi {
+		sep = " "
+	}
+	switch {
+	case errors.Is(s.Err, oauth.ErrNoToken):
+		fmt.Fprintf(w, "%snot signed in: run `%s`\n", sep, login)
+		return false
+	case errors.As(s.Err, &lr):
+		fmt.Fprintf(w, "%ssigned in as %s, but the token endpoint refused the sign-in (%s): run `%s`\n", sep, textfmt.OrDash(s.Token.User), lr.Reason, login)
+		return false
+	case s.Err != nil:
+		fmt.Fprintf(w, "%scould not check the sign-in: %v\n", sep, s.Err)
+		return false
+	}
+	desc := s.Token.Summary().Describe(now)
+	if s.Multi {
+		// The description's lines, under the account's.
+		fmt.Fprintln(w)
+		desc = "  " + strings.ReplaceAll(strings.TrimSuffix(desc, "\n"), "\n", "\n  ") + "\n"
+	}
+	fmt.Fprint(w, desc)
+	if s.Local {
+		fmt.Fprintln(w, "(checked in the state only: a running syncd holds it, and uses the sign-in itself)")
+	}
+	return true
+}
+
+// WriteSchedulingLogin writes what `syncd auth login` says once the tokens
+// tok are saved: multi and account as in SchedulingStatus, where the state
+// is (app.StateWhere), how the return of SaveSignIn.
+func WriteSchedulingLogin(w io.Writer, multi bool, account string, tok oauth.Token, where, how string) {
+	if multi {
+		fmt.Fprintf(w, "account %s: ", account)
+	}
+	fmt.Fprintf(w, "signed in as %s; the tokens are in the state (%s)%s\n", textfmt.OrDash(tok.User), where, how)
+	if tok.Legacy {
+		fmt.Fprintln(w, "note: a legacy client (no scopes): "+oauth.LegacyMigrationStep)
+	}
+}
+
+// FormsStatus is what FormsSignIns.Check says of the Forms API sign-in of
+// the account named Account.
+type FormsStatus struct {
+	Account string
+	Token   formsauth.Token
+	Err     error
+}
+
+// WriteText writes the sign-in as `syncd auth status --source forms`
+// prints it; ok is false when the sign-in is missing or refused, or could
+// not be checked.
+func (s FormsStatus) WriteText(w io.Writer) (ok bool) {
+	fmt.Fprintf(w, "account %s: ", s.Account)
+	ae := app.AsSourceError(s.Err)
+	switch {
+	case errors.Is(s.Err, app.ErrNoFormsToken):
+		fmt.Fprintf(w, "not signed in to the Forms API: run `%s`\n", app.FormsLogin(s.Account))
+		return false
+	case ae != nil && ae.Kind == app.SourceAuth:
+		fmt.Fprintf(w, "signed in to the Forms API at %s, but it refuses the token (HTTP %d: invalidated?): run `%s`\n", s.Token.BaseURL, ae.Status, app.FormsLogin(s.Account))
+		return false
+	case s.Err != nil:
+		fmt.Fprintf(w, "could not check the Forms API sign-in: %v\n", s.Err)
+		return false
+	}
+	fmt.Fprintf(w, "signed in to the Forms API at %s since %s (the token does not expire)\n", s.Token.BaseURL, s.Token.ObtainedAt.Format(time.RFC3339))
+	return true
+}
