@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+
 	"github.com/spf13/cobra"
 
 	"github.com/syncd-dev/syncd/internal/app"
@@ -24,11 +26,7 @@ func newAccountsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			list := app.KeepAccounts(v.Accounts, g.accounts)
-			if format == formatJSON {
-				if err := printJSON(g.stdout, list); err != nil {
-					return err
-				}
-			} else if err := app.WriteAccounts(g.stdout, list); err != nil {
+			if err := g.emit(format, list, func(w io.Writer) error { return app.WriteAccounts(w, list) }); err != nil {
 				return err
 			}
 			for _, a := range list {
@@ -69,10 +67,7 @@ func newAccountsLinkCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return withCode(exitUsage, err)
 			}
-			if format == formatJSON {
-				return printJSON(g.stdout, links)
-			}
-			return app.WriteConnectLinks(g.stdout, links)
+			return g.emit(format, links, func(w io.Writer) error { return app.WriteConnectLinks(w, links) })
 		},
 	}
 	addOutputFlag(cmd, &format)

@@ -8,12 +8,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/control"
-	"github.com/syncd-dev/syncd/internal/oauth"
 	"github.com/syncd-dev/syncd/internal/state"
 )
 
@@ -229,11 +227,6 @@ func waitForCode(ctx context.Context, g *globals, redirectURI, authURL, state st
 		fmt.Fprintf(g.stderr, "Open this URL in a browser and approve; syncd waits on %s (or use --no-browser):\n", redirectURI)
 		fmt.Fprintln(g.stdout, authURL)
 	})
-}
-
-// signInStatus is the stored sign-in (control.SignInStatus).
-func signInStatus(ctx context.Context, cfg *config.Config, namespace string, log *zap.Logger) (oauth.Token, bool, error) {
-	return control.SignInStatus(ctx, cfg, namespace, log)
 }
 
 // signInAccount is the account `auth login` and `auth logout` work on:

@@ -13,7 +13,9 @@ import (
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/control"
 	"github.com/syncd-dev/syncd/internal/poller"
+	"github.com/syncd-dev/syncd/internal/progress"
 	"github.com/syncd-dev/syncd/internal/state"
+	"github.com/syncd-dev/syncd/internal/textfmt"
 )
 
 // backfillInDaemon has the running syncd that holds the state (held) do
@@ -32,17 +34,13 @@ func (g *globals) backfillInDaemon(ctx context.Context, cfg *config.Config, held
 	if err != nil {
 		return err
 	}
-	report := newProgressReporter(g.stderr, log, orDash(req.Form))
+	report := progress.NewReporter(g.stderr, log, textfmt.OrDash(req.Form), isTerminal(g.stderr))
 	started := time.Now()
-	done, err := c.Backfill(ctx, req, func(s string) { fmt.Fprintln(g.stderr, "syncd:", s) }, report.update)
+	done, err := c.Backfill(ctx, req, func(s string) { fmt.Fprintln(g.stderr, "syncd:", s) }, report.Update)
 	_, stopped := g.interruption()
-	report.finish(poller.Result{Err: err, Interrupted: stopped || done == nil || done.Code != exitOK})
+	report.Finish(poller.Result{Err: err, Interrupted: stopped || done == nil || done.Code != exitOK})
 	if code, stopped := g.interruption(); stopped {
-		out := g.stdout
-		if format == formatJSON {
-			out = g.stderr // stdout is for JSON alone
-		}
-		fmt.Fprintln(out, "INTERRUPTED: the daemon's backfill was cancelled with this command; what it committed stays committed")
+		fmt.Fprintln(g.progressOut(format), "INTERRUPTED: the daemon's backfill was cancelled with this command; what it committed stays committed")
 		return withCode(code, errors.New("interrupted: run the backfill again to load the rest"))
 	}
 	if control.BadRequest(err) {

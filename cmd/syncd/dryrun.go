@@ -24,7 +24,7 @@ func (g *globals) dryRun(ctx context.Context, r *app.Reader, d app.DryRun, ids [
 	if d.Command == "backfill" && len(ids) == 1 && d.To.After(plan.Horizon) {
 		fmt.Fprintf(g.stderr, "syncd: --to %s is past now - sync.safety_lag; the backfill would stop at %s\n", d.To.Format(time.RFC3339), plan.Horizon.Format(time.RFC3339Nano))
 	}
-	if err := g.emit(format, plan, plan.WriteText); err != nil {
+	if err := g.emit(format, plan, noErr(plan.WriteText)); err != nil {
 		return err
 	}
 	if plan.Failed() > 0 {

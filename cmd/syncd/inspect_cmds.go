@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"strings"
 	"time"
@@ -55,10 +56,7 @@ func newFormsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return withCode(exitFailed, err)
 			}
-			if format == formatJSON {
-				return printJSON(g.stdout, map[string]any{"forms": out})
-			}
-			return app.WriteForms(g.stdout, out)
+			return g.emit(format, map[string]any{"forms": out}, func(w io.Writer) error { return app.WriteForms(w, out) })
 		},
 	}
 	addOutputFlag(cmd, &format)
@@ -107,10 +105,7 @@ func newSchemaCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return withCode(exitFailed, err)
 			}
-			if format == formatJSON {
-				return printJSON(g.stdout, out)
-			}
-			return out.WriteText(g.stdout, cfg)
+			return g.emit(format, out, func(w io.Writer) error { return out.WriteText(w, cfg) })
 		},
 	}
 	addOutputFlag(cmd, &format)
@@ -153,11 +148,7 @@ func newStateCmd(g *globals) *cobra.Command {
 				}
 				v.Forms = []formView{f}
 			}
-			if format == formatJSON {
-				return printJSON(g.stdout, v)
-			}
-			v.WriteText(g.stdout)
-			return nil
+			return g.emit(format, v, noErr(v.WriteText))
 		},
 	}
 	addOutputFlag(show, &format)

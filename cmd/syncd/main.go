@@ -22,6 +22,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/gcpolicy"
+	"github.com/syncd-dev/syncd/internal/progress"
 )
 
 // Exit codes, documented in the README.
@@ -229,7 +230,7 @@ func (g *globals) load() (*config.Config, *zap.Logger, error) {
 	if g.logFormat != "" {
 		cfg.Log.Format = g.logFormat
 	}
-	log, err := app.NewLogger(cfg.Log, lineClearer{g.stderr}, isTerminal(g.stderr))
+	log, err := app.NewLogger(cfg.Log, progress.LineClearer{W: g.stderr}, isTerminal(g.stderr))
 	if err != nil {
 		return nil, nil, withCode(exitUsage, err)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/status"
 	"github.com/syncd-dev/syncd/internal/testkit"
+	"github.com/syncd-dev/syncd/internal/textfmt"
 )
 
 // execute runs the command line in process and returns its exit code.
@@ -125,8 +126,8 @@ func TestPlural(t *testing.T) {
 		{1, "batch", "1 batch"}, {3, "batch", "3 batches"}, {1, "request", "1 request"}, {1, "row", "1 row"}, {12, "row", "12 rows"},
 	}
 	for _, tt := range tests {
-		if got := plural(tt.n, tt.noun); got != tt.want {
-			t.Errorf("plural(%d, %q) = %q, want %q", tt.n, tt.noun, got, tt.want)
+		if got := textfmt.Plural(tt.n, tt.noun); got != tt.want {
+			t.Errorf("textfmt.Plural(%d, %q) = %q, want %q", tt.n, tt.noun, got, tt.want)
 		}
 	}
 }
@@ -148,7 +149,7 @@ func TestCountsUsePlural(t *testing.T) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
 				if s, err := strconv.Unquote(lit.Value); err == nil && fixed.MatchString(s) {
-					t.Errorf("%s: %q prints a count with a fixed plural: use plural()", fset.Position(lit.Pos()), s)
+					t.Errorf("%s: %q prints a count with a fixed plural: use textfmt.Plural()", fset.Position(lit.Pos()), s)
 				}
 			}
 			return true
@@ -284,8 +285,8 @@ func TestAgeTextInDays(t *testing.T) {
 	}{
 		{23737*time.Hour + 21*time.Minute, "989d 1h"}, {42 * time.Second, "42s"}, {3*time.Hour + 5*time.Minute + 10*time.Second, "3h5m"}, {30 * time.Hour, "30h"},
 	} {
-		if got := ageText(tc.d); got != tc.want {
-			t.Errorf("ageText(%v) = %q, want %q", tc.d, got, tc.want)
+		if got := textfmt.Age(tc.d); got != tc.want {
+			t.Errorf("textfmt.Age(%v) = %q, want %q", tc.d, got, tc.want)
 		}
 	}
 }

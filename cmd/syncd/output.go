@@ -6,8 +6,6 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
-
-	"github.com/syncd-dev/syncd/internal/textfmt"
 )
 
 // Output formats of the commands that print tables: -o table|json, as
@@ -49,12 +47,16 @@ func printJSON(w io.Writer, v any) error {
 // emit prints a command's view on stdout: v as JSON under -o json, text's
 // rendering of it otherwise. It is the one place a command chooses between
 // the two.
-func (g *globals) emit(format string, v any, text func(w io.Writer)) error {
+func (g *globals) emit(format string, v any, text func(w io.Writer) error) error {
 	if format == formatJSON {
 		return printJSON(g.stdout, v)
 	}
-	text(g.stdout)
-	return nil
+	return text(g.stdout)
+}
+
+// noErr is a text form that writes without reporting errors, for emit.
+func noErr(text func(w io.Writer)) func(w io.Writer) error {
+	return func(w io.Writer) error { text(w); return nil }
 }
 
 // progressOut is where a command's progress lines go: stdout, or stderr
@@ -65,9 +67,3 @@ func (g *globals) progressOut(format string) io.Writer {
 	}
 	return g.stdout
 }
-
-// plural is textfmt.Plural, for the commands that still call it here.
-func plural(n int64, noun string) string { return textfmt.Plural(n, noun) }
-
-// orDash is textfmt.OrDash, for the commands that still call it here.
-func orDash(s string) string { return textfmt.OrDash(s) }

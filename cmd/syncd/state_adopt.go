@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -72,11 +73,7 @@ func newStateAdoptCmd(g *globals) *cobra.Command {
 				}
 				results = append(results, adopted...)
 			}
-			if format == formatJSON {
-				if err := printJSON(g.stdout, results); err != nil {
-					return err
-				}
-			} else if err := app.WriteAdoptResults(g.stdout, results); err != nil {
+			if err := g.emit(format, results, func(w io.Writer) error { return app.WriteAdoptResults(w, results) }); err != nil {
 				return err
 			}
 			if failed > 0 {

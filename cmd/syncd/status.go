@@ -3,14 +3,12 @@ package main
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/syncd-dev/syncd/internal/control"
 
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/status"
-	"github.com/syncd-dev/syncd/internal/textfmt"
 )
 
 // The view of the state that `state show -o json` prints and a daemon
@@ -51,9 +49,3 @@ func readState(ctx context.Context, cfg *config.Config, query string) (stateView
 	}
 	return v, nil
 }
-
-// fmtTime is an instant as the text output writes it (textfmt.Time).
-func fmtTime(t time.Time) string { return textfmt.Time(t) }
-
-// ageText is a duration as a person reads it (textfmt.Age).
-func ageText(d time.Duration) string { return textfmt.Age(d) }

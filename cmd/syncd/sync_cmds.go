@@ -8,11 +8,9 @@ import (
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
@@ -207,9 +205,9 @@ func checkError(err error) error {
 // code: a pass a signal stopped is never a success.
 func (g *globals) finishPass(results []poller.Result, took time.Duration, summaryPath, format string) error {
 	code, interrupted := g.interruption()
-	if err := g.emit(format, status.Summarize(results, interrupted), func(w io.Writer) {
+	if err := g.emit(format, status.Summarize(results, interrupted), noErr(func(w io.Writer) {
 		status.WriteResults(w, results, took, interrupted)
-	}); err != nil {
+	})); err != nil {
 		return err
 	}
 	if summaryPath != "" {
@@ -239,7 +237,7 @@ func (g *globals) emptyShard(format string) error {
 	if format == formatJSON {
 		fmt.Fprintf(g.stderr, "syncd: %s\n", line)
 	}
-	return g.emit(format, status.Summarize(nil, false), func(w io.Writer) { fmt.Fprintln(w, line) })
+	return g.emit(format, status.Summarize(nil, false), noErr(func(w io.Writer) { fmt.Fprintln(w, line) }))
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -327,8 +325,8 @@ func newBackfillCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := fromBeforeHorizon(start, time.Now().Add(-cfg.Sync.SafetyLag.D()), "backfill"); err != nil {
-				return err
+			if err := app.FromBeforeHorizon(start, time.Now().Add(-cfg.Sync.SafetyLag.D()), "backfill"); err != nil {
+				return withCode(exitUsage, err)
 			}
 			if !dryRun {
 				if g.noConfig {
@@ -369,10 +367,10 @@ func newBackfillCmd(g *globals) *cobra.Command {
 				}
 				end = horizon
 			}
-			report := newProgressReporter(g.stderr, acct.Log, formID)
+			report := progress.NewReporter(g.stderr, acct.Log, formID, isTerminal(g.stderr))
 			one.started = time.Now()
-			r := acct.BackfillForm(ctx, formID, start, end, concurrency, report.update)
-			report.finish(r)
+			r := acct.BackfillForm(ctx, formID, start, end, concurrency, report.Update)
+			report.Finish(r)
 			return one.finish(r)
 		},
 	}
@@ -386,11 +384,6 @@ func newBackfillCmd(g *globals) *cobra.Command {
 	addOutputFlag(cmd, &format)
 	_ = cmd.MarkFlagRequired("from")
 	return cmd
-}
-
-// fromBeforeHorizon is app.FromBeforeHorizon, exit 2.
-func fromBeforeHorizon(start, horizon time.Time, verb string) error {
-	return withCode(exitUsage, app.FromBeforeHorizon(start, horizon, verb))
 }
 
 // backfillAll backfills [start, end) of every form (and the bookings) of
@@ -448,8 +441,8 @@ func newReconcileCmd(g *globals) *cobra.Command {
 			}
 			// Refused before the state is opened: the pass would read nothing.
 			if !start.IsZero() {
-				if err := fromBeforeHorizon(start, time.Now().Add(-cfg.Sync.SafetyLag.D()), "reconcile"); err != nil {
-					return err
+				if err := app.FromBeforeHorizon(start, time.Now().Add(-cfg.Sync.SafetyLag.D()), "reconcile"); err != nil {
+					return withCode(exitUsage, err)
 				}
 			}
 			one, err := g.openOne(ctx, summaryPath, format)
@@ -543,31 +536,4 @@ func confirm(g *globals, question, word string) error {
 		return withCode(exitUsage, errors.New("not confirmed; nothing changed"))
 	}
 	return nil
-}
-
-// progressReporter is a backfill's progress.Reporter on the command's
-// stderr: a bar on a terminal, log lines otherwise.
-type progressReporter struct{ *progress.Reporter }
-
-func newProgressReporter(w io.Writer, log *zap.Logger, formID string) progressReporter {
-	return progressReporter{progress.NewReporter(w, log, formID, isTerminal(w))}
-}
-
-func (p progressReporter) update(pr poller.Progress) { p.Update(pr) }
-func (p progressReporter) finish(r poller.Result)    { p.Finish(r) }
-
-// lineClearer is the log's writer: while a progress bar is shown, each log
-// line first clears the terminal line the bar is on (progress.LineClearer).
-type lineClearer struct{ w io.Writer }
-
-func (l lineClearer) Write(b []byte) (int, error) { return progress.LineClearer{W: l.w}.Write(b) }
-
-// tabular prints aligned columns.
-func tabular(w io.Writer, header []string, rows [][]string) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
-	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
-	}
-	return tw.Flush()
 }

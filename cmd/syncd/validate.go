@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/syncd-dev/syncd/internal/app"
+	"github.com/syncd-dev/syncd/internal/control"
 	"github.com/syncd-dev/syncd/internal/oauth"
 )
 
@@ -69,7 +70,7 @@ func validate(ctx context.Context, g *globals, report func(app.Check)) (failed i
 		Log:      log,
 		State:    func(ctx context.Context) (stateView, error) { return readState(ctx, cfg, "") },
 		SignIn: func(ctx context.Context, namespace string) (oauth.Token, bool, error) {
-			return signInStatus(ctx, cfg, namespace, log)
+			return control.SignInStatus(ctx, cfg, namespace, log)
 		},
 	}
 	if failed, err = v.Validate(ctx, report); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,10 +27,7 @@ func newWebhooksCmd(g *globals) *cobra.Command {
 				return err
 			}
 			rows := app.KeepWebhooks(v.Webhooks, g.accounts)
-			if format == formatJSON {
-				return printJSON(g.stdout, rows)
-			}
-			return app.WriteWebhooks(g.stdout, rows)
+			return g.emit(format, rows, func(w io.Writer) error { return app.WriteWebhooks(w, rows) })
 		},
 	}
 	addOutputFlag(cmd, &format)
