@@ -13,12 +13,8 @@ func newAccountsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "accounts",
 		Short: "Each account's forms, sign-in, last pass, lag and last error",
-		Long: "One line per configured account, read from the state (beside a running `syncd run`,\n" +
-			"through its /status): the form streams synced, whether its bookings are, its scheduling\n" +
-			"sign-in (who, and the access token's expiry; `syncd auth status` asks the token endpoint),\n" +
-			"rows, the last successful pass, the lag of its least recent stream, and the last error.\n" +
-			"Exit 1 when an account has a failing stream or a sign-in missing.",
-		Example: "  syncd accounts\n  syncd accounts -o json | jq '.[] | select(.failing_streams > 0)'",
+		Long: help("accounts.long"),
+		Example: help("accounts.example"),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v, err := g.readAccountsView(cmd.Context(), format, "?accounts=1")
@@ -49,11 +45,8 @@ func newAccountsLinkCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "link NAME...",
 		Short: "Print the connect link of each account: its user opens it to sign in to the scheduling API",
-		Long: "The link is server.public_url/connect?account=NAME&token=T, where T is signed with\n" +
-			"server.connect_secret for that account alone: hand it to the account's user, who consents\n" +
-			"at the scheduling API and is sent back to `syncd run`, which stores the sign-in. Changing\n" +
-			"connect_secret invalidates every link.",
-		Example: "  syncd accounts link acme\n  syncd accounts link acme globex -o json",
+		Long: help("accounts-link.long"),
+		Example: help("accounts-link.example"),
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format); err != nil {

@@ -26,18 +26,8 @@ func newAuthCmd(g *globals) *cobra.Command {
 	login := &cobra.Command{
 		Use:   "login",
 		Short: "Sign in: open the printed URL, approve, and syncd stores the tokens in its state",
-		Long: "Prints the authorization URL alone on a line of stdout and waits on scheduling.redirect_uri\n" +
-			"for the redirect (or, with --no-browser, for the redirected URL pasted on stdin), exchanges\n" +
-			"the code, checks the token with GET /v2/me and stores the tokens in the state store (never\n" +
-			"in the config or the logs). syncd then refreshes them by itself.\n\n" +
-			"With --source forms, signs an account with forms_oauth: true in to the Forms API with the\n" +
-			"forms_oauth app instead: it waits on forms_oauth.redirect_uri, checks the token with\n" +
-			"GET {base_url}/forms and stores it with its base_url (these tokens do not expire).\n\n" +
-			"Beside a running `syncd run` that holds the state, the daemon stores the tokens (through\n" +
-			"its control endpoint) and its next pass uses them; beside a `syncd once`, the login waits\n" +
-			"up to 2 minutes for the pass to end to save them.",
-		Example: "  syncd auth login\n  syncd auth login --no-browser   # on a headless machine: paste the URL the browser ends on\n" +
-			"  syncd auth login --account acme --source forms",
+		Long: help("auth-login.long"),
+		Example: help("auth-login.example"),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -89,7 +79,7 @@ func newAuthCmd(g *globals) *cobra.Command {
 	status := &cobra.Command{
 		Use:     "status",
 		Short:   "Who syncd is signed in as: user, scopes, expiry, legacy or not (never a token); beside a running syncd, read through it",
-		Example: "  syncd auth status\n  syncd auth status --source forms",
+		Example: help("auth-status.example"),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -131,7 +121,7 @@ func newAuthCmd(g *globals) *cobra.Command {
 	logout := &cobra.Command{
 		Use:     "logout",
 		Short:   "Forget the scheduling API's tokens (bookings stop syncing until the next login)",
-		Example: "  syncd auth logout --yes\n  syncd auth logout --account acme --source forms --yes",
+		Example: help("auth-logout.example"),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()

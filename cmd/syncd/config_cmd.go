@@ -12,8 +12,7 @@ func newConfigCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "config",
 		Short: "Print the effective configuration: every key, after defaults and ${ENV}, secrets as ***",
-		Example: "  syncd config --config /etc/syncd/syncd.yaml\n" +
-			"  syncd config -o json | jq .sync",
+		Example: help("config.example"),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(format, "yaml", formatJSON); err != nil {

@@ -42,7 +42,7 @@ func newFormsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "forms",
 		Short:   "List the account's forms",
-		Example: "  syncd forms\n  syncd forms -o json",
+		Example: help("forms.example"),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(format); err != nil {
@@ -68,7 +68,7 @@ func newSchemaCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "schema FORM|--form ID",
 		Short:   "Show the table a form maps to: column, type, source",
-		Example: "  syncd schema vLp2aX\n  syncd schema vLp2aX -o json",
+		Example: help("schema.example"),
 		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format); err != nil {
@@ -119,10 +119,8 @@ func newStateCmd(g *globals) *cobra.Command {
 	show := &cobra.Command{
 		Use:   "show [FORM]",
 		Short: "Show committed windows, open batches and counters",
-		Long: "Show every form's committed windows, open batches and counters (or one form's).\n" +
-			"Beside a running `syncd run` that holds the state file, the same view is read from\n" +
-			"its /status on server.addr, so the daemon never has to stop.",
-		Example: "  syncd state show\n  syncd state show vLp2aX\n  syncd state show -o json",
+		Long: help("state-show.long"),
+		Example: help("state-show.example"),
 		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			formID, err := formOrFlag(cmd, args, showForm, false)
@@ -158,11 +156,8 @@ func newStateCmd(g *globals) *cobra.Command {
 	reset := &cobra.Command{
 		Use:   "reset FORM [--from DATE]",
 		Short: "Forget what was synced of a form (all of it, or from a date on), so the next pass fetches it again",
-		Long: "Forget a form's committed windows (with --from, only from that date on) so that the\n" +
-			"next pass fetches them again. The output is not touched: the rows come a second time\n" +
-			"beside the ones already written, so queries must take the latest row per submission.\n" +
-			"To replace a form's table instead, use `syncd refresh --form FORM`.",
-		Example: "  syncd state reset vLp2aX --yes\n  syncd state reset --form vLp2aX --from 2026-11-01 --yes",
+		Long: help("state-reset.long"),
+		Example: help("state-reset.example"),
 		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()

@@ -167,9 +167,7 @@ func newRoot(stdout, stderr io.Writer) (*cobra.Command, *globals) {
 		Short:         "Copy form submissions and bookings into Parquet or BigQuery, exactly once",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Example: "  syncd validate --config syncd.yaml   # check everything first\n" +
-			"  syncd once --config syncd.yaml       # one pass, then exit\n" +
-			"  syncd run --config syncd.yaml        # on the schedule, serving /metrics and /status",
+		Example: help("syncd.example"),
 		// Bare `syncd` is a mistake, not a success: help on stderr, exit 2.
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SetOut(stderr)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"embed"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -66,4 +67,21 @@ func (g *globals) progressOut(format string) io.Writer {
 		return g.stderr
 	}
 	return g.stdout
+}
+
+// helpTexts are the commands' long descriptions and examples, one file
+// each (help/<command>.long.txt, help/<command>.example.txt): text a
+// person edits as text, beside the flags that stay in Go.
+//
+//go:embed help/*.txt
+var helpTexts embed.FS
+
+// help is the text of help/<name>.txt. A name without a file is a bug
+// that the help's tests catch, so it panics rather than print nothing.
+func help(name string) string {
+	b, err := helpTexts.ReadFile("help/" + name + ".txt")
+	if err != nil {
+		panic("cmd/syncd: no help text " + name + ": " + err.Error())
+	}
+	return string(b)
 }

@@ -18,15 +18,8 @@ func newRowsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rows TABLE|FORM",
 		Short: "Print the first rows of a table of the Parquet output",
-		Long: "Print the first rows (-n) of a table of the local Parquet output (sink.parquet.path),\n" +
-			"in the order of its partition folders, and how many rows its files hold. TABLE is a\n" +
-			"table's folder name (`syncd forms` names each form's; the bookings go to bookings), or a\n" +
-			"form id. It reads only the output's files: no API, no state, and it may run beside a\n" +
-			"running syncd. In the table, values are cut to 40 characters; -o json prints them whole.\n" +
-			"For a bucket or BigQuery, read the output with DuckDB or `bq head`.",
-		Example: "  syncd rows bookings -n 5 --config configs/demo.yaml\n" +
-			"  syncd rows vLp2aX --columns submission_id,submission_time\n" +
-			"  syncd rows form_vlp2ax -n 3 -o json",
+		Long: help("rows.long"),
+		Example: help("rows.example"),
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format); err != nil {

@@ -19,15 +19,8 @@ func newStateAdoptCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "adopt [STREAM]...",
 		Short: "Rebuild the state of forms (and the bookings) from what the output holds",
-		Long: "Rebuild each stream's state from its table's output: the windows of the batches in\n" +
-			"the output become committed, so the next pass never fetches them again; a batch that\n" +
-			"a stopped run left part-written is recorded open, so the next pass fetches its window\n" +
-			"again and rewrites its files; the pinned schema comes from the files, the version index\n" +
-			"from their rows. Use it when the state file was lost, replaced or restored from an old\n" +
-			"backup, or when a pass refuses a table that holds batches this state never recorded.\n" +
-			"Batches the state already records are left as they are: adopting twice changes nothing.\n" +
-			"STREAM is a form id or scheduling/bookings; without one, every configured stream.",
-		Example: "  syncd state adopt\n  syncd state adopt vLp2aX\n  syncd state adopt -o json",
+		Long: help("state-adopt.long"),
+		Example: help("state-adopt.example"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format); err != nil {
 				return err

@@ -35,7 +35,7 @@ func newStateBackupCmd(g *globals) *cobra.Command {
 			"command keeps running and backs up at that interval (a sidecar).\n" +
 			"A state file is copied until two reads agree and the copy passes every checksum;\n" +
 			"a state object is read at its current generation. A damaged state is refused.",
-		Example: "  syncd state backup /backups/syncd.db\n  syncd state backup gs://my-lake/syncd/backups/ --keep 14 --every 24h",
+		Example: help("state-backup.example"),
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, log, err := g.load()
@@ -112,15 +112,8 @@ func newStateRestoreCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "restore FILE",
 		Short: "Replace the state with a backup, after checking it (refused, exit 3, while a syncd runs: stop it first)",
-		Long: "Replace the configured state with the backup FILE (a path or a bucket URL) that\n" +
-			"`syncd state backup` wrote. The backup is checked whole first (every checksum, a format\n" +
-			"this syncd reads); the restore is refused (exit 3) while a syncd holds the state: stop\n" +
-			"it, restore, start it again (a daemon does not swap its state live). The state\n" +
-			"it replaces is kept beside it (<state>.replaced-<UTC time>). Then the restored state\n" +
-			"adopts what the output holds (`syncd state adopt`): batches committed after the backup\n" +
-			"was taken count as committed, so nothing is written a second time. Sign-ins the\n" +
-			"replaced state holds are kept: a backup's refresh token was rotated since, and is spent.",
-		Example: "  syncd state restore /backups/syncd.db",
+		Long: help("state-restore.long"),
+		Example: help("state-restore.example"),
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, _, err := g.load()

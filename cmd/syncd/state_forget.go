@@ -22,13 +22,8 @@ func newStateForgetCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "forget STREAM",
 		Short: "Remove the record of a stream the configuration no longer names (its output is kept)",
-		Long: "Remove a stream's record from the state: its committed windows, counters and last error.\n" +
-			"Only a stream the configuration no longer names can be forgotten (a form removed from\n" +
-			"forms[], an id mistyped there and since fixed); `state show` marks them. A stream with\n" +
-			"open batches is refused. The output is not touched: rows the stream wrote stay in its\n" +
-			"table. Only the stream's generation is kept, so that should the id come back, its new\n" +
-			"batches never pass for old ones.",
-		Example: "  syncd state forget wx3zd01k82pw --yes",
+		Long: help("state-forget.long"),
+		Example: help("state-forget.example"),
 		Args:    exactArgs(1, "STREAM", "the stream to forget, as `syncd state show` names it"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()

@@ -78,17 +78,8 @@ func newOnceCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "once [FORM]...",
 		Short: "Sync every configured form once, print a summary line per form, and exit",
-		Long: "Sync every configured form (or those --form names) once and exit: 0 when every form\n" +
-			"synced, 1 when any failed (the others still committed), 2 on a usage or configuration\n" +
-			"error (an unknown form id), 3 when the state store cannot be opened (in use by another\n" +
-			"syncd, or corrupt), 130 or 143 when SIGINT or SIGTERM stopped the pass (what it\n" +
-			"committed stays committed).\n\n" +
-			"--dry-run reads only (form metadata, and the counts planning needs: limit=1 requests)\n" +
-			"and prints per form the windows the pass would fetch, its estimated requests and the\n" +
-			"least time they take at source.rate_limit; it writes no output and no state.",
-		Example: "  syncd once --config syncd.yaml\n" +
-			"  syncd once --form vLp2aX --form 8fKq2m --summary /tmp/summary.json\n" +
-			"  syncd once --dry-run -o json",
+		Long: help("once.long"),
+		Example: help("once.example"),
 		Args: formArgs(-1),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -244,8 +235,7 @@ func newRunCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "run",
 		Short: "Sync on the configured cron schedule until stopped (SIGINT/SIGTERM), serving /metrics, /healthz, /readyz, /status",
-		Example: "  syncd run --config /etc/syncd/syncd.yaml\n" +
-			"  curl -s localhost:9464/status | jq '.forms[] | {form_id, rows}'",
+		Example: help("run.example"),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -289,19 +279,8 @@ func newBackfillCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "backfill [FORM | --form ID] --from DATE [--to DATE]",
 		Short: "Load a time range of one form (or of every form of the accounts), fetching windows in parallel; a rerun resumes",
-		Long: "Load [--from, --to) of one form; without --form, of every form of every account (those\n" +
-			"--account or --shard I/N name: the pods of an Indexed Job split the accounts). Nothing is\n" +
-			"ever committed past now - sync.safety_lag: a --to beyond it is cut there (a line says\n" +
-			"so), and the live sync takes it from there.\n" +
-			"Exit codes as for once; 130 or 143 when SIGINT or SIGTERM stopped it.\n\n" +
-			"Beside a running `syncd run` that holds the state, the daemon runs the backfill through\n" +
-			"its control endpoint (its open state and engine; a stream's scheduled pass is waited for,\n" +
-			"never run at once): the same output and exit codes. Interrupting this command cancels\n" +
-			"the daemon's backfill; what it committed stays committed.\n\n" +
-			"--dry-run reads only and prints the windows, estimated requests and time, as for once.",
-		Example: "  syncd backfill --form vLp2aX --from 2024-01-01 --to 2024-07-01 --concurrency 8\n" +
-			"  syncd backfill --form vLp2aX --from 2024-01-01 --dry-run\n" +
-			"  syncd backfill --from 2020-01-01 --shard /4   # pod JOB_COMPLETION_INDEX of 4",
+		Long: help("backfill.long"),
+		Example: help("backfill.example"),
 		Args: formArgs(1),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -421,13 +400,8 @@ func newReconcileCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "reconcile FORM|--form ID [--from DATE]",
 		Short: "Read a form's committed windows again and write what changed: edits, deletions, late imports",
-		Long: "Reads the committed windows of one form from --from (default: now - sync.lookback) to now\n" +
-			"again and compares each submission with the versions the output holds: an edit is written\n" +
-			"as a new version row, a deletion as a tombstone row (_deleted = true), a submission imported\n" +
-			"with a past time as a normal row. Existing files are never rewritten. --from reaches back to\n" +
-			"the form's start: every batch records its rows' versions (a state written before format 3\n" +
-			"kept them for sync.lookback only; `syncd state adopt` indexes the rows before that).",
-		Example: "  syncd reconcile --form vLp2aX\n  syncd reconcile vLp2aX --from 2026-11-01",
+		Long: help("reconcile.long"),
+		Example: help("reconcile.example"),
 		Args:    formArgs(1),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -475,12 +449,9 @@ func newRefreshCmd(g *globals) *cobra.Command {
 	var yes bool
 	cmd := &cobra.Command{
 		Use:     "refresh FORM|--form ID",
-		Example: "  syncd refresh --form vLp2aX\n  syncd refresh --form vLp2aX --yes --summary /tmp/refresh.json",
+		Example: help("refresh.example"),
 		Short:   "Replace a form's table with a fresh sync: remove its output, then sync it all again",
-		Long: "Full refresh of one form: its table's output (the Parquet files under its folder or\n" +
-			"bucket prefix, or the BigQuery table) is removed and the form is synced again from its\n" +
-			"start date. A stop at any point is safe: the next pass of the form, by any command,\n" +
-			"finishes the removal before it writes, so no row is ever there twice.",
+		Long: help("refresh.long"),
 		Args: formArgs(1),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()

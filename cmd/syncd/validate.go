@@ -17,14 +17,8 @@ func newValidateCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate",
 		Short: "Check the config, the API key, the forms, the output (a probe write) and the state store",
-		Long: "Check everything a sync needs, each on one line (ok, WARN or FAIL), within about 30 s:\n" +
-			"the config; the API key and base_url (one answer within 20 s); every configured form;\n" +
-			"that the output can be written (a hidden probe file or object is written and deleted;\n" +
-			"for BigQuery a dry-run query job checks the dataset and the job permission); that\n" +
-			"sync.spool_dir (or the temporary folder) takes a scratch folder; and the\n" +
-			"state (beside a running `syncd run`, through its /status). Exit 0 when all is ok, 1 when\n" +
-			"a check failed, 2 when the config is invalid.",
-		Example: "  syncd validate\n  syncd validate --config /etc/syncd/syncd.yaml\n  syncd validate -o json | jq '.[] | select(.status != \"ok\")'",
+		Long: help("validate.long"),
+		Example: help("validate.example"),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(format); err != nil {

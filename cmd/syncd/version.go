@@ -30,7 +30,7 @@ func newVersionCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "version",
 		Short:   "Print the version",
-		Example: "  syncd version\n  syncd version -o json",
+		Example: help("version.example"),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(format); err != nil {

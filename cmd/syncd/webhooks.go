@@ -15,11 +15,8 @@ func newWebhooksCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "webhooks",
 		Short: "The webhooks syncd registered: per form, and per scheduling user",
-		Long: "The webhooks `syncd run` registered with sync.webhooks.public_url set, from the state:\n" +
-			"account, source (forms, scheduling), stream (a form id, or bookings), the service's webhook\n" +
-			"id and when it was registered. Their URLs are never shown: a forms URL holds its path token.\n" +
-			"Beside a running syncd run, read from its /status?webhooks=1.",
-		Example: "  syncd webhooks\n  syncd webhooks -o json | jq length\n  syncd webhooks remove",
+		Long: help("webhooks.long"),
+		Example: help("webhooks.example"),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v, err := g.readAccountsView(cmd.Context(), format, "?webhooks=1")
@@ -40,11 +37,8 @@ func newWebhooksRemoveCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "remove",
 		Short: "Delete every webhook syncd registered, at the services and in the state",
-		Long: "Delete the webhooks `syncd run` registered (of every account, or --account), at the Forms\n" +
-			"API and the scheduling API, and forget them in the state; prints those removed. Stop\n" +
-			"syncd run first, or remove sync.webhooks.public_url from its configuration: a running\n" +
-			"syncd with it set registers them again at its next pass. Polling is not affected.",
-		Example: "  syncd webhooks remove\n  syncd webhooks remove --account acme -o json",
+		Long: help("webhooks-remove.long"),
+		Example: help("webhooks-remove.example"),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(format); err != nil {
