@@ -11,9 +11,9 @@ import (
 func newAccountsCmd(g *globals) *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
-		Use:   "accounts",
-		Short: "Each account's forms, sign-in, last pass, lag and last error",
-		Long: help("accounts.long"),
+		Use:     "accounts",
+		Short:   "Each account's forms, sign-in, last pass, lag and last error",
+		Long:    help("accounts.long"),
 		Example: help("accounts.example"),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -43,9 +43,9 @@ func newAccountsCmd(g *globals) *cobra.Command {
 func newAccountsLinkCmd(g *globals) *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
-		Use:   "link NAME...",
-		Short: "Print the connect link of each account: its user opens it to sign in to the scheduling API",
-		Long: help("accounts-link.long"),
+		Use:     "link NAME...",
+		Short:   "Print the connect link of each account: its user opens it to sign in to the scheduling API",
+		Long:    help("accounts-link.long"),
 		Example: help("accounts-link.example"),
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -115,11 +115,6 @@ func flagError(cmd *cobra.Command, err error) error {
 	return withCode(exitUsage, errors.New(suggest.UnknownFlag(msg, name, cmd.CommandPath(), names)))
 }
 
-// accountForms keeps the streams of the accounts --account names.
-func (g *globals) accountForms(forms []formView) ([]formView, error) {
-	return app.KeepAccountStreams(forms, g.accounts), nil
-}
-
 // streamKey is the state's key of a form id given with one --account: the
 // id within that account's namespace.
 func (g *globals) streamKey(formID string) string {

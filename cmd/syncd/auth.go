@@ -12,7 +12,6 @@ import (
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/control"
-	"github.com/syncd-dev/syncd/internal/state"
 )
 
 func newAuthCmd(g *globals) *cobra.Command {
@@ -24,11 +23,11 @@ func newAuthCmd(g *globals) *cobra.Command {
 	cmd.PersistentFlags().StringVar(&source, "source", sourceScheduling, "the API to sign in to: scheduling, or forms (the accounts with forms_oauth: true)")
 	var noBrowser bool
 	login := &cobra.Command{
-		Use:   "login",
-		Short: "Sign in: open the printed URL, approve, and syncd stores the tokens in its state",
-		Long: help("auth-login.long"),
+		Use:     "login",
+		Short:   "Sign in: open the printed URL, approve, and syncd stores the tokens in its state",
+		Long:    help("auth-login.long"),
 		Example: help("auth-login.example"),
-		Args: cobra.NoArgs,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if err := checkSource(source); err != nil {
@@ -38,40 +37,37 @@ func newAuthCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if source == sourceForms {
-				return formsLogin(ctx, g, cfg, log, noBrowser)
-			}
-			acct, err := g.signInAccount(cfg, sourceScheduling)
+			acct, err := g.signInAccount(cfg, source)
 			if err != nil {
 				return err
 			}
-			oc, err := app.NewOAuthClient(cfg, log, nil)
+			l, err := control.NewLogin(cfg, log, acct, source)
 			if err != nil {
 				return withCode(exitUsage, err)
 			}
 			// The state is not held while the person approves (minutes, at
 			// times): a pass may run meanwhile. It is checked now, so that a
-			// state that cannot take the tokens fails before the approval,
-			// and opened again only to save them.
+			// state that cannot take the sign-in fails before the approval,
+			// and opened again only to save it.
 			if err := probeForLogin(ctx, g, cfg, acct.Namespace()); err != nil {
 				return err
 			}
-			req, err := oc.NewAuthRequest()
+			url, state, err := l.Request()
 			if err != nil {
 				return withCode(exitFailed, err)
 			}
-			code, answer, err := waitForCode(ctx, g, cfg.Scheduling.RedirectURI, req.URL, req.State, noBrowser, "syncd auth login")
+			code, answer, err := waitForCode(ctx, g, l.RedirectURI, url, state, noBrowser, l.Command)
 			if err != nil {
 				return withCode(exitFailed, err)
 			}
 			// The browser waits for this outcome (answer): its page says
-			// signed in only once the tokens are saved.
-			tok, how, err := control.FinishSchedulingLogin(ctx, cfg, log, acct, oc, code, req.Verifier)
+			// signed in only once the sign-in is saved.
+			text, err := l.Finish(ctx, code)
 			answer(err)
 			if err != nil {
 				return withCode(signInCode(err), err)
 			}
-			control.WriteSchedulingLogin(g.stdout, cfg.MultiAccount(), acct.Name, tok, app.StateWhere(cfg), how)
+			text(g.stdout)
 			return nil
 		},
 	}
@@ -156,12 +152,7 @@ func logout(ctx context.Context, g *globals, source string, yes bool) error {
 	if err != nil {
 		return err
 	}
-	how, err := control.ForgetSignIn(ctx, cfg, acct, source, func(store state.Store) error {
-		if source == sourceForms {
-			return (app.FormsTokens{Store: store, Namespace: acct.Namespace()}).Delete(ctx)
-		}
-		return (app.StateTokens{Store: store, Namespace: acct.Namespace()}).Delete(ctx)
-	})
+	how, err := control.ForgetSignIn(ctx, cfg, acct, source, app.DeleteSignIn(ctx, source, acct.Namespace()))
 	if err != nil {
 		return withCode(signInCode(err), err)
 	}

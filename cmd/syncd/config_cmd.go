@@ -10,10 +10,10 @@ import (
 func newConfigCmd(g *globals) *cobra.Command {
 	format := "yaml"
 	cmd := &cobra.Command{
-		Use:   "config",
-		Short: "Print the effective configuration: every key, after defaults and ${ENV}, secrets as ***",
+		Use:     "config",
+		Short:   "Print the effective configuration: every key, after defaults and ${ENV}, secrets as ***",
 		Example: help("config.example"),
-		Args: cobra.NoArgs,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(format, "yaml", formatJSON); err != nil {
 				return err

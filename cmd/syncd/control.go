@@ -37,9 +37,9 @@ func (g *globals) backfillInDaemon(ctx context.Context, cfg *config.Config, held
 	report := progress.NewReporter(g.stderr, log, textfmt.OrDash(req.Form), isTerminal(g.stderr))
 	started := time.Now()
 	done, err := c.Backfill(ctx, req, func(s string) { fmt.Fprintln(g.stderr, "syncd:", s) }, report.Update)
-	_, stopped := g.interruption()
+	_, stopped := g.Interruption()
 	report.Finish(poller.Result{Err: err, Interrupted: stopped || done == nil || done.Code != exitOK})
-	if code, stopped := g.interruption(); stopped {
+	if code, stopped := g.Interruption(); stopped {
 		fmt.Fprintln(g.progressOut(format), "INTERRUPTED: the daemon's backfill was cancelled with this command; what it committed stays committed")
 		return withCode(code, errors.New("interrupted: run the backfill again to load the rest"))
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -117,9 +116,9 @@ func newStateCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "state", Short: "Inspect or reset the sync state"}
 	var format, showForm, resetForm string
 	show := &cobra.Command{
-		Use:   "show [FORM]",
-		Short: "Show committed windows, open batches and counters",
-		Long: help("state-show.long"),
+		Use:     "show [FORM]",
+		Short:   "Show committed windows, open batches and counters",
+		Long:    help("state-show.long"),
 		Example: help("state-show.example"),
 		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -135,9 +134,7 @@ func newStateCmd(g *globals) *cobra.Command {
 				v.Forms = []formView{}
 			}
 			if len(g.accounts) > 0 {
-				if v.Forms, err = g.accountForms(v.Forms); err != nil {
-					return err
-				}
+				v.Forms = app.KeepAccountStreams(v.Forms, g.accounts)
 			}
 			if formID != "" {
 				f, err := app.FindView(v.Forms, g.streamKey(formID))
@@ -154,9 +151,9 @@ func newStateCmd(g *globals) *cobra.Command {
 	var yes, keepOutput bool
 	var fromDate string
 	reset := &cobra.Command{
-		Use:   "reset FORM [--from DATE]",
-		Short: "Forget what was synced of a form (all of it, or from a date on), so the next pass fetches it again",
-		Long: help("state-reset.long"),
+		Use:     "reset FORM [--from DATE]",
+		Short:   "Forget what was synced of a form (all of it, or from a date on), so the next pass fetches it again",
+		Long:    help("state-reset.long"),
 		Example: help("state-reset.example"),
 		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -165,23 +162,11 @@ func newStateCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			// An empty --from (an unset variable in a script) is never
-			// "forget everything".
-			if cmd.Flags().Changed("from") && strings.TrimSpace(fromDate) == "" {
-				return withCode(exitUsage, fmt.Errorf("--from is empty: give a date, e.g. --from 2024-01-31 (or RFC 3339), or leave --from out to forget everything synced of form %s; nothing was changed", formID))
-			}
-			from, err := config.ParseDate(fromDate)
+			from, err := app.ResetFrom(fromDate, cmd.Flags().Changed("from"), formID)
 			if err != nil {
-				return withCode(exitUsage, fmt.Errorf("--from: %w", err))
+				return withCode(exitUsage, err)
 			}
-			what := "everything synced of form " + formID
-			if !from.IsZero() {
-				what = fmt.Sprintf("what was synced of form %s from %s on", formID, from.Format(time.RFC3339))
-			}
-			warning := fmt.Sprintf("Forget %s? The next pass fetches it again and writes those rows a second time beside the ones already in the output (`syncd refresh --form %s` replaces the table instead).", what, formID)
-			if !from.IsZero() {
-				warning = fmt.Sprintf("Forget %s? The next pass fetches it again and writes those rows a second time beside the ones already in the output. To have them once, first remove the table's partition folders from that date on (with the day or month layout a row's folder is its own date: pick --from at the start of a folder), or use `syncd reconcile --form %s --from DATE`, which writes only what changed.", what, formID)
-			}
+			warning := app.ResetWarning(formID, from)
 			a, err := g.openApp(ctx, false)
 			if err != nil {
 				return err

@@ -13,7 +13,6 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -23,6 +22,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/gcpolicy"
 	"github.com/syncd-dev/syncd/internal/progress"
+	"github.com/syncd-dev/syncd/internal/shutdown"
 )
 
 // Exit codes, documented in the README.
@@ -33,7 +33,7 @@ const (
 	exitState  = 3 // the state store could not be opened (locked, corrupt)
 	// A pass stopped by SIGINT (130) or SIGTERM (143) exits 128 + the
 	// signal: what it committed stays committed, the rest comes next time.
-	exitInterrupted = 130
+	exitInterrupted = shutdown.ExitInterrupted
 )
 
 // poisonEnv set to 1 overwrites every Arrow buffer as it is freed
@@ -67,7 +67,7 @@ func main() {
 		// The first signal stops new work and gives batches in flight the
 		// grace period to commit; the second, or the end of the grace,
 		// abandons them (their intents are resolved on the next start).
-		g.stop(cancel, <-sigs)
+		g.Stop(cancel, <-sigs)
 		<-sigs
 		cancel()
 	}()
@@ -80,7 +80,7 @@ func main() {
 // after a signal arrived was stopped by it, wherever it was (checking the
 // form ids, say, before any pass began), and exits as a stopped pass does.
 func (g *globals) finalCode(code int) int {
-	if c, stopped := g.interruption(); stopped && code == exitFailed {
+	if c, stopped := g.Interruption(); stopped && code == exitFailed {
 		return c
 	}
 	return code
@@ -117,57 +117,18 @@ type globals struct {
 	memOnce  sync.Once
 	noteOnce sync.Once // the line that says which configuration is used
 	noConfig bool      // no configuration file: the built-in defaults
-	mu       sync.Mutex
-	stopping chan struct{} // closed at the first SIGINT/SIGTERM
-	signal   os.Signal     // that first signal
-	drain    func()        // stops planning new windows
-	grace    time.Duration // how long batches in flight may take to commit
-}
-
-// stop is the first signal: drain, then cancel everything after the grace.
-func (g *globals) stop(cancel context.CancelFunc, sig os.Signal) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.signal = sig
-	close(g.stopping)
-	if g.drain == nil {
-		cancel()
-		return
-	}
-	g.drain()
-	time.AfterFunc(g.grace, cancel)
-}
-
-// interruption is the exit code of a pass a signal stopped: 128 + the
-// signal's number, as shells report it (130 for SIGINT, 143 for SIGTERM).
-// ok is false when no signal came.
-func (g *globals) interruption() (code int, ok bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.signal == nil {
-		return 0, false
-	}
-	if s, isSys := g.signal.(syscall.Signal); isSys {
-		return 128 + int(s), true
-	}
-	return exitInterrupted, true
-}
-
-// onStop registers what the first signal drains and for how long.
-func (g *globals) onStop(drain func(), grace time.Duration) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.drain, g.grace = drain, grace
+	// The first SIGINT/SIGTERM drains, the second cancels.
+	*shutdown.Shutdown
 }
 
 func newRoot(stdout, stderr io.Writer) (*cobra.Command, *globals) {
-	g := &globals{stdout: stdout, stderr: stderr, stopping: make(chan struct{})}
+	g := &globals{stdout: stdout, stderr: stderr, Shutdown: shutdown.New()}
 	root := &cobra.Command{
 		Use:           "syncd",
 		Short:         "Copy form submissions and bookings into Parquet or BigQuery, exactly once",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Example: help("syncd.example"),
+		Example:       help("syncd.example"),
 		// Bare `syncd` is a mistake, not a success: help on stderr, exit 2.
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SetOut(stderr)
@@ -177,7 +138,7 @@ func newRoot(stdout, stderr io.Writer) (*cobra.Command, *globals) {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.PersistentFlags().StringVarP(&g.configPath, "config", "c", envOr("SYNCD_CONFIG", ""), "configuration file (YAML); env SYNCD_CONFIG")
+	root.PersistentFlags().StringVarP(&g.configPath, "config", "c", os.Getenv("SYNCD_CONFIG"), "configuration file (YAML); env SYNCD_CONFIG")
 	root.PersistentFlags().StringArrayVar(&g.accounts, "account", nil, "work on this account of the config's accounts list (repeatable; default: every account)")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "", "debug, info, warn or error (overrides log.level)")
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "", "auto, json or console (overrides log.format)")
@@ -201,13 +162,6 @@ func newRoot(stdout, stderr io.Writer) (*cobra.Command, *globals) {
 	addPprofFlags(root, g)
 	suggestCommands(root)
 	return root, g
-}
-
-func envOr(key, def string) string {
-	if v, ok := os.LookupEnv(key); ok {
-		return v
-	}
-	return def
 }
 
 // load reads the configuration and builds the logger it asks for.

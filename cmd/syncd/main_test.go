@@ -270,7 +270,7 @@ func TestStoppedCommandExitsAsStopped(t *testing.T) {
 	for _, tt := range tests {
 		_, g := newRoot(io.Discard, io.Discard)
 		if tt.signal != nil {
-			g.stop(func() {}, tt.signal)
+			g.Stop(func() {}, tt.signal)
 		}
 		if got := g.finalCode(tt.code); got != tt.wantFinal {
 			t.Errorf("signal %v, code %d: exit %d, want %d", tt.signal, tt.code, got, tt.wantFinal)

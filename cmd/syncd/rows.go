@@ -16,11 +16,11 @@ func newRowsCmd(g *globals) *cobra.Command {
 	var n int
 	var columns []string
 	cmd := &cobra.Command{
-		Use:   "rows TABLE|FORM",
-		Short: "Print the first rows of a table of the Parquet output",
-		Long: help("rows.long"),
+		Use:     "rows TABLE|FORM",
+		Short:   "Print the first rows of a table of the Parquet output",
+		Long:    help("rows.long"),
 		Example: help("rows.example"),
-		Args: cobra.ExactArgs(1),
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format); err != nil {
 				return err

@@ -17,9 +17,9 @@ import (
 func newStateAdoptCmd(g *globals) *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
-		Use:   "adopt [STREAM]...",
-		Short: "Rebuild the state of forms (and the bookings) from what the output holds",
-		Long: help("state-adopt.long"),
+		Use:     "adopt [STREAM]...",
+		Short:   "Rebuild the state of forms (and the bookings) from what the output holds",
+		Long:    help("state-adopt.long"),
 		Example: help("state-adopt.example"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format); err != nil {

@@ -16,25 +16,13 @@ import (
 	"github.com/syncd-dev/syncd/internal/state"
 )
 
-// minEvery is the shortest --every: each backup copies the whole state, so
-// a shorter interval only loads the disk and, with --keep, prunes the very
-// copies a backup is kept for.
-const minEvery = time.Minute
-
 func newStateBackupCmd(g *globals) *cobra.Command {
 	var keep int
 	var every time.Duration
 	cmd := &cobra.Command{
-		Use:   "backup DEST",
-		Short: "Write a consistent copy of the state to a file or a bucket, also while syncd runs",
-		Long: "Write a consistent copy of the state to DEST, also while a syncd runs on it.\n" +
-			"DEST is a file, or a folder or bucket prefix ending in '/' (gs://, s3://, azblob://,\n" +
-			"file://), into which a file named " + state.BackupPrefix + "<UTC time>.db (.json for state.url)\n" +
-			"is written; --keep N then deletes all but the newest N so named there (never another\n" +
-			"file, nor the state or its lock file should they live there). With --every the\n" +
-			"command keeps running and backs up at that interval (a sidecar).\n" +
-			"A state file is copied until two reads agree and the copy passes every checksum;\n" +
-			"a state object is read at its current generation. A damaged state is refused.",
+		Use:     "backup DEST",
+		Short:   "Write a consistent copy of the state to a file or a bucket, also while syncd runs",
+		Long:    fmt.Sprintf(help("state-backup.long"), state.BackupPrefix),
 		Example: help("state-backup.example"),
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -46,11 +34,8 @@ func newStateBackupCmd(g *globals) *cobra.Command {
 				return err
 			}
 			dest := args[0]
-			if every < 0 || every > 0 && every < minEvery {
-				return withCode(exitUsage, fmt.Errorf("--every %s: give an interval of a minute or more (e.g. 24h), or leave --every out for one backup; nothing was written", every))
-			}
-			if keep < 0 || (keep > 0 && !state.IsFolder(dest)) {
-				return withCode(exitUsage, fmt.Errorf("--keep %d: it needs a DEST that is a folder or bucket prefix ending in '/', and N of 1 or more", keep))
+			if err := app.BackupArgs(every, keep, state.IsFolder(dest)); err != nil {
+				return withCode(exitUsage, err)
 			}
 			// Checked before the first backup, so that with --every too it
 			// is exit 2 (a backup in a folder checks its new name again).
@@ -71,7 +56,7 @@ func newStateBackupCmd(g *globals) *cobra.Command {
 				select {
 				case <-ctx.Done():
 					return nil
-				case <-g.stopping:
+				case <-g.Stopping():
 					return nil
 				case <-time.After(every):
 				}
@@ -110,9 +95,9 @@ func backupOnce(ctx context.Context, g *globals, cfg *config.Config, dest string
 
 func newStateRestoreCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:   "restore FILE",
-		Short: "Replace the state with a backup, after checking it (refused, exit 3, while a syncd runs: stop it first)",
-		Long: help("state-restore.long"),
+		Use:     "restore FILE",
+		Short:   "Replace the state with a backup, after checking it (refused, exit 3, while a syncd runs: stop it first)",
+		Long:    help("state-restore.long"),
 		Example: help("state-restore.example"),
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -20,9 +20,9 @@ import (
 func newStateForgetCmd(g *globals) *cobra.Command {
 	var yes bool
 	cmd := &cobra.Command{
-		Use:   "forget STREAM",
-		Short: "Remove the record of a stream the configuration no longer names (its output is kept)",
-		Long: help("state-forget.long"),
+		Use:     "forget STREAM",
+		Short:   "Remove the record of a stream the configuration no longer names (its output is kept)",
+		Long:    help("state-forget.long"),
 		Example: help("state-forget.example"),
 		Args:    exactArgs(1, "STREAM", "the stream to forget, as `syncd state show` names it"),
 		RunE: func(cmd *cobra.Command, args []string) error {

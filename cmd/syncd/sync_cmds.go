@@ -46,7 +46,7 @@ func (g *globals) openAppShared(ctx context.Context, readOnly, shared bool) (*ap
 		return nil, withCode(exitUsage, err)
 	}
 	if !readOnly {
-		g.onStop(a.Drain, cfg.Sync.ShutdownGrace.D())
+		g.OnStop(a.Drain, cfg.Sync.ShutdownGrace.D())
 	}
 	return a, nil
 }
@@ -76,11 +76,11 @@ func newOnceCmd(g *globals) *cobra.Command {
 	var formIDs []string
 	var dryRun bool
 	cmd := &cobra.Command{
-		Use:   "once [FORM]...",
-		Short: "Sync every configured form once, print a summary line per form, and exit",
-		Long: help("once.long"),
+		Use:     "once [FORM]...",
+		Short:   "Sync every configured form once, print a summary line per form, and exit",
+		Long:    help("once.long"),
 		Example: help("once.example"),
-		Args: formArgs(-1),
+		Args:    formArgs(-1),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if err := checkFormat(format); err != nil {
@@ -195,7 +195,7 @@ func checkError(err error) error {
 // finishPass prints the results, writes the summary and picks the exit
 // code: a pass a signal stopped is never a success.
 func (g *globals) finishPass(results []poller.Result, took time.Duration, summaryPath, format string) error {
-	code, interrupted := g.interruption()
+	code, interrupted := g.Interruption()
 	if err := g.emit(format, status.Summarize(results, interrupted), noErr(func(w io.Writer) {
 		status.WriteResults(w, results, took, interrupted)
 	})); err != nil {
@@ -233,10 +233,10 @@ func (g *globals) emptyShard(format string) error {
 
 func newRunCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:   "run",
-		Short: "Sync on the configured cron schedule until stopped (SIGINT/SIGTERM), serving /metrics, /healthz, /readyz, /status",
+		Use:     "run",
+		Short:   "Sync on the configured cron schedule until stopped (SIGINT/SIGTERM), serving /metrics, /healthz, /readyz, /status",
 		Example: help("run.example"),
-		Args: cobra.NoArgs,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if err := g.checkSpool(); err != nil {
@@ -255,11 +255,11 @@ func newRunCmd(g *globals) *cobra.Command {
 // runDaemon runs the daemon (app.Run) until a signal stops it, mapping
 // its configuration errors to exit 2.
 func runDaemon(ctx context.Context, a *app.App, g *globals) error {
-	err := a.Run(ctx, app.RunOptions{ConfigPath: g.configPath, Stopping: g.stopping, Version: version,
+	err := a.Run(ctx, app.RunOptions{ConfigPath: g.configPath, Stopping: g.Stopping(), Version: version,
 		// Commands beside the daemon (backfill, auth login) have it do
 		// their work; the endpoint stops before the accounts close.
 		Beside: func(ctx context.Context) func() {
-			return control.Start(ctx, a, g.stopping, a.Cfg.Sync.ShutdownGrace.D()+5*time.Second)
+			return control.Start(ctx, a, g.Stopping(), a.Cfg.Sync.ShutdownGrace.D()+5*time.Second)
 		}})
 	var cfgErr *daemon.ConfigError
 	switch {
@@ -277,11 +277,11 @@ func newBackfillCmd(g *globals) *cobra.Command {
 	var concurrency int
 	var dryRun bool
 	cmd := &cobra.Command{
-		Use:   "backfill [FORM | --form ID] --from DATE [--to DATE]",
-		Short: "Load a time range of one form (or of every form of the accounts), fetching windows in parallel; a rerun resumes",
-		Long: help("backfill.long"),
+		Use:     "backfill [FORM | --form ID] --from DATE [--to DATE]",
+		Short:   "Load a time range of one form (or of every form of the accounts), fetching windows in parallel; a rerun resumes",
+		Long:    help("backfill.long"),
 		Example: help("backfill.example"),
-		Args: formArgs(1),
+		Args:    formArgs(1),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if err := checkFormat(format); err != nil {
@@ -339,12 +339,9 @@ func newBackfillCmd(g *globals) *cobra.Command {
 			}
 			defer one.Close()
 			acct := one.acct
-			if horizon := acct.Poller.Horizon(); end.After(horizon) {
-				if to != "" { // without --to, now - safety_lag is the end asked for
-					fmt.Fprintf(g.stderr, "syncd: --to %s is past now - sync.safety_lag; backfilling up to %s instead (later submissions come with the live sync)\n",
-						end.Format(time.RFC3339), horizon.Format(time.RFC3339Nano))
-				}
-				end = horizon
+			end, note := app.ClipToHorizon(end, acct.Poller.Horizon())
+			if note != "" && to != "" { // without --to, now - safety_lag is the end asked for
+				fmt.Fprintf(g.stderr, "syncd: %s (later submissions come with the live sync)\n", note)
 			}
 			report := progress.NewReporter(g.stderr, acct.Log, formID, isTerminal(g.stderr))
 			one.started = time.Now()
@@ -385,11 +382,9 @@ func (g *globals) backfillAll(ctx context.Context, start, end time.Time, endAske
 	if g.shard != nil && len(a.Accounts) == 0 {
 		return g.emptyShard(format)
 	}
-	if horizon := a.Accounts[0].Poller.Horizon(); end.After(horizon) {
-		if endAsked {
-			fmt.Fprintf(g.stderr, "syncd: --to %s is past now - sync.safety_lag; backfilling up to %s instead\n", end.Format(time.RFC3339), horizon.Format(time.RFC3339Nano))
-		}
-		end = horizon
+	end, note := app.ClipToHorizon(end, a.Accounts[0].Poller.Horizon())
+	if note != "" && endAsked {
+		fmt.Fprintf(g.stderr, "syncd: %s\n", note)
 	}
 	started := time.Now()
 	return g.finishPass(a.Backfill(ctx, start, end, concurrency), time.Since(started), summaryPath, format)
@@ -398,9 +393,9 @@ func (g *globals) backfillAll(ctx context.Context, start, end time.Time, endAske
 func newReconcileCmd(g *globals) *cobra.Command {
 	var formID, from, summaryPath, format string
 	cmd := &cobra.Command{
-		Use:   "reconcile FORM|--form ID [--from DATE]",
-		Short: "Read a form's committed windows again and write what changed: edits, deletions, late imports",
-		Long: help("reconcile.long"),
+		Use:     "reconcile FORM|--form ID [--from DATE]",
+		Short:   "Read a form's committed windows again and write what changed: edits, deletions, late imports",
+		Long:    help("reconcile.long"),
 		Example: help("reconcile.example"),
 		Args:    formArgs(1),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -451,8 +446,8 @@ func newRefreshCmd(g *globals) *cobra.Command {
 		Use:     "refresh FORM|--form ID",
 		Example: help("refresh.example"),
 		Short:   "Replace a form's table with a fresh sync: remove its output, then sync it all again",
-		Long: help("refresh.long"),
-		Args: formArgs(1),
+		Long:    help("refresh.long"),
+		Args:    formArgs(1),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if _, err := g.checkOneForm(ctx, format, formID); err != nil {
@@ -474,7 +469,7 @@ func newRefreshCmd(g *globals) *cobra.Command {
 				return withCode(exitFailed, err)
 			}
 			if err := acct.Poller.Refresh(ctx, s.Stream); err != nil {
-				if _, stopped := g.interruption(); stopped {
+				if _, stopped := g.Interruption(); stopped {
 					return g.finishPass([]poller.Result{{Stream: formID, Interrupted: true}}, time.Since(one.started), summaryPath, format)
 				}
 				return withCode(exitFailed, err)

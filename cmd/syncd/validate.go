@@ -15,9 +15,9 @@ import (
 func newValidateCmd(g *globals) *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
-		Use:   "validate",
-		Short: "Check the config, the API key, the forms, the output (a probe write) and the state store",
-		Long: help("validate.long"),
+		Use:     "validate",
+		Short:   "Check the config, the API key, the forms, the output (a probe write) and the state store",
+		Long:    help("validate.long"),
 		Example: help("validate.example"),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

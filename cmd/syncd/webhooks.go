@@ -13,9 +13,9 @@ import (
 func newWebhooksCmd(g *globals) *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
-		Use:   "webhooks",
-		Short: "The webhooks syncd registered: per form, and per scheduling user",
-		Long: help("webhooks.long"),
+		Use:     "webhooks",
+		Short:   "The webhooks syncd registered: per form, and per scheduling user",
+		Long:    help("webhooks.long"),
 		Example: help("webhooks.example"),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -35,9 +35,9 @@ func newWebhooksCmd(g *globals) *cobra.Command {
 func newWebhooksRemoveCmd(g *globals) *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
-		Use:   "remove",
-		Short: "Delete every webhook syncd registered, at the services and in the state",
-		Long: help("webhooks-remove.long"),
+		Use:     "remove",
+		Short:   "Delete every webhook syncd registered, at the services and in the state",
+		Long:    help("webhooks-remove.long"),
 		Example: help("webhooks-remove.example"),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -47,3 +47,14 @@ func TestFromBeforeHorizon(t *testing.T) {
 		t.Fatalf("a start at the horizon: %v", err)
 	}
 }
+
+func TestClipToHorizon(t *testing.T) {
+	h := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
+	if end, note := ClipToHorizon(h.Add(-time.Hour), h); !end.Equal(h.Add(-time.Hour)) || note != "" {
+		t.Fatalf("an end before the horizon: %s %q", end, note)
+	}
+	end, note := ClipToHorizon(h.Add(time.Hour), h)
+	if !end.Equal(h) || !strings.Contains(note, "is past now - sync.safety_lag; backfilling up to 2026-12-06T00:00:00Z instead") {
+		t.Fatalf("an end past the horizon: %s %q", end, note)
+	}
+}

@@ -136,3 +136,14 @@ func SchedulingSignIns(cfg *config.Config, list []config.Account, named bool) ([
 	}
 	return out, nil
 }
+
+// DeleteSignIn is what `auth logout` removes from the state for source
+// (SignInForms or SignInScheduling): the account's tokens in namespace.
+func DeleteSignIn(ctx context.Context, source, namespace string) func(state.Store) error {
+	return func(store state.Store) error {
+		if source == SignInForms {
+			return (FormsTokens{Store: store, Namespace: namespace}).Delete(ctx)
+		}
+		return (StateTokens{Store: store, Namespace: namespace}).Delete(ctx)
+	}
+}
