@@ -14,12 +14,12 @@ import (
 
 // HeapFloor is the heap the collector lets a pass grow to before GOGC 50
 // applies, without a memory limit. The 1M-row wide backfill's bound is
-// 150 MB RSS: at 64 MiB it peaked at 136-140 MB into Parquet
-// (2026-11-26), but at 155 MB into BigQuery, whose client's code adds
-// about 13 MB of resident pages; at 48 MiB, 142 MB (bench/RESULTS.md,
-// 2026-12-06), for no CPU that the runs could tell apart. Under a memory
-// limit (a pod's) the threshold is a sixth of it and this floor does not
-// apply.
+// 150 MB RSS, of which the binary's pages and the state file's mapping
+// take about 70 MB: at 64 MiB the backfill into BigQuery peaked at 153-157
+// MB, at 48 MiB at 142-154 MB (the Go heap at 63 MB instead of 68), for no
+// CPU the runs could tell apart (bench/RESULTS.md, 2026-12-06). Under a
+// memory limit (a pod's) the threshold is a sixth of it and this floor
+// does not apply.
 const HeapFloor = 48 << 20
 
 // SetMemoryLimit makes 90% of the container's memory limit (cgroup
