@@ -22,6 +22,10 @@ func FormsTokenSecret(namespace string) string { return formsource.TokenSecret(n
 // (formsource.LegacyTokenSecret).
 func legacyFormsTokenSecret(namespace string) string { return formsource.LegacyTokenSecret(namespace) }
 
+// FormsAuthError is the Forms API refusing a sign-in (the daemon's
+// control endpoint answers its status; the client rebuilds it).
+type FormsAuthError = forms.AuthError
+
 // ErrNoFormsToken is an account with forms_oauth that has not signed in
 // (formsource.ErrNoSignIn).
 var ErrNoFormsToken = formsource.ErrNoSignIn

@@ -17,7 +17,6 @@ import (
 	"github.com/syncd-dev/syncd/internal/formsauth"
 	"github.com/syncd-dev/syncd/internal/oauth"
 	"github.com/syncd-dev/syncd/internal/poller"
-	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 	"github.com/syncd-dev/syncd/internal/state"
 )
 
@@ -159,7 +158,7 @@ func (c *Client) FormsSignInStatus(ctx context.Context, account string) (formsau
 	case ans.NoToken:
 		return tok, app.ErrNoFormsToken
 	case ans.AuthStatus != 0:
-		return tok, &forms.AuthError{BaseURL: ans.BaseURL, Status: ans.AuthStatus}
+		return tok, &app.FormsAuthError{BaseURL: ans.BaseURL, Status: ans.AuthStatus}
 	case ans.Error != "":
 		return tok, errors.New(ans.Error)
 	}

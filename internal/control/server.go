@@ -23,7 +23,6 @@ import (
 	"github.com/syncd-dev/syncd/internal/formsauth"
 	"github.com/syncd-dev/syncd/internal/oauth"
 	"github.com/syncd-dev/syncd/internal/poller"
-	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 	"github.com/syncd-dev/syncd/internal/status"
 )
 
@@ -323,7 +322,7 @@ func (c *server) formsSignedIn(w http.ResponseWriter, r *http.Request, req signe
 		ans.BaseURL, ans.ObtainedAt = tok.BaseURL, tok.ObtainedAt
 		err = app.CheckFormsToken(r.Context(), c.a.Current(), acct.Cfg, tok, c.log)
 	}
-	var ae *forms.AuthError
+	var ae *app.FormsAuthError
 	switch {
 	case errors.Is(err, app.ErrNoFormsToken):
 		ans.NoToken = true
