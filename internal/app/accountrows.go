@@ -17,7 +17,7 @@ func AccountsTable(list []status.Account) (header []string, rows [][]string) {
 	rows = make([][]string, 0, len(list))
 	for _, a := range list {
 		rows = append(rows, []string{a.Name, strconv.Itoa(a.Forms), yesNo(a.Bookings), signInText(a.SignIn), strconv.FormatInt(a.Rows, 10),
-			timeText(a.LastSuccess), lagText(a.LagSeconds), dashIfEmpty(a.LastError)})
+			timeText(a.LastSuccess), lagText(a.LagSeconds), textfmt.OrDash(a.LastError)})
 	}
 	return header, rows
 }
@@ -30,7 +30,7 @@ func NotConfiguredNote(a status.Account) string {
 		return ""
 	}
 	return fmt.Sprintf("account %s: the state still holds %s the configuration no longer names, not synced and not counted above: %s (`syncd state forget ID --yes` removes a record)",
-		a.Name, countOf(n, "stream"), strings.Join(a.NotConfigured, ", "))
+		a.Name, textfmt.Plural(int64(n), "stream"), strings.Join(a.NotConfigured, ", "))
 }
 
 func yesNo(b bool) string {
@@ -49,7 +49,7 @@ func signInText(s *status.SignIn) string {
 	case !s.SignedIn:
 		return "not signed in"
 	default:
-		return dashIfEmpty(s.User)
+		return textfmt.OrDash(s.User)
 	}
 }
 
@@ -64,9 +64,5 @@ func lagText(s *float64) string {
 	if s == nil {
 		return "-"
 	}
-	return AgeText(time.Duration(*s * float64(time.Second)))
+	return textfmt.Age(time.Duration(*s * float64(time.Second)))
 }
-
-// AgeText is a duration as a person reads it: "42s", "3h5m", "989d 21h"
-// (textfmt.Age, which the state view's text shares).
-func AgeText(d time.Duration) string { return textfmt.Age(d) }

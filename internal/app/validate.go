@@ -15,6 +15,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/spool"
 	"github.com/syncd-dev/syncd/internal/status"
 	"github.com/syncd-dev/syncd/internal/suggest"
+	"github.com/syncd-dev/syncd/internal/textfmt"
 )
 
 // What validate allows itself: its API checks share one budget of
@@ -150,7 +151,7 @@ func (v Validation) checkForms(ctx context.Context, cfg *config.Config, acct con
 		report(Check{CheckFail, "api" + who + ": " + apiFailure(acct.BaseURL, err)})
 		return 1
 	}
-	report(Check{CheckOK, fmt.Sprintf("api key%s: %s visible at %s", who, countOf(len(list), "form"), acct.BaseURL)})
+	report(Check{CheckOK, fmt.Sprintf("api key%s: %s visible at %s", who, textfmt.Plural(int64(len(list)), "form"), acct.BaseURL)})
 	known := make([]string, 0, len(list))
 	for _, f := range list {
 		known = append(known, f.FormID)
@@ -170,14 +171,6 @@ func (v Validation) checkForms(ctx context.Context, cfg *config.Config, acct con
 		report(Check{CheckOK, fmt.Sprintf("form %s%s", f.ID, who)})
 	}
 	return bad
-}
-
-// countOf is "1 form", "3 forms".
-func countOf(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // checkOutput checks the sink (a probe write), the spool folder and the
@@ -247,7 +240,7 @@ func (v Validation) checkScheduling(ctx context.Context, acct config.Account, re
 		return errors.New("not signed in: run `syncd auth login`")
 	}
 	if err != nil {
-		return fmt.Errorf("the sign-in of %s does not work: %w", dashIfEmpty(tok.User), err)
+		return fmt.Errorf("the sign-in of %s does not work: %w", textfmt.OrDash(tok.User), err)
 	}
 	scopes := strings.Join(tok.Scopes, " ")
 	if tok.Legacy || len(tok.Scopes) == 0 {
@@ -257,16 +250,8 @@ func (v Validation) checkScheduling(ctx context.Context, acct config.Account, re
 	if local {
 		how = "checked in the state only: a running syncd holds it"
 	}
-	report(Check{CheckOK, fmt.Sprintf("scheduling%s: signed in as %s, scopes %s (%s)", v.who(acct), dashIfEmpty(tok.User), scopes, how)})
+	report(Check{CheckOK, fmt.Sprintf("scheduling%s: signed in as %s, scopes %s (%s)", v.who(acct), textfmt.OrDash(tok.User), scopes, how)})
 	return nil
-}
-
-// dashIfEmpty is s, or "-" when it is empty.
-func dashIfEmpty(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // apiFailure words a failed API check: an API that never answered is

@@ -26,6 +26,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
 )
 
@@ -38,10 +39,11 @@ const (
 	pathSignOut  = "/v1/signout"
 )
 
-// The sources a sign-in request names, as `syncd auth --source` does.
+// The sources a sign-in request names, as `syncd auth --source` does
+// (app's names for them).
 const (
-	sourceScheduling = "scheduling"
-	sourceForms      = "forms"
+	sourceScheduling = app.SignInScheduling
+	sourceForms      = app.SignInForms
 )
 
 // The exit codes a backfill's outcome (Done.Code) carries: those the
