@@ -166,7 +166,7 @@ func New(cfg Config) (*Client, error) {
 		case burst < 0:
 			return nil, fmt.Errorf("%s: Burst must be positive, got %d", name, burst)
 		}
-		c.limiter = rate.NewLimiter(rate.Limit(rl), burst)
+		c.limiter = NewLimiter(rate.Limit(rl), burst)
 	}
 	switch {
 	case c.maxAttempts == 0:

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"crypto/sha256"
 	"sync"
+	"time"
 
 	"golang.org/x/time/rate"
 )
@@ -45,7 +46,18 @@ func (l *Limiters) Get(baseURL, credential string, r rate.Limit, burst int) *rat
 		}
 		return lim
 	}
-	lim := rate.NewLimiter(r, burst)
+	lim := NewLimiter(r, burst)
 	l.m[k] = lim
+	return lim
+}
+
+// NewLimiter is a limiter of r requests per second and burst that starts
+// empty: its first request waits 1/r. A process cannot know what the one
+// before it spent: a syncd started right after another was killed (a pod
+// restarted, a CronJob replaced) would otherwise add a full burst on top of
+// the dead one's last second and draw a 429.
+func NewLimiter(r rate.Limit, burst int) *rate.Limiter {
+	lim := rate.NewLimiter(r, burst)
+	lim.AllowN(time.Now(), burst)
 	return lim
 }

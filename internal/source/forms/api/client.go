@@ -183,7 +183,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Limiters != nil {
 		c.limiter = cfg.Limiters.get(base, key, rate.Limit(rl), burst)
 	} else {
-		c.limiter = rate.NewLimiter(rate.Limit(rl), burst)
+		c.limiter = httpapi.NewLimiter(rate.Limit(rl), burst)
 	}
 	api, err := httpapi.New(httpapi.Config{
 		Name:         "forms client",

@@ -537,7 +537,9 @@ func TestCancelDuringRequest(t *testing.T) {
 func TestCancelDuringRateLimitWait(t *testing.T) {
 	s := newStub(t, ok(`{"id":"f1","name":"F","questions":[]}`))
 	cfg := testConfig(s.base())
-	cfg.RateLimit, cfg.Burst = 0.001, 1 // one token, the next in ~17 minutes
+	// A new client's limiter starts empty (httpapi.NewLimiter): its first
+	// token comes after 1 s, the next 1 s later.
+	cfg.RateLimit, cfg.Burst = 1, 1
 	c := newClient(t, cfg)
 	if _, err := c.GetForm(context.Background(), "f1"); err != nil {
 		t.Fatal(err)
@@ -552,7 +554,7 @@ func TestCancelDuringRateLimitWait(t *testing.T) {
 	mustContain(t, err.Error(), "rate limiter")
 
 	// A deadline the limiter cannot meet fails at once, as a deadline error.
-	dctx, dcancel := context.WithTimeout(context.Background(), time.Minute)
+	dctx, dcancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer dcancel()
 	_, err = c.GetForm(dctx, "f1")
 	if !errors.Is(err, context.DeadlineExceeded) {
@@ -829,15 +831,16 @@ func TestSharedLimiters(t *testing.T) {
 	}
 }
 
-// A retry draws from the rate limiter like a first attempt: with one token
-// and the next one ~17 minutes away, the retry cannot start before the
-// deadline, so the call fails without a second request.
+// A retry draws from the rate limiter like a first attempt: the new
+// client's limiter gives its first token after 1 s and the next 1 s later,
+// past the deadline, so the retry cannot start before the deadline and the
+// call fails without a second request.
 func TestRateLimiterGatesRetries(t *testing.T) {
 	s := newStub(t, status(503, ""), ok(minimalPage))
 	cfg := testConfig(s.base())
-	cfg.RateLimit, cfg.Burst = 0.001, 1
+	cfg.RateLimit, cfg.Burst = 1, 1
 	c := newClient(t, cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
 	_, err := c.ListSubmissions(ctx, "f1", ListParams{})
 	if !errors.Is(err, context.DeadlineExceeded) {
