@@ -42,7 +42,7 @@ func AdoptArgs(acct config.Account, args []string) (forms []string, others bool)
 // namedByASource reports whether a listed source names id a stream of
 // acct (source.Namer).
 func namedByASource(acct config.Account, id string) bool {
-	for _, src := range sourceList(nil) {
+	for _, src := range sourceList() {
 		if n, ok := src.(source.Namer); ok && n.Names(acct, id) {
 			return true
 		}
@@ -116,7 +116,7 @@ func (a *App) AdoptRestored(ctx context.Context) (batches, open int, err error) 
 		}
 		for _, st := range list {
 			ns, key := table.SplitStreamKey(st.Key)
-			if ns == acct.Cfg.Namespace() && acct.Client != nil && !have[key] && !strings.Contains(key, "/") {
+			if ns == acct.Cfg.Namespace() && acct.jobs != nil && !have[key] && !strings.Contains(key, "/") {
 				jobs = append(jobs, acct.Job(key))
 			}
 		}

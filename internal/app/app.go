@@ -32,9 +32,6 @@ import (
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/source"
-	formsource "github.com/syncd-dev/syncd/internal/source/forms"
-	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
-	"github.com/syncd-dev/syncd/internal/source/scheduling"
 	"github.com/syncd-dev/syncd/internal/spool"
 	"github.com/syncd-dev/syncd/internal/state"
 	"github.com/syncd-dev/syncd/internal/status"
@@ -58,8 +55,7 @@ type App struct {
 	draining bool
 	// current is the configuration last applied: a reload changes its
 	// accounts, never the settings the rest of App was opened with.
-	current  atomic.Pointer[config.Config]
-	limiters *forms.Limiters
+	current atomic.Pointer[config.Config]
 	// gate bounds the batches in flight across accounts (sync.max_batches);
 	// planGate the planned windows holding a page planning read, four per
 	// batch slot: a plan holds its slot while its request waits for the
@@ -89,17 +85,13 @@ type App struct {
 	sources []source.Source
 }
 
-// Account is one account's open parts: its listed sources (the forms
-// apart, see forms), its sink (its share of the output) and its poller.
+// Account is one account's open parts: its listed sources (the one whose
+// streams are chosen per pass apart, see jobs), its sink (its share of the
+// output) and its poller.
 type Account struct {
-	Name string
-	Cfg  config.Account
-	Log  *zap.Logger
-	// Client is the Forms API client; nil for an account without a key,
-	// or with forms_oauth and no sign-in. It mirrors forms' client (a pass
-	// of a forms_oauth account replaces it when the stored sign-in
-	// changed, under mu) for the commands that still read it.
-	Client *forms.Client
+	Name   string
+	Cfg    config.Account
+	Log    *zap.Logger
 	Sink   sink.Sink
 	Poller *poller.Poller
 	// Scheduling is the bookings source; nil when the account does not
@@ -107,19 +99,18 @@ type Account struct {
 	// webhook registration and the connect page still know by name
 	// (removal goes through source.WebhookRemover).
 	Scheduling *Scheduling
-	// forms is the forms source opened for the account (nil: the account
-	// has no forms). It is listed (sources.go), but its pass is still the
-	// app's (Pass, SyncAll): the forms of a pass are chosen by its caller
-	// (a command's ids, a delivery's form) and synced concurrently.
-	forms *formsource.Account
+	// jobs is the listed source whose streams a pass chooses by id
+	// (source.Jobs: the forms), opened for the account; nil when the
+	// account does not use it. Its streams are chosen by a pass's caller
+	// (a command's ids, a delivery's stream, one daemon entry each) and
+	// synced concurrently (SyncAll); jobsName is its source's name.
+	jobs     source.Jobs
+	jobsName string
 	// sources are the other listed sources (sources.go) the account uses,
 	// in the list's order.
 	sources []openSource
 
 	app *App
-	// mu guards Client: a forms_oauth account's passes follow its stored
-	// sign-in.
-	mu sync.Mutex
 	// version identifies what the account was opened from (its settings
 	// and key): a reload reopens it when that changes.
 	version string
@@ -232,24 +223,6 @@ func SelectAccounts(cfg *config.Config, names []string) ([]config.Account, error
 	return out, nil
 }
 
-// NewClient builds the Forms API client of the account the configuration
-// describes (the default account's, for a configuration of one); obs, when
-// not nil, sees every request attempt.
-func NewClient(cfg *config.Config, log *zap.Logger, obs forms.Observer) (*forms.Client, error) {
-	acct := cfg.AccountList()[0]
-	return NewAccountClient(cfg, acct, nil, log, obs)
-}
-
-// NewAccountClient builds the Forms API client of acct; clients of one key
-// share a rate limiter through limiters (nil: a limiter of their own).
-func NewAccountClient(cfg *config.Config, acct config.Account, limiters *forms.Limiters, log *zap.Logger, obs forms.Observer) (*forms.Client, error) {
-	return formsource.NewAccountClient(cfg, acct, limiters, log, obs)
-}
-
-// APIKey is the account's Forms API key: api_key, or the content of
-// api_key_file (a mounted secret), read now.
-func APIKey(acct config.Account) (string, error) { return formsource.APIKey(acct) }
-
 // OpenStore opens the state store the configuration names: the objects at
 // state.url (a writer claims the accounts it writes), or the local file
 // state.path.
@@ -303,12 +276,11 @@ func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options
 	if err != nil {
 		return nil, &StateError{Err: err}
 	}
-	limiters := forms.NewLimiters()
 	a := &App{Cfg: cfg, Log: log, Store: store, Metrics: metrics.New(opts.Now), opts: opts,
-		limiters: limiters, gate: semaphore.NewWeighted(int64(cfg.Sync.MaxBatches)),
+		gate:        semaphore.NewWeighted(int64(cfg.Sync.MaxBatches)),
 		planGate:    semaphore.NewWeighted(4 * int64(cfg.Sync.MaxBatches)),
 		alloc:       arrowpool.ForProcess(opts.PoisonFreedBuffers),
-		streamLocks: poller.NewStreamLocks(), sources: sourceList(limiters)}
+		streamLocks: poller.NewStreamLocks(), sources: sourceList()}
 	a.current.Store(cfg)
 	a.shared = opts.Shared
 	if opts.ReadOnly {
@@ -344,7 +316,7 @@ func (a *App) OpenAccount(ctx context.Context, ac config.Account) (*Account, err
 	}
 	acct := &Account{Name: ac.Name, Cfg: ac, Log: log, app: a, closed: make(chan struct{})}
 	var err error
-	if acct.version, err = accountVersion(ac); err != nil {
+	if acct.version, err = accountVersion(ac, a.sources); err != nil {
 		return nil, err
 	}
 	ns := ac.Namespace()
@@ -420,19 +392,23 @@ func (a *App) claim(ctx context.Context, c state.Claimer, ns string) (release fu
 	}, nil
 }
 
-// accountVersion identifies an account's settings and key, so that a
-// reload reopens an account whose settings or mounted key changed.
-func accountVersion(ac config.Account) (string, error) {
-	var key string
-	if !ac.FormsOAuth { // its sign-in is read at each pass
-		var err error
-		if key, err = APIKey(ac); err != nil && ac.HasForms() {
-			return "", err
-		}
-	}
+// accountVersion identifies an account's settings and the secrets its
+// sources read from outside the configuration (source.Credentialed), so
+// that a reload reopens an account whose settings or mounted key changed.
+func accountVersion(ac config.Account, sources []source.Source) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%q %q %q %v %v %v %v %v\x00", ac.Name, ac.BaseURL, ac.APIKeyFile, ac.Forms, ac.Tags, ac.Exclude, ac.Scheduling, ac.FormsOAuth)
-	h.Write([]byte(key))
+	for _, src := range sources {
+		c, ok := src.(source.Credentialed)
+		if !ok {
+			continue
+		}
+		key, err := c.Credential(ac)
+		if err != nil {
+			return "", err
+		}
+		h.Write([]byte(key))
+	}
 	return hex.EncodeToString(h.Sum(nil)[:8]), nil
 }
 
@@ -579,23 +555,19 @@ func (a *App) holdAccount(name string) *Account {
 	}
 }
 
-// Jobs are the account's forms: those it lists, or every form of the
-// account (those carrying one of its tags, when it names tags), less the
-// excluded ones. An account without a Forms API key has none.
+// Jobs are the streams a full pass of the account's jobs source syncs
+// (source.Jobs: the forms it lists, or every form it selects); none for
+// an account that does not use it.
 func (acct *Account) Jobs(ctx context.Context) ([]poller.Job, error) {
-	if acct.forms == nil {
+	if acct.jobs == nil {
 		return nil, nil
 	}
-	return acct.forms.Jobs(ctx)
+	return acct.jobs.Jobs(ctx)
 }
 
-// HasAnyTag reports whether a form carrying tags is selected by want
-// (every form when want is empty).
-func HasAnyTag(tags, want []string) bool { return formsource.HasAnyTag(tags, want) }
-
-// SyncAll runs one live pass over every job, at most concurrency forms at a
-// time, all under the client's shared per-key rate limit. One form failing
-// does not stop the others.
+// SyncAll runs one live pass over every job, at most concurrency streams
+// at a time, all under the account's shared rate limit. One stream
+// failing does not stop the others.
 func (acct *Account) SyncAll(ctx context.Context, jobs []poller.Job, concurrency int) []poller.Result {
 	if concurrency < 1 {
 		concurrency = 1
@@ -610,23 +582,29 @@ func (acct *Account) SyncAll(ctx context.Context, jobs []poller.Job, concurrency
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				results[i] = poller.Result{Account: acct.Name, Source: poller.SourceForms, Stream: job.Stream, Err: fmt.Errorf("sync form %s: %w", job.Stream, ctx.Err())}
+				results[i] = poller.Result{Account: acct.Name, Source: acct.jobsName, Stream: job.Stream, Err: fmt.Errorf("sync %s %s: %w", acct.jobsName, job.Stream, ctx.Err())}
 				return
 			}
 			defer func() { <-sem }()
 			if acct.Poller.Draining() {
-				// Stopping: a form not started yet is left for the next pass.
-				results[i] = poller.Result{Account: acct.Name, Source: poller.SourceForms, Stream: job.Stream, Interrupted: true}
+				// Stopping: a stream not started yet is left for the next pass.
+				results[i] = poller.Result{Account: acct.Name, Source: acct.jobsName, Stream: job.Stream, Interrupted: true}
 				return
 			}
-			if len(job.Recheck) > 0 {
-				results[i] = acct.Poller.SyncRecheck(ctx, acct.FormStream(job), job.Start, job.Recheck)
-			} else {
-				results[i] = acct.Poller.Sync(ctx, acct.FormStream(job), job.Start)
+			s, err := acct.Stream(job)
+			switch {
+			case err != nil:
+				results[i] = poller.Result{Source: acct.jobsName, Stream: job.Stream, Err: err}
+			case len(job.Recheck) > 0:
+				results[i] = acct.Poller.SyncRecheck(ctx, s, job.Start, job.Recheck)
+			default:
+				results[i] = acct.Poller.Sync(ctx, s, job.Start)
 			}
 			results[i].Account = acct.Name
-			if acct.forms != nil && source.IsNotFound(results[i].Err, "form", job.Stream) {
-				results[i].Err = acct.forms.Missing(ctx, job.Stream, results[i].Err)
+			if m, ok := acct.jobs.(source.MissingStream); ok {
+				if se := source.AsError(results[i].Err); se != nil && se.Kind == source.NotFound && se.ID == job.Stream {
+					results[i].Err = m.Missing(ctx, job.Stream, results[i].Err)
+				}
 			}
 		}()
 	}
@@ -634,32 +612,25 @@ func (acct *Account) SyncAll(ctx context.Context, jobs []poller.Job, concurrency
 	return results
 }
 
-// Job is the job of one form: as configured, or with the defaults when the
-// configuration does not list it.
-func (acct *Account) Job(formID string) poller.Job {
-	return formsource.JobOf(acct.app.Cfg, acct.Cfg, formID)
+// Job is the job of one stream of the account's jobs source (a form): as
+// configured, or with the defaults when the configuration does not name
+// it.
+func (acct *Account) Job(id string) poller.Job {
+	if acct.jobs == nil {
+		return poller.Job{Stream: id, Start: acct.app.Cfg.Sync.StartDate.Time}
+	}
+	return acct.jobs.Job(id)
 }
 
-// MissingFormError is a configured form the account does not have
-// (formsource.MissingFormError).
-type MissingFormError = formsource.MissingFormError
-
-// UnknownFormError names form ids the account does not have, with the ids
-// closest to each (formsource.UnknownFormError).
-type UnknownFormError = formsource.UnknownFormError
-
-// CheckForms makes sure every id is a form of the account, with one request
-// (the account's form list). It is how a typo becomes an error before
-// anything is written.
-func CheckForms(ctx context.Context, client *forms.Client, ids []string) error {
-	_, err := ListAndCheckForms(ctx, client, ids)
-	return err
-}
-
-// ListAndCheckForms is CheckForms, returning the account's forms it listed
-// for callers that check more of them (their tags); nil when ids is empty.
-func ListAndCheckForms(ctx context.Context, client *forms.Client, ids []string) ([]forms.FormSummary, error) {
-	return formsource.ListAndCheck(ctx, client, ids)
+// Check makes sure every id names a stream of the account's jobs source
+// (a form), with the closest ids in the error (source.Selector): how a
+// typo becomes an error before anything is written. An account whose
+// source cannot tell checks nothing.
+func (acct *Account) Check(ctx context.Context, ids []string) error {
+	if sel, ok := acct.jobs.(source.Selector); ok {
+		return sel.Check(ctx, ids)
+	}
+	return nil
 }
 
 // Pass is one live pass of every open account, each in its own goroutine:
@@ -685,19 +656,24 @@ func (acct *Account) Backfill(ctx context.Context, start, end time.Time, concurr
 	}
 	jobs, err := acct.Jobs(ctx)
 	if err != nil {
-		return []poller.Result{{Account: acct.Name, Source: poller.SourceForms, Err: err}}
+		return []poller.Result{{Account: acct.Name, Source: acct.jobsName, Err: err}}
 	}
 	var results []poller.Result
 	for _, job := range jobs {
 		if acct.Poller.Draining() {
-			results = append(results, poller.Result{Account: acct.Name, Source: poller.SourceForms, Stream: job.Stream, Interrupted: true})
+			results = append(results, poller.Result{Account: acct.Name, Source: acct.jobsName, Stream: job.Stream, Interrupted: true})
 			continue
 		}
 		from := start
 		if job.Start.After(from) {
 			from = job.Start
 		}
-		r := backfill(acct.FormStream(job), from, concurrency)
+		s, err := acct.Stream(job)
+		if err != nil {
+			results = append(results, poller.Result{Account: acct.Name, Source: acct.jobsName, Stream: job.Stream, Err: err})
+			continue
+		}
+		r := backfill(s, from, concurrency)
 		r.Account = acct.Name
 		results = append(results, r)
 	}
@@ -710,32 +686,30 @@ func (acct *Account) Backfill(ctx context.Context, start, end time.Time, concurr
 	return results
 }
 
-// Pass is one live pass over the forms that jobs lists and, when others is
-// set, the streams of the account's other sources (sources.go): what
-// `once` runs for each account, and each of `run`'s cron entries. A source
-// failing never stops another: when listing the forms fails, the result
-// says so (Source set, FormID empty) and the other sources still sync.
+// Pass is one live pass over the streams of the jobs source that jobs
+// lists (source.Jobs: the forms) and, when others is set, the streams of
+// the account's other sources (sources.go): what `once` runs for each
+// account, and each of `run`'s cron entries. A source failing never stops
+// another: when listing the jobs fails, the result says so (Source set,
+// Stream empty) and the other sources still sync.
 func (acct *Account) Pass(ctx context.Context, jobs func(context.Context) ([]poller.Job, error), others bool) []poller.Result {
 	var results []poller.Result
-	var signIn error
-	if acct.forms != nil {
-		signIn = acct.formsSignIn(ctx)
+	var err error
+	if s, ok := acct.jobs.(source.SignIn); ok {
+		err = s.SignIn(ctx)
 	}
 	var list []poller.Job
-	var err error
-	if signIn != nil {
-		err = signIn
-	} else {
+	if err == nil {
 		list, err = jobs(ctx)
 	}
 	if err != nil {
-		acct.Log.Error("listing the account's forms failed; no form is synced in this pass, the other sources are", zap.String(logkey.Source, poller.SourceForms), zap.Error(err))
-		results = append(results, poller.Result{Account: acct.Name, Source: poller.SourceForms, Err: err})
+		acct.Log.Error("listing the account's "+acct.jobsName+" failed; none of them is synced in this pass, the other sources are", zap.String(logkey.Source, acct.jobsName), zap.Error(err))
+		results = append(results, poller.Result{Account: acct.Name, Source: acct.jobsName, Err: err})
 	}
 	results = append(results, acct.SyncAll(ctx, list, acct.app.Cfg.Sync.Concurrency)...)
-	if acct.forms != nil && acct.app.Cfg.MultiAccount() {
+	if e, ok := acct.jobs.(source.Explainer); ok && acct.app.Cfg.MultiAccount() {
 		for i := range results {
-			results[i].Err = acct.forms.Explain(acct.Name, results[i].Err)
+			results[i].Err = e.Explain(acct.Name, results[i].Err)
 		}
 	}
 	if others {
@@ -746,28 +720,23 @@ func (acct *Account) Pass(ctx context.Context, jobs func(context.Context) ([]pol
 	return results
 }
 
-// KeyError is an account's Forms API key refused (formsource.KeyError).
-type KeyError = formsource.KeyError
-
-// SignInError is a pass of an account's bookings that failed
-// (scheduling.SignInError).
-type SignInError = scheduling.SignInError
-
-// FormStream is the stream of a form's job.
-func (acct *Account) FormStream(job poller.Job) *formsource.Stream {
-	return AccountFormStream(acct.app.Cfg, acct.Cfg.Namespace(), acct.formsClient(), job, acct.Log)
+// Stream is the stream of a job of the account's jobs source (a form),
+// read with the account's credentials of now; a *NoJobsError when the
+// account does not use that source.
+func (acct *Account) Stream(job poller.Job) (poller.Stream, error) {
+	if acct.jobs == nil {
+		return nil, &NoJobsError{Account: acct.Name, Stream: job.Stream}
+	}
+	return acct.jobs.JobStream(job), nil
 }
 
-// FormStream is the stream of a form's job of the default account read
-// through client, as the configuration tunes it.
-func FormStream(cfg *config.Config, client formsource.API, job poller.Job, log *zap.Logger) *formsource.Stream {
-	return AccountFormStream(cfg, "", client, job, log)
-}
+// NoJobsError is a stream a command or a delivery names by id for an
+// account whose sources have no streams chosen by id (no form: the
+// account's settings open no Forms API client).
+type NoJobsError struct{ Account, Stream string }
 
-// AccountFormStream is the stream of a form's job of the account of
-// namespace, read through client.
-func AccountFormStream(cfg *config.Config, namespace string, client formsource.API, job poller.Job, log *zap.Logger) *formsource.Stream {
-	return formsource.StreamOf(cfg, namespace, client, job, log)
+func (e *NoJobsError) Error() string {
+	return fmt.Sprintf("account %s has no source that syncs %s: check the account's settings with `syncd validate`", e.Account, e.Stream)
 }
 
 // AdoptTargets are the streams `syncd state adopt` rebuilds: the forms of
@@ -776,7 +745,11 @@ func AccountFormStream(cfg *config.Config, namespace string, client formsource.A
 func (acct *Account) AdoptTargets(ctx context.Context, jobs []poller.Job, others bool) ([]poller.AdoptTarget, error) {
 	out := make([]poller.AdoptTarget, 0, len(jobs)+1)
 	for _, j := range jobs {
-		out = append(out, poller.TargetOf(acct.FormStream(j)))
+		s, err := acct.Stream(j)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, poller.TargetOf(s))
 	}
 	if !others {
 		return out, nil
@@ -912,7 +885,7 @@ func (a *App) Reload(ctx context.Context, cfg *config.Config) error {
 			continue
 		}
 		if acct, ok := old[ac.Name]; ok {
-			if v, err := accountVersion(ac); err == nil && v == acct.version {
+			if v, err := accountVersion(ac, a.sources); err == nil && v == acct.version {
 				next = append(next, acct)
 				continue
 			}
@@ -982,12 +955,6 @@ func globalChange(a, b *config.Config) string {
 	walk("", strip(a), strip(b))
 	sort.Strings(diffs)
 	return strings.Join(diffs, ", ")
-}
-
-// Offline is account ac of cfg reading through client only, without a
-// sink or a state: what a dry run plans with.
-func Offline(cfg *config.Config, ac config.Account, client *forms.Client) *Account {
-	return &Account{Name: ac.Name, Cfg: ac, Client: client, Log: zap.NewNop(), app: &App{Cfg: cfg}, forms: formsource.Offline(cfg, ac, client)}
 }
 
 // owned reports whether this replica owns the account (shared state).

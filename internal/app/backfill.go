@@ -7,14 +7,19 @@ import (
 	"github.com/syncd-dev/syncd/internal/poller"
 )
 
-// BackfillForm loads [start, end) of one form of the account,
+// BackfillForm loads [start, end) of one stream of the account's jobs
+// source (a form),
 // concurrency windows at once (below 1: sync.concurrency), telling
 // progress how far it has come.
 func (acct *Account) BackfillForm(ctx context.Context, formID string, start, end time.Time, concurrency int, progress func(poller.Progress)) poller.Result {
 	if concurrency < 1 {
 		concurrency = acct.app.Cfg.Sync.Concurrency
 	}
-	r := acct.Poller.Backfill(ctx, acct.FormStream(acct.Job(formID)), start, end, concurrency, progress)
+	s, err := acct.Stream(acct.Job(formID))
+	if err != nil {
+		return poller.Result{Account: acct.Name, Stream: formID, Err: err}
+	}
+	r := acct.Poller.Backfill(ctx, s, start, end, concurrency, progress)
 	r.Account = acct.Name
 	return r
 }

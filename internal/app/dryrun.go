@@ -129,7 +129,7 @@ func (r *Reader) Plan(ctx context.Context, d DryRun) Plan {
 		p.Seconds = math.Round(float64(p.Requests)/p.RateLimit*10) / 10
 	}
 	if d.Others {
-		for _, src := range sourceList(nil) {
+		for _, src := range sourceList() {
 			if src.Name() == poller.SourceForms {
 				continue // planned above
 			}

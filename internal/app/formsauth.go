@@ -76,25 +76,12 @@ func CheckFormsToken(ctx context.Context, cfg *config.Config, acct config.Accoun
 	return nil
 }
 
-// formsSignIn reads the account's Forms API sign-in again (the forms
-// source's SignIn; nothing for a key) and mirrors the client it leaves
-// in acct.Client.
-func (acct *Account) formsSignIn(ctx context.Context) error {
-	err := acct.forms.SignIn(ctx)
-	acct.mu.Lock()
-	defer acct.mu.Unlock()
-	acct.Client = acct.forms.Client()
-	return err
-}
-
 // formsClient is the account's Forms API client now (nil: none).
 func (acct *Account) formsClient() *forms.Client {
-	if acct.forms != nil {
-		return acct.forms.Client()
+	if f, ok := acct.jobs.(*formsource.Account); ok {
+		return f.Client()
 	}
-	acct.mu.Lock()
-	defer acct.mu.Unlock()
-	return acct.Client
+	return nil
 }
 
 // ReadClient is the Forms API client of acct for a command that only

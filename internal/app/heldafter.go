@@ -31,7 +31,11 @@ func (a *App) HeldAfter(ctx context.Context, key string, from time.Time) (table 
 	if !ok {
 		return "", nil, from, nil
 	}
-	table = acct.FormStream(acct.Job(id)).Table()
+	s, err := acct.Stream(acct.Job(id))
+	if err != nil {
+		return "", nil, from, nil // no source of the account has it: none known
+	}
+	table = s.Table()
 	held, err := inv.DescribeBatches(ctx, table)
 	if err != nil {
 		return table, nil, from, err // the caller says why it asked

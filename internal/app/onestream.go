@@ -21,7 +21,7 @@ import (
 func (r *Reader) SelectStream(ctx context.Context, id string) error {
 	if strings.Contains(id, "/") {
 		pl := &planner{r: r, now: time.Now()}
-		for _, src := range sourceList(nil) {
+		for _, src := range sourceList() {
 			if src.Name() == poller.SourceForms {
 				continue
 			}
@@ -61,5 +61,9 @@ func (acct *Account) StreamOf(ctx context.Context, id string) (source.Stream, er
 		}
 	}
 	job := acct.Job(id)
-	return source.Stream{Stream: acct.FormStream(job), Start: job.Start}, nil
+	s, err := acct.Stream(job)
+	if err != nil {
+		return source.Stream{}, err
+	}
+	return source.Stream{Stream: s, Start: job.Start}, nil
 }

@@ -78,7 +78,7 @@ func TestReloadNeverRunsAStreamTwiceAtOnce(t *testing.T) {
 		}
 	}
 	acct := h.a.Account("acme")
-	st, err := h.a.Store.Get(context.Background(), acct.FormStream(acct.Job(ids[0])).Key())
+	st, err := h.a.Store.Get(context.Background(), streamOf(t, acct, acct.Job(ids[0])).Key())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +86,6 @@ func TestReloadNeverRunsAStreamTwiceAtOnce(t *testing.T) {
 		t.Errorf("the state counts %d rows of form %s, want %d", st.Rows, ids[0], want)
 	}
 	d := testkit.OpenDuck(t)
-	testkit.CheckExactlyOnce(t, d.IDCounts(t, dir+"/out/account=acme", acct.FormStream(acct.Job(ids[0])).Table()), sim.ExpectedIDs(ids[0]))
+	testkit.CheckExactlyOnce(t, d.IDCounts(t, dir+"/out/account=acme", streamOf(t, acct, acct.Job(ids[0])).Table()), sim.ExpectedIDs(ids[0]))
 	t.Logf("skipped log lines: %d", h.logs.FilterMessage("pass skipped: the previous pass of this stream is still running").Len())
 }

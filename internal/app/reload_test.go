@@ -152,7 +152,7 @@ func TestReloadKeepsTheClaimOfAChangedAccount(t *testing.T) {
 			t.Errorf("a pass of the reloaded account, form %s: %v", r.Stream, r.Err)
 		}
 	}
-	st, err := h.a.Store.Get(context.Background(), acct.FormStream(acct.Job(ids[0])).Key())
+	st, err := h.a.Store.Get(context.Background(), streamOf(t, acct, acct.Job(ids[0])).Key())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,11 +240,21 @@ func TestReloadWaitsForATriggeredPass(t *testing.T) {
 		t.Errorf("the triggered pass on the replaced account: busy %v, ok %v; want it to end well", got.busy, got.ok)
 	}
 	awaitClosed(t, old, "its triggered pass ended after a reload replaced it")
-	st, err := h.a.Store.Get(context.Background(), old.FormStream(old.Job(ids[0])).Key())
+	st, err := h.a.Store.Get(context.Background(), streamOf(t, old, old.Job(ids[0])).Key())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := int64(len(sim.ExpectedIDs(ids[0]))); st.Rows != want {
 		t.Errorf("the state counts %d rows of form %s, want %d", st.Rows, ids[0], want)
 	}
+}
+
+// streamOf is acct's stream of job; the test fails when it has none.
+func streamOf(t *testing.T, acct *Account, job poller.Job) poller.Stream {
+	t.Helper()
+	s, err := acct.Stream(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -20,15 +20,11 @@ import (
 // sourceList is the explicit list of the sources syncd syncs, in the
 // order a pass runs them: no registry, no init(). A new source is its
 // package and one line here; a test binary built with -tags testsource
-// adds the test-only source (sources_testsource.go). limiters are the
-// Forms API's rate limits, shared by the accounts of one key (nil: each
-// client its own).
-//
-// The forms are listed, but their pass is still the app's (Pass, SyncAll,
-// one daemon entry per configured form): openSources keeps their opened
-// account apart (Account.forms).
-func sourceList(limiters *forms.Limiters) []source.Source {
-	return append([]source.Source{formsource.Source{Limiters: limiters}, scheduling.Source{}}, testSources()...)
+// adds the test-only source (sources_testsource.go). An App lists them
+// once: the Forms API's rate limits are shared by the accounts of one key
+// across the App's life (its reloads too).
+func sourceList() []source.Source {
+	return append([]source.Source{formsource.Source{Limiters: forms.NewLimiters()}, scheduling.Source{}}, testSources()...)
 }
 
 // webhookEndpoints are the receiver's endpoints: those of the listed
@@ -59,8 +55,11 @@ func (a *App) openSources(ctx context.Context, acct *Account) error {
 		if sa == nil {
 			continue
 		}
-		if f, ok := sa.(*formsource.Account); ok {
-			acct.forms, acct.Client = f, f.Client()
+		if j, ok := sa.(source.Jobs); ok && acct.jobs == nil {
+			// Its streams are chosen per pass, and synced concurrently
+			// (Pass, SyncAll); another such source would be synced as
+			// the others are.
+			acct.jobs, acct.jobsName = j, src.Name()
 			continue
 		}
 		acct.sources = append(acct.sources, openSource{name: src.Name(), acct: sa})
@@ -73,14 +72,11 @@ func (a *App) openSources(ctx context.Context, acct *Account) error {
 	return nil
 }
 
-// sourceAccount is the account's opened source of that name (the forms,
-// or one of sources); nil when the account does not use it.
+// sourceAccount is the account's opened source of that name (the jobs
+// source, or one of sources); nil when the account does not use it.
 func (acct *Account) sourceAccount(name string) source.Account {
-	if name == poller.SourceForms {
-		if acct.forms == nil {
-			return nil // not a typed nil: the caller asserts capabilities
-		}
-		return acct.forms
+	if name == acct.jobsName && acct.jobs != nil {
+		return acct.jobs
 	}
 	for _, src := range acct.sources {
 		if src.name == name {
@@ -189,7 +185,7 @@ type Probe struct {
 // and the bookings, which it still checks itself.
 func ProbeSources(ctx context.Context, cfg *config.Config, acct config.Account, log *zap.Logger) []Probe {
 	var out []Probe
-	for _, src := range sourceList(nil) {
+	for _, src := range sourceList() {
 		if p, ok := src.(source.Prober); ok {
 			out = append(out, Probe{Source: src.Name(), Err: p.Probe(ctx, source.Env{Config: cfg, Account: acct, Log: log})})
 		}

@@ -10,7 +10,7 @@ import (
 // The forms are listed first, so that a pass syncs them before the other
 // sources, and the receiver's first endpoint is still theirs.
 func TestSourceListHoldsTheFormsFirst(t *testing.T) {
-	list := sourceList(nil)
+	list := sourceList()
 	if len(list) < 2 || list[0].Name() != poller.SourceForms || list[1].Name() != scheduling.Name {
 		names := make([]string, len(list))
 		for i, s := range list {

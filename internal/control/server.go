@@ -171,17 +171,18 @@ func (c *server) runBackfill(ctx context.Context, req BackfillRequest, ev *event
 	}
 	if req.Form != "" {
 		acct := accounts[0]
-		if acct.Client != nil {
-			if err := app.CheckForms(ctx, acct.Client, []string{req.Form}); err != nil {
-				var unknown *app.UnknownFormError
-				if errors.As(err, &unknown) {
-					return nil, CodeUsage, err
-				}
-				return nil, CodeFailed, err
+		if err := acct.Check(ctx, []string{req.Form}); err != nil {
+			if app.IsBadID(err) {
+				return nil, CodeUsage, err
 			}
+			return nil, CodeFailed, err
+		}
+		stream, err := acct.Stream(acct.Job(req.Form))
+		if err != nil {
+			return nil, CodeUsage, err
 		}
 		progress := func(p poller.Progress) { ev.send(event{Progress: &p}) }
-		r := app.BackfillWaiting(ctx, acct.Poller, acct.FormStream(acct.Job(req.Form)), req.From, end, concurrency, progress, onBusy)
+		r := app.BackfillWaiting(ctx, acct.Poller, stream, req.From, end, concurrency, progress, onBusy)
 		r.Account = acct.Name
 		results := []poller.Result{r}
 		return results, c.code(results), nil

@@ -273,7 +273,11 @@ func TestBucketKillBetweenUploadAndStateCommit(t *testing.T) {
 	acct := a.Accounts[0]
 	p := poller.New(acct.Sink, store, poller.Options{SafetyLag: 0, MaxRowsPerBatch: 150})
 	form := sim.FormIDs()[0]
-	if res := p.Sync(ctx, acct.FormStream(poller.Job{Stream: form}), start); res.Err == nil || !errors.Is(res.Err, errKilled) {
+	stream, err := acct.Stream(poller.Job{Stream: form})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := p.Sync(ctx, stream, start); res.Err == nil || !errors.Is(res.Err, errKilled) {
 		t.Fatalf("the pass did not die at the state commit: %v", res.Err)
 	}
 	if err := a.Close(); err != nil {

@@ -52,6 +52,20 @@ func (Source) Name() string { return poller.SourceForms }
 // Endpoint is the receiver's side of the forms' webhooks.
 func (Source) Endpoint() webhook.Endpoint { return Endpoint{} }
 
+// Credential is the account's Forms API key as it reads now (api_key, or
+// the mounted api_key_file): a reload reopens the account when it
+// changes. An account with forms_oauth reads its sign-in at each pass.
+func (Source) Credential(ac config.Account) (string, error) {
+	if ac.FormsOAuth {
+		return "", nil
+	}
+	key, err := APIKey(ac)
+	if err != nil && ac.HasForms() {
+		return "", err
+	}
+	return key, nil
+}
+
 // Open opens the account's forms; nil when the account has none (no key
 // and no forms_oauth). An account with forms_oauth opens without a
 // client when its sign-in is missing or unreadable: each pass reads it
@@ -193,6 +207,12 @@ func (a *Account) Stream(job poller.Job) *Stream {
 	return StreamOf(a.cfg, a.ac.Namespace(), a.Client(), job, a.log)
 }
 
+// Job is the job of one form of the account (JobOf).
+func (a *Account) Job(formID string) poller.Job { return JobOf(a.cfg, a.ac, formID) }
+
+// JobStream is Stream as the source contract names it (source.Jobs).
+func (a *Account) JobStream(job poller.Job) poller.Stream { return a.Stream(job) }
+
 // StreamOf is the stream of a form's job of the account of namespace,
 // read through client, as the configuration tunes it.
 func StreamOf(cfg *config.Config, namespace string, client API, job poller.Job, log *zap.Logger) *Stream {
@@ -235,7 +255,13 @@ func HasAnyTag(tags, want []string) bool {
 // (the account's form list): an *UnknownFormError names the others, with
 // the closest ids.
 func (a *Account) Check(ctx context.Context, ids []string) error {
-	_, err := ListAndCheck(ctx, a.Client(), ids)
+	client := a.Client()
+	if client == nil {
+		// Not signed in (forms_oauth): nothing to check against; the
+		// pass says to sign in.
+		return nil
+	}
+	_, err := ListAndCheck(ctx, client, ids)
 	return err
 }
 

@@ -85,3 +85,7 @@ func (e *UnknownFormError) Error() string {
 	b.WriteString(": check the id with `syncd forms`; nothing was written")
 	return b.String()
 }
+
+// Is makes errors.Is(err, source.ErrBadID) true: the command named a form
+// the account does not have.
+func (e *UnknownFormError) Is(target error) bool { return target == source.ErrBadID }

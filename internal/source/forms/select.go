@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/syncd-dev/syncd/internal/source"
 	"github.com/syncd-dev/syncd/internal/suggest"
 )
 
@@ -19,6 +20,10 @@ type NotSelectedError struct {
 }
 
 func (e *NotSelectedError) Error() string { return e.err.Error() }
+
+// Is makes errors.Is(err, source.ErrBadID) true: the command named a form
+// the account never syncs.
+func (e *NotSelectedError) Is(target error) bool { return target == source.ErrBadID }
 
 // Select checks the form ids a command names to sync (--form of once,
 // backfill, refresh and reconcile), before anything is written: an empty
