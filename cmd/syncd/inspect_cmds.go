@@ -104,7 +104,7 @@ func newSchemaCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return withCode(exitFailed, err)
 			}
-			return g.emit(format, out, func(w io.Writer) error { return out.WriteText(w, cfg) })
+			return g.emit(format, out, func(w io.Writer) error { return app.WriteSchema(w, out, cfg) })
 		},
 	}
 	addOutputFlag(cmd, &format)

@@ -277,7 +277,7 @@ func TestFormNotSelectedByTagsIsRefused(t *testing.T) {
 	}
 	tags := map[string][]string{}
 	for _, f := range list.Forms {
-		tags[f.FormID] = f.Tags
+		tags[f.ID] = f.Tags
 	}
 	tag := ""
 	for _, tg := range tags[ids[1]] {

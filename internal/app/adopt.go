@@ -15,7 +15,6 @@ import (
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/source"
-	formsource "github.com/syncd-dev/syncd/internal/source/forms"
 	"github.com/syncd-dev/syncd/internal/table"
 )
 
@@ -51,17 +50,18 @@ func namedByASource(acct config.Account, id string) bool {
 }
 
 // FormsSelector is the forms source's Selector of acct for a command that
-// only reads the API, before anything is opened: through its key, or the
-// sign-in the state holds now (ReadClient).
+// only reads the API, before anything is opened: opened to read only
+// (source.ReadOnly), through its key or the sign-in the state holds now.
 func FormsSelector(ctx context.Context, cfg *config.Config, acct config.Account, log *zap.Logger) (source.Selector, error) {
-	if !acct.HasForms() {
-		return nil, fmt.Errorf("account %s has no Forms API key: this command reads forms", acct.Name)
-	}
-	client, _, err := ReadClient(ctx, cfg, acct, log, nil)
+	a, err := readOnlyForms(ctx, source.Env{Config: cfg, Account: acct, Store: readOnlyState{cfg: cfg}, Log: log})
 	if err != nil {
 		return nil, err
 	}
-	return formsource.Offline(cfg, acct, client), nil
+	sel, ok := a.(source.Selector)
+	if !ok {
+		return nil, fmt.Errorf("the %s source cannot check the form ids of account %s", poller.SourceForms, acct.Name)
+	}
+	return sel, nil
 }
 
 // CanAdopt refuses (ErrNoInventory) an account whose sink cannot tell

@@ -2,19 +2,15 @@ package app
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"math"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/syncd-dev/syncd/internal/oauth"
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/source"
-	"github.com/syncd-dev/syncd/internal/source/scheduling"
 	"github.com/syncd-dev/syncd/internal/state"
 	"github.com/syncd-dev/syncd/internal/status"
 )
@@ -25,6 +21,10 @@ import (
 // each gap, counts where a gap holds more than a batch). It writes nothing.
 // What reading each planned window takes is the source's estimate
 // (source.Estimator).
+
+// bookingsSource is the source whose one stream a plan reports as its
+// Bookings: the field is older than the other sources' Streams.
+const bookingsSource = "scheduling"
 
 // Plan is what `--dry-run -o json` prints.
 type Plan struct {
@@ -120,7 +120,7 @@ func (r *Reader) Plan(ctx context.Context, d DryRun) Plan {
 	horizon := pl.horizon()
 	p := Plan{Command: d.Command, Forms: make([]StreamPlan, 0, len(d.Jobs)), Requests: account, RateLimit: r.cfg.Source.RateLimit, Horizon: horizon}
 	for _, job := range d.Jobs {
-		f := pl.planStream(ctx, r.forms, source.Stream{Stream: r.forms.Stream(job), Start: job.Start}, d.From, d.To)
+		f := pl.planStream(ctx, r.forms, r.forms.JobStream(job), d.From, d.To)
 		p.Rows += f.Rows
 		p.Requests += f.Requests
 		p.Forms = append(p.Forms, f)
@@ -134,7 +134,7 @@ func (r *Reader) Plan(ctx context.Context, d DryRun) Plan {
 				continue // planned above
 			}
 			for _, s := range pl.planSource(ctx, src) {
-				if src.Name() == scheduling.Name {
+				if src.Name() == bookingsSource {
 					p.Bookings = &s
 				} else {
 					p.Streams = append(p.Streams, s)
@@ -181,50 +181,19 @@ func (pl *planner) planSource(ctx context.Context, src source.Source) []StreamPl
 	return out
 }
 
-// readSource opens a listed source for the account to read only; signIn
-// says why its streams cannot be planned (a sign-in that cannot be used
-// without refreshing it). The bookings read the access token the state
-// holds as it is: a refresh rotates the sign-in, and the dry run writes
-// nothing to keep the new one. Another source opens without a state.
+// readSource opens a listed source for the account to read only
+// (source.ReadOnly); signIn says why its streams cannot be planned: a
+// sign-in that cannot be used without refreshing it (the source's
+// SignIn), since the dry run writes nothing to keep a new one.
 func (pl *planner) readSource(ctx context.Context, src source.Source) (acct source.Account, signIn, err error) {
-	ac := pl.r.acct
-	if src.Name() != scheduling.Name {
-		acct, err = src.Open(ctx, source.Env{Config: pl.r.cfg, Account: ac, Log: zap.NewNop()})
-		return acct, nil, err
+	acct, err = openReadOnly(ctx, src, pl.r.env(zap.NewNop()))
+	if acct == nil || err != nil {
+		return nil, nil, err
 	}
-	if !ac.Scheduling {
-		return nil, nil, nil
+	if s, ok := acct.(source.SignIn); ok {
+		signIn = s.SignIn(ctx)
 	}
-	tok, signIn := pl.storedToken(ctx)
-	counter := &scheduling.Counter{}
-	client, err := NewSchedulingClient(pl.r.cfg, fixedToken{tok}, zap.NewNop(), counter)
-	if err != nil {
-		// The stream is not planned, but named: the pass would fail too.
-		client, signIn = nil, err
-	}
-	b := pl.r.cfg.Scheduling.Bookings
-	stream := scheduling.NewAccountStream(ac.Namespace(), client, b.Table, nil, counter)
-	return &scheduling.Account{Client: client, Stream: stream, Start: b.StartDate}, signIn, nil
-}
-
-// storedToken is the bookings' access token as the state holds it; the
-// error says why it cannot be used as it is.
-func (pl *planner) storedToken(ctx context.Context) (oauth.Token, error) {
-	store, err := OpenStore(ctx, pl.r.cfg, true)
-	if err != nil {
-		return oauth.Token{}, fmt.Errorf("not planned: the sign-in cannot be read (%v)", err)
-	}
-	tok, err := (StateTokens{Store: store, Namespace: pl.r.acct.Namespace()}).Load(ctx)
-	store.Close()
-	switch {
-	case errors.Is(err, oauth.ErrNoToken):
-		return tok, errors.New("not signed in: run `syncd auth login`")
-	case err != nil:
-		return tok, err
-	case !tok.Fresh(pl.now, time.Minute):
-		return tok, errors.New("not planned: the access token has expired, and a dry run does not refresh it (that would rotate the sign-in without keeping it); the pass refreshes it")
-	}
-	return tok, nil
+	return acct, signIn, nil
 }
 
 // id is how the plan names a stream: its key, without the account's

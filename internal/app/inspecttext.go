@@ -15,15 +15,15 @@ import (
 func WriteForms(w io.Writer, forms []FormRow) error {
 	rows := make([][]string, 0, len(forms))
 	for _, f := range forms {
-		rows = append(rows, []string{f.FormID, f.Name, strings.Join(f.Tags, ","), f.Table})
+		rows = append(rows, []string{f.ID, f.Name, strings.Join(f.Tags, ","), f.Table})
 	}
 	return textfmt.Table(w, []string{"ID", "NAME", "TAGS", "TABLE"}, rows)
 }
 
-// WriteText writes the schema as `syncd schema` shows it for a person:
+// WriteSchema writes the schema as `syncd schema` shows it for a person:
 // the form and its table, how the files are partitioned (for a files
 // output, cfg's), the questions not exported, then a line per column.
-func (s FormSchema) WriteText(w io.Writer, cfg *config.Config) error {
+func WriteSchema(w io.Writer, s FormSchema, cfg *config.Config) error {
 	rows := make([][]string, 0, len(s.Columns))
 	for _, c := range s.Columns {
 		src := c.Kind
@@ -35,7 +35,7 @@ func (s FormSchema) WriteText(w io.Writer, cfg *config.Config) error {
 		}
 		rows = append(rows, []string{c.Name, c.Type, c.Mode, src, c.SourceName})
 	}
-	fmt.Fprintf(w, "form %s (%s) -> table %s: %s\n", s.FormID, s.FormName, s.Table, textfmt.Plural(int64(len(s.Columns)), "column"))
+	fmt.Fprintf(w, "form %s (%s) -> table %s: %s\n", s.ID, s.Name, s.Table, textfmt.Plural(int64(len(s.Columns)), "column"))
 	if FilesOutput(cfg) {
 		if s.Layout != "" {
 			fmt.Fprintf(w, "files partitioned by %s\n", status.LayoutWords(s.Layout))

@@ -11,38 +11,80 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/poller"
-	formsource "github.com/syncd-dev/syncd/internal/source/forms"
-	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
+	"github.com/syncd-dev/syncd/internal/source"
 )
 
 // Reader is one account's sources opened to read only, for a command that
 // checks the stream ids it names before it opens anything, or plans a dry
-// run: it writes no state and refreshes no sign-in. Its Forms API client
-// counts its requests (every attempt), which a plan reports.
+// run: it writes no state and refreshes no sign-in. Its sources count
+// their requests (every attempt), which a plan reports.
 type Reader struct {
 	cfg      *config.Config
 	acct     config.Account
 	log      *zap.Logger
-	forms    *formsource.Account
+	forms    formJobs
 	requests *requestCounter
 }
 
-// NotSelectedError is a form id a command names that the account never
-// syncs (formsource.NotSelectedError).
-type NotSelectedError = formsource.NotSelectedError
+// formJobs is what the reader asks of the forms opened read-only, beside
+// the contract's Selector: a command names forms by id, and a pass of
+// them is still the app's (Pass), over jobs.
+type formJobs interface {
+	source.Account
+	source.Selector
+	// Jobs are the account's forms, as its configuration selects them.
+	Jobs(ctx context.Context) ([]poller.Job, error)
+	// Job is the job of form id, as configured or with the defaults.
+	Job(id string) poller.Job
+	// JobStream is the stream of a job.
+	JobStream(job poller.Job) source.Stream
+}
 
 // OpenReader opens account ac of cfg to read only. An account without
 // forms cannot be read (yet): every command that reads one names forms.
 func OpenReader(ctx context.Context, cfg *config.Config, ac config.Account, log *zap.Logger) (*Reader, error) {
-	if !ac.HasForms() {
-		return nil, fmt.Errorf("account %s has no Forms API key: this command reads forms", ac.Name)
-	}
-	counter := &requestCounter{}
-	client, _, err := ReadClient(ctx, cfg, ac, log, counter)
+	r := &Reader{cfg: cfg, acct: ac, log: log, requests: &requestCounter{}}
+	a, err := readOnlyForms(ctx, r.env(log))
 	if err != nil {
 		return nil, err
 	}
-	return &Reader{cfg: cfg, acct: ac, log: log, forms: formsource.Offline(cfg, ac, client), requests: counter}, nil
+	f, ok := a.(formJobs)
+	if !ok {
+		return nil, fmt.Errorf("the %s source cannot list the forms of account %s without syncing", poller.SourceForms, ac.Name)
+	}
+	r.forms = f
+	return r, nil
+}
+
+// env is what the reader opens a source of its account with: the state
+// read-only, and its request counter.
+func (r *Reader) env(log *zap.Logger) source.Env {
+	return source.Env{Config: r.cfg, Account: r.acct, Store: readOnlyState{cfg: r.cfg}, Log: log, Observer: r.requests}
+}
+
+// readOnlyForms opens the forms of env's account to read only, for the
+// commands that read forms: an account without any is refused.
+func readOnlyForms(ctx context.Context, env source.Env) (source.Account, error) {
+	if !env.Account.HasForms() {
+		return nil, fmt.Errorf("account %s has no Forms API key: this command reads forms", env.Account.Name)
+	}
+	for _, src := range sourceList(nil) {
+		if src.Name() == poller.SourceForms {
+			return openReadOnly(ctx, src, env)
+		}
+	}
+	return nil, fmt.Errorf("no %s source is listed", poller.SourceForms)
+}
+
+// openReadOnly opens a listed source for env's account to read only
+// (source.ReadOnly); nil when the account does not use it, or the source
+// cannot be opened so (it is then neither checked nor planned).
+func openReadOnly(ctx context.Context, src source.Source, env source.Env) (source.Account, error) {
+	ro, ok := src.(source.ReadOnly)
+	if !ok {
+		return nil, nil
+	}
+	return ro.OpenReadOnly(ctx, env)
 }
 
 // Config is the configuration the reader was opened with.
@@ -63,16 +105,12 @@ func (r *Reader) Check(ctx context.Context, ids []string) error {
 
 // IsBadID reports whether err, of Select or Check, refuses an id (one the
 // account does not have, or never syncs), rather than failing to ask.
-func IsBadID(err error) bool {
-	var unknown *UnknownFormError
-	var notSelected *NotSelectedError
-	return errors.As(err, &unknown) || errors.As(err, &notSelected)
-}
+func IsBadID(err error) bool { return errors.Is(err, source.ErrBadID) }
 
 // Jobs are the jobs of ids (each once), or every job of the account when
 // ids is empty.
 func (r *Reader) Jobs(ctx context.Context, ids []string) ([]poller.Job, error) {
-	return jobsOf(ctx, r.forms.Jobs, func(id string) poller.Job { return formsource.JobOf(r.cfg, r.acct, id) }, ids)
+	return jobsOf(ctx, r.forms.Jobs, r.forms.Job, ids)
 }
 
 // JobsOf is what a pass of the forms a command names runs (Pass): the jobs
@@ -97,15 +135,11 @@ func jobsOf(ctx context.Context, all func(context.Context) ([]poller.Job, error)
 	return jobs, nil
 }
 
-// requestCounter counts the Forms API requests a client makes (every
-// attempt); it is a forms.Observer.
+// requestCounter counts the requests the sources of a Reader make (every
+// attempt); it is their httpapi.Observer.
 type requestCounter struct{ n atomic.Int64 }
 
 func (c *requestCounter) ObserveRequest(string, int, int, time.Duration, error) { c.n.Add(1) }
-
-// FormsClient is the Forms API client, for the commands that still hold
-// one and import no source.
-type FormsClient = forms.Client
 
 // OneAccount is the configured account a command for one account works
 // on, before anything is opened: the one names selects (--account), or
