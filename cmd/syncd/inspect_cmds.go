@@ -87,8 +87,7 @@ func newSchemaCmd(g *globals) *cobra.Command {
 				return err
 			}
 			form, err := r.Form(ctx, args[0])
-			var unknown *app.UnknownFormError
-			if errors.As(err, &unknown) {
+			if app.IsBadID(err) {
 				return withCode(exitUsage, err)
 			}
 			if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
@@ -122,8 +121,7 @@ func (g *globals) checkAdoptArgs(ctx context.Context, args []string) error {
 		return withCode(exitUsage, err)
 	}
 	err = sel.Check(ctx, forms)
-	var unknown *app.UnknownFormError
-	if errors.As(err, &unknown) {
+	if app.IsBadID(err) {
 		return withCode(exitUsage, err)
 	}
 	return withCode(exitFailed, err)

@@ -120,7 +120,7 @@ func (r *Reader) Plan(ctx context.Context, d DryRun) Plan {
 	horizon := pl.horizon()
 	p := Plan{Command: d.Command, Forms: make([]StreamPlan, 0, len(d.Jobs)), Requests: account, RateLimit: r.cfg.Source.RateLimit, Horizon: horizon}
 	for _, job := range d.Jobs {
-		f := pl.planStream(ctx, r.forms, r.forms.JobStream(job), d.From, d.To)
+		f := pl.planStream(ctx, r.forms, source.Stream{Stream: r.forms.JobStream(job), Start: job.Start}, d.From, d.To)
 		p.Rows += f.Rows
 		p.Requests += f.Requests
 		p.Forms = append(p.Forms, f)

@@ -1,8 +1,6 @@
 package app
 
 import (
-	"context"
-
 	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/config"
@@ -22,14 +20,3 @@ func NewAccountClient(cfg *config.Config, acct config.Account, limiters *forms.L
 // APIKey is the account's Forms API key: api_key, or the content of
 // api_key_file (a mounted secret), read now.
 func APIKey(acct config.Account) (string, error) { return formsource.APIKey(acct) }
-
-// UnknownFormError names form ids the account does not have, with the ids
-// closest to each (formsource.UnknownFormError).
-type UnknownFormError = formsource.UnknownFormError
-
-// CheckForms makes sure every id is a form of the account, with one request
-// (the account's form list).
-func CheckForms(ctx context.Context, client *forms.Client, ids []string) error {
-	_, err := formsource.ListAndCheck(ctx, client, ids)
-	return err
-}

@@ -48,9 +48,8 @@ func (r *FormsReader) List(ctx context.Context) ([]FormRow, error) {
 // is its stream key in the state.
 type FormMeta = source.Described
 
-// Form reads the form formID. A form the API says does not exist is an
-// *UnknownFormError: the one --form gives (CheckForms), naming the
-// closest of the account's ids.
+// Form reads the form formID. A form the API says does not exist is a
+// refused id (IsBadID) naming the closest of the account's ids.
 func (r *FormsReader) Form(ctx context.Context, formID string) (FormMeta, error) {
 	return r.insp.Describe(ctx, formID)
 }

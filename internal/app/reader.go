@@ -26,18 +26,12 @@ type Reader struct {
 	requests *requestCounter
 }
 
-// formJobs is what the reader asks of the forms opened read-only, beside
-// the contract's Selector: a command names forms by id, and a pass of
-// them is still the app's (Pass), over jobs.
+// formJobs is what the reader asks of the forms opened read-only: the
+// streams a command names by id (source.Jobs), checked before anything is
+// written (source.Selector).
 type formJobs interface {
-	source.Account
+	source.Jobs
 	source.Selector
-	// Jobs are the account's forms, as its configuration selects them.
-	Jobs(ctx context.Context) ([]poller.Job, error)
-	// Job is the job of form id, as configured or with the defaults.
-	Job(id string) poller.Job
-	// JobStream is the stream of a job.
-	JobStream(job poller.Job) source.Stream
 }
 
 // OpenReader opens account ac of cfg to read only. An account without
@@ -68,7 +62,7 @@ func readOnlyForms(ctx context.Context, env source.Env) (source.Account, error) 
 	if !env.Account.HasForms() {
 		return nil, fmt.Errorf("account %s has no Forms API key: this command reads forms", env.Account.Name)
 	}
-	for _, src := range sourceList(nil) {
+	for _, src := range sourceList() {
 		if src.Name() == poller.SourceForms {
 			return openReadOnly(ctx, src, env)
 		}

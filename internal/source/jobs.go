@@ -2,7 +2,6 @@ package source
 
 import (
 	"context"
-	"errors"
 
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/poller"
@@ -34,11 +33,6 @@ type MissingStream interface {
 	Missing(ctx context.Context, id string, err error) error
 }
 
-// ErrBadID is matched with errors.Is by a source's error refusing an id a
-// command named (one the account does not have, or never syncs): the
-// command's usage is wrong, nothing was written, and the exit code says
-// so.
-var ErrBadID = errors.New("source: no such stream")
 
 // Credentialed is a Source whose account settings name a secret read
 // from outside the configuration (a mounted key file): a reload reopens

@@ -7,7 +7,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/source"
 	api "github.com/syncd-dev/syncd/internal/source/forms/api"
 )
@@ -54,20 +53,3 @@ func (s Source) readClient(ctx context.Context, env source.Env) (*api.Client, er
 	}
 	return NewTokenClient(env.Config, ac, tok, s.Limiters, env.Log, env.Observer)
 }
-
-// Job is the job of form id: as the account configures it, or with the
-// defaults.
-func (a *Account) Job(id string) poller.Job { return JobOf(a.cfg, a.ac, id) }
-
-// JobStream is the stream of a form's job, from the job's start.
-func (a *Account) JobStream(job poller.Job) source.Stream {
-	return source.Stream{Stream: a.Stream(job), Start: job.Start}
-}
-
-// Is makes a form id a command names that the account never syncs a
-// refused id (source.ErrBadID).
-func (e *NotSelectedError) Is(target error) bool { return target == source.ErrBadID }
-
-// Is makes a form id the account does not have a refused id
-// (source.ErrBadID).
-func (e *UnknownFormError) Is(target error) bool { return target == source.ErrBadID }
