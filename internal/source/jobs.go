@@ -33,7 +33,6 @@ type MissingStream interface {
 	Missing(ctx context.Context, id string, err error) error
 }
 
-
 // Credentialed is a Source whose account settings name a secret read
 // from outside the configuration (a mounted key file): a reload reopens
 // the account when what Credential reads changes. The value is hashed,
