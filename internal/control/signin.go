@@ -93,9 +93,10 @@ func SaveSignIn(ctx context.Context, cfg *config.Config, acct config.Account, so
 	}
 }
 
-// SignInStatus is the stored sign-in, checked at the token endpoint
-// (app.CheckSignIn) when the state can be opened for writing; beside a
-// running syncd that holds the state, it is read only (local set).
+// SignInStatus is the stored scheduling sign-in, checked at the token
+// endpoint (the source's StoredSignIn) when the state can be opened for
+// writing; beside a running syncd that holds the state, it is read only
+// (local set).
 func SignInStatus(ctx context.Context, cfg *config.Config, namespace string, log *zap.Logger) (tok oauth.Token, local bool, err error) {
 	store, err := app.OpenStoreWaiting(ctx, cfg, namespace, 5*time.Second)
 	var locked *state.LockedError
