@@ -19,6 +19,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/oauth"
 	"github.com/syncd-dev/syncd/internal/schedsim"
+	"github.com/syncd-dev/syncd/internal/source/scheduling"
 	"github.com/syncd-dev/syncd/internal/state"
 )
 
@@ -77,7 +78,7 @@ state: {path: %q}
 	if err != nil {
 		t.Fatal(err)
 	}
-	oc, err := NewOAuthClient(cfg, zap.NewNop(), nil)
+	oc, err := scheduling.NewOAuthClient(cfg, zap.NewNop(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +158,7 @@ func TestCheckSignInNeverLosesTheSignIn(t *testing.T) {
 			store := &secretWrites{Store: bolt, ok: tt.okWrites}
 			before := sim.Stats().Refreshes
 
-			got, err := CheckSignIn(ctx, cfg, "", store, zap.NewNop())
+			got, err := scheduling.CheckSignIn(ctx, cfg, "", store, zap.NewNop())
 			t.Logf("err: %v", err)
 
 			for _, w := range tt.wantErr {
@@ -178,7 +179,7 @@ func TestCheckSignInNeverLosesTheSignIn(t *testing.T) {
 			if lerr != nil {
 				t.Fatal(lerr)
 			}
-			oc, _ := NewOAuthClient(cfg, zap.NewNop(), nil)
+			oc, _ := scheduling.NewOAuthClient(cfg, zap.NewNop(), nil)
 			_, rerr := oc.Refresh(ctx, stored)
 			if works := rerr == nil; works != tt.wantSignedIn {
 				t.Errorf("the stored sign-in works afterwards: %t (%v), want %t", works, rerr, tt.wantSignedIn)

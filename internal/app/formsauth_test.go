@@ -17,6 +17,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/formsauth"
 	"github.com/syncd-dev/syncd/internal/formsim"
 	"github.com/syncd-dev/syncd/internal/poller"
+	formsource "github.com/syncd-dev/syncd/internal/source/forms"
 	"github.com/syncd-dev/syncd/internal/testkit"
 )
 
@@ -44,7 +45,7 @@ accounts:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if names := secretNames(cfg); !slices.Contains(names, FormsTokenSecret("o")) {
+	if names := secretNames(cfg); !slices.Contains(names, formsource.TokenSecret("o")) {
 		t.Errorf("a restore does not keep the forms sign-in: %v", names)
 	}
 	ctx := context.Background()
@@ -57,7 +58,7 @@ accounts:
 	pass := func() []poller.Result { return o.Pass(ctx, o.Jobs, true) }
 
 	res := pass()
-	var se *FormsSignInError
+	var se *formsource.SignInError
 	if len(res) != 1 || !errors.As(res[0].Err, &se) || !errors.Is(res[0].Err, ErrNoFormsToken) ||
 		!strings.Contains(res[0].Err.Error(), "run `syncd auth login --account o --source forms`") {
 		t.Fatalf("a pass before the sign-in: %+v", res)

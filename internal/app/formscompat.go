@@ -20,3 +20,11 @@ func NewAccountClient(cfg *config.Config, acct config.Account, limiters *forms.L
 // APIKey is the account's Forms API key: api_key, or the content of
 // api_key_file (a mounted secret), read now.
 func APIKey(acct config.Account) (string, error) { return formsource.APIKey(acct) }
+
+// formsClient is the account's Forms API client now (nil: none).
+func (acct *Account) formsClient() *forms.Client {
+	if f, ok := acct.jobs.(*formsource.Account); ok {
+		return f.Client()
+	}
+	return nil
+}

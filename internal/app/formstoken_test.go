@@ -11,6 +11,7 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/formsauth"
+	formsource "github.com/syncd-dev/syncd/internal/source/forms"
 	"github.com/syncd-dev/syncd/internal/testkit"
 	"github.com/syncd-dev/syncd/internal/testkit/lakes"
 )
@@ -100,7 +101,7 @@ func TestFormsSignInUnderItsEarlierName(t *testing.T) {
 			defer store.Close()
 			ns := namespaceOf(t, cfg, "o")
 			old := fmt.Sprintf(`{"access_token":"at-old","base_url":"http://forms.example/v1/api","obtained_at":%q}`, time.Now().UTC().Format(time.RFC3339))
-			if err := store.PutSecret(ctx, legacyFormsTokenSecret(ns), []byte(old)); err != nil {
+			if err := store.PutSecret(ctx, formsource.LegacyTokenSecret(ns), []byte(old)); err != nil {
 				t.Fatal(err)
 			}
 			tokens := FormsTokens{Store: store, Namespace: ns}
@@ -116,7 +117,7 @@ func TestFormsSignInUnderItsEarlierName(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if raw, err := store.GetSecret(ctx, legacyFormsTokenSecret(ns)); err != nil || raw != nil {
+			if raw, err := store.GetSecret(ctx, formsource.LegacyTokenSecret(ns)); err != nil || raw != nil {
 				t.Fatalf("the earlier name still holds a sign-in (%t): %v", raw != nil, err)
 			}
 			got, err = tokens.Load(ctx)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/oauth"
+	"github.com/syncd-dev/syncd/internal/source"
 	"github.com/syncd-dev/syncd/internal/state"
 )
 
@@ -45,28 +46,35 @@ const (
 	SignInForms      = "forms"
 )
 
-// SignInSection refuses a configuration without the section that signs
-// in to source (scheduling or forms_oauth): no account signs in there.
-func SignInSection(cfg *config.Config, source string) error {
-	if source == SignInForms && cfg.FormsOAuth == nil {
-		return errors.New("the configuration has no forms_oauth section: add one with the OAuth app's client_id and client_secret (see configs/accounts.example.yaml)")
+// LoginSource is the listed source named name that accounts sign in to
+// (source.Login): `syncd auth --source` names it.
+func LoginSource(name string) (source.Login, error) {
+	l, ok := ListedSource(name).(source.Login)
+	if !ok {
+		return nil, fmt.Errorf("%q is not a source syncd signs in to", name)
 	}
-	if source == SignInScheduling && cfg.Scheduling == nil {
-		return errors.New("the configuration has no scheduling section: add one (see configs/syncd.example.yaml) to sync bookings")
-	}
-	return nil
+	return l, nil
 }
 
-// SignsIn refuses an account that does not sign in to source: it has no
-// sign-in there to log in, out or check.
-func SignsIn(acct config.Account, source string) error {
-	if source == SignInForms && !acct.FormsOAuth {
-		return fmt.Errorf("account %s does not sign in to the Forms API with OAuth: set forms_oauth: true on it (instead of api_key or api_key_file)", acct.Name)
+// SignInSection refuses a configuration without the section that signs
+// in to the source named name (scheduling or forms_oauth): no account
+// signs in there.
+func SignInSection(cfg *config.Config, name string) error {
+	l, err := LoginSource(name)
+	if err != nil {
+		return err
 	}
-	if source == SignInScheduling && !acct.Scheduling {
-		return fmt.Errorf("account %s does not sign in to the scheduling API: set scheduling: true on it", acct.Name)
+	return l.LoginSection(cfg)
+}
+
+// SignsIn refuses an account that does not sign in to the source named
+// name: it has no sign-in there to log in, out or check.
+func SignsIn(acct config.Account, name string) error {
+	l, err := LoginSource(name)
+	if err != nil {
+		return err
 	}
-	return nil
+	return l.LoginAccount(acct)
 }
 
 // PastedCode is the code of the redirected URL pasted on r (the first
@@ -137,13 +145,60 @@ func SchedulingSignIns(cfg *config.Config, list []config.Account, named bool) ([
 	return out, nil
 }
 
-// DeleteSignIn is what `auth logout` removes from the state for source
-// (SignInForms or SignInScheduling): the account's tokens in namespace.
-func DeleteSignIn(ctx context.Context, source, namespace string) func(state.Store) error {
+// DeleteSignIn is what `auth logout` removes from the state for the
+// source named name: the account's sign-in in namespace.
+func DeleteSignIn(ctx context.Context, name, namespace string) func(state.Store) error {
 	return func(store state.Store) error {
-		if source == SignInForms {
-			return (FormsTokens{Store: store, Namespace: namespace}).Delete(ctx)
+		l, err := LoginSource(name)
+		if err != nil {
+			return err
 		}
-		return (StateTokens{Store: store, Namespace: namespace}).Delete(ctx)
+		return l.DeleteSignIn(ctx, store, namespace)
 	}
+}
+
+// secretNames are what the listed sources keep in the state store for
+// cfg's accounts (their sign-ins): a restore of an older state keeps the
+// newer values (KeepSecrets).
+func secretNames(cfg *config.Config) []string {
+	var out []string
+	for _, a := range cfg.AccountList() {
+		for _, src := range sourceList() {
+			if l, ok := src.(source.Login); ok {
+				out = append(out, l.Secrets(a)...)
+			}
+		}
+	}
+	return out
+}
+
+// KeepSecrets reads the sign-ins the state at cfg holds now, and returns
+// what puts them back: a restore replaces the state with a backup, whose
+// refresh tokens were rotated since and are spent (the next pass would fail
+// with invalid_grant), so the newer ones stay. A state that does not exist
+// or holds none keeps the backup's.
+func KeepSecrets(ctx context.Context, cfg *config.Config) (func(ctx context.Context, store state.Store) (int, error), error) {
+	kept := map[string][]byte{}
+	store, err := OpenStore(ctx, cfg, true)
+	if err == nil {
+		for _, name := range secretNames(cfg) {
+			v, gerr := store.GetSecret(ctx, name)
+			if gerr != nil {
+				store.Close()
+				return nil, fmt.Errorf("read the sign-ins of the state before the restore: %w", gerr)
+			}
+			if v != nil {
+				kept[name] = v
+			}
+		}
+		store.Close()
+	}
+	return func(ctx context.Context, store state.Store) (int, error) {
+		for name, v := range kept {
+			if err := store.PutSecret(ctx, name, v); err != nil {
+				return 0, fmt.Errorf("keep the newer sign-in %s: %w", name, err)
+			}
+		}
+		return len(kept), nil
+	}, nil
 }

@@ -2,13 +2,15 @@ package control
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/app"
 	"github.com/syncd-dev/syncd/internal/config"
+	"github.com/syncd-dev/syncd/internal/oauth"
+	"github.com/syncd-dev/syncd/internal/source"
+	"github.com/syncd-dev/syncd/internal/state"
 )
 
 // Login is one source's authorization-code sign-in of an account, as
@@ -28,53 +30,31 @@ type Login struct {
 	Finish func(ctx context.Context, code string) (text func(w io.Writer), err error)
 }
 
-// NewLogin is the sign-in to source (app.SignInScheduling or
-// app.SignInForms) of acct; an error is the configuration's.
-func NewLogin(cfg *config.Config, log *zap.Logger, acct config.Account, source string) (*Login, error) {
-	if source == app.SignInForms {
-		redirect := ""
-		if cfg.FormsOAuth != nil { // none: NewFormsApp says what to add
-			redirect = cfg.FormsOAuth.RedirectURI
-		}
-		fa, err := app.NewFormsApp(cfg, redirect)
-		if err != nil {
-			return nil, err
-		}
-		l := &Login{RedirectURI: fa.RedirectURI(), Command: app.FormsLogin(acct.Name)}
-		l.Request = func() (string, string, error) {
-			req, err := fa.NewAuthRequest()
-			if err != nil {
-				return "", "", err
-			}
-			return req.URL, req.State, nil
-		}
-		l.Finish = func(ctx context.Context, code string) (func(io.Writer), error) {
-			tok, how, err := FinishFormsLogin(ctx, cfg, log, acct, fa, code)
-			return func(w io.Writer) {
-				fmt.Fprintf(w, "account %s: signed in to the Forms API at %s; the token is in the state (%s)%s\n", acct.Name, tok.BaseURL, app.StateWhere(cfg), how)
-			}, err
-		}
-		return l, nil
-	}
-	oc, err := app.NewOAuthClient(cfg, log, nil)
+// NewLogin is the sign-in of acct to the listed source named name
+// (app.SignInScheduling, app.SignInForms: a source.Login); an error is
+// the configuration's. The source exchanges and checks; the save is
+// SaveSignIn's, in the state or through the running syncd that holds it.
+func NewLogin(cfg *config.Config, log *zap.Logger, acct config.Account, name string) (*Login, error) {
+	src, err := app.LoginSource(name)
 	if err != nil {
 		return nil, err
 	}
-	l := &Login{RedirectURI: cfg.Scheduling.RedirectURI, Command: "syncd auth login"}
-	var verifier string
-	l.Request = func() (string, string, error) {
-		req, err := oc.NewAuthRequest()
-		if err != nil {
-			return "", "", err
-		}
-		verifier = req.Verifier
-		return req.URL, req.State, nil
+	flow, err := src.NewLogin(source.Env{Config: cfg, Account: acct, Log: log})
+	if err != nil {
+		return nil, err
 	}
+	l := &Login{RedirectURI: flow.RedirectURI, Command: flow.Command, Request: flow.Request}
 	l.Finish = func(ctx context.Context, code string) (func(io.Writer), error) {
-		tok, how, err := FinishSchedulingLogin(ctx, cfg, log, acct, oc, code, verifier)
-		return func(w io.Writer) {
-			WriteSchedulingLogin(w, cfg.MultiAccount(), acct.Name, tok, app.StateWhere(cfg), how)
-		}, err
+		in, err := flow.Finish(ctx, code)
+		if err != nil {
+			return nil, err
+		}
+		save := func(store state.Store) error { return in.Save(ctx, store) }
+		how, err := SaveSignIn(ctx, cfg, acct, name, in.Token, save, flow.Command, flow.What)
+		if err != nil {
+			return nil, oauth.StepFailed(oauth.StepSave, err)
+		}
+		return func(w io.Writer) { in.Text(w, app.StateWhere(cfg), how) }, nil
 	}
 	return l, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/formsauth"
 	"github.com/syncd-dev/syncd/internal/oauth"
+	"github.com/syncd-dev/syncd/internal/source"
 	"github.com/syncd-dev/syncd/internal/state"
 )
 
@@ -49,42 +50,8 @@ func ProbeForLogin(ctx context.Context, cfg *config.Config, namespace string) (h
 	return nil, probe.Close()
 }
 
-// FinishSchedulingLogin exchanges the code of the scheduling API's redirect,
-// reads who signed in and saves the tokens of acct (SaveSignIn), each
-// failure marked with its step (oauth.StepFailed) for the browser's page.
-func FinishSchedulingLogin(ctx context.Context, cfg *config.Config, log *zap.Logger, acct config.Account, oc *oauth.Client, code, verifier string) (tok oauth.Token, how string, err error) {
-	tok, err = oc.Exchange(ctx, code, verifier)
-	if err != nil {
-		return tok, "", oauth.StepFailed(oauth.StepExchange, err)
-	}
-	tok = app.WhoAmI(ctx, cfg, log, tok)
-	save := func(store state.Store) error {
-		return (app.StateTokens{Store: store, Namespace: acct.Namespace()}).Save(ctx, tok)
-	}
-	how, err = SaveSignIn(ctx, cfg, acct, sourceScheduling, tok, save, "syncd auth login", "tokens")
-	return tok, how, oauth.StepFailed(oauth.StepSave, err)
-}
-
-// FinishFormsLogin exchanges the code of the Forms API's redirect, checks the
-// token with GET {base_url}/forms and saves it (SaveSignIn), each failure
-// marked with its step, as FinishSchedulingLogin.
-func FinishFormsLogin(ctx context.Context, cfg *config.Config, log *zap.Logger, acct config.Account, fa *formsauth.App, code string) (tok formsauth.Token, how string, err error) {
-	tok, err = fa.Exchange(ctx, code)
-	if err != nil {
-		return tok, "", oauth.StepFailed(oauth.StepExchange, fmt.Errorf("account %s: %w", acct.Name, err))
-	}
-	if err := app.CheckFormsToken(ctx, cfg, acct, tok, log); err != nil {
-		return tok, "", oauth.StepFailed(oauth.StepCheck, fmt.Errorf("account %s: the new sign-in does not work, and was not stored: %w", acct.Name, err))
-	}
-	save := func(store state.Store) error {
-		return (app.FormsTokens{Store: store, Namespace: acct.Namespace()}).Save(ctx, tok)
-	}
-	how, err = SaveSignIn(ctx, cfg, acct, sourceForms, tok, save, app.FormsLogin(acct.Name), "token")
-	return tok, how, oauth.StepFailed(oauth.StepSave, err)
-}
-
 // SaveSignIn stores the sign-in tok of acct (source: scheduling or forms;
-// what: "tokens" or "token"): with save, when the state opens for writing,
+// what: "tokens" or "token", as its source.LoginFlow says): with save, when the state opens for writing,
 // or by the running syncd that holds it, through its control endpoint.
 // While a pass without a control endpoint (`syncd once`) holds the state, it
 // waits up to saveWait for it to end. how is "" or says that the daemon
@@ -126,9 +93,10 @@ func SaveSignIn(ctx context.Context, cfg *config.Config, acct config.Account, so
 	}
 }
 
-// SignInStatus is the stored sign-in, checked at the token endpoint
-// (app.CheckSignIn) when the state can be opened for writing; beside a
-// running syncd that holds the state, it is read only (local set).
+// SignInStatus is the stored scheduling sign-in, checked at the token
+// endpoint (the source's StoredSignIn) when the state can be opened for
+// writing; beside a running syncd that holds the state, it is read only
+// (local set).
 func SignInStatus(ctx context.Context, cfg *config.Config, namespace string, log *zap.Logger) (tok oauth.Token, local bool, err error) {
 	store, err := app.OpenStoreWaiting(ctx, cfg, namespace, 5*time.Second)
 	var locked *state.LockedError
@@ -148,15 +116,34 @@ func SignInStatus(ctx context.Context, cfg *config.Config, namespace string, log
 			return tok, true, rerr
 		}
 		defer ro.Close()
-		tok, err = (app.StateTokens{Store: ro, Namespace: namespace}).Load(ctx)
+		tok, err = storedSchedulingSignIn(ctx, cfg, namespace, ro, log, false)
 		return tok, true, err
 	}
 	if err != nil {
 		return tok, false, err
 	}
 	defer store.Close()
-	tok, err = app.CheckSignIn(ctx, cfg, namespace, store, log)
+	tok, err = storedSchedulingSignIn(ctx, cfg, namespace, store, log, true)
 	return tok, false, err
+}
+
+// storedSchedulingSignIn is the scheduling sign-in of the account of
+// namespace in store (source.Login's StoredSignIn): with check, refreshed
+// at the token endpoint, which writes the rotated pair in store.
+func storedSchedulingSignIn(ctx context.Context, cfg *config.Config, namespace string, store state.Store, log *zap.Logger, check bool) (oauth.Token, error) {
+	l, err := app.LoginSource(sourceScheduling)
+	if err != nil {
+		return oauth.Token{}, err
+	}
+	// Only the namespace is known here (`validate` and the daemon's
+	// requests name no account), and all the check needs of the account.
+	acct := config.Account{Name: namespace}
+	if namespace == "" {
+		acct.Name = config.DefaultAccount
+	}
+	v, err := l.StoredSignIn(ctx, source.Env{Config: cfg, Account: acct, Store: store, Log: log}, check)
+	tok, _ := v.(oauth.Token)
+	return tok, err
 }
 
 // FormsSignIns reads and checks the Forms API sign-ins of `auth status
@@ -206,10 +193,14 @@ func (s *FormsSignIns) Check(ctx context.Context, acct config.Account) (formsaut
 	if s.daemon != nil {
 		return s.daemon.FormsSignInStatus(ctx, acct.Name)
 	}
-	tok, err := (app.FormsTokens{Store: s.store, Namespace: acct.Namespace()}).Load(ctx)
-	if err == nil {
-		err = app.CheckFormsToken(ctx, s.cfg, acct, tok, s.log)
+	l, err := app.LoginSource(sourceForms)
+	if err != nil {
+		return formsauth.Token{}, err
 	}
+	// The check writes nothing: a state read beside a running syncd is
+	// checked too.
+	v, err := l.StoredSignIn(ctx, source.Env{Config: s.cfg, Account: acct, Store: s.store, Log: s.log}, true)
+	tok, _ := v.(formsauth.Token)
 	return tok, err
 }
 

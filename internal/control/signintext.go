@@ -1,9 +1,9 @@
 package control
 
-// The text of the sign-ins `syncd auth` reads and saves: what `auth status`
-// says of each account's sign-in, and what `auth login` says once the
-// tokens are saved. The commands keep the loop over the accounts, the count
-// of bad ones and the exit code.
+// The text of the sign-ins `syncd auth status` reads: what it says of each
+// account's sign-in (what `auth login` says once one is saved is its
+// source's, source.SignedIn). The commands keep the loop over the
+// accounts, the count of bad ones and the exit code.
 
 import (
 	"errors"
@@ -67,19 +67,6 @@ func (s SchedulingStatus) WriteText(w io.Writer, now time.Time) (ok bool) {
 	return true
 }
 
-// WriteSchedulingLogin writes what `syncd auth login` says once the tokens
-// tok are saved: multi and account as in SchedulingStatus, where the state
-// is (app.StateWhere), how the return of SaveSignIn.
-func WriteSchedulingLogin(w io.Writer, multi bool, account string, tok oauth.Token, where, how string) {
-	if multi {
-		fmt.Fprintf(w, "account %s: ", account)
-	}
-	fmt.Fprintf(w, "signed in as %s; the tokens are in the state (%s)%s\n", textfmt.OrDash(tok.User), where, how)
-	if tok.Legacy {
-		fmt.Fprintln(w, "note: a legacy client (no scopes): "+oauth.LegacyMigrationStep)
-	}
-}
-
 // FormsStatus is what FormsSignIns.Check says of the Forms API sign-in of
 // the account named Account.
 type FormsStatus struct {
@@ -96,10 +83,10 @@ func (s FormsStatus) WriteText(w io.Writer) (ok bool) {
 	ae := app.AsSourceError(s.Err)
 	switch {
 	case errors.Is(s.Err, app.ErrNoFormsToken):
-		fmt.Fprintf(w, "not signed in to the Forms API: run `%s`\n", app.FormsLogin(s.Account))
+		fmt.Fprintf(w, "not signed in to the Forms API: run `%s`\n", loginCommand(sourceForms, s.Account))
 		return false
 	case ae != nil && ae.Kind == app.SourceAuth:
-		fmt.Fprintf(w, "signed in to the Forms API at %s, but it refuses the token (HTTP %d: invalidated?): run `%s`\n", s.Token.BaseURL, ae.Status, app.FormsLogin(s.Account))
+		fmt.Fprintf(w, "signed in to the Forms API at %s, but it refuses the token (HTTP %d: invalidated?): run `%s`\n", s.Token.BaseURL, ae.Status, loginCommand(sourceForms, s.Account))
 		return false
 	case s.Err != nil:
 		fmt.Fprintf(w, "could not check the Forms API sign-in: %v\n", s.Err)
@@ -107,4 +94,14 @@ func (s FormsStatus) WriteText(w io.Writer) (ok bool) {
 	}
 	fmt.Fprintf(w, "signed in to the Forms API at %s since %s (the token does not expire)\n", s.Token.BaseURL, s.Token.ObtainedAt.Format(time.RFC3339))
 	return true
+}
+
+// loginCommand is the command that signs account in to the source named
+// name again (source.Login's LoginCommand).
+func loginCommand(name, account string) string {
+	l, err := app.LoginSource(name)
+	if err != nil {
+		return "syncd auth login --account " + account + " --source " + name
+	}
+	return l.LoginCommand(account)
 }
