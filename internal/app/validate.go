@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"time"
 
@@ -12,9 +11,9 @@ import (
 
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/oauth"
+	"github.com/syncd-dev/syncd/internal/source"
 	"github.com/syncd-dev/syncd/internal/spool"
 	"github.com/syncd-dev/syncd/internal/status"
-	"github.com/syncd-dev/syncd/internal/suggest"
 	"github.com/syncd-dev/syncd/internal/textfmt"
 )
 
@@ -97,9 +96,7 @@ func (v Validation) Validate(ctx context.Context, report func(Check)) (failed in
 	apiCtx, cancel := context.WithTimeout(ctx, apiBudget)
 	defer cancel()
 	for _, acct := range accounts {
-		if acct.HasForms() {
-			failed += v.checkForms(apiCtx, &vcfg, acct, report)
-		}
+		failed += v.validateSources(apiCtx, &vcfg, acct, report)
 	}
 	failed += v.checkOutput(ctx, report)
 	schedCtx, cancelSched := context.WithTimeout(ctx, checkBudget)
@@ -136,41 +133,27 @@ func (v Validation) who(acct config.Account) string {
 	return ""
 }
 
-// checkForms checks the account's API key (the forms it sees) and each of
-// its configured forms; it returns how many checks failed.
-func (v Validation) checkForms(ctx context.Context, cfg *config.Config, acct config.Account, report func(Check)) int {
-	who := v.who(acct)
-	client, base, err := ReadClient(ctx, cfg, acct, v.Log, nil)
-	if err != nil {
-		report(Check{CheckFail, "api" + who + ": " + err.Error()})
-		return 1
-	}
-	acct.BaseURL = base // a forms_oauth sign-in's own
-	list, err := client.ListForms(ctx)
-	if err != nil {
-		report(Check{CheckFail, "api" + who + ": " + apiFailure(acct.BaseURL, err)})
-		return 1
-	}
-	report(Check{CheckOK, fmt.Sprintf("api key%s: %s visible at %s", who, textfmt.Plural(int64(len(list)), "form"), acct.BaseURL)})
-	known := make([]string, 0, len(list))
-	for _, f := range list {
-		known = append(known, f.FormID)
-	}
-	bad := 0
-	for _, f := range acct.Forms {
-		if _, err := client.GetForm(ctx, f.ID); err != nil {
-			if p := suggest.Phrase(f.ID, known); IsSourceError(err, SourceNotFound) && p != "" {
-				report(Check{CheckFail, fmt.Sprintf("form %s%s: form %s does not exist in the account (%s): fix its id in forms[]", f.ID, who, f.ID, p)})
-				bad++
-				continue
-			}
-			report(Check{CheckFail, fmt.Sprintf("form %s%s: %s", f.ID, who, apiFailure(acct.BaseURL, err))})
-			bad++
+// validateSources runs the checks of the listed sources that validate an
+// account against their service (source.Validator: the forms' key and
+// each configured form); it returns how many failed.
+func (v Validation) validateSources(ctx context.Context, cfg *config.Config, acct config.Account, report func(Check)) int {
+	failed := 0
+	env := source.Env{Config: cfg, Account: acct, Store: readOnlyState{cfg: cfg}, Log: v.Log}
+	for _, src := range sourceList() {
+		val, ok := src.(source.Validator)
+		if !ok {
 			continue
 		}
-		report(Check{CheckOK, fmt.Sprintf("form %s%s", f.ID, who)})
+		n, _ := val.Validate(ctx, env, v.who(acct), func(ok bool, text string) {
+			if ok {
+				report(Check{CheckOK, text})
+			} else {
+				report(Check{CheckFail, text})
+			}
+		})
+		failed += n
 	}
-	return bad
+	return failed
 }
 
 // checkOutput checks the sink (a probe write), the spool folder and the
@@ -252,20 +235,6 @@ func (v Validation) checkScheduling(ctx context.Context, acct config.Account, re
 	}
 	report(Check{CheckOK, fmt.Sprintf("scheduling%s: signed in as %s, scopes %s (%s)", v.who(acct), textfmt.OrDash(tok.User), scopes, how)})
 	return nil
-}
-
-// apiFailure words a failed API check: an API that never answered is
-// named as such, with the time waited.
-func apiFailure(baseURL string, err error) string {
-	var ne net.Error
-	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() || strings.Contains(err.Error(), "no answer within") {
-		return fmt.Sprintf("no answer from %s within %s: the server accepts connections but does not answer; check source.base_url, a proxy or firewall in between, and the service's status (%v)",
-			baseURL, apiBudget, err)
-	}
-	if IsSourceError(err, SourceUnavailable) || IsSourceError(err, SourceRateLimited) {
-		return fmt.Sprintf("%s did not answer usably: %v", baseURL, err)
-	}
-	return err.Error()
 }
 
 // CheckJSON is one check of `syncd validate -o json`.
