@@ -134,8 +134,9 @@ type Account struct {
 	regMu, seenMu sync.Mutex
 	// listed are the forms of the last full listing (nil: none yet).
 	listed map[string]bool
-	// noHookScope: the scheduling sign-in lacks WEBHOOK_WRITE (said once).
-	noHookScope bool
+	// noHookScope are the sources whose sign-in lacks the scope to
+	// register webhooks (source.ErrNoWebhookScope, said once).
+	noHookScope map[string]bool
 	// delivered is when the last delivery of each form arrived; scheduled
 	// when its last scheduled pass started (a silent webhook: see
 	// reregisterSilent).

@@ -1,16 +1,15 @@
 package app
 
 import (
+	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
-	"strconv"
 	"time"
 
 	"go.uber.org/zap"
@@ -18,12 +17,8 @@ import (
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/daemon"
 	"github.com/syncd-dev/syncd/internal/logkey"
-	"github.com/syncd-dev/syncd/internal/oauth"
 	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/source"
-	formsource "github.com/syncd-dev/syncd/internal/source/forms"
-	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
-	"github.com/syncd-dev/syncd/internal/source/scheduling"
 	"github.com/syncd-dev/syncd/internal/state"
 	"github.com/syncd-dev/syncd/internal/status"
 	"github.com/syncd-dev/syncd/internal/table"
@@ -40,10 +35,17 @@ const webhooksSecret = "webhooks"
 func WebhooksSecret(namespace string) string { return table.StreamKey(namespace, webhooksSecret) }
 
 // Webhooks are the webhooks syncd registered for one account: their ids,
-// never their URLs (a forms URL holds its path token).
+// never their URLs (a forms URL holds its path token). In the state each
+// source is a key of one JSON object: a per-stream source's value is its
+// streams' registrations by stream id, an account-wide source's value is
+// its one registration ({"forms":{"<form>":{...}},"scheduling":{...}}).
 type Webhooks struct {
-	Forms      map[string]Registered `json:"forms,omitempty"`
-	Scheduling *Registered           `json:"scheduling,omitempty"`
+	// Streams are the webhooks of one stream each, by source and stream id
+	// (the forms, one per form).
+	Streams map[string]map[string]Registered
+	// AccountWide are the webhooks of all an account's streams of a
+	// source, by source (the bookings).
+	AccountWide map[string]Registered
 }
 
 // Registered is one webhook syncd registered.
@@ -51,15 +53,115 @@ type Registered struct {
 	// ID is the service's id: a number for the Forms API, a string (a
 	// UUID) for the scheduling API.
 	ID string `json:"id"`
-	// URL identifies the URL registered (a hash: the URL holds the token):
-	// a changed public_url or secret registers again.
+	// URL identifies the URL registered (source.WebhookRegistrar's
+	// WebhookIdent, a hash: the URL holds the token): a changed public_url
+	// or secret registers again.
 	URL        string    `json:"url"`
 	Registered time.Time `json:"registered"`
 }
 
-func urlHash(u string) string {
-	h := sha256.Sum256([]byte(u))
-	return hex.EncodeToString(h[:8])
+// recorded is the registration of src's stream (""; its account-wide one).
+func (w Webhooks) recorded(src, stream string) (Registered, bool) {
+	if stream == "" {
+		r, ok := w.AccountWide[src]
+		return r, ok
+	}
+	r, ok := w.Streams[src][stream]
+	return r, ok
+}
+
+// record sets the registration of src's stream (""; its account-wide one).
+func (w *Webhooks) record(src, stream string, r Registered) {
+	if stream == "" {
+		if w.AccountWide == nil {
+			w.AccountWide = map[string]Registered{}
+		}
+		w.AccountWide[src] = r
+		return
+	}
+	if w.Streams == nil {
+		w.Streams = map[string]map[string]Registered{}
+	}
+	if w.Streams[src] == nil {
+		w.Streams[src] = map[string]Registered{}
+	}
+	w.Streams[src][stream] = r
+}
+
+// forget drops the registration of src's stream (""; its account-wide one).
+func (w *Webhooks) forget(src, stream string) {
+	if stream == "" {
+		delete(w.AccountWide, src)
+		return
+	}
+	delete(w.Streams[src], stream)
+	if len(w.Streams[src]) == 0 {
+		delete(w.Streams, src)
+	}
+}
+
+// empty reports whether w records no webhook.
+func (w Webhooks) empty() bool {
+	for _, m := range w.Streams {
+		if len(m) > 0 {
+			return false
+		}
+	}
+	return len(w.AccountWide) == 0
+}
+
+// MarshalJSON writes one key per source, in order, as the record has
+// always been written (a source without webhooks is left out).
+func (w Webhooks) MarshalJSON() ([]byte, error) {
+	out := make(map[string]any, len(w.Streams)+len(w.AccountWide))
+	for src, m := range w.Streams {
+		if len(m) > 0 {
+			out[src] = m
+		}
+	}
+	for src, r := range w.AccountWide {
+		if _, dup := out[src]; dup {
+			return nil, fmt.Errorf("the webhooks of %s are recorded both per stream and for the account", src)
+		}
+		out[src] = r
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON reads the record: a source's value with a string "id" is
+// its account-wide registration; otherwise it maps stream ids to theirs
+// (a registration's value is an object, never a string).
+func (w *Webhooks) UnmarshalJSON(b []byte) error {
+	var bySource map[string]json.RawMessage
+	if err := json.Unmarshal(b, &bySource); err != nil {
+		return err
+	}
+	*w = Webhooks{}
+	for src, raw := range bySource {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &fields); err != nil {
+			return fmt.Errorf("%s: %w", src, err)
+		}
+		if fields == nil {
+			continue // null
+		}
+		if id, ok := fields["id"]; ok && len(id) > 0 && id[0] == '"' {
+			var r Registered
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return fmt.Errorf("%s: %w", src, err)
+			}
+			w.record(src, "", r)
+			continue
+		}
+		var streams map[string]Registered
+		if err := json.Unmarshal(raw, &streams); err != nil {
+			return fmt.Errorf("%s: %w", src, err)
+		}
+		for stream, r := range streams {
+			w.record(src, stream, r)
+		}
+	}
+	return nil
 }
 
 // LoadWebhooks reads the account's webhook record (empty when none).
@@ -74,16 +176,13 @@ func LoadWebhooks(ctx context.Context, store state.Store, namespace string) (Web
 			return Webhooks{}, fmt.Errorf("the webhooks record of the state cannot be read (%v): run `syncd webhooks remove`, and the next pass registers them again", err)
 		}
 	}
-	if w.Forms == nil {
-		w.Forms = map[string]Registered{}
-	}
 	return w, nil
 }
 
 // SaveWebhooks stores the account's webhook record durably (none: deleted).
 func SaveWebhooks(ctx context.Context, store state.Store, namespace string, w Webhooks) error {
 	var raw []byte
-	if len(w.Forms) > 0 || w.Scheduling != nil {
+	if !w.empty() {
 		var err error
 		if raw, err = json.Marshal(w); err != nil {
 			return fmt.Errorf("encode the webhooks record: %w", err)
@@ -98,29 +197,39 @@ func SaveWebhooks(ctx context.Context, store state.Store, namespace string, w We
 func (a *App) webhookSecret() []byte { return []byte(a.Cfg.Sync.Webhooks.Secret.Reveal()) }
 
 // withWebhooks is a daemon pass that, with sync.webhooks set, first makes
-// sure the account's forms (those jobs lists) and bookings have their
-// webhooks: a failure to register is logged, and the pass polls as always.
-func (acct *Account) withWebhooks(jobs func(context.Context) ([]poller.Job, error), bookings bool) func(context.Context) []poller.Result {
+// sure the account's forms (those jobs lists) and, with others set, its
+// other sources have their webhooks: a failure to register is logged, and
+// the pass polls as always.
+func (acct *Account) withWebhooks(jobs func(context.Context) ([]poller.Job, error), others bool) func(context.Context) []poller.Result {
 	if !acct.app.Cfg.Sync.Webhooks.Enabled() {
-		return func(ctx context.Context) []poller.Result { return acct.Pass(ctx, jobs, bookings) }
+		return func(ctx context.Context) []poller.Result { return acct.Pass(ctx, jobs, others) }
 	}
 	return func(ctx context.Context) []poller.Result {
 		listed := func(ctx context.Context) ([]poller.Job, error) {
 			list, err := jobs(ctx)
 			if err == nil {
 				acct.noteForms(list)
-				acct.registerForms(ctx, list)
+				acct.registerStreams(ctx, poller.SourceForms, jobStreams(list), false)
 			}
 			return list, err
 		}
-		if bookings && acct.Scheduling != nil {
-			acct.registerScheduling(ctx)
+		if others {
+			acct.registerAccountWide(ctx)
 		}
 		start := time.Now()
-		results := acct.Pass(ctx, listed, bookings)
+		results := acct.Pass(ctx, listed, others)
 		acct.reregisterSilent(ctx, results, start)
 		return results
 	}
+}
+
+// jobStreams are the stream ids (form ids) of jobs.
+func jobStreams(jobs []poller.Job) []string {
+	ids := make([]string, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.Stream
+	}
+	return ids
 }
 
 // noteDelivery records that an authentic delivery of a form arrived.
@@ -142,7 +251,7 @@ func (acct *Account) noteDelivery(formID string, at time.Time) {
 // silent. A delivery dropped on the way looks the same; its cost is a
 // webhook created and the old one deleted (two requests).
 func (acct *Account) reregisterSilent(ctx context.Context, results []poller.Result, start time.Time) {
-	var silent []poller.Job
+	var silent []string
 	acct.seenMu.Lock()
 	if acct.scheduled == nil {
 		acct.scheduled = map[string]time.Time{}
@@ -156,18 +265,18 @@ func (acct *Account) reregisterSilent(ctx context.Context, results []poller.Resu
 		acct.scheduled[form] = start
 		fresh := r.Rows - r.Versions - r.Tombstones // reconciles' edits and deletions are not announced
 		if !prev.IsZero() && fresh > 0 && acct.delivered[form].Before(prev) {
-			silent = append(silent, acct.Job(form))
+			silent = append(silent, form)
 		}
 	}
 	acct.seenMu.Unlock()
 	if len(silent) == 0 {
 		return
 	}
-	for _, j := range silent {
+	for _, form := range silent {
 		acct.Log.Info("a scheduled pass found new submissions that no delivery announced since the previous one: registering the form's webhook again",
-			zap.String(logkey.Stream, j.Stream))
+			zap.String(logkey.Stream, form))
 	}
-	acct.registerFormsAgain(ctx, silent)
+	acct.registerStreams(ctx, poller.SourceForms, silent, true)
 }
 
 // noteForms remembers the forms a full listing found, so that a delivery of
@@ -200,147 +309,155 @@ func (acct *Account) hasForm(formID string) bool {
 	return acct.listed == nil || acct.listed[formID]
 }
 
-// registerForms registers a webhook for each form of list that has none
-// (or one with another URL: public_url or the secret changed). The Forms
-// API cannot list webhooks: the state's record is what syncd knows.
-func (acct *Account) registerForms(ctx context.Context, list []poller.Job) {
-	acct.registerFormsWith(ctx, list, false)
+// webhookSource is the listed source of that name that registers
+// webhooks; nil when none does.
+func webhookSource(list []source.Source, name string) source.WebhookSource {
+	for _, src := range list {
+		if ws, ok := src.(source.WebhookSource); ok && src.Name() == name {
+			return ws
+		}
+	}
+	return nil
 }
 
-// registerFormsAgain registers new webhooks for the forms of list and
-// deletes their previous ones.
-func (acct *Account) registerFormsAgain(ctx context.Context, list []poller.Job) {
-	acct.registerFormsWith(ctx, list, true)
-}
-
-func (acct *Account) registerFormsWith(ctx context.Context, list []poller.Job, again bool) {
-	client := acct.formsClient()
-	if client == nil || len(list) == 0 {
+// registerStreams makes sure each of streams (ids) of the account's
+// source src has its own webhook (the forms, one per form): registered,
+// with the URL the record names, unless again registers new ones (and
+// deletes their previous ones). A source whose service cannot list
+// webhooks (the Forms API) is known by the state's record alone.
+func (acct *Account) registerStreams(ctx context.Context, src string, streams []string, again bool) {
+	r, ok := acct.sourceAccount(src).(source.WebhookRegistrar)
+	ws := webhookSource(acct.app.sources, src)
+	if !ok || ws == nil || len(streams) == 0 {
 		return
 	}
 	acct.regMu.Lock()
 	defer acct.regMu.Unlock()
-	ns := acct.Cfg.Namespace()
-	rec, err := LoadWebhooks(ctx, acct.app.Store, ns)
+	if acct.noHookScope[src] {
+		return
+	}
+	rec, err := LoadWebhooks(ctx, acct.app.Store, acct.Cfg.Namespace())
 	if err != nil {
 		acct.Log.Warn("webhooks not registered; polling goes on", zap.Error(err))
 		return
 	}
-	w := acct.app.Cfg.Sync.Webhooks
-	for _, job := range list {
-		u := formsource.WebhookURL(w.PublicURL, acct.app.webhookSecret(), acct.Name, job.Stream)
-		old, ok := rec.Forms[job.Stream]
-		if ok && old.URL == urlHash(u) && !again {
-			continue
-		}
-		id, err := client.CreateWebhook(ctx, job.Stream, u)
-		if err != nil {
-			acct.Log.Warn("registering the form's webhook failed; its submissions arrive by polling, and the next pass tries again",
-				zap.String(logkey.Stream, job.Stream), zap.Error(err))
-			continue
-		}
-		rec.Forms[job.Stream] = Registered{ID: strconv.FormatInt(id, 10), URL: urlHash(u), Registered: time.Now().UTC()}
-		if err := SaveWebhooks(ctx, acct.app.Store, ns, rec); err != nil {
-			acct.Log.Warn("the form's webhook was registered but could not be recorded; removing it", zap.String(logkey.Stream, job.Stream), zap.Error(err))
-			_ = client.DeleteWebhook(ctx, id)
+	info := ws.Webhooks()
+	for _, stream := range streams {
+		if !acct.registerWebhook(ctx, &rec, src, r, info, stream, again) {
 			return
 		}
-		acct.Log.Info("webhook registered", zap.String(logkey.Stream, job.Stream), zap.Int64(logkey.WebhookID, id))
+	}
+}
+
+// registerAccountWide makes sure each of the account's other sources
+// whose webhook covers all its streams (the bookings) has it: listed by
+// the service when it can list them (one that disappeared is registered
+// again), with syncd's URL. A sign-in that lacks the scope to register
+// gets one clear line per process, and its streams are polled as always.
+func (acct *Account) registerAccountWide(ctx context.Context) {
+	for _, src := range acct.sources {
+		r, ok := src.acct.(source.WebhookRegistrar)
+		ws := webhookSource(acct.app.sources, src.name)
+		if !ok || ws == nil || ws.Webhooks().Covers == "" {
+			continue
+		}
+		acct.registerOne(ctx, src.name, r, ws.Webhooks())
+	}
+}
+
+// registerOne is registerAccountWide of one source.
+func (acct *Account) registerOne(ctx context.Context, src string, r source.WebhookRegistrar, info source.WebhookInfo) {
+	acct.regMu.Lock()
+	defer acct.regMu.Unlock()
+	if acct.noHookScope[src] {
+		return
+	}
+	rec, err := LoadWebhooks(ctx, acct.app.Store, acct.Cfg.Namespace())
+	if err != nil {
+		acct.Log.Warn("webhooks not registered; polling goes on", zap.Error(err))
+		return
+	}
+	acct.registerWebhook(ctx, &rec, src, r, info, "", false)
+}
+
+// registerWebhook makes sure the webhook of src's stream (""; of all its
+// streams) is registered, and records it in rec and the state; the caller
+// holds regMu. It reports whether to go on with the source's other
+// streams: not when the sign-in lacks the scope, or the record cannot be
+// stored.
+func (acct *Account) registerWebhook(ctx context.Context, rec *Webhooks, src string, r source.WebhookRegistrar, info source.WebhookInfo, stream string, again bool) bool {
+	w := source.Webhook{PublicURL: acct.app.Cfg.Sync.Webhooks.PublicURL, Secret: acct.app.webhookSecret(), Account: acct.Name, Stream: stream}
+	ident := r.WebhookIdent(w)
+	logStream := zap.Skip()
+	if stream != "" {
+		logStream = zap.String(logkey.Stream, stream)
+	}
+	old, ok := rec.recorded(src, stream)
+	if ok && old.URL == ident && !again {
+		v, lists := r.(source.WebhookVerifier)
+		if !lists {
+			return true
+		}
+		exists, err := v.WebhookExists(ctx, w, old.ID)
+		if err != nil {
+			acct.Log.Warn("checking the webhook at the service failed; the next pass tries again", zap.String(logkey.Source, src), logStream, zap.Error(err))
+			return true
+		}
+		if exists {
+			return true
+		}
+		acct.Log.Info("the webhook disappeared at the service; registering it again", zap.String(logkey.Source, src), logStream, zap.String(logkey.WebhookID, old.ID))
+	}
+	var oldID string
+	if ok {
+		oldID = old.ID
+	}
+	reg, err := r.RegisterWebhook(ctx, w, oldID)
+	if errors.Is(err, source.ErrNoWebhookScope) {
+		if acct.noHookScope == nil {
+			acct.noHookScope = map[string]bool{}
+		}
+		acct.noHookScope[src] = true
+		acct.Log.Warn(cmp.Or(info.NoScope, "the sign-in lacks the scope to register webhooks: the source's streams arrive by polling only"),
+			zap.String(logkey.Account, acct.Name), zap.String(logkey.Source, src))
+		return false
+	}
+	if err != nil {
+		acct.Log.Warn(cmp.Or(info.Failed, "registering a webhook failed; the stream arrives by polling, and the next pass tries again"),
+			zap.String(logkey.Source, src), logStream, zap.Error(err))
+		return true
+	}
+	rec.record(src, stream, Registered{ID: reg.ID, URL: ident, Registered: time.Now().UTC()})
+	if err := SaveWebhooks(ctx, acct.app.Store, acct.Cfg.Namespace(), *rec); err != nil {
+		acct.Log.Warn("the webhook was registered but could not be recorded; removing it", zap.String(logkey.Source, src), logStream, zap.Error(err))
 		if ok {
-			// The old URL no longer verifies, or the webhook went silent:
-			// remove it (a lost one is gone already).
-			if err := deleteFormsWebhook(ctx, client, old.ID); err != nil {
-				acct.Log.Warn("removing the form's previous webhook failed", zap.String(logkey.Stream, job.Stream), zap.String(logkey.WebhookID, old.ID), zap.Error(err))
-			}
+			rec.record(src, stream, old)
+		} else {
+			rec.forget(src, stream)
+		}
+		_ = r.RemoveWebhook(ctx, reg.ID)
+		return false
+	}
+	acct.Log.Info("webhook registered", zap.String(logkey.Source, src), logStream, zap.String(logkey.WebhookID, reg.ID))
+	if reg.Stale != "" {
+		// The old URL no longer verifies, or the webhook went silent:
+		// remove it (a lost one is gone already).
+		if err := r.RemoveWebhook(ctx, reg.Stale); err != nil {
+			acct.Log.Warn("removing the previous webhook failed", zap.String(logkey.Source, src), logStream, zap.String(logkey.WebhookID, reg.Stale), zap.Error(err))
 		}
 	}
-}
-
-// registerScheduling makes sure the account's scheduling user has syncd's
-// webhook: listed by the API (it re-registers one that disappeared), with
-// syncd's URL. A sign-in without WEBHOOK_WRITE gets one clear line per
-// process, and the bookings are polled as always.
-func (acct *Account) registerScheduling(ctx context.Context) {
-	c := acct.Scheduling.Client
-	acct.regMu.Lock()
-	defer acct.regMu.Unlock()
-	if acct.noHookScope {
-		return
-	}
-	ns := acct.Cfg.Namespace()
-	rec, err := LoadWebhooks(ctx, acct.app.Store, ns)
-	if err != nil {
-		acct.Log.Warn("webhooks not registered; polling goes on", zap.Error(err))
-		return
-	}
-	u := scheduling.WebhookURL(acct.app.Cfg.Sync.Webhooks.PublicURL, acct.Name)
-	signing := scheduling.SigningSecret(acct.app.webhookSecret(), acct.Name)
-	// The URL does not change with the secret: the record's hash covers both.
-	ident := urlHash(u + "\x00" + signing)
-	if old := rec.Scheduling; old != nil && old.URL == ident {
-		list, err := c.ListWebhooks(ctx)
-		if err == nil && slices.ContainsFunc(list, func(h scheduling.Webhook) bool { return h.ID == old.ID && h.SubscriberURL == u && h.Active }) {
-			return
-		}
-		var se *oauth.ScopeError
-		if err != nil && !errors.As(err, &se) {
-			acct.Log.Warn("listing the scheduling webhooks failed; the next pass tries again", zap.Error(err))
-			return
-		}
-		if err != nil {
-			return // no WEBHOOK_READ: the record is all syncd can know
-		}
-		acct.Log.Info("the bookings webhook disappeared; registering it again", zap.String(logkey.WebhookID, old.ID))
-		_ = c.DeleteWebhook(ctx, old.ID) // inactive, or another URL: gone either way
-	} else if old != nil {
-		_ = c.DeleteWebhook(ctx, old.ID) // public_url or the secret changed
-	}
-	id, err := c.CreateWebhook(ctx, u, signing)
-	var ae *scheduling.APIError
-	if errors.As(err, &ae) && ae.Status == http.StatusConflict {
-		// The user has a webhook at this URL that the state does not know
-		// (a state restored or reset): its secret may be another's; it is
-		// replaced.
-		if list, lerr := c.ListWebhooks(ctx); lerr == nil {
-			for _, h := range list {
-				if h.SubscriberURL == u {
-					_ = c.DeleteWebhook(ctx, h.ID)
-				}
-			}
-			id, err = c.CreateWebhook(ctx, u, signing)
-		}
-	}
-	var se *oauth.ScopeError
-	if errors.As(err, &se) {
-		acct.noHookScope = true
-		acct.Log.Warn("the scheduling sign-in lacks WEBHOOK_WRITE: bookings arrive by polling only; sign in again with that scope for webhooks", zap.String(logkey.Account, acct.Name))
-		return
-	}
-	if err != nil {
-		acct.Log.Warn("registering the bookings webhook failed; bookings arrive by polling, and the next pass tries again", zap.Error(err))
-		return
-	}
-	rec.Scheduling = &Registered{ID: id, URL: ident, Registered: time.Now().UTC()}
-	if err := SaveWebhooks(ctx, acct.app.Store, ns, rec); err != nil {
-		acct.Log.Warn("the bookings webhook was registered but could not be recorded; removing it", zap.Error(err))
-		_ = c.DeleteWebhook(ctx, id)
-		return
-	}
-	acct.Log.Info("webhook registered", zap.String(logkey.Source, "scheduling"), zap.String(logkey.WebhookID, id))
+	return true
 }
 
 // webhookPresence is where a delivery's stream is synced: Here when this
-// process has the account open (it owns it) and the stream is one of its,
-// Elsewhere when another replica of a shared state owns it.
+// process has the account open (it owns it), the account uses the source
+// and the stream is one of its, Elsewhere when another replica of a shared
+// state owns it.
 func (a *App) webhookPresence(s webhook.Stream) webhook.Presence {
-	has := func(acct *Account) bool {
-		if s.Source == scheduling.Name {
-			return acct.Scheduling != nil
-		}
-		return acct.Cfg.HasForms() || acct.Cfg.FormsOAuth
-	}
 	if acct := a.Account(s.Account); acct != nil {
-		if !has(acct) || (s.Source == poller.SourceForms && !acct.hasForm(s.Stream)) {
+		// A delivery names a stream only for a webhook per stream: the
+		// forms, which the app selects (configured, listed, excluded).
+		if acct.sourceAccount(s.Source) == nil || (s.Stream != "" && !acct.hasForm(s.Stream)) {
 			return webhook.Unknown
 		}
 		return webhook.Here
@@ -348,11 +465,13 @@ func (a *App) webhookPresence(s webhook.Stream) webhook.Presence {
 	if !a.shared {
 		return webhook.Unknown
 	}
+	ws := webhookSource(a.sources, s.Source)
+	if ws == nil {
+		return webhook.Unknown
+	}
 	for _, ac := range a.Current().AccountList() {
-		if ac.Name == s.Account {
-			if (s.Source == scheduling.Name && ac.Scheduling) || (s.Source == poller.SourceForms && !slices.Contains(ac.Exclude, s.Stream)) {
-				return webhook.Elsewhere
-			}
+		if ac.Name == s.Account && ws.Receives(ac, s.Stream) {
+			return webhook.Elsewhere
 		}
 	}
 	return webhook.Unknown
@@ -373,12 +492,14 @@ func (a *App) triggeredPass(ctx context.Context, s webhook.Stream, recheck []web
 	}
 	defer acct.drop()
 	var results []poller.Result
-	if s.Source == scheduling.Name {
-		if acct.Scheduling == nil {
+	if s.Stream == "" {
+		// The webhook of all the account's streams of a source (the
+		// bookings): a pass of them.
+		src, ok := acct.openSourceNamed(s.Source)
+		if !ok {
 			return webhook.Outcome{}
 		}
-		none := func(context.Context) ([]poller.Job, error) { return nil, nil }
-		results = acct.Pass(ctx, none, true)
+		results = acct.sourcePass(ctx, src)
 	} else {
 		job := acct.Job(s.Stream)
 		for _, w := range recheck {
@@ -400,7 +521,7 @@ func (a *App) triggeredPass(ctx context.Context, s webhook.Stream, recheck []web
 		}
 		// The form's own result (its key may carry the account's
 		// namespace): one form ran, beside no other.
-		if s.Source == poller.SourceForms && r.Source == poller.SourceForms && r.Stream != "" {
+		if s.Stream != "" && r.Source == s.Source && r.Stream != "" {
 			for i, w := range recheck {
 				if i >= len(r.Rechecked) || !r.Rechecked[i] {
 					out.Missed = append(out.Missed, w)
@@ -429,7 +550,7 @@ func (a *App) webhookHandler(ctx context.Context) (http.Handler, func()) {
 	}
 	bell.Start(ctx)
 	ring := func(s webhook.Stream, at, announced time.Time) bool {
-		if acct := a.Account(s.Account); acct != nil && s.Source == poller.SourceForms {
+		if acct := a.Account(s.Account); acct != nil && s.Stream != "" {
 			acct.noteDelivery(s.Stream, at)
 		}
 		return bell.Ring(s, at, announced)
@@ -464,15 +585,46 @@ func WebhooksView(current func() *config.Config, store state.Store) func(ctx con
 	}
 }
 
-// WebhookRows are the webhooks of a record, sorted.
+// WebhookRows are the webhooks of a record, sorted: those of one stream
+// each by source and stream, then those of all an account's streams of a
+// source, named as the source names what they cover (the bookings).
 func WebhookRows(account string, w Webhooks) []WebhookRow {
 	var out []WebhookRow
-	for form, r := range w.Forms {
-		out = append(out, WebhookRow{Account: account, Source: poller.SourceForms, Stream: form, ID: r.ID, Registered: r.Registered})
+	for _, e := range webhookEntries(account, w, sourceList(nil)) {
+		out = append(out, e.row)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Stream < out[j].Stream })
-	if r := w.Scheduling; r != nil {
-		out = append(out, WebhookRow{Account: account, Source: scheduling.Name, Stream: "bookings", ID: r.ID, Registered: r.Registered})
+	return out
+}
+
+// webhookEntry is a row of the record and where the record keeps it.
+type webhookEntry struct {
+	row            WebhookRow
+	source, stream string // stream "": the source's account-wide webhook
+}
+
+// webhookEntries are WebhookRows with where the record keeps each; list
+// are the sources, which name what an account-wide webhook covers.
+func webhookEntries(account string, w Webhooks, list []source.Source) []webhookEntry {
+	var out []webhookEntry
+	for src, m := range w.Streams {
+		for stream, r := range m {
+			out = append(out, webhookEntry{row: WebhookRow{Account: account, Source: src, Stream: stream, ID: r.ID, Registered: r.Registered}, source: src, stream: stream})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].source != out[j].source {
+			return out[i].source < out[j].source
+		}
+		return out[i].stream < out[j].stream
+	})
+	wide := slices.Sorted(maps.Keys(w.AccountWide))
+	for _, src := range wide {
+		r := w.AccountWide[src]
+		covers := src // a source no longer listed: its name
+		if ws := webhookSource(list, src); ws != nil && ws.Webhooks().Covers != "" {
+			covers = ws.Webhooks().Covers
+		}
+		out = append(out, webhookEntry{row: WebhookRow{Account: account, Source: src, Stream: covers, ID: r.ID, Registered: r.Registered}, source: src})
 	}
 	return out
 }
@@ -490,9 +642,10 @@ func (acct *Account) RemoveWebhooks(ctx context.Context) ([]WebhookRow, error) {
 	}
 	var removed []WebhookRow
 	var errs []error
-	for _, row := range WebhookRows(acct.Name, rec) {
+	for _, e := range webhookEntries(acct.Name, rec, acct.app.sources) {
+		row := e.row
 		var derr error
-		if r, ok := acct.sourceAccount(row.Source).(source.WebhookRemover); ok {
+		if r, ok := acct.sourceAccount(e.source).(source.WebhookRemover); ok {
 			derr = r.RemoveWebhook(ctx, row.ID)
 		} else {
 			derr = fmt.Errorf("account %s no longer reads %s: its webhook %s stays registered; remove it at the service", acct.Name, row.Source, row.ID)
@@ -501,11 +654,7 @@ func (acct *Account) RemoveWebhooks(ctx context.Context) ([]WebhookRow, error) {
 			errs = append(errs, fmt.Errorf("remove the webhook of %s %s: %w", row.Source, row.Stream, derr))
 			continue
 		}
-		if row.Source == scheduling.Name {
-			rec.Scheduling = nil
-		} else {
-			delete(rec.Forms, row.Stream)
-		}
+		rec.forget(e.source, e.stream)
 		removed = append(removed, row)
 	}
 	if err := SaveWebhooks(ctx, acct.app.Store, ns, rec); err != nil {
@@ -514,8 +663,13 @@ func (acct *Account) RemoveWebhooks(ctx context.Context) ([]WebhookRow, error) {
 	return removed, errors.Join(errs...)
 }
 
-// deleteFormsWebhook deletes a Forms API webhook by its recorded id; one
-// gone already is not an error (formsource.DeleteWebhook).
-func deleteFormsWebhook(ctx context.Context, client *forms.Client, id string) error {
-	return formsource.DeleteWebhook(ctx, client, id)
+// openSourceNamed is the account's opened source of that name among its
+// other sources (the forms apart).
+func (acct *Account) openSourceNamed(name string) (openSource, bool) {
+	for _, src := range acct.sources {
+		if src.name == name {
+			return src, true
+		}
+	}
+	return openSource{}, false
 }

@@ -53,8 +53,8 @@ func TestWebhooksRegisterLookupTrigger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rec.Forms) != 2 || rec.Forms[ids[0]].ID == "" || rec.Forms[ids[1]].ID == "" || len(sim.Webhooks()) != 2 {
-		t.Fatalf("recorded %+v, the service has %+v: want one webhook per selected form", rec.Forms, sim.Webhooks())
+	if len(rec.Streams[poller.SourceForms]) != 2 || rec.Streams[poller.SourceForms][ids[0]].ID == "" || rec.Streams[poller.SourceForms][ids[1]].ID == "" || len(sim.Webhooks()) != 2 {
+		t.Fatalf("recorded %+v, the service has %+v: want one webhook per selected form", rec.Streams[poller.SourceForms], sim.Webhooks())
 	}
 	pass()
 	if n := len(sim.Webhooks()); n != 2 {
@@ -98,7 +98,7 @@ func TestWebhooksRegisterLookupTrigger(t *testing.T) {
 
 	// The service loses ids[0]'s webhook: the next scheduled pass finds a
 	// submission no delivery announced and registers it again.
-	lost := rec.Forms[ids[0]].ID
+	lost := rec.Streams[poller.SourceForms][ids[0]].ID
 	for _, h := range sim.Webhooks() {
 		if fmt.Sprint(h.ID) == lost {
 			sim.ForgetWebhook(h.ID)
@@ -109,18 +109,18 @@ func TestWebhooksRegisterLookupTrigger(t *testing.T) {
 	}
 	pass()
 	rec, _ = LoadWebhooks(ctx, a.Store, acme.Cfg.Namespace())
-	if got := rec.Forms[ids[0]].ID; got == lost || got == "" || len(sim.Webhooks()) != 2 {
-		t.Errorf("the silent webhook %s was not registered again: record %+v, service %+v", lost, rec.Forms, sim.Webhooks())
+	if got := rec.Streams[poller.SourceForms][ids[0]].ID; got == lost || got == "" || len(sim.Webhooks()) != 2 {
+		t.Errorf("the silent webhook %s was not registered again: record %+v, service %+v", lost, rec.Streams[poller.SourceForms], sim.Webhooks())
 	}
 	// A form with deliveries is not registered again.
 	acme.noteDelivery(ids[1], time.Now())
 	if _, err := sim.SubmitNow(ids[1]); err != nil {
 		t.Fatal(err)
 	}
-	kept := rec.Forms[ids[1]].ID
+	kept := rec.Streams[poller.SourceForms][ids[1]].ID
 	pass()
 	rec, _ = LoadWebhooks(ctx, a.Store, acme.Cfg.Namespace())
-	if rec.Forms[ids[1]].ID != kept {
+	if rec.Streams[poller.SourceForms][ids[1]].ID != kept {
 		t.Errorf("a form whose deliveries arrive was registered again")
 	}
 
