@@ -96,7 +96,7 @@ accounts:
 	if _, err := tokens.Load(ctx); !errors.Is(err, ErrNoFormsToken) {
 		t.Errorf("after Delete: %v", err)
 	}
-	if _, err := APIKey(o.Cfg); err == nil {
+	if _, err := formsource.APIKey(o.Cfg); err == nil {
 		t.Error("APIKey of a forms_oauth account: no error")
 	}
 }

@@ -8,13 +8,11 @@ package app
 
 import (
 	"context"
-	"fmt"
 
 	"go.uber.org/zap"
 
 	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/formsauth"
-	"github.com/syncd-dev/syncd/internal/httpapi"
 	formsource "github.com/syncd-dev/syncd/internal/source/forms"
 	forms "github.com/syncd-dev/syncd/internal/source/forms/api"
 	"github.com/syncd-dev/syncd/internal/source/scheduling"
@@ -40,41 +38,10 @@ func CheckFormsToken(ctx context.Context, cfg *config.Config, acct config.Accoun
 	return formsource.CheckToken(ctx, cfg, acct, tok, log)
 }
 
-// ReadClient is the Forms API client of acct for a command that only
-// reads the API (forms, validate, a dry run): its key, or, for an account
-// with forms_oauth, the sign-in the state holds now. It returns the base
-// URL the client uses too (a sign-in's own). Callers: inspect.go,
-// adopt.go, reader.go, validate.go.
-func ReadClient(ctx context.Context, cfg *config.Config, acct config.Account, log *zap.Logger, obs forms.Observer) (*forms.Client, string, error) {
-	if !acct.FormsOAuth {
-		c, err := NewAccountClient(cfg, acct, nil, log, obs)
-		return c, acct.BaseURL, err
-	}
-	store, err := OpenStore(ctx, cfg, true)
-	if err != nil {
-		return nil, "", fmt.Errorf("read the Forms API sign-in of account %s: %w", acct.Name, err)
-	}
-	tok, err := FormsTokens{Store: store, Namespace: acct.Namespace()}.Load(ctx)
-	if cerr := store.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("close the state: %w", cerr)
-	}
-	if err != nil {
-		return nil, "", &formsource.SignInError{Account: acct.Name, Err: err}
-	}
-	c, err := formsource.NewTokenClient(cfg, acct, tok, nil, log, obs)
-	return c, tok.BaseURL, err
-}
-
 // StateTokens keeps the scheduling API's tokens of one account in the
 // state store (scheduling.StateTokens). Callers: onrequest.go, dryrun.go,
 // control's server.go.
 type StateTokens = scheduling.StateTokens
-
-// NewSchedulingClient is the scheduling API client over tokens. Caller:
-// dryrun.go.
-func NewSchedulingClient(cfg *config.Config, tokens scheduling.Tokens, log *zap.Logger, obs httpapi.Observer) (*scheduling.Client, error) {
-	return scheduling.NewClient(cfg, tokens, log, obs)
-}
 
 // Scheduling is the open scheduling source of an account. Caller: app.go
 // (Account.Scheduling).

@@ -590,7 +590,7 @@ func WebhooksView(current func() *config.Config, store state.Store) func(ctx con
 // source, named as the source names what they cover (the bookings).
 func WebhookRows(account string, w Webhooks) []WebhookRow {
 	var out []WebhookRow
-	for _, e := range webhookEntries(account, w, sourceList(nil)) {
+	for _, e := range webhookEntries(account, w, sourceList()) {
 		out = append(out, e.row)
 	}
 	return out
