@@ -13,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/syncd-dev/syncd/internal/app"
+	"github.com/syncd-dev/syncd/internal/source/scheduling"
+
 	"github.com/syncd-dev/syncd/internal/oauth"
 	"github.com/syncd-dev/syncd/internal/schedsim"
 	"github.com/syncd-dev/syncd/internal/state"
@@ -208,7 +209,7 @@ func storedSchedulingToken(t *testing.T, w *testkit.Workdir) *oauth.Token {
 		return nil
 	}
 	defer st.Close()
-	tok, err := (app.StateTokens{Store: st}).Load(context.Background())
+	tok, err := (scheduling.StateTokens{Store: st}).Load(context.Background())
 	if err != nil {
 		return nil
 	}

@@ -94,11 +94,6 @@ type Account struct {
 	Log    *zap.Logger
 	Sink   sink.Sink
 	Poller *poller.Poller
-	// Scheduling is the bookings source; nil when the account does not
-	// sign in to the scheduling API. It is one of sources, which the
-	// webhook registration and the connect page still know by name
-	// (removal goes through source.WebhookRemover).
-	Scheduling *Scheduling
 	// jobs is the listed source whose streams a pass chooses by id
 	// (source.Jobs: the forms), opened for the account; nil when the
 	// account does not use it. Its streams are chosen by a pass's caller

@@ -152,7 +152,7 @@ func TestCheckSignInNeverLosesTheSignIn(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer bolt.Close()
-			if err := (StateTokens{Store: bolt}).Save(ctx, tok); err != nil {
+			if err := (scheduling.StateTokens{Store: bolt}).Save(ctx, tok); err != nil {
 				t.Fatal(err)
 			}
 			store := &secretWrites{Store: bolt, ok: tt.okWrites}
@@ -175,7 +175,7 @@ func TestCheckSignInNeverLosesTheSignIn(t *testing.T) {
 			if err == nil && got.AccessToken == "" {
 				t.Errorf("the checked sign-in has no token: %v", got)
 			}
-			stored, lerr := (StateTokens{Store: bolt}).Load(ctx)
+			stored, lerr := (scheduling.StateTokens{Store: bolt}).Load(ctx)
 			if lerr != nil {
 				t.Fatal(lerr)
 			}

@@ -59,7 +59,7 @@ accounts:
 
 	res := pass()
 	var se *formsource.SignInError
-	if len(res) != 1 || !errors.As(res[0].Err, &se) || !errors.Is(res[0].Err, ErrNoFormsToken) ||
+	if len(res) != 1 || !errors.As(res[0].Err, &se) || !errors.Is(res[0].Err, formsource.ErrNoSignIn) ||
 		!strings.Contains(res[0].Err.Error(), "run `syncd auth login --account o --source forms`") {
 		t.Fatalf("a pass before the sign-in: %+v", res)
 	}
@@ -67,7 +67,7 @@ accounts:
 		t.Errorf("the account with a key does not sync its two forms")
 	}
 
-	tokens := FormsTokens{Store: a.Store, Namespace: "o"}
+	tokens := formsource.Tokens{Store: a.Store, Namespace: "o"}
 	if err := tokens.Save(ctx, formsauth.Token{AccessToken: testkit.APIKey, BaseURL: sim.BaseURL, ObtainedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ accounts:
 	if err := tokens.Delete(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tokens.Load(ctx); !errors.Is(err, ErrNoFormsToken) {
+	if _, err := tokens.Load(ctx); !errors.Is(err, formsource.ErrNoSignIn) {
 		t.Errorf("after Delete: %v", err)
 	}
 	if _, err := formsource.APIKey(o.Cfg); err == nil {

@@ -66,7 +66,7 @@ func TestFormsSignInOnBucketState(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	tokens := FormsTokens{Store: store, Namespace: ns}
+	tokens := formsource.Tokens{Store: store, Namespace: ns}
 	want := formsauth.Token{AccessToken: "at-1", BaseURL: "http://forms.example/v1/api", ObtainedAt: time.Now().UTC().Truncate(time.Second)}
 	if err := tokens.Save(ctx, want); err != nil {
 		t.Fatalf("store the sign-in of account o: %v", err)
@@ -78,8 +78,8 @@ func TestFormsSignInOnBucketState(t *testing.T) {
 	if err := tokens.Delete(ctx); err != nil {
 		t.Fatalf("forget the sign-in: %v", err)
 	}
-	if _, err := tokens.Load(ctx); !errors.Is(err, ErrNoFormsToken) {
-		t.Fatalf("after the logout, Load = %v, want ErrNoFormsToken", err)
+	if _, err := tokens.Load(ctx); !errors.Is(err, formsource.ErrNoSignIn) {
+		t.Fatalf("after the logout, Load = %v, want formsource.ErrNoSignIn", err)
 	}
 }
 
@@ -104,7 +104,7 @@ func TestFormsSignInUnderItsEarlierName(t *testing.T) {
 			if err := store.PutSecret(ctx, formsource.LegacyTokenSecret(ns), []byte(old)); err != nil {
 				t.Fatal(err)
 			}
-			tokens := FormsTokens{Store: store, Namespace: ns}
+			tokens := formsource.Tokens{Store: store, Namespace: ns}
 			got, err := tokens.Load(ctx)
 			if err != nil || got.AccessToken != "at-old" {
 				t.Fatalf("the sign-in under its earlier name: %v (read %t)", err, got.AccessToken == "at-old")
@@ -122,8 +122,8 @@ func TestFormsSignInUnderItsEarlierName(t *testing.T) {
 			}
 			got, err = tokens.Load(ctx)
 			switch {
-			case tc.logout && !errors.Is(err, ErrNoFormsToken):
-				t.Errorf("after the logout, Load = %v, want ErrNoFormsToken", err)
+			case tc.logout && !errors.Is(err, formsource.ErrNoSignIn):
+				t.Errorf("after the logout, Load = %v, want formsource.ErrNoSignIn", err)
 			case !tc.logout && (err != nil || got.AccessToken != "at-new"):
 				t.Errorf("after the new login, Load = %v (the new token %t)", err, got.AccessToken == "at-new")
 			}

@@ -2,17 +2,17 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/syncd-dev/syncd/internal/logkey"
+	"github.com/syncd-dev/syncd/internal/source"
 
 	"go.uber.org/zap"
 
-	"github.com/syncd-dev/syncd/internal/formsauth"
-	"github.com/syncd-dev/syncd/internal/oauth"
 	"github.com/syncd-dev/syncd/internal/poller"
 )
 
@@ -63,72 +63,56 @@ func (e *NotOpenError) Error() string {
 	return fmt.Sprintf("account %s is not one of the accounts this syncd runs: check --account against the config's accounts", e.Account)
 }
 
-// StoreSchedulingSignIn stores the scheduling API tokens of the account
-// named name durably, and makes its running token source start from them:
-// the next pass uses the new sign-in.
-func (a *App) StoreSchedulingSignIn(ctx context.Context, name string, tok oauth.Token) error {
+// StoreSignIn stores the sign-in to the source named src of the account
+// named name (token: what `syncd auth login` obtained, as JSON) through
+// the daemon's open store; a running token source of the account starts
+// from it, and the next pass uses it.
+func (a *App) StoreSignIn(ctx context.Context, name, src string, token json.RawMessage) error {
 	acct := a.Account(name)
 	if acct == nil {
 		return &NotOpenError{Account: name, Shared: a.Cfg.State.Shared}
 	}
-	if acct.Scheduling == nil {
-		return fmt.Errorf("account %s is no longer configured to sign in to the scheduling API", name)
-	}
-	// Through the running token source: a refresh of the old sign-in in
-	// flight cannot save over the new one, and the next pass starts from it.
-	return acct.Scheduling.Tokens.Replace(ctx, StateTokens{Store: a.Store, Namespace: acct.Cfg.Namespace()}.Saver(tok))
-}
-
-// StoreFormsSignIn stores the Forms API sign-in of the account named name;
-// its next pass reads it (formsSignIn).
-func (a *App) StoreFormsSignIn(ctx context.Context, name string, tok formsauth.Token) error {
-	acct := a.Account(name)
-	if acct == nil {
-		return &NotOpenError{Account: name, Shared: a.Cfg.State.Shared}
-	}
-	if !acct.Cfg.FormsOAuth {
-		return fmt.Errorf("account %s is no longer configured to sign in to the Forms API (forms_oauth)", name)
-	}
-	if err := (FormsTokens{Store: a.Store, Namespace: acct.Cfg.Namespace()}).Save(ctx, tok); err != nil {
+	l, err := LoginSource(src)
+	if err != nil {
 		return err
 	}
-	acct.Log.Info("the account's Forms API sign-in was stored on request of `syncd auth login`")
+	save := func(ctx context.Context) error { return l.SaveSignIn(ctx, a.Store, acct.Cfg, token) }
+	if err := acct.replaceSignIn(ctx, src, save); err != nil {
+		return err
+	}
+	acct.Log.Info("the account's sign-in was stored on request of `syncd auth login`", zap.String(logkey.Source, src))
 	return nil
 }
 
-// ForgetSignIn forgets the sign-in of the account named name (source:
-// "scheduling" or "forms") through the daemon's open store: the account's
-// next pass of that source fails, naming `syncd auth login`.
-func (a *App) ForgetSignIn(ctx context.Context, name, source string) error {
+// ForgetSignIn forgets the sign-in to the source named src of the account
+// named name through the daemon's open store: the account's next pass of
+// that source fails, naming `syncd auth login`.
+func (a *App) ForgetSignIn(ctx context.Context, name, src string) error {
 	acct := a.Account(name)
 	if acct == nil {
 		return &NotOpenError{Account: name, Shared: a.Cfg.State.Shared}
 	}
-	ns := acct.Cfg.Namespace()
-	switch source {
-	case "scheduling":
-		tokens := StateTokens{Store: a.Store, Namespace: ns}
-		if acct.Scheduling == nil {
-			if err := tokens.Delete(ctx); err != nil {
-				return err
-			}
-			break
-		}
-		// Through the running token source: a refresh in flight cannot
-		// save its rotated pair after the logout, and the cached access
-		// token goes too.
-		if err := acct.Scheduling.Tokens.Replace(ctx, tokens.Delete); err != nil {
-			return err
-		}
-	case "forms":
-		if err := (FormsTokens{Store: a.Store, Namespace: ns}).Delete(ctx); err != nil {
-			return err
-		}
-	default:
-		return fmt.Errorf("source %q: use scheduling or forms", source)
+	l, err := LoginSource(src)
+	if err != nil {
+		return err
 	}
-	acct.Log.Info("the account's sign-in was forgotten on request of `syncd auth logout`", zap.String(logkey.Source, source))
+	ns := acct.Cfg.Namespace()
+	if err := acct.replaceSignIn(ctx, src, func(ctx context.Context) error { return l.DeleteSignIn(ctx, a.Store, ns) }); err != nil {
+		return err
+	}
+	acct.Log.Info("the account's sign-in was forgotten on request of `syncd auth logout`", zap.String(logkey.Source, src))
 	return nil
+}
+
+// replaceSignIn runs write, which saves or deletes the stored sign-in to
+// the source named src, through the account's running token source when
+// it has one (source.LiveSignIn): a refresh in flight cannot save its
+// rotated pair over it, and the cached access token goes too.
+func (acct *Account) replaceSignIn(ctx context.Context, src string, write func(context.Context) error) error {
+	if live, ok := acct.sourceAccount(src).(source.LiveSignIn); ok {
+		return live.ReplaceSignIn(ctx, write)
+	}
+	return write(ctx)
 }
 
 // busyRetry is how often a backfill beside the daemon's own pass of the

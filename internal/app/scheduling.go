@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -158,16 +159,20 @@ func (a *App) ConnectHandler() (*connect.Handler, error) {
 		Secret: []byte(cfg.Server.ConnectSecret.Reveal()),
 		Known: func(name string) bool {
 			acct := a.Account(name)
-			return acct != nil && acct.Scheduling != nil
+			return acct != nil && acct.sourceAccount(SignInScheduling) != nil
 		},
 		OAuth: func(string) (*oauth.Client, error) { return oc, nil },
 		Save: func(ctx context.Context, name string, tok oauth.Token) error {
 			acct := a.Account(name)
-			if acct == nil || acct.Scheduling == nil {
+			if acct == nil || acct.sourceAccount(SignInScheduling) == nil {
 				return fmt.Errorf("account %s is no longer configured to sign in to the scheduling API", name)
 			}
 			tok = c.WhoAmI(ctx, source.Env{Config: cfg, Account: acct.Cfg, Log: acct.Log}, tok)
-			if err := a.StoreSchedulingSignIn(ctx, name, tok); err != nil {
+			raw, err := json.Marshal(tok)
+			if err != nil {
+				return fmt.Errorf("hand the sign-in of account %s over: %w", name, err)
+			}
+			if err := a.StoreSignIn(ctx, name, SignInScheduling, raw); err != nil {
 				return err
 			}
 			logSignIn(acct, "through the connect page", tok.User)

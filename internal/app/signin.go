@@ -202,3 +202,18 @@ func KeepSecrets(ctx context.Context, cfg *config.Config) (func(ctx context.Cont
 		return len(kept), nil
 	}, nil
 }
+
+// ErrNoSignIn is matched with errors.Is by a source's error saying that
+// an account which signs in has no sign-in stored (source.ErrNoSignIn).
+var ErrNoSignIn = source.ErrNoSignIn
+
+// StoredSignIn is the sign-in to the source named src that the open state
+// holds for acct (source.Login's StoredSignIn: the source's token type),
+// checked at the service when check is set.
+func (a *App) StoredSignIn(ctx context.Context, acct config.Account, src string, check bool) (any, error) {
+	l, err := LoginSource(src)
+	if err != nil {
+		return nil, err
+	}
+	return l.StoredSignIn(ctx, source.Env{Config: a.Current(), Account: acct, Store: a.Store, Log: a.Log}, check)
+}

@@ -63,11 +63,6 @@ func (a *App) openSources(ctx context.Context, acct *Account) error {
 			continue
 		}
 		acct.sources = append(acct.sources, openSource{name: src.Name(), acct: sa})
-		if s, ok := sa.(*scheduling.Account); ok {
-			// Its webhook registration and the connect page's sign-in
-			// are still the app's (webhooks.go, onrequest.go).
-			acct.Scheduling = s
-		}
 	}
 	return nil
 }

@@ -146,8 +146,7 @@ func (c *Client) SignOut(ctx context.Context, account, source string) error {
 }
 
 // FormsSignInStatus is the Forms API sign-in of account as the daemon
-// reads and checks it: what app.FormsTokens.Load and app.CheckFormsToken
-// return.
+// reads and checks it (source.Login's StoredSignIn, checked).
 func (c *Client) FormsSignInStatus(ctx context.Context, account string) (formsauth.Token, error) {
 	ans, err := c.askSignedIn(ctx, signedInRequest{Source: sourceForms, Account: account})
 	if err != nil {
@@ -156,9 +155,9 @@ func (c *Client) FormsSignInStatus(ctx context.Context, account string) (formsau
 	tok := formsauth.Token{BaseURL: ans.BaseURL, ObtainedAt: ans.ObtainedAt}
 	switch {
 	case ans.NoToken:
-		return tok, app.ErrNoFormsToken
+		return tok, app.ErrNoSignIn
 	case ans.AuthStatus != 0:
-		return tok, &app.FormsAuthError{BaseURL: ans.BaseURL, Status: ans.AuthStatus}
+		return tok, &app.SourceError{Kind: app.SourceAuth, Source: sourceForms, Where: ans.BaseURL, Status: ans.AuthStatus}
 	case ans.Error != "":
 		return tok, errors.New(ans.Error)
 	}

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/syncd-dev/syncd/internal/config"
 	"github.com/syncd-dev/syncd/internal/logkey"
 
 	"go.uber.org/zap"
@@ -259,23 +260,7 @@ func (c *server) signIn(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, errors.New("read the sign-in request: not JSON"))
 		return
 	}
-	var err error
-	switch req.Source {
-	case sourceScheduling:
-		var tok oauth.Token
-		if err = json.Unmarshal(req.Token, &tok); err == nil {
-			err = c.a.StoreSchedulingSignIn(r.Context(), req.Account, tok)
-		}
-	case sourceForms:
-		var tok formsauth.Token
-		if err = json.Unmarshal(req.Token, &tok); err == nil {
-			err = c.a.StoreFormsSignIn(r.Context(), req.Account, tok)
-		}
-	default:
-		writeError(w, http.StatusBadRequest, fmt.Errorf("source %q: use scheduling or forms", req.Source))
-		return
-	}
-	if err != nil {
+	if err := c.a.StoreSignIn(r.Context(), req.Account, req.Source, req.Token); err != nil {
 		writeError(w, http.StatusConflict, err)
 		return
 	}
@@ -295,13 +280,21 @@ func (c *server) signedIn(w http.ResponseWriter, r *http.Request) {
 		c.formsSignedIn(w, r, req)
 		return
 	}
-	tok, err := (app.StateTokens{Store: c.a.Store, Namespace: req.Namespace}).Load(r.Context())
+	acct := config.Account{Name: req.Namespace}
+	if req.Namespace == "" {
+		acct.Name = config.DefaultAccount
+	}
+	stored, err := c.a.StoredSignIn(r.Context(), acct, sourceScheduling, false)
 	var ans signedInAnswer
+	tok, isOAuth := stored.(oauth.Token)
 	switch {
 	case errors.Is(err, oauth.ErrNoToken):
 		ans.NoToken = true
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, err)
+		return
+	case !isOAuth:
+		writeError(w, http.StatusInternalServerError, fmt.Errorf("the %s source's sign-in is not an OAuth token pair", sourceScheduling))
 		return
 	default:
 		ans.Summary = tok.Summary()
@@ -318,16 +311,15 @@ func (c *server) formsSignedIn(w http.ResponseWriter, r *http.Request, req signe
 		return
 	}
 	var ans signedInAnswer
-	tok, err := app.FormsTokens{Store: c.a.Store, Namespace: acct.Cfg.Namespace()}.Load(r.Context())
-	if err == nil {
+	stored, err := c.a.StoredSignIn(r.Context(), acct.Cfg, sourceForms, true)
+	if tok, ok := stored.(formsauth.Token); ok {
 		ans.BaseURL, ans.ObtainedAt = tok.BaseURL, tok.ObtainedAt
-		err = app.CheckFormsToken(r.Context(), c.a.Current(), acct.Cfg, tok, c.log)
 	}
-	var ae *app.FormsAuthError
+	ae := app.AsSourceError(err)
 	switch {
-	case errors.Is(err, app.ErrNoFormsToken):
+	case errors.Is(err, app.ErrNoSignIn):
 		ans.NoToken = true
-	case errors.As(err, &ae):
+	case ae != nil && ae.Kind == app.SourceAuth:
 		ans.AuthStatus = ae.Status
 	case err != nil:
 		ans.Error = err.Error()

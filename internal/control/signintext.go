@@ -82,7 +82,7 @@ func (s FormsStatus) WriteText(w io.Writer) (ok bool) {
 	fmt.Fprintf(w, "account %s: ", s.Account)
 	ae := app.AsSourceError(s.Err)
 	switch {
-	case errors.Is(s.Err, app.ErrNoFormsToken):
+	case errors.Is(s.Err, app.ErrNoSignIn):
 		fmt.Fprintf(w, "not signed in to the Forms API: run `%s`\n", loginCommand(sourceForms, s.Account))
 		return false
 	case ae != nil && ae.Kind == app.SourceAuth:

@@ -2,6 +2,8 @@ package source
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"io"
 
 	"github.com/syncd-dev/syncd/internal/config"
@@ -40,6 +42,23 @@ type Login interface {
 	// the service, which may write the state (a rotated token): check only
 	// in a state opened for writing.
 	StoredSignIn(ctx context.Context, env Env, check bool) (any, error)
+	// SaveSignIn saves in store the sign-in a running syncd was handed
+	// (SignedIn.Token, as JSON) for acct.
+	SaveSignIn(ctx context.Context, store state.Store, acct config.Account, token json.RawMessage) error
+}
+
+// ErrNoSignIn is matched with errors.Is by a source's error saying that
+// an account which signs in has no sign-in stored: `auth login` fixes it.
+var ErrNoSignIn = errors.New("source: not signed in")
+
+// LiveSignIn is an Account whose stored sign-in a running token source
+// holds (it refreshes and caches the access token): a sign-in stored or
+// forgotten beside it goes through it, so that a refresh in flight cannot
+// save over the new one and the next request starts from what is stored.
+type LiveSignIn interface {
+	// ReplaceSignIn runs write (which saves or deletes the stored
+	// sign-in) with the token source held, and drops what it cached.
+	ReplaceSignIn(ctx context.Context, write func(context.Context) error) error
 }
 
 // LoginFlow is one account's sign-in: a request whose URL the person

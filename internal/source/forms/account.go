@@ -415,8 +415,14 @@ func LegacyTokenSecret(namespace string) string {
 	return "forms/oauth/" + namespace
 }
 
-// ErrNoSignIn is an account with forms_oauth that has not signed in.
-var ErrNoSignIn = errors.New("no Forms API sign-in is stored")
+// ErrNoSignIn is an account with forms_oauth that has not signed in; it
+// matches source.ErrNoSignIn.
+var ErrNoSignIn error = noSignIn{}
+
+type noSignIn struct{}
+
+func (noSignIn) Error() string        { return "no Forms API sign-in is stored" }
+func (noSignIn) Is(target error) bool { return target == source.ErrNoSignIn }
 
 // Tokens keeps the Forms API sign-in of one account in the state store,
 // as the scheduling source's StateTokens keeps its tokens.

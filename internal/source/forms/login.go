@@ -6,6 +6,7 @@ package forms
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -67,6 +68,18 @@ func (Source) StoredSignIn(ctx context.Context, env source.Env, check bool) (any
 		err = CheckToken(ctx, env.Config, env.Account, tok, env.Log)
 	}
 	return tok, err
+}
+
+// SaveSignIn saves the formsauth.Token a running syncd was handed.
+func (Source) SaveSignIn(ctx context.Context, store state.Store, acct config.Account, token json.RawMessage) error {
+	if !acct.FormsOAuth {
+		return fmt.Errorf("account %s is no longer configured to sign in to the Forms API (forms_oauth)", acct.Name)
+	}
+	var tok formsauth.Token
+	if err := json.Unmarshal(token, &tok); err != nil {
+		return fmt.Errorf("read the Forms API sign-in handed over for account %s: %w", acct.Name, err)
+	}
+	return Tokens{Store: store, Namespace: acct.Namespace()}.Save(ctx, tok)
 }
 
 // NewLogin is the authorization-code sign-in of the account, through the

@@ -7,6 +7,7 @@ package scheduling
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -69,6 +70,24 @@ func (Source) StoredSignIn(ctx context.Context, env source.Env, check bool) (any
 		return StateTokens{Store: env.Store, Namespace: env.Account.Namespace()}.Load(ctx)
 	}
 	return CheckSignIn(ctx, env.Config, env.Account.Namespace(), env.Store, env.Log)
+}
+
+// SaveSignIn saves the oauth.Token pair a running syncd was handed.
+func (Source) SaveSignIn(ctx context.Context, store state.Store, acct config.Account, token json.RawMessage) error {
+	if !acct.Scheduling {
+		return fmt.Errorf("account %s is no longer configured to sign in to the scheduling API", acct.Name)
+	}
+	var tok oauth.Token
+	if err := json.Unmarshal(token, &tok); err != nil {
+		return fmt.Errorf("read the scheduling API tokens handed over for account %s: %w", acct.Name, err)
+	}
+	return StateTokens{Store: store, Namespace: acct.Namespace()}.Save(ctx, tok)
+}
+
+// ReplaceSignIn runs write with the account's token source held
+// (source.LiveSignIn).
+func (a *Account) ReplaceSignIn(ctx context.Context, write func(context.Context) error) error {
+	return a.Tokens.Replace(ctx, write)
 }
 
 // NewLogin is the PKCE authorization-code sign-in of the account, through
