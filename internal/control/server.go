@@ -197,11 +197,8 @@ func (c *server) runBackfill(ctx context.Context, req BackfillRequest, ev *event
 // code is the exit code of results, as the command alone picks it.
 func (c *server) code(results []poller.Result) int {
 	signalled := c.isStopping()
-	for _, r := range results {
-		var foreign *poller.ForeignOutputError
-		if errors.As(r.Err, &foreign) {
-			return CodeUsage
-		}
+	if status.Foreign(results) {
+		return CodeUsage // the operator's to settle (state adopt), as finishPass says
 	}
 	if status.Failed(results, signalled) > 0 {
 		return CodeFailed
