@@ -1061,7 +1061,9 @@ func (b *Bolt) writeTx(ctx context.Context, formID string, fn func(tx *bolt.Tx) 
 		return ErrReadOnly
 	}
 	return b.guard(func() error {
-		return b.db.Update(fn)
+		err := b.db.Update(fn)
+		releaseMapped(b.db)
+		return err
 	})
 }
 
