@@ -109,13 +109,6 @@ type Account struct {
 	token  string // the sign-in client was built from
 }
 
-// Offline is the forms of account ac read through client alone, with no
-// state: what a command that only reads the API (a dry run) selects
-// forms with.
-func Offline(cfg *config.Config, ac config.Account, client *api.Client) *Account {
-	return &Account{cfg: cfg, ac: ac, log: zap.NewNop(), client: client}
-}
-
 // Client is the account's Forms API client now; nil for an account with
 // forms_oauth and no usable sign-in.
 func (a *Account) Client() *api.Client {
