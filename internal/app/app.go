@@ -250,12 +250,7 @@ func OpenStoreOf(ctx context.Context, cfg *config.Config, namespace string) (sta
 }
 
 // StateWhere is where the configured state lives, for messages.
-func StateWhere(cfg *config.Config) string {
-	if cfg.State.URL != "" {
-		return cfg.State.URL
-	}
-	return cfg.State.Path
-}
+func StateWhere(cfg *config.Config) string { return cfg.State.Where() }
 
 // Open opens every part. The state store is opened first: a second syncd on
 // the same state fails here, before it makes a single request.

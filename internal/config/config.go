@@ -150,6 +150,14 @@ type State struct {
 	Shared bool `yaml:"shared"`
 }
 
+// Where is where the state lives, for messages: its URL, or its file.
+func (s State) Where() string {
+	if s.URL != "" {
+		return s.URL
+	}
+	return s.Path
+}
+
 // Log configures zap.
 type Log struct {
 	Level  string `yaml:"level"`

@@ -196,7 +196,7 @@ func CheckSignIn(ctx context.Context, cfg *config.Config, namespace string, stor
 	if err != nil {
 		return stored, err
 	}
-	where := stateWhere(cfg)
+	where := cfg.State.Where()
 	if err := tokens.Save(ctx, stored); err != nil {
 		return stored, fmt.Errorf("the state %s cannot be written (%w): syncd did not refresh the token to check the sign-in at the token endpoint, "+
 			"since the rotated refresh token could not be saved and the sign-in would be lost; the sign-in is unchanged: "+
@@ -214,15 +214,6 @@ func CheckSignIn(ctx context.Context, cfg *config.Config, namespace string, stor
 			"make the state writable (permissions, free space), then run `syncd auth login`", where, err)
 	}
 	return fresh, nil
-}
-
-// stateWhere names the state in messages, as the app does (app.StateWhere):
-// its URL, or its file.
-func stateWhere(cfg *config.Config) string {
-	if cfg.State.URL != "" {
-		return cfg.State.URL
-	}
-	return cfg.State.Path
 }
 
 // saveRotated saves a rotated pair, trying again a few times: the server
