@@ -62,12 +62,11 @@ func readOnlyForms(ctx context.Context, env source.Env) (source.Account, error) 
 	if !env.Account.HasForms() {
 		return nil, fmt.Errorf("account %s has no Forms API key: this command reads forms", env.Account.Name)
 	}
-	for _, src := range sourceList() {
-		if src.Name() == poller.SourceForms {
-			return openReadOnly(ctx, src, env)
-		}
+	src := ListedSource(poller.SourceForms)
+	if src == nil {
+		return nil, fmt.Errorf("no %s source is listed", poller.SourceForms)
 	}
-	return nil, fmt.Errorf("no %s source is listed", poller.SourceForms)
+	return openReadOnly(ctx, src, env)
 }
 
 // openReadOnly opens a listed source for env's account to read only

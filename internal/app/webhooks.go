@@ -312,12 +312,8 @@ func (acct *Account) hasForm(formID string) bool {
 // webhookSource is the listed source of that name that registers
 // webhooks; nil when none does.
 func webhookSource(list []source.Source, name string) source.WebhookSource {
-	for _, src := range list {
-		if ws, ok := src.(source.WebhookSource); ok && src.Name() == name {
-			return ws
-		}
-	}
-	return nil
+	ws, _ := findSource(list, name).(source.WebhookSource)
+	return ws
 }
 
 // registerStreams makes sure each of streams (ids) of the account's
