@@ -176,8 +176,9 @@ type Probe struct {
 }
 
 // ProbeSources probes the listed sources acct uses that can be tried
-// without syncing (source.Prober): what `validate` checks beside the forms
-// and the bookings, which it still checks itself.
+// without syncing (source.Prober): what `validate` checks beside the
+// sources' own checks (source.Validator: the forms) and the bookings'
+// sign-in, which it reads itself.
 func ProbeSources(ctx context.Context, cfg *config.Config, acct config.Account, log *zap.Logger) []Probe {
 	var out []Probe
 	for _, src := range sourceList() {
