@@ -3,6 +3,7 @@ package icebergsink
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -17,8 +18,8 @@ import (
 )
 
 // catchUp carries the versions table's last batch over to the latest
-// table when a stop came between the two commits (and the batch was then
-// resolved as committed, or is b itself, found in the versions table).
+// table when a stop came between the two commits; and b itself, when the
+// versions table holds it already.
 func (s *Sink) catchUp(ctx context.Context, vt *table.Table, b sink.Batch) error {
 	ids := recentBatches(vt.Properties())
 	if len(ids) == 0 {
@@ -34,8 +35,7 @@ func (s *Sink) catchUp(ctx context.Context, vt *table.Table, b sink.Batch) error
 	return nil
 }
 
-// catchUpBatch applies batch id to the latest table from the rows the
-// versions table holds of it, unless the latest table has it.
+// catchUpBatch applies batch id to the latest table unless it has it.
 func (s *Sink) catchUpBatch(ctx context.Context, vt *table.Table, b sink.Batch, id string) error {
 	lt, err := s.load(ctx, b.Table+LatestSuffix)
 	if err != nil {
@@ -44,34 +44,32 @@ func (s *Sink) catchUpBatch(ctx context.Context, vt *table.Table, b sink.Batch, 
 	if lt != nil && Holds(lt, id) {
 		return nil
 	}
-	recs, err := scanBatch(ctx, vt, id)
-	if err != nil {
-		return err
-	}
 	cb := b
 	cb.ID = id
-	s.log.Info("carrying a batch over to the latest table from the versions table", zapString("batch", id), zapString("table", b.Table+LatestSuffix))
-	_, err = s.commitLatest(ctx, vt, cb, recs)
+	s.log.Info("carrying a batch over to the latest table", zapString("batch", id), zapString("table", b.Table+LatestSuffix))
+	_, err = s.commitLatest(ctx, vt, cb)
 	return err
 }
 
-// scanBatch is the rows batch id wrote to the versions table, read back
-// from it (its files hold one batch each, so the filter on _batch_id
-// skips every other file by its column bounds).
-func scanBatch(ctx context.Context, vt *table.Table, id string) (sink.Records, error) {
-	filter := iceberg.EqualTo(iceberg.Reference(syncdtable.ColBatchID), id)
-	sc, _, err := vt.Scan(table.WithRowFilter(filter)).ToArrowRecords(ctx)
+// scan is the rows of vt that match filter, columns cut to fields (all
+// when none), as Records.
+func scan(ctx context.Context, vt *table.Table, filter iceberg.BooleanExpression, fields ...string) (sink.Records, error) {
+	opts := []table.ScanOption{table.WithRowFilter(filter)}
+	if len(fields) > 0 {
+		opts = append(opts, table.WithSelectedFields(fields...))
+	}
+	sc, _, err := vt.Scan(opts...).ToArrowRecords(ctx)
 	if err != nil {
-		return sink.Records{}, fmt.Errorf("read batch %s back from Iceberg table %s: %w", id, vt.Identifier(), err)
+		return sink.Records{}, fmt.Errorf("read Iceberg table %s: %w", vt.Identifier(), err)
 	}
 	return sink.Records{Schema: sc, Rows: -1, Each: func(fn func(arrow.Record) error) error {
-		_, it, err := vt.Scan(table.WithRowFilter(filter)).ToArrowRecords(ctx)
+		_, it, err := vt.Scan(opts...).ToArrowRecords(ctx)
 		if err != nil {
-			return err
+			return fmt.Errorf("read Iceberg table %s: %w", vt.Identifier(), err)
 		}
 		for rec, err := range it {
 			if err != nil {
-				return fmt.Errorf("read batch %s back from Iceberg table %s: %w", id, vt.Identifier(), err)
+				return fmt.Errorf("read Iceberg table %s: %w", vt.Identifier(), err)
 			}
 			err = fn(rec)
 			rec.Release()
@@ -83,71 +81,105 @@ func scanBatch(ctx context.Context, vt *table.Table, id string) (sink.Records, e
 	}}, nil
 }
 
-// winner is the newest version of one record in a batch.
-type winner struct {
-	row             int64 // index of the row in the batch
+// version is one version of a record, as the latest query orders them:
+// by version, then by when syncd fetched it.
+type version struct {
 	version, synced int64
+	deleted         bool
+	batch           string
 }
 
-// changes is what a batch changes in the latest table: every key it
-// holds a version of (each deleted from the table), and the rows that
-// become the records' current state (the newest version of each, unless
-// it is a tombstone).
-type changes struct {
-	keys []string
-	rows map[int64]bool
+func (v version) newer(o version) bool {
+	return v.version > o.version || (v.version == o.version && v.synced > o.synced)
 }
 
-// changesOf reads the key, version, synced-at and deleted columns of recs.
-func changesOf(recs sink.Records, b sink.Batch) (changes, error) {
-	best := map[string]winner{}
-	var order []string
-	deleted := map[int64]bool{}
-	var base int64
-	err := recs.Each(func(rec arrow.Record) error {
-		keys, err := keyStrings(rec, b.KeyColumn)
+// winners reads, for every record batch id holds a version of, its newest
+// version in the versions table: the batch changes the latest table for
+// the records whose newest version it wrote. A late import of an older
+// version changes nothing, and a record deleted by a newer tombstone
+// stays deleted.
+func winners(ctx context.Context, vt *table.Table, b sink.Batch) (map[string]version, error) {
+	key, ver := b.KeyColumn, b.VersionColumn
+	fields := []string{key, syncdtable.ColSyncedAt, syncdtable.ColBatchID}
+	if ver != "" {
+		fields = append(fields, ver)
+	}
+	if _, ok := vt.Schema().FindFieldByName(syncdtable.ColDeleted); ok {
+		fields = append(fields, syncdtable.ColDeleted)
+	}
+	mine, err := scan(ctx, vt, iceberg.EqualTo(iceberg.Reference(syncdtable.ColBatchID), b.ID), key)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	seen := map[string]bool{}
+	err = mine.Each(func(rec arrow.Record) error {
+		ks, err := keyStrings(rec, key)
+		for _, k := range ks {
+			if !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+		return err
+	})
+	if err != nil || len(keys) == 0 {
+		return map[string]version{}, err
+	}
+	var filter iceberg.BooleanExpression
+	if f, ok := vt.Schema().FindFieldByName(key); ok && f.Type.Equals(iceberg.PrimitiveTypes.Int64) {
+		ints := make([]int64, len(keys))
+		for i, k := range keys {
+			ints[i], _ = strconv.ParseInt(k, 10, 64)
+		}
+		filter = iceberg.IsIn(iceberg.Reference(key), ints...)
+	} else {
+		filter = iceberg.IsIn(iceberg.Reference(key), keys...)
+	}
+	all, err := scan(ctx, vt, filter, fields...)
+	if err != nil {
+		return nil, err
+	}
+	best := make(map[string]version, len(keys))
+	err = all.Each(func(rec arrow.Record) error {
+		ks, err := keyStrings(rec, key)
 		if err != nil {
 			return err
 		}
-		vers := timestamps(rec, b.VersionColumn)
-		synced := timestamps(rec, syncdtable.ColSyncedAt)
+		vers, synced := timestamps(rec, ver), timestamps(rec, syncdtable.ColSyncedAt)
+		batches := stringCol(rec, syncdtable.ColBatchID)
 		var del *array.Boolean
 		if idx := rec.Schema().FieldIndices(syncdtable.ColDeleted); len(idx) > 0 {
 			del, _ = rec.Column(idx[0]).(*array.Boolean)
 		}
-		for i, k := range keys {
-			row := base + int64(i)
-			w := winner{row: row, version: at(vers, i), synced: at(synced, i)}
-			if del != nil && del.IsValid(i) && del.Value(i) {
-				deleted[row] = true
+		for i, k := range ks {
+			v := version{version: at(vers, i), synced: at(synced, i)}
+			if batches != nil && batches.IsValid(i) {
+				v.batch = batches.Value(i)
 			}
-			old, seen := best[k]
-			if !seen {
-				order = append(order, k)
-			}
-			if !seen || w.version > old.version || (w.version == old.version && w.synced >= old.synced) {
-				best[k] = w
+			v.deleted = del != nil && del.IsValid(i) && del.Value(i)
+			if old, ok := best[k]; !ok || v.newer(old) || (!old.newer(v) && v.batch == b.ID) {
+				best[k] = v
 			}
 		}
-		base += rec.NumRows()
 		return nil
 	})
-	if err != nil {
-		return changes{}, err
+	return best, err
+}
+
+func stringCol(rec arrow.Record, col string) *array.String {
+	idx := rec.Schema().FieldIndices(col)
+	if len(idx) == 0 {
+		return nil
 	}
-	c := changes{keys: order, rows: make(map[int64]bool, len(best))}
-	for _, w := range best {
-		if !deleted[w.row] {
-			c.rows[w.row] = true
-		}
-	}
-	return c, nil
+	a, _ := rec.Column(idx[0]).(*array.String)
+	return a
 }
 
 func keyStrings(rec arrow.Record, col string) ([]string, error) {
 	idx := rec.Schema().FieldIndices(col)
 	if len(idx) == 0 {
-		return nil, asPermanent(fmt.Errorf("the batch has no key column %s", col))
+		return nil, asPermanent(fmt.Errorf("the rows have no key column %s", col))
 	}
 	out := make([]string, rec.NumRows())
 	switch a := rec.Column(idx[0]).(type) {
@@ -213,24 +245,32 @@ func keyRecords(keys []string, field iceberg.NestedField, sc *arrow.Schema) (arr
 	return array.NewRecord(sc, []arrow.Array{col}, int64(len(keys))), nil
 }
 
-// selected is recs cut to the rows of c: the records' current state.
-func selected(ctx context.Context, recs sink.Records, c changes) sink.Records {
-	return sink.Records{Schema: recs.Schema, Rows: int64(len(c.rows)), Each: func(fn func(arrow.Record) error) error {
-		var base int64
-		return recs.Each(func(rec arrow.Record) error {
-			n := rec.NumRows()
+// current is the rows batch b wrote that are now their records' newest
+// live version: what the latest table gains.
+func current(ctx context.Context, rows sink.Records, b sink.Batch, best map[string]version) sink.Records {
+	return sink.Records{Schema: rows.Schema, Rows: -1, Each: func(fn func(arrow.Record) error) error {
+		taken := map[string]bool{}
+		return rows.Each(func(rec arrow.Record) error {
+			ks, err := keyStrings(rec, b.KeyColumn)
+			if err != nil {
+				return err
+			}
+			vers, synced := timestamps(rec, b.VersionColumn), timestamps(rec, syncdtable.ColSyncedAt)
 			bld := array.NewBooleanBuilder(memory.DefaultAllocator)
-			any := false
-			for i := int64(0); i < n; i++ {
-				keep := c.rows[base+i]
-				any = any || keep
+			some := false
+			for i, k := range ks {
+				w, ok := best[k]
+				keep := ok && w.batch == b.ID && !w.deleted && !taken[k] && w.version == at(vers, i) && w.synced == at(synced, i)
+				if keep {
+					taken[k] = true
+					some = true
+				}
 				bld.Append(keep)
 			}
-			base += n
 			mask := bld.NewBooleanArray()
 			bld.Release()
 			defer mask.Release()
-			if !any {
+			if !some {
 				return nil
 			}
 			out, err := compute.FilterRecordBatch(ctx, rec, mask, compute.DefaultFilterOptions())
@@ -243,22 +283,36 @@ func selected(ctx context.Context, recs sink.Records, c changes) sink.Records {
 	}}
 }
 
-// commitLatest applies batch b's changes (recs: its rows) to the latest
-// table, in one row delta: an equality delete of every key the batch
-// holds, and the newest live version of each. The delete applies only to
-// rows of earlier snapshots, so the new rows stay.
-func (s *Sink) commitLatest(ctx context.Context, vt *table.Table, b sink.Batch, recs sink.Records) (int64, error) {
-	lt, err := s.loadOrCreate(ctx, b.Table, recs.Schema, b, true)
+// commitLatest applies batch b to the latest table, from the versions
+// table vt (which holds it), in one row delta: an equality delete of
+// every record whose newest version b wrote, and that version unless it
+// is a tombstone. The delete applies only to rows of earlier snapshots,
+// so the new rows stay. The versions table is read, not the batch as
+// fetched: a batch carried over after a stop is applied as it was
+// committed.
+func (s *Sink) commitLatest(ctx context.Context, vt *table.Table, b sink.Batch) (int64, error) {
+	rows, err := scan(ctx, vt, iceberg.EqualTo(iceberg.Reference(syncdtable.ColBatchID), b.ID))
+	if err != nil {
+		return 0, err
+	}
+	lt, err := s.loadOrCreate(ctx, b.Table, rows.Schema, b, true)
 	if err != nil {
 		return 0, err
 	}
 	if Holds(lt, b.ID) {
 		return 0, nil
 	}
-	c, err := changesOf(recs, b)
+	best, err := winners(ctx, vt, b)
 	if err != nil {
-		return 0, fmt.Errorf("read the changes of batch %s: %w", b.ID, err)
+		return 0, fmt.Errorf("read the versions of batch %s: %w", b.ID, err)
 	}
+	var changed []string
+	for k, w := range best {
+		if w.batch == b.ID {
+			changed = append(changed, k)
+		}
+	}
+	slices.Sort(changed)
 	var (
 		files   []iceberg.DataFile
 		written int64
@@ -285,8 +339,8 @@ func (s *Sink) commitLatest(ctx context.Context, vt *table.Table, b sink.Batch, 
 			return false, asPermanent(err)
 		}
 		var dels []iceberg.DataFile
-		if len(c.keys) > 0 {
-			krec, err := keyRecords(c.keys, key, ksc)
+		if len(changed) > 0 && lt.CurrentSnapshot() != nil {
+			krec, err := keyRecords(changed, key, ksc)
 			if err != nil {
 				return false, err
 			}
@@ -295,8 +349,8 @@ func (s *Sink) commitLatest(ctx context.Context, vt *table.Table, b sink.Batch, 
 				return false, fmt.Errorf("write the equality deletes of batch %s: %w", b.ID, err)
 			}
 		}
-		if files == nil && len(c.rows) > 0 {
-			sel := selected(ctx, recs, c)
+		if files == nil && len(changed) > 0 {
+			sel := current(ctx, rows, b, best)
 			files, written, err = s.writeFiles(ctx, lt, sel.Schema, records(sel), writeUUID(b.ID, "latest"))
 			if err != nil {
 				return false, err

@@ -202,7 +202,7 @@ func (s *Sink) Commit(ctx context.Context, b sink.Batch, parts sink.Parts) (int6
 		return written, err
 	}
 	if b.KeyColumn != "" {
-		n, err := s.commitLatest(ctx, vt, b, recs)
+		n, err := s.commitLatest(ctx, vt, b)
 		written += n
 		if err != nil {
 			return written, err
