@@ -101,10 +101,11 @@ func StartCluster() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	sweepStale()
 	// Not t.TempDir: its parent folders are private to the test's user, and
 	// the postgres user must reach the cluster's folder. The system temp
 	// folder (/tmp, sticky and world-writable) is reachable.
-	dir, err := os.MkdirTemp("", "syncd-pg-")
+	dir, err := os.MkdirTemp("", dirPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -187,6 +188,7 @@ func (s *Server) start(bindir string, cred *syscall.Credential, owner *user.User
 			return nil
 		}
 		s.kill()
+		os.Remove(filepath.Join(data, "postmaster.pid")) // or sweepStale elsewhere could take the folder
 		if !strings.Contains(s.out.String(), "could not bind") && !strings.Contains(s.out.String(), "already in use") {
 			break
 		}
@@ -302,6 +304,40 @@ func (s *Server) kill() {
 	}
 	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 	<-s.exited
+}
+
+// dirPrefix names the clusters' folders in the system temp folder.
+const dirPrefix = "syncd-pg-"
+
+// sweepStale removes the folders of clusters whose test process died
+// before its cleanup (a test binary's timeout panics past every cleanup):
+// their postmaster was killed with it (Pdeathsig) and left postmaster.pid
+// naming a process that no longer exists. A folder without postmaster.pid
+// may be a cluster another process is making right now: removed only when
+// an hour old.
+func sweepStale() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*"))
+	for _, d := range dirs {
+		fi, err := os.Stat(d)
+		if err != nil || !fi.IsDir() {
+			continue
+		}
+		pidfile, err := os.ReadFile(filepath.Join(d, "data", "postmaster.pid"))
+		if err != nil {
+			if os.IsNotExist(err) && time.Since(fi.ModTime()) > time.Hour {
+				os.RemoveAll(d)
+			}
+			continue
+		}
+		first, _, _ := strings.Cut(string(pidfile), "\n")
+		pid, err := strconv.Atoi(strings.TrimSpace(first))
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			os.RemoveAll(d)
+		}
+	}
 }
 
 // BinDir is the folder of initdb and postgres: $SYNCD_PG_BINDIR if set,
