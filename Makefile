@@ -47,11 +47,15 @@ vet:
 # outside the work tree): versitygw, an S3 server that enforces conditional
 # writes, built with go install (about a minute the first time), and
 # Azurite, Azure's storage emulator, with npm. GCS is fake-gcs-server run
-# in the test process (a Go module). A second run installs nothing.
+# in the test process (a Go module). One exception outside the work tree:
+# PostgreSQL's server, Debian's package, for the Iceberg SQL catalog's
+# tests (internal/testkit/pgsrv starts throwaway clusters from it); apt-get
+# installs it as root, and a non-root run without it fails naming the
+# command. A second run installs nothing and prints nothing.
 TOOLS             := $(abspath $(BIN)/tools)
 VERSITYGW_VERSION := v1.8.0
 AZURITE_VERSION   := 3.37.0
-tools: $(TOOLS)/.versitygw-$(VERSITYGW_VERSION) $(TOOLS)/.azurite-$(AZURITE_VERSION)
+tools: $(TOOLS)/.versitygw-$(VERSITYGW_VERSION) $(TOOLS)/.azurite-$(AZURITE_VERSION) postgresql-server
 
 $(TOOLS)/.versitygw-$(VERSITYGW_VERSION):
 	@mkdir -p $(TOOLS)
@@ -63,6 +67,18 @@ $(TOOLS)/.azurite-$(AZURITE_VERSION):
 	@command -v npm >/dev/null 2>&1 || { echo 'npm is missing: install Node.js 20 or later (apt-get install -y nodejs npm), then rerun make tools'; exit 1; }
 	npm install --prefix $(TOOLS) --no-audit --no-fund --loglevel=error azurite@$(AZURITE_VERSION)
 	@touch $@
+
+# Debian 12's postgresql is PostgreSQL 15 (/usr/lib/postgresql/15/bin);
+# pgsrv takes the newest /usr/lib/postgresql/N/bin, or a postgres on PATH
+# (as on a developer's machine elsewhere), or $$SYNCD_PG_BINDIR.
+PG_LIBDIR  ?= /usr/lib/postgresql
+PG_INSTALL := apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql
+.PHONY: postgresql-server
+postgresql-server:
+	@if [ -n "$$SYNCD_PG_BINDIR" ] || ls $(PG_LIBDIR)/*/bin/postgres >/dev/null 2>&1 || command -v postgres >/dev/null 2>&1; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then echo 'the PostgreSQL server is missing: as root run `$(PG_INSTALL)`, then rerun make tools'; exit 1; fi; \
+	command -v apt-get >/dev/null 2>&1 || { echo 'the PostgreSQL server is missing and there is no apt-get: install PostgreSQL 15 or later (initdb, postgres) and set SYNCD_PG_BINDIR to their folder'; exit 1; }; \
+	echo '$(PG_INSTALL)'; $(PG_INSTALL)
 
 # The core packages, whose goroutines share state (the engine, the state
 # store, sinks, spool, oauth, the sources' streams and the forms mapper,
