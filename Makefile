@@ -47,11 +47,15 @@ vet:
 # outside the work tree): versitygw, an S3 server that enforces conditional
 # writes, built with go install (about a minute the first time), and
 # Azurite, Azure's storage emulator, with npm. GCS is fake-gcs-server run
-# in the test process (a Go module). A second run installs nothing.
+# in the test process (a Go module). icebird, a JavaScript reader of
+# Iceberg tables, is installed with npm too: internal/testkit/icebird reads
+# the tables iceberg-go writes with it, a reader independent of the writer.
+# A second run installs nothing.
 TOOLS             := $(abspath $(BIN)/tools)
 VERSITYGW_VERSION := v1.8.0
 AZURITE_VERSION   := 3.37.0
-tools: $(TOOLS)/.versitygw-$(VERSITYGW_VERSION) $(TOOLS)/.azurite-$(AZURITE_VERSION)
+ICEBIRD_VERSION   := 0.3.1
+tools: $(TOOLS)/.versitygw-$(VERSITYGW_VERSION) $(TOOLS)/.azurite-$(AZURITE_VERSION) $(TOOLS)/.icebird-$(ICEBIRD_VERSION)
 
 $(TOOLS)/.versitygw-$(VERSITYGW_VERSION):
 	@mkdir -p $(TOOLS)
@@ -62,6 +66,12 @@ $(TOOLS)/.azurite-$(AZURITE_VERSION):
 	@mkdir -p $(TOOLS)
 	@command -v npm >/dev/null 2>&1 || { echo 'npm is missing: install Node.js 20 or later (apt-get install -y nodejs npm), then rerun make tools'; exit 1; }
 	npm install --prefix $(TOOLS) --no-audit --no-fund --loglevel=error azurite@$(AZURITE_VERSION)
+	@touch $@
+
+$(TOOLS)/.icebird-$(ICEBIRD_VERSION):
+	@mkdir -p $(TOOLS)
+	@command -v npm >/dev/null 2>&1 || { echo 'npm is missing: install Node.js 20 or later (apt-get install -y nodejs npm), then rerun make tools'; exit 1; }
+	npm install --prefix $(TOOLS) --no-audit --no-fund --loglevel=error icebird@$(ICEBIRD_VERSION)
 	@touch $@
 
 # The core packages, whose goroutines share state (the engine, the state
