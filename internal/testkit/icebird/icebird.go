@@ -6,6 +6,13 @@
 // serves the table's files to it on loopback, from a local warehouse folder
 // or from a bucket on a test server, whatever the table's location scheme.
 //
+// Where icebird 0.3.1 differs from the spec: it applies an equality delete
+// to every older data file, whatever their partitions (the spec: the
+// delete's partition only, unless the delete is unpartitioned), so on a
+// partitioned table a key living in two partitions reads wrong
+// (TestEqualityDeletesIgnorePartitions). It reads only the current
+// snapshot of v1/v2 tables (no deletion vectors).
+//
 // It imports nothing of syncd but internal/testkit/procs.
 package icebird
 
@@ -356,7 +363,6 @@ func compare(a, b any) int {
 	}
 	return cmp.Compare(fmt.Sprint(a), fmt.Sprint(b))
 }
-
 
 // ErrNotLocal is returned for a file that is not on the local filesystem.
 var ErrNotLocal = errors.New("not a local file")

@@ -57,10 +57,11 @@ globalThis.fetch = async (input, init) => {
 // inflateAvro rewrites an Avro object container file with deflate blocks
 // into the same file with codec "null". The Avro spec's deflate codec is raw
 // deflate (RFC 1951, no zlib or gzip header), which iceberg-go writes; the
-// gunzip icebird 0.3.1 bundles (hyparquet-compressors) decodes the first
-// deflate stream and then looks for another gzip member in the 8 bytes it
-// takes for a gzip trailer, which misreads raw deflate blocks. Node's
-// zlib.inflateRawSync reads them as the spec says.
+// gunzip icebird 0.3.1 bundles (hyparquet-compressors 1.1.1) decodes the
+// first deflate stream, then skips 8 bytes as if a gzip trailer followed
+// and decodes what comes after as another member: on iceberg-go's manifests
+// that fails ("RangeError: offset is out of bounds"). Node's
+// zlib.inflateRawSync reads the blocks as the spec says.
 function inflateAvro(buf) {
   if (buf.length < 4 || buf[0] !== 0x4f || buf[1] !== 0x62 || buf[2] !== 0x6a || buf[3] !== 1) return buf
   let off = 4
