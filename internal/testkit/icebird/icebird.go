@@ -126,7 +126,7 @@ type File struct {
 	RecordCount    int64
 	SizeBytes      int64
 	SequenceNumber int64
-	Partition      map[string]any // partition field name -> value (JSON: 64-bit ints are strings)
+	Partition      map[string]any // partition field name -> value, decoded JSON (numbers json.Number, longs strings)
 	EqualityIDs    []int          // equality deletes only
 }
 
