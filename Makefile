@@ -47,7 +47,10 @@ vet:
 # outside the work tree): versitygw, an S3 server that enforces conditional
 # writes, built with go install (about a minute the first time), and
 # Azurite, Azure's storage emulator, with npm. GCS is fake-gcs-server run
-# in the test process (a Go module). One exception outside the work tree:
+# in the test process (a Go module). icebird, a JavaScript reader of
+# Iceberg tables, is installed with npm too: internal/testkit/icebird reads
+# the tables iceberg-go writes with it, a reader independent of the writer.
+# One exception outside the work tree:
 # PostgreSQL's server, Debian's package, for the Iceberg SQL catalog's
 # tests (internal/testkit/pgsrv starts throwaway clusters from it); apt-get
 # installs it as root, and a non-root run without it fails naming the
@@ -55,7 +58,8 @@ vet:
 TOOLS             := $(abspath $(BIN)/tools)
 VERSITYGW_VERSION := v1.8.0
 AZURITE_VERSION   := 3.37.0
-tools: $(TOOLS)/.versitygw-$(VERSITYGW_VERSION) $(TOOLS)/.azurite-$(AZURITE_VERSION) postgresql-server
+ICEBIRD_VERSION   := 0.3.1
+tools: $(TOOLS)/.versitygw-$(VERSITYGW_VERSION) $(TOOLS)/.azurite-$(AZURITE_VERSION) $(TOOLS)/.icebird-$(ICEBIRD_VERSION) postgresql-server
 
 $(TOOLS)/.versitygw-$(VERSITYGW_VERSION):
 	@mkdir -p $(TOOLS)
@@ -79,6 +83,12 @@ postgresql-server:
 	if [ "$$(id -u)" != 0 ]; then echo 'the PostgreSQL server is missing: as root run `$(PG_INSTALL)`, then rerun make tools'; exit 1; fi; \
 	command -v apt-get >/dev/null 2>&1 || { echo 'the PostgreSQL server is missing and there is no apt-get: install PostgreSQL 15 or later (initdb, postgres) and set SYNCD_PG_BINDIR to their folder'; exit 1; }; \
 	echo '$(PG_INSTALL)'; $(PG_INSTALL)
+
+$(TOOLS)/.icebird-$(ICEBIRD_VERSION):
+	@mkdir -p $(TOOLS)
+	@command -v npm >/dev/null 2>&1 || { echo 'npm is missing: install Node.js 20 or later (apt-get install -y nodejs npm), then rerun make tools'; exit 1; }
+	npm install --prefix $(TOOLS) --no-audit --no-fund --loglevel=error icebird@$(ICEBIRD_VERSION)
+	@touch $@
 
 # The core packages, whose goroutines share state (the engine, the state
 # store, sinks, spool, oauth, the sources' streams and the forms mapper,
