@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -141,6 +142,7 @@ type Server struct {
 	loads      map[string]int                // tableKey -> load-table requests
 	tokenReqs  int
 	unknown    []string // "METHOD path" of unknown routes hit
+	onCommit   func(ident []string, metadataLocation string)
 }
 
 type tableEntry struct {
@@ -435,8 +437,33 @@ func (s *Server) nextFault(k string) Fault {
 	return 0
 }
 
-// Commits counts the commits that swapped the table's metadata (the create
-// not included; a fault after the swap included).
+// OnCommit sets a function called after each commit swapped a table's
+// metadata pointer and before the commit is answered (once per table of a
+// transaction): a test kills its client there to stop it between the
+// catalog's commit and its own checkpoint. It runs without the server's
+// lock, in the handler's goroutine.
+func (s *Server) OnCommit(fn func(ident []string, metadataLocation string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onCommit = fn
+}
+
+// committed calls the OnCommit function for each entry.
+func (s *Server) committed(ts []*tableEntry) {
+	s.mu.Lock()
+	fn := s.onCommit
+	s.mu.Unlock()
+	if fn == nil {
+		return
+	}
+	for _, t := range ts {
+		fn(slices.Clone(t.ident), t.metaLoc)
+	}
+}
+
+// Commits counts the commits that swapped the table's metadata (a plain
+// create not included, a staged create's commit and a commit a fault after
+// the swap hid from the client included).
 func (s *Server) Commits(ident ...string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

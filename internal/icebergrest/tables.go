@@ -495,6 +495,7 @@ func (s *Server) commitTable(w http.ResponseWriter, r *http.Request) {
 		e.write(w)
 		return
 	}
+	s.committed(next)
 	if answerAfterCommit(w, f) {
 		return
 	}
@@ -588,12 +589,13 @@ func (s *Server) commitTransaction(w http.ResponseWriter, r *http.Request) {
 		e.write(w)
 		return
 	}
-	_, e := s.commitLocked(r.Context(), bases, req.TableChanges, idents)
+	next, e := s.commitLocked(r.Context(), bases, req.TableChanges, idents)
 	s.mu.Unlock()
 	if e != nil {
 		e.write(w)
 		return
 	}
+	s.committed(next)
 	if answerAfterCommit(w, f) {
 		return
 	}
