@@ -719,7 +719,7 @@ func TestStateFileRestart(t *testing.T) {
 // TestWire checks answers a client library would not show: ErrorModel
 // shapes and status codes, unknown routes, a requirement failure.
 func TestWire(t *testing.T) {
-	s, err := New(Options{Warehouse: "file://" + filepath.ToSlash(t.TempDir())})
+	s, err := New(Options{Warehouse: "file://" + filepath.ToSlash(t.TempDir()), WarehouseName: "lake"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -763,6 +763,8 @@ func TestWire(t *testing.T) {
 		{"POST", "/v1/namespaces/ns/tables/t", `{"requirements":[],"updates":[{"action":"no-such-update"}]}`, 400, "BadRequestException"},
 		{"POST", "/v1/namespaces/ns/tables/absent", `{"requirements":[],"updates":[]}`, 404, "NoSuchTableException"},
 		{"GET", "/v1/namespaces/ns/views", "", 406, "UnsupportedOperationException"},
+		{"GET", "/v1/config?warehouse=lake", "", 200, ""},
+		{"GET", "/v1/config?warehouse=other", "", 400, "BadRequestException"},
 		{"GET", "/v2/whatever", "", 404, "NoSuchRouteException"},
 	} {
 		st, e := do(tc.method, tc.path, tc.body)
