@@ -88,6 +88,11 @@ func OpenCatalog(ctx context.Context, cfg CatalogConfig) (*Catalog, error) {
 			return nil, err
 		}
 		props["warehouse"] = wh
+		for k, v := range WarehouseProps(cfg.Warehouse) {
+			if _, set := props[k]; !set {
+				props[k] = v
+			}
+		}
 	}
 	switch cfg.Type {
 	case CatalogSQLite, "":
@@ -189,6 +194,55 @@ func WarehouseLocation(w string) (string, error) {
 		return "abfs://" + rest, nil
 	}
 	return "", fmt.Errorf("warehouse %s: scheme %s is not one of file, s3, gs, azblob", w, scheme)
+}
+
+// WarehouseProps are the Iceberg file-system properties a bucket URL's
+// query names, as the Parquet sink's gocloud URLs spell them
+// (s3://b/p?endpoint=…&region=…&use_path_style=true): Iceberg's file
+// systems read them as properties. Credentials are never in the URL: they
+// come from the environment (AWS_*, GOOGLE_APPLICATION_CREDENTIALS,
+// STORAGE_EMULATOR_HOST, AZURE_STORAGE_*), as for the Parquet sink.
+func WarehouseProps(w string) map[string]string {
+	scheme, rest, ok := strings.Cut(w, "://")
+	if !ok {
+		return nil
+	}
+	_, query, _ := strings.Cut(rest, "?")
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return nil
+	}
+	out := map[string]string{}
+	switch scheme {
+	case "s3":
+		if e := q.Get("endpoint"); e != "" {
+			if !strings.Contains(e, "://") {
+				e = "https://" + e
+				if q.Get("disable_https") == "true" {
+					e = "http://" + strings.TrimPrefix(e, "https://")
+				}
+			}
+			out["s3.endpoint"] = e
+		}
+		if r := q.Get("region"); r != "" {
+			out["s3.region"] = r
+		}
+		if q.Get("use_path_style") == "true" || q.Get("endpoint") != "" {
+			out["s3.force-virtual-addressing"] = "false"
+		}
+		if id, key := os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY"); id != "" && key != "" {
+			out["s3.access-key-id"], out["s3.secret-access-key"] = id, key
+			if tok := os.Getenv("AWS_SESSION_TOKEN"); tok != "" {
+				out["s3.session-token"] = tok
+			}
+		}
+	case "gs":
+		if h := os.Getenv("STORAGE_EMULATOR_HOST"); h != "" {
+			// An emulator (fake-gcs-server) takes no credentials.
+			out["gcs.no-auth"] = "true"
+		}
+	}
+	return out
 }
 
 // redactURL drops a URL's user information (a password in a PostgreSQL

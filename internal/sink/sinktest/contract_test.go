@@ -34,6 +34,7 @@ func TestSinkContract(t *testing.T) {
 	t.Run("disk", func(t *testing.T) {
 		sinktest.Run(t, func(t *testing.T) sink.Sink { return newDiskSink(t) })
 	})
+	testIceberg(t)
 	t.Run("gs", func(t *testing.T) {
 		f := fakegcs.Start(t)
 		t.Setenv("STORAGE_EMULATOR_HOST", f.Host)
