@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/syncd-dev/syncd/internal/sink"
 	"github.com/syncd-dev/syncd/internal/sink/bigquery"
 	"github.com/syncd-dev/syncd/internal/sink/blobsink"
+	"github.com/syncd-dev/syncd/internal/sink/icebergsink"
 	"github.com/syncd-dev/syncd/internal/sink/parquetsink"
 )
 
@@ -46,6 +48,7 @@ func sinkKinds() []sinkKind {
 	return []sinkKind{
 		{name: "parquet", files: true, open: openParquet, where: parquetWhere, short: parquetWhere0},
 		{name: "bigquery", open: openBigQuery, where: bigQueryWhere, short: bigQueryDataset},
+		{name: "iceberg", open: openIceberg, where: icebergWhere, short: icebergWhere0},
 	}
 }
 
@@ -168,6 +171,66 @@ func openBigQuery(ctx context.Context, cfg *config.Config, namespace, version st
 	}
 	return s, nil
 }
+
+func openIceberg(ctx context.Context, cfg *config.Config, namespace, version string, log *zap.Logger, _ memory.Allocator, _ bool) (sink.Sink, error) {
+	ic := cfg.Sink.Iceberg
+	if ic == nil {
+		return nil, errors.New("open the iceberg sink: the config has no sink.iceberg section")
+	}
+	cat, err := icebergsink.OpenCatalog(ctx, IcebergCatalogConfig(cfg))
+	if err != nil {
+		return nil, err
+	}
+	s, err := icebergsink.New(icebergsink.Options{
+		Catalog: cat, CloseCatalog: true, Namespace: IcebergNamespace(cfg, namespace),
+		TargetFileSize: int64(ic.TargetFileMB) << 20, PartitionTarget: cfg.Sync.MaxRowsPerBatch,
+		Version: version, Logger: log.Named("sink"),
+	})
+	if err != nil {
+		cat.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// IcebergCatalogConfig is the configured Iceberg catalog, with its
+// secrets from the environment (never from the config file).
+func IcebergCatalogConfig(cfg *config.Config) icebergsink.CatalogConfig {
+	ic := cfg.Sink.Iceberg
+	props := map[string]string{}
+	if c := os.Getenv("SYNCD_ICEBERG_CREDENTIAL"); c != "" {
+		props["credential"] = c
+	}
+	if tok := os.Getenv("SYNCD_ICEBERG_TOKEN"); tok != "" {
+		props["token"] = tok
+	}
+	if ic.Catalog.Scope != "" {
+		props["scope"] = ic.Catalog.Scope
+	}
+	return icebergsink.CatalogConfig{Type: ic.Catalog.Type, URI: ic.Catalog.URI, Warehouse: ic.Warehouse, Name: ic.Catalog.Name, Props: props}
+}
+
+// IcebergNamespace is the namespace of the tables of the account of
+// namespace: the configured one for the default account, with the
+// account's name after it for another (one level: every engine reads
+// one-level namespaces; a table prefix would mix accounts in one list).
+func IcebergNamespace(cfg *config.Config, namespace string) string {
+	ns := cfg.Sink.Iceberg.Namespace
+	if namespace == "" {
+		return ns
+	}
+	return ns + "_" + strings.ReplaceAll(namespace, "-", "_")
+}
+
+func icebergWhere(cfg *config.Config, namespace string) string {
+	ic := cfg.Sink.Iceberg
+	if ic == nil {
+		return "Iceberg"
+	}
+	return "Iceberg namespace " + IcebergNamespace(cfg, namespace) + " (catalog " + ic.Catalog.Type + ", warehouse " + ic.Warehouse + ")"
+}
+
+func icebergWhere0(cfg *config.Config) string { return icebergWhere(cfg, "") }
 
 func parquetWhere(cfg *config.Config, namespace string) string {
 	if namespace == "" {

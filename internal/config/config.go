@@ -242,4 +242,5 @@ func (c *Config) setSectionDefaults() {
 		c.FormsOAuth.setDefaults()
 	}
 	c.Sink.BigQuery.setDefaults()
+	c.Sink.Iceberg.setDefaults(c.State)
 }

@@ -89,7 +89,7 @@ func TestParseErrors(t *testing.T) {
 		{"webhooks secret env unset", "sync:\n  webhooks:\n    secret: ${NOPE}\n", withKey, []string{"sync.webhooks.secret", "NOPE is not set"}},
 		{"webhooks tiny body limit", "sync:\n  webhooks:\n    max_body: 10\n", withKey, []string{"sync.webhooks.max_body", "at least 1024"}},
 		{"webhooks debounce too long", "sync:\n  webhooks:\n    debounce: 5m\n", withKey, []string{"sync.webhooks.debounce", "between 0s and 1m"}},
-		{"bad sink type", "sink:\n  type: csv\n", withKey, []string{"sink.type", "parquet or bigquery"}},
+		{"bad sink type", "sink:\n  type: csv\n", withKey, []string{"sink.type", "parquet, bigquery or iceberg"}},
 		{"bad base url", "source:\n  base_url: api.example.com\n", withKey, []string{"source.base_url"}},
 		{"page size over the API limit", "sync:\n  page_size: 500\n", withKey, []string{"sync.page_size", "150"}},
 		{"duplicate form", "forms:\n  - id: a\n  - id: a\n", withKey, []string{"forms[1].id", "twice"}},

@@ -31,6 +31,11 @@ func (c *Config) Effective() Config {
 	if out.FormsOAuth == nil {
 		out.FormsOAuth = &FormsOAuth{}
 	}
+	if out.Sink.Iceberg == nil {
+		ic := &IcebergSink{}
+		ic.setDefaults(out.State)
+		out.Sink.Iceberg = ic
+	}
 	if out.Sink.BigQuery == nil {
 		out.Sink.BigQuery = &BigQuerySink{}
 	}

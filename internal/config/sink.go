@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -14,6 +15,62 @@ type Sink struct {
 	Type     string        `yaml:"type"`
 	Parquet  ParquetSink   `yaml:"parquet"`
 	BigQuery *BigQuerySink `yaml:"bigquery,omitempty"`
+	Iceberg  *IcebergSink  `yaml:"iceberg,omitempty"`
+}
+
+// IcebergSink writes Apache Iceberg tables: files in a warehouse, their
+// pointers in a catalog (README, Iceberg).
+type IcebergSink struct {
+	// Warehouse is where the tables' files go: a local folder, or
+	// gs://bucket/prefix, s3://bucket/prefix?region=…, azblob://container/prefix.
+	Warehouse string         `yaml:"warehouse"`
+	Catalog   IcebergCatalog `yaml:"catalog"`
+	// Namespace holds the default account's tables; a named account's are
+	// in <namespace>_<account>. Default: syncd.
+	Namespace string `yaml:"namespace"`
+	// TargetFileMB is the size data files are cut at and compacted to;
+	// default 128.
+	TargetFileMB int `yaml:"target_file_mb"`
+}
+
+// IcebergCatalog is where the tables' pointers live. Secrets never go
+// here: a PostgreSQL password comes from PGPASSWORD, a REST catalog's
+// credential from SYNCD_ICEBERG_CREDENTIAL (client_id:client_secret) or
+// its token from SYNCD_ICEBERG_TOKEN.
+type IcebergCatalog struct {
+	// Type is sqlite (the default: a file, no server), postgres (the JDBC
+	// catalog's tables, as Spark, Trino and PyIceberg read them) or rest.
+	Type string `yaml:"type"`
+	// URI is the sqlite file (default: iceberg-catalog.db beside the
+	// state file), postgres://user@host:5432/db, or the REST catalog's URL.
+	URI string `yaml:"uri"`
+	// Name is the catalog's name, as readers configure it; default syncd.
+	Name string `yaml:"name"`
+	// Scope is the OAuth2 scope a REST catalog's credential asks for
+	// (Polaris: PRINCIPAL_ROLE:ALL).
+	Scope string `yaml:"scope"`
+}
+
+// setDefaults fills what a sink.iceberg section leaves out.
+func (i *IcebergSink) setDefaults(state State) {
+	if i == nil {
+		return
+	}
+	if i.Catalog.Type == "" {
+		i.Catalog.Type = "sqlite"
+	}
+	if i.Catalog.Type == "sqlite" && i.Catalog.URI == "" && state.URL == "" && state.Path != "" {
+		i.Catalog.URI = filepath.Join(filepath.Dir(state.Path), "iceberg-catalog.db")
+	}
+	if i.Catalog.Name == "" {
+		i.Catalog.Name = "syncd"
+	}
+	if i.Namespace == "" {
+		i.Namespace = "syncd"
+	}
+	if i.TargetFileMB == 0 {
+		i.TargetFileMB = 128
+	}
 }
 
 // ParquetSink writes Parquet files under a folder.
@@ -66,6 +123,18 @@ func (b *BigQuerySink) setDefaults() {
 		// The sink never pauses less than min_backoff.
 		b.MaxBackoff = max(Duration(30*time.Second), b.MinBackoff)
 	}
+}
+
+func validNamespace(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // isBucketScheme reports whether sink.parquet.path may have URL scheme s.
@@ -133,8 +202,42 @@ func (s *Sink) validate(bad func(key, msg string) error) error {
 		default:
 			return bad("sink.parquet.compression", fmt.Sprintf("%q is not one of zstd, snappy, none, the compressions of the Parquet files syncd loads into BigQuery: leave it out for zstd", s.Parquet.Compression))
 		}
+	case "iceberg":
+		ic := s.Iceberg
+		if ic == nil || ic.Warehouse == "" {
+			return bad("sink.iceberg.warehouse", "is empty: set the folder (or bucket URL) the tables' files go to")
+		}
+		if p := ic.Warehouse; strings.Contains(p, "://") {
+			if u, err := url.Parse(p); err != nil || !isBucketScheme(u.Scheme) || u.Host == "" && u.Scheme != "file" {
+				return bad("sink.iceberg.warehouse", fmt.Sprintf("%q is not a bucket URL: use gs://bucket/prefix, s3://bucket/prefix?region=..., azblob://container/prefix, or a local folder", p))
+			}
+		}
+		switch ic.Catalog.Type {
+		case "sqlite":
+			if ic.Catalog.URI == "" {
+				return bad("sink.iceberg.catalog.uri", "is empty: the state is in a bucket, so there is no folder beside it for the sqlite catalog; set a file, or use a postgres or rest catalog")
+			}
+		case "postgres":
+			if u, err := url.Parse(ic.Catalog.URI); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+				return bad("sink.iceberg.catalog.uri", "is not a postgres://user@host:5432/database URL (the password goes in PGPASSWORD, never here)")
+			} else if _, has := u.User.Password(); has {
+				return bad("sink.iceberg.catalog.uri", "holds a password: remove it and set PGPASSWORD in syncd's environment (a Secret), so that the config file carries none")
+			}
+		case "rest":
+			if u, err := url.Parse(ic.Catalog.URI); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return bad("sink.iceberg.catalog.uri", "is not the REST catalog's http(s) URL")
+			}
+		default:
+			return bad("sink.iceberg.catalog.type", fmt.Sprintf("%q is not one of sqlite (the default), postgres, rest", ic.Catalog.Type))
+		}
+		if !validNamespace(ic.Namespace) {
+			return bad("sink.iceberg.namespace", fmt.Sprintf("%q is not a namespace: use letters, digits and _", ic.Namespace))
+		}
+		if ic.TargetFileMB < 1 {
+			return bad("sink.iceberg.target_file_mb", "must be at least 1")
+		}
 	default:
-		return bad("sink.type", fmt.Sprintf("%q is not a sink: use parquet or bigquery", s.Type))
+		return bad("sink.type", fmt.Sprintf("%q is not a sink: use parquet, bigquery or iceberg", s.Type))
 	}
 	return nil
 }

@@ -21,6 +21,11 @@ import (
 	_ "github.com/apache/iceberg-go/io/gocloud/gcs"
 	_ "github.com/apache/iceberg-go/io/gocloud/s3"
 
+	// pgx's database/sql driver ("pgx") for the PostgreSQL catalog: its
+	// errors carry SQLSTATE codes, which bun's retry of serialization
+	// failures reads.
+	_ "github.com/jackc/pgx/v5/stdlib"
+
 	// The pure-Go sqlite driver ("sqlite"): the embedded catalog needs no
 	// cgo and no server.
 	_ "modernc.org/sqlite"
@@ -33,9 +38,8 @@ const (
 	CatalogREST     = "rest"     // an Iceberg REST catalog
 )
 
-// PostgresDriver is the database/sql driver the PostgreSQL catalog opens
-// (registered by the program: cmd/syncd imports it).
-var PostgresDriver = "pgx"
+// postgresDriver is the database/sql driver the PostgreSQL catalog opens.
+const postgresDriver = "pgx"
 
 // CatalogConfig says where the tables' pointers live and where new
 // tables' files go.
@@ -111,7 +115,7 @@ func OpenCatalog(ctx context.Context, cfg CatalogConfig) (*Catalog, error) {
 		if cfg.Warehouse == "" {
 			return nil, errors.New("open the Iceberg catalog: postgres needs a warehouse (sink.iceberg.warehouse)")
 		}
-		return openSQL(name, PostgresDriver, cfg.URI, sqlcat.Postgres, props, redactURL(cfg.URI))
+		return openSQL(name, postgresDriver, cfg.URI, sqlcat.Postgres, props, redactURL(cfg.URI))
 	case CatalogREST:
 		opts := []rest.Option{}
 		if wh := props["warehouse"]; wh != "" {

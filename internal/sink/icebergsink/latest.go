@@ -55,7 +55,12 @@ func (s *Sink) catchUpBatch(ctx context.Context, vt *table.Table, b sink.Batch, 
 // when none), as Records.
 func scan(ctx context.Context, vt *table.Table, filter iceberg.BooleanExpression, fields ...string) (sink.Records, error) {
 	opts := []table.ScanOption{table.WithRowFilter(filter)}
-	if len(fields) > 0 {
+	_, all := filter.(iceberg.AlwaysTrue)
+	if len(fields) > 0 && all {
+		// Only without a row filter: iceberg-go v0.7.0's scan fails
+		// ("invalid", from Arrow's compute) when it filters the rows of
+		// a projection. A filtered scan reads every column (it reads one
+		// batch's files, which the filter picks by their bounds).
 		opts = append(opts, table.WithSelectedFields(fields...))
 	}
 	sc, _, err := vt.Scan(opts...).ToArrowRecords(ctx)
@@ -98,7 +103,7 @@ func (v version) newer(o version) bool {
 // the records whose newest version it wrote. A late import of an older
 // version changes nothing, and a record deleted by a newer tombstone
 // stays deleted.
-func winners(ctx context.Context, vt *table.Table, b sink.Batch) (map[string]version, error) {
+func winners(ctx context.Context, vt *table.Table, b sink.Batch, keys []string) (map[string]version, error) {
 	key, ver := b.KeyColumn, b.VersionColumn
 	fields := []string{key, syncdtable.ColSyncedAt, syncdtable.ColBatchID}
 	if ver != "" {
@@ -107,36 +112,16 @@ func winners(ctx context.Context, vt *table.Table, b sink.Batch) (map[string]ver
 	if _, ok := vt.Schema().FindFieldByName(syncdtable.ColDeleted); ok {
 		fields = append(fields, syncdtable.ColDeleted)
 	}
-	mine, err := scan(ctx, vt, iceberg.EqualTo(iceberg.Reference(syncdtable.ColBatchID), b.ID), key)
-	if err != nil {
-		return nil, err
+	if len(keys) == 0 {
+		return map[string]version{}, nil
 	}
-	var keys []string
-	seen := map[string]bool{}
-	err = mine.Each(func(rec arrow.Record) error {
-		ks, err := keyStrings(rec, key)
-		for _, k := range ks {
-			if !seen[k] {
-				seen[k] = true
-				keys = append(keys, k)
-			}
-		}
-		return err
-	})
-	if err != nil || len(keys) == 0 {
-		return map[string]version{}, err
+	want := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		want[k] = true
 	}
-	var filter iceberg.BooleanExpression
-	if f, ok := vt.Schema().FindFieldByName(key); ok && f.Type.Equals(iceberg.PrimitiveTypes.Int64) {
-		ints := make([]int64, len(keys))
-		for i, k := range keys {
-			ints[i], _ = strconv.ParseInt(k, 10, 64)
-		}
-		filter = iceberg.IsIn(iceberg.Reference(key), ints...)
-	} else {
-		filter = iceberg.IsIn(iceberg.Reference(key), keys...)
-	}
-	all, err := scan(ctx, vt, filter, fields...)
+	// Every row's identity columns, the keys picked here: a filter on the
+	// key would not skip files (keys are spread over all of them).
+	all, err := scan(ctx, vt, iceberg.AlwaysTrue{}, fields...)
 	if err != nil {
 		return nil, err
 	}
@@ -153,6 +138,9 @@ func winners(ctx context.Context, vt *table.Table, b sink.Batch) (map[string]ver
 			del, _ = rec.Column(idx[0]).(*array.Boolean)
 		}
 		for i, k := range ks {
+			if !want[k] {
+				continue
+			}
 			v := version{version: at(vers, i), synced: at(synced, i)}
 			if batches != nil && batches.IsValid(i) {
 				v.batch = batches.Value(i)
@@ -165,6 +153,23 @@ func winners(ctx context.Context, vt *table.Table, b sink.Batch) (map[string]ver
 		return nil
 	})
 	return best, err
+}
+
+// keysOf is the keys of recs, each once.
+func keysOf(recs sink.Records, col string) ([]string, error) {
+	var keys []string
+	seen := map[string]bool{}
+	err := recs.Each(func(rec arrow.Record) error {
+		ks, err := keyStrings(rec, col)
+		for _, k := range ks {
+			if !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+		return err
+	})
+	return keys, err
 }
 
 func stringCol(rec arrow.Record, col string) *array.String {
@@ -302,7 +307,11 @@ func (s *Sink) commitLatest(ctx context.Context, vt *table.Table, b sink.Batch) 
 	if Holds(lt, b.ID) {
 		return 0, nil
 	}
-	best, err := winners(ctx, vt, b)
+	keys, err := keysOf(rows, b.KeyColumn)
+	if err != nil {
+		return 0, fmt.Errorf("read the keys of batch %s: %w", b.ID, err)
+	}
+	best, err := winners(ctx, vt, b, keys)
 	if err != nil {
 		return 0, fmt.Errorf("read the versions of batch %s: %w", b.ID, err)
 	}
