@@ -158,6 +158,7 @@ func newRoot(stdout, stderr io.Writer) (*cobra.Command, *globals) {
 		newConfigCmd(g),
 		newWebhooksCmd(g),
 		newRowsCmd(g),
+		newTablesCmd(g),
 	)
 	addPprofFlags(root, g)
 	suggestCommands(root)

@@ -247,6 +247,29 @@ type Inventory interface {
 	DescribeBatches(ctx context.Context, table string) ([]Held, error)
 }
 
+// TableInfo is what a table of the output holds now: its current
+// snapshot and files (a table format's; a sink without snapshots leaves
+// them zero).
+type TableInfo struct {
+	Table            string    `json:"table"`
+	SnapshotID       int64     `json:"snapshot_id"`
+	SnapshotAt       time.Time `json:"snapshot_at"`
+	Snapshots        int       `json:"snapshots"`
+	DataFiles        int64     `json:"data_files"`
+	DeleteFiles      int64     `json:"delete_files"`
+	Rows             int64     `json:"rows"`
+	Bytes            int64     `json:"bytes"`
+	Partitioning     string    `json:"partitioning"`
+	LastBatch        string    `json:"last_batch"`
+	MetadataLocation string    `json:"metadata_location"`
+}
+
+// Lister is a capability a Sink may have: describing every table of its
+// output (`syncd tables`).
+type Lister interface {
+	Tables(ctx context.Context) ([]TableInfo, error)
+}
+
 // TableColumns names a table and the columns of its rows' identity.
 type TableColumns struct {
 	Table   string
