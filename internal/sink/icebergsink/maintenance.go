@@ -1,0 +1,399 @@
+package icebergsink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/compaction"
+	"go.uber.org/zap"
+)
+
+// SummaryMaintenance marks the snapshots maintenance commits (never a
+// batch: they carry no syncd.batch-id).
+const SummaryMaintenance = "syncd.maintenance"
+
+// Defaults of MaintainOptions.
+const (
+	DefaultExpireOlderThan = 7 * 24 * time.Hour
+	DefaultKeepSnapshots   = 10
+	// MinOrphanAge is the youngest a file may be for orphan cleanup to
+	// remove it: a commit in flight writes its files well within it.
+	MinOrphanAge = time.Hour
+)
+
+// MaintainOptions say what Maintain does.
+type MaintainOptions struct {
+	// Compact bin-packs small data files into files of about
+	// TargetFileSize (Options.TargetFileSize unless set here), and on a
+	// table with delete files (the latest table) rewrites its data files
+	// with the deletes applied and drops the delete files.
+	Compact        bool
+	TargetFileSize int64
+	// ExpireOlderThan and KeepSnapshots: snapshots older than this are
+	// expired, the last KeepSnapshots always kept; the files only expired
+	// snapshots referenced are removed. 0: DefaultExpireOlderThan,
+	// DefaultKeepSnapshots; a negative ExpireOlderThan skips expiry.
+	ExpireOlderThan time.Duration
+	KeepSnapshots   int
+	// OrphansOlderThan: files under the table's location that no
+	// snapshot (nor the metadata) references, older than this, are
+	// removed; 0 skips orphan cleanup. Anything below MinOrphanAge is
+	// only safe when no commit is in flight (tests).
+	OrphansOlderThan time.Duration
+	// Now is the clock the ages are measured from; nil: time.Now.
+	Now func() time.Time
+}
+
+// TableReport is what Maintain did to one table (`syncd compact -o json`).
+// Rows are the records the data files hold (before deletes apply: on a
+// latest table with delete files RowsBefore counts replaced versions too).
+type TableReport struct {
+	Table             string        `json:"table"`
+	SnapshotID        int64         `json:"snapshot_id"`
+	DataFilesBefore   int           `json:"data_files_before"`
+	DataFilesAfter    int           `json:"data_files_after"`
+	DeleteFilesBefore int           `json:"delete_files_before"`
+	DeleteFilesAfter  int           `json:"delete_files_after"`
+	RowsBefore        int64         `json:"rows_before"`
+	RowsAfter         int64         `json:"rows_after"`
+	BytesRewritten    int64         `json:"bytes_rewritten"`
+	SnapshotsExpired  int           `json:"snapshots_expired"`
+	OrphansRemoved    int           `json:"orphans_removed"`
+	Duration          time.Duration `json:"duration_ns"`
+}
+
+// beforeCompactCommit, when set (tests), runs between a compaction's
+// plan and its commit.
+var beforeCompactCommit func(table string)
+
+// Maintain compacts, expires and cleans a stream's tables: table and
+// its latest table (when they exist), in that order.
+func (s *Sink) Maintain(ctx context.Context, name string, opts MaintainOptions) ([]TableReport, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.ExpireOlderThan == 0 {
+		opts.ExpireOlderThan = DefaultExpireOlderThan
+	}
+	if opts.KeepSnapshots <= 0 {
+		opts.KeepSnapshots = DefaultKeepSnapshots
+	}
+	if opts.TargetFileSize <= 0 {
+		opts.TargetFileSize = s.opts.TargetFileSize
+	}
+	var out []TableReport
+	for _, n := range []string{name, name + LatestSuffix} {
+		t, err := s.load(ctx, n)
+		if err != nil {
+			return out, err
+		}
+		if t == nil {
+			continue
+		}
+		rep, err := s.maintainTable(ctx, n, t, opts)
+		out = append(out, rep)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+func (s *Sink) maintainTable(ctx context.Context, name string, t *table.Table, opts MaintainOptions) (TableReport, error) {
+	start := time.Now()
+	rep := TableReport{Table: s.opts.Namespace + "." + name}
+	rep.DataFilesBefore, rep.DeleteFilesBefore, rep.RowsBefore = fileCounts(t)
+	finish := func(t *table.Table, err error) (TableReport, error) {
+		if t != nil {
+			rep.DataFilesAfter, rep.DeleteFilesAfter, rep.RowsAfter = fileCounts(t)
+			if sn := t.CurrentSnapshot(); sn != nil {
+				rep.SnapshotID = sn.SnapshotID
+			}
+		}
+		rep.Duration = time.Since(start)
+		return rep, err
+	}
+	// skew turns an age measured from opts.Now into one measured from
+	// time.Now, which the library's expiry and orphan scan use.
+	skew := time.Since(opts.Now())
+
+	if opts.Compact {
+		nt, n, err := s.compact(ctx, name, opts.TargetFileSize)
+		rep.BytesRewritten = n
+		if err != nil {
+			return finish(t, err)
+		}
+		t = nt
+	}
+	if opts.ExpireOlderThan > 0 {
+		nt, n, err := s.expire(ctx, name, max(opts.ExpireOlderThan+skew, 0), opts.KeepSnapshots)
+		rep.SnapshotsExpired = n
+		if err != nil {
+			return finish(t, err)
+		}
+		t = nt
+	}
+	if opts.OrphansOlderThan > 0 {
+		res, err := t.DeleteOrphanFiles(ctx, table.WithFilesOlderThan(max(opts.OrphansOlderThan+skew, 0)))
+		rep.OrphansRemoved = len(res.DeletedFiles)
+		if err != nil {
+			return finish(t, fmt.Errorf("remove the orphan files of Iceberg table %s: %w", rep.Table, err))
+		}
+		if len(res.DeletedFiles) > 0 {
+			s.log.Info("removed orphan files", zapString("table", rep.Table), zap.Int("files", len(res.DeletedFiles)))
+		}
+	}
+	return finish(t, nil)
+}
+
+// fileCounts is the live data and delete files and records of t's
+// current snapshot, from its summary.
+func fileCounts(t *table.Table) (data, deletes int, rows int64) {
+	sn := t.CurrentSnapshot()
+	if sn == nil || sn.Summary == nil {
+		return 0, 0, 0
+	}
+	p := sn.Summary.Properties
+	d, _ := strconv.Atoi(p["total-data-files"])
+	x, _ := strconv.Atoi(p["total-delete-files"])
+	r, _ := strconv.ParseInt(p["total-records"], 10, 64)
+	return d, x, r
+}
+
+// compact rewrites the small data files of table name, and all of its
+// data files when it has delete files, in one snapshot of its own. A
+// commit that loses a race (a batch landed meanwhile) removes the files
+// it wrote, and compaction starts over from the table as it is then:
+// the rewrite replaces exactly the files it read, so a batch's rows are
+// neither lost nor doubled.
+func (s *Sink) compact(ctx context.Context, name string, target int64) (*table.Table, int64, error) {
+	var (
+		out       *table.Table
+		rewritten int64
+	)
+	err := s.retry(ctx, "compact Iceberg table "+s.opts.Namespace+"."+name, func(attempt int) (bool, error) {
+		t, err := s.load(ctx, name)
+		if err != nil {
+			return false, err
+		}
+		if t == nil {
+			return false, asPermanent(fmt.Errorf("Iceberg table %s.%s is gone", s.opts.Namespace, name))
+		}
+		out = t
+		if t.CurrentSnapshot() == nil {
+			return true, nil
+		}
+		groups, dropDeletes, err := planCompaction(ctx, t, target)
+		if err != nil {
+			return false, err
+		}
+		if len(groups) == 0 {
+			return true, nil
+		}
+		fs, err := t.FS(ctx)
+		if err != nil {
+			return false, err
+		}
+		var written []string
+		removeWritten := func() {
+			for _, p := range written {
+				if err := fs.Remove(p); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+					s.log.Warn("could not remove a file of a compaction that did not commit", zapString("file", p), zap.Error(err))
+				}
+			}
+		}
+		txn := t.NewTransaction()
+		rw := txn.NewRewrite(iceberg.Properties{SummaryMaintenance: "compact"})
+		var n int64
+		// One group at a time: a group is at most about target bytes of
+		// input, and only the new files' metadata outlives it.
+		for _, g := range groups {
+			gr, err := table.ExecuteCompactionGroup(ctx, t, g,
+				table.WithCompactionTargetFileSize(target), table.WithCompactionScanConcurrency(1))
+			for _, df := range gr.NewDataFiles {
+				written = append(written, df.FilePath())
+			}
+			if err != nil {
+				removeWritten()
+				return false, fmt.Errorf("compact group %s: %w", g.PartitionKey, err)
+			}
+			if len(gr.OldDataFiles) == 0 && len(gr.NewDataFiles) == 0 {
+				continue
+			}
+			rw.ApplyResult(gr)
+			n += gr.BytesAfter
+		}
+		removed := map[string]bool{}
+		for _, df := range dropDeletes {
+			if !removed[df.FilePath()] {
+				removed[df.FilePath()] = true
+				rw.DeleteFile(df)
+			}
+		}
+		if err := rw.Commit(ctx); err != nil {
+			removeWritten()
+			return false, fmt.Errorf("stage the compaction: %w", err)
+		}
+		if beforeCompactCommit != nil {
+			beforeCompactCommit(name)
+		}
+		nt, err := txn.Commit(ctx)
+		if err != nil {
+			if errors.Is(err, table.ErrCommitFailed) {
+				// The catalog took nothing: the files are ours to remove.
+				removeWritten()
+			}
+			return false, err
+		}
+		out, rewritten = nt, rewritten+n
+		s.log.Info("compacted an Iceberg table", zapString("table", s.opts.Namespace+"."+name),
+			zap.Int("groups", len(groups)), zap.Int("delete_files_dropped", len(dropDeletes)), zap.Int64("bytes", n))
+		return true, nil
+	})
+	return out, rewritten, err
+}
+
+// planCompaction groups t's data files for rewriting, each group one
+// partition of the current spec and at most about target bytes.
+//
+// Without delete files: the library's bin-packing planner, over the
+// files smaller than 3/4 of target, for partitions with two or more.
+// With delete files (the latest table's equality deletes): every data
+// file, so that every delete file is applied and can be dropped —
+// returned as the delete files to remove. An equality delete applies to
+// every older data file, so none is dead while one such file stays
+// unrewritten; when some cannot be rewritten (files of an older
+// partition spec) the delete files are kept.
+func planCompaction(ctx context.Context, t *table.Table, target int64) ([]table.CompactionTaskGroup, []iceberg.DataFile, error) {
+	tasks, err := t.Scan().PlanFiles(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("plan the compaction of Iceberg table %s: %w", t.Identifier(), err)
+	}
+	_, deletes, _ := fileCounts(t)
+	spec := t.Spec()
+	specID := int32(spec.ID())
+	current := slices.DeleteFunc(slices.Clone(tasks), func(tk table.FileScanTask) bool { return tk.File.SpecID() != specID })
+	if deletes == 0 {
+		cfg := compaction.DefaultConfig()
+		cfg.TargetFileSizeBytes = target
+		cfg.MinFileSizeBytes = target * 3 / 4
+		cfg.MaxFileSizeBytes = target * 9 / 5
+		cfg.MinInputFiles = 2
+		cfg.DeleteFileThreshold = 1
+		plan, err := cfg.PlanCompaction(current)
+		if err != nil {
+			return nil, nil, err
+		}
+		groups := make([]table.CompactionTaskGroup, 0, len(plan.Groups))
+		for _, g := range plan.Groups {
+			groups = append(groups, table.CompactionTaskGroup{PartitionKey: g.PartitionKey, Tasks: g.Tasks, TotalSizeBytes: g.TotalSizeBytes})
+		}
+		return groups, nil, nil
+	}
+
+	// Every file, packed in order by partition.
+	var (
+		groups []table.CompactionTaskGroup
+		open   = map[string]int{} // partition -> index of its open group
+	)
+	for _, tk := range current {
+		key := partitionKey(tk.File)
+		i, ok := open[key]
+		size := tk.File.FileSizeBytes()
+		if !ok || groups[i].TotalSizeBytes+size > target {
+			groups = append(groups, table.CompactionTaskGroup{PartitionKey: key})
+			i = len(groups) - 1
+			open[key] = i
+		}
+		groups[i].Tasks = append(groups[i].Tasks, tk)
+		groups[i].TotalSizeBytes += size
+	}
+	if len(current) < len(tasks) {
+		return groups, nil, nil
+	}
+	dels, err := liveDeleteFiles(ctx, t)
+	return groups, dels, err
+}
+
+// partitionKey names a data file's partition, with its spec.
+func partitionKey(df iceberg.DataFile) string {
+	p := df.Partition()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d", df.SpecID())
+	for _, id := range slices.Sorted(maps.Keys(p)) {
+		fmt.Fprintf(&b, "/%d=%v", id, p[id])
+	}
+	return b.String()
+}
+
+// liveDeleteFiles lists the delete files of t's current snapshot.
+func liveDeleteFiles(ctx context.Context, t *table.Table) ([]iceberg.DataFile, error) {
+	fs, err := t.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	mans, err := t.CurrentSnapshot().Manifests(fs)
+	if err != nil {
+		return nil, fmt.Errorf("read the manifests of Iceberg table %s: %w", t.Identifier(), err)
+	}
+	var out []iceberg.DataFile
+	for _, m := range mans {
+		if m.ManifestContent() != iceberg.ManifestContentDeletes {
+			continue
+		}
+		for e, err := range m.Entries(fs, true) {
+			if err != nil {
+				return nil, fmt.Errorf("read the manifests of Iceberg table %s: %w", t.Identifier(), err)
+			}
+			out = append(out, e.DataFile())
+		}
+	}
+	return out, nil
+}
+
+// expire expires t's snapshots older than age but the last keep, and
+// removes the files only they referenced (the library does, after the
+// commit; what it fails to remove is left to orphan cleanup).
+func (s *Sink) expire(ctx context.Context, name string, age time.Duration, keep int) (*table.Table, int, error) {
+	var (
+		out     *table.Table
+		expired int
+	)
+	err := s.retry(ctx, "expire the snapshots of Iceberg table "+s.opts.Namespace+"."+name, func(attempt int) (bool, error) {
+		t, err := s.load(ctx, name)
+		if err != nil {
+			return false, err
+		}
+		if t == nil {
+			return false, asPermanent(fmt.Errorf("Iceberg table %s.%s is gone", s.opts.Namespace, name))
+		}
+		out = t
+		before := len(t.Metadata().Snapshots())
+		txn := t.NewTransaction()
+		if err := txn.ExpireSnapshots(table.WithOlderThan(age), table.WithRetainLast(keep)); err != nil {
+			return false, asPermanent(err)
+		}
+		nt, err := txn.Commit(ctx)
+		if nt != nil && err != nil {
+			// Committed; removing the files failed (some or all).
+			s.log.Warn("expired snapshots; some of their files remain for orphan cleanup",
+				zapString("table", s.opts.Namespace+"."+name), zap.Error(err))
+			err = nil
+		}
+		if err != nil {
+			return false, err
+		}
+		out, expired = nt, before-len(nt.Metadata().Snapshots())
+		return true, nil
+	})
+	return out, expired, err
+}
