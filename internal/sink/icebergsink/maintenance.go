@@ -175,10 +175,26 @@ func fileCounts(t *table.Table) (data, deletes int, rows int64) {
 // it wrote, and compaction starts over from the table as it is then:
 // the rewrite replaces exactly the files it read, so a batch's rows are
 // neither lost nor doubled.
+//
+// A pass that moved files of an older partition spec into the current
+// one may leave small files beside the partition's own: a second pass
+// packs them.
 func (s *Sink) compact(ctx context.Context, name string, target int64) (*table.Table, int64, error) {
+	var total int64
+	for pass := 1; ; pass++ {
+		t, n, again, err := s.compactOnce(ctx, name, target)
+		total += n
+		if err != nil || !again || pass == 3 {
+			return t, total, err
+		}
+	}
+}
+
+func (s *Sink) compactOnce(ctx context.Context, name string, target int64) (*table.Table, int64, bool, error) {
 	var (
 		out       *table.Table
 		rewritten int64
+		again     bool
 	)
 	err := s.retry(ctx, "compact Iceberg table "+s.opts.Namespace+"."+name, func(attempt int) (bool, error) {
 		t, err := s.load(ctx, name)
@@ -192,7 +208,7 @@ func (s *Sink) compact(ctx context.Context, name string, target int64) (*table.T
 		if t.CurrentSnapshot() == nil {
 			return true, nil
 		}
-		groups, dropDeletes, err := planCompaction(ctx, t, target)
+		groups, dropDeletes, respec, err := planCompaction(ctx, t, target)
 		if err != nil {
 			return false, err
 		}
@@ -217,8 +233,7 @@ func (s *Sink) compact(ctx context.Context, name string, target int64) (*table.T
 		// One group at a time: a group is at most about target bytes of
 		// input, and only the new files' metadata outlives it.
 		for _, g := range groups {
-			gr, err := table.ExecuteCompactionGroup(ctx, t, g,
-				table.WithCompactionTargetFileSize(target), table.WithCompactionScanConcurrency(1))
+			gr, err := executeGroup(ctx, t, g, target)
 			for _, df := range gr.NewDataFiles {
 				written = append(written, df.FilePath())
 			}
@@ -254,58 +269,73 @@ func (s *Sink) compact(ctx context.Context, name string, target int64) (*table.T
 			}
 			return false, err
 		}
-		out, rewritten = nt, rewritten+n
+		out, rewritten, again = nt, rewritten+n, respec
 		s.log.Info("compacted an Iceberg table", zapString("table", s.opts.Namespace+"."+name),
 			zap.Int("groups", len(groups)), zap.Int("delete_files_dropped", len(dropDeletes)), zap.Int64("bytes", n))
 		return true, nil
 	})
-	return out, rewritten, err
+	return out, rewritten, again, err
 }
 
 // planCompaction groups t's data files for rewriting, each group one
-// partition of the current spec and at most about target bytes.
+// partition and at most about target bytes (or one file, when larger);
+// respec reports groups of files of an older partition spec, which are
+// rewritten into the current spec.
 //
-// Without delete files: the library's bin-packing planner, over the
-// files smaller than 3/4 of target, for partitions with two or more.
-// With delete files (the latest table's equality deletes): every data
-// file, so that every delete file is applied and can be dropped —
-// returned as the delete files to remove. An equality delete applies to
-// every older data file, so none is dead while one such file stays
-// unrewritten; when some cannot be rewritten (files of an older
-// partition spec) the delete files are kept.
-func planCompaction(ctx context.Context, t *table.Table, target int64) ([]table.CompactionTaskGroup, []iceberg.DataFile, error) {
+// Without delete files: the library's bin-packing planner over the
+// current spec's files smaller than 3/4 of target, in partitions with
+// two or more such; and every file of an older spec. With delete files
+// (the latest table's equality deletes): every data file, so that every
+// delete file is applied and can be dropped, returned as drop. An
+// equality delete applies to every older data file, so none is dead
+// while such a file stays unrewritten.
+func planCompaction(ctx context.Context, t *table.Table, target int64) (groups []table.CompactionTaskGroup, drop []iceberg.DataFile, respec bool, err error) {
 	tasks, err := t.Scan().PlanFiles(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("plan the compaction of Iceberg table %s: %w", t.Identifier(), err)
+		return nil, nil, false, fmt.Errorf("plan the compaction of Iceberg table %s: %w", t.Identifier(), err)
 	}
 	_, deletes, _ := fileCounts(t)
 	spec := t.Spec()
 	specID := int32(spec.ID())
-	current := slices.DeleteFunc(slices.Clone(tasks), func(tk table.FileScanTask) bool { return tk.File.SpecID() != specID })
-	if deletes == 0 {
-		cfg := compaction.DefaultConfig()
-		cfg.TargetFileSizeBytes = target
-		cfg.MinFileSizeBytes = target * 3 / 4
-		cfg.MaxFileSizeBytes = target * 9 / 5
-		cfg.MinInputFiles = 2
-		cfg.DeleteFileThreshold = 1
-		plan, err := cfg.PlanCompaction(current)
-		if err != nil {
-			return nil, nil, err
+	var current, old []table.FileScanTask
+	for _, tk := range tasks {
+		if tk.File.SpecID() == specID {
+			current = append(current, tk)
+		} else {
+			old = append(old, tk)
 		}
-		groups := make([]table.CompactionTaskGroup, 0, len(plan.Groups))
-		for _, g := range plan.Groups {
-			groups = append(groups, table.CompactionTaskGroup{PartitionKey: g.PartitionKey, Tasks: g.Tasks, TotalSizeBytes: g.TotalSizeBytes})
-		}
-		return groups, nil, nil
 	}
+	groups = packGroups(old, target)
+	respec = len(groups) > 0
+	if deletes > 0 {
+		groups = append(groups, packGroups(current, target)...)
+		drop, err = liveDeleteFiles(ctx, t)
+		return groups, drop, respec, err
+	}
+	cfg := compaction.DefaultConfig()
+	cfg.TargetFileSizeBytes = target
+	cfg.MinFileSizeBytes = target * 3 / 4
+	cfg.MaxFileSizeBytes = target * 9 / 5
+	cfg.MinInputFiles = 2
+	cfg.DeleteFileThreshold = 1
+	plan, err := cfg.PlanCompaction(current)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	for _, g := range plan.Groups {
+		groups = append(groups, table.CompactionTaskGroup{PartitionKey: g.PartitionKey, Tasks: g.Tasks, TotalSizeBytes: g.TotalSizeBytes})
+	}
+	return groups, nil, respec, nil
+}
 
-	// Every file, packed in order by partition.
+// packGroups packs every task, in order, into groups of one partition
+// of at most target bytes (a larger file alone).
+func packGroups(tasks []table.FileScanTask, target int64) []table.CompactionTaskGroup {
 	var (
 		groups []table.CompactionTaskGroup
 		open   = map[string]int{} // partition -> index of its open group
 	)
-	for _, tk := range current {
+	for _, tk := range tasks {
 		key := partitionKey(tk.File)
 		i, ok := open[key]
 		size := tk.File.FileSizeBytes()
@@ -317,11 +347,37 @@ func planCompaction(ctx context.Context, t *table.Table, target int64) ([]table.
 		groups[i].Tasks = append(groups[i].Tasks, tk)
 		groups[i].TotalSizeBytes += size
 	}
-	if len(current) < len(tasks) {
-		return groups, nil, nil
+	return groups
+}
+
+// executeGroup rewrites one group: the library's executor for a group of
+// the current spec; for one of an older spec (its rows may fall in many
+// partitions of the current one) a read with deletes applied and a
+// partitioned write.
+func executeGroup(ctx context.Context, t *table.Table, g table.CompactionTaskGroup, target int64) (table.CompactionGroupResult, error) {
+	spec := t.Spec()
+	if g.Tasks[0].File.SpecID() == int32(spec.ID()) {
+		return table.ExecuteCompactionGroup(ctx, t, g,
+			table.WithCompactionTargetFileSize(target), table.WithCompactionScanConcurrency(1))
 	}
-	dels, err := liveDeleteFiles(ctx, t)
-	return groups, dels, err
+	res := table.CompactionGroupResult{PartitionKey: g.PartitionKey, BytesBefore: g.TotalSizeBytes}
+	sc, recs, err := t.Scan(table.WithMaxConcurrency(1)).ReadTasks(ctx, g.Tasks)
+	if err != nil {
+		return res, fmt.Errorf("read group %s: %w", g.PartitionKey, err)
+	}
+	for df, err := range table.WriteRecords(ctx, t, sc, recs, table.WithTargetFileSize(target), table.WithMaxWriteWorkers(1)) {
+		if err != nil {
+			return res, fmt.Errorf("write group %s: %w", g.PartitionKey, err)
+		}
+		res.NewDataFiles = append(res.NewDataFiles, df)
+		res.BytesAfter += df.FileSizeBytes()
+	}
+	for _, tk := range g.Tasks {
+		res.OldDataFiles = append(res.OldDataFiles, tk.File)
+	}
+	res.SafePosDeletes = table.CollectSafePositionDeletes(g.Tasks)
+	res.SafeDeletionVectors = table.CollectSafeDeletionVectors(g.Tasks)
+	return res, nil
 }
 
 // partitionKey names a data file's partition, with its spec.
