@@ -71,6 +71,14 @@ type TableReport struct {
 	Duration          time.Duration `json:"duration_ns"`
 }
 
+// groupTargets bounds a compaction group, in target file sizes: a
+// group is read and written as a stream (its memory does not grow
+// with it), but it is what a lost race throws away.
+const groupTargets = 8
+
+// maxCompactPasses bounds the compaction commits of one Maintain.
+const maxCompactPasses = 4
+
 // beforeCompactCommit, when set (tests), runs between a compaction's
 // plan and its commit.
 var beforeCompactCommit func(table string)
@@ -176,15 +184,17 @@ func fileCounts(t *table.Table) (data, deletes int, rows int64) {
 // the rewrite replaces exactly the files it read, so a batch's rows are
 // neither lost nor doubled.
 //
-// A pass that moved files of an older partition spec into the current
-// one may leave small files beside the partition's own: a second pass
-// packs them.
+// Groups are packed by the size of the files they read, and the files
+// they write are smaller (one file's overhead for many, better
+// compression), and a pass that moved files of an older partition spec
+// into the current one leaves them beside the partition's own: passes
+// run until one finds nothing to do (at most maxCompactPasses commits).
 func (s *Sink) compact(ctx context.Context, name string, target int64) (*table.Table, int64, error) {
 	var total int64
 	for pass := 1; ; pass++ {
 		t, n, again, err := s.compactOnce(ctx, name, target)
 		total += n
-		if err != nil || !again || pass == 3 {
+		if err != nil || !again || pass == maxCompactPasses {
 			return t, total, err
 		}
 	}
@@ -208,7 +218,7 @@ func (s *Sink) compactOnce(ctx context.Context, name string, target int64) (*tab
 		if t.CurrentSnapshot() == nil {
 			return true, nil
 		}
-		groups, dropDeletes, respec, err := planCompaction(ctx, t, target)
+		groups, dropDeletes, err := planCompaction(ctx, t, target)
 		if err != nil {
 			return false, err
 		}
@@ -230,8 +240,8 @@ func (s *Sink) compactOnce(ctx context.Context, name string, target int64) (*tab
 		txn := t.NewTransaction()
 		rw := txn.NewRewrite(iceberg.Properties{SummaryMaintenance: "compact"})
 		var n int64
-		// One group at a time: a group is at most about target bytes of
-		// input, and only the new files' metadata outlives it.
+		// One group at a time, streamed from the old files to the new:
+		// only the new files' metadata outlives it.
 		for _, g := range groups {
 			gr, err := executeGroup(ctx, t, g, target)
 			for _, df := range gr.NewDataFiles {
@@ -269,7 +279,7 @@ func (s *Sink) compactOnce(ctx context.Context, name string, target int64) (*tab
 			}
 			return false, err
 		}
-		out, rewritten, again = nt, rewritten+n, respec
+		out, rewritten, again = nt, rewritten+n, true
 		s.log.Info("compacted an Iceberg table", zapString("table", s.opts.Namespace+"."+name),
 			zap.Int("groups", len(groups)), zap.Int("delete_files_dropped", len(dropDeletes)), zap.Int64("bytes", n))
 		return true, nil
@@ -278,9 +288,9 @@ func (s *Sink) compactOnce(ctx context.Context, name string, target int64) (*tab
 }
 
 // planCompaction groups t's data files for rewriting, each group one
-// partition and at most about target bytes (or one file, when larger);
-// respec reports groups of files of an older partition spec, which are
-// rewritten into the current spec.
+// partition and at most groupTargets × target bytes (or one file, when
+// larger), to be written as files of target bytes;
+// files of an older partition spec are rewritten into the current one.
 //
 // Without delete files: the library's bin-packing planner over the
 // current spec's files smaller than 3/4 of target, in partitions with
@@ -289,10 +299,10 @@ func (s *Sink) compactOnce(ctx context.Context, name string, target int64) (*tab
 // delete file is applied and can be dropped, returned as drop. An
 // equality delete applies to every older data file, so none is dead
 // while such a file stays unrewritten.
-func planCompaction(ctx context.Context, t *table.Table, target int64) (groups []table.CompactionTaskGroup, drop []iceberg.DataFile, respec bool, err error) {
+func planCompaction(ctx context.Context, t *table.Table, target int64) (groups []table.CompactionTaskGroup, drop []iceberg.DataFile, err error) {
 	tasks, err := t.Scan().PlanFiles(ctx)
 	if err != nil {
-		return nil, nil, false, fmt.Errorf("plan the compaction of Iceberg table %s: %w", t.Identifier(), err)
+		return nil, nil, fmt.Errorf("plan the compaction of Iceberg table %s: %w", t.Identifier(), err)
 	}
 	_, deletes, _ := fileCounts(t)
 	spec := t.Spec()
@@ -305,32 +315,33 @@ func planCompaction(ctx context.Context, t *table.Table, target int64) (groups [
 			old = append(old, tk)
 		}
 	}
-	groups = packGroups(old, target)
-	respec = len(groups) > 0
+	groups = packGroups(old, target*groupTargets)
 	if deletes > 0 {
-		groups = append(groups, packGroups(current, target)...)
+		groups = append(groups, packGroups(current, target*groupTargets)...)
 		drop, err = liveDeleteFiles(ctx, t)
-		return groups, drop, respec, err
+		return groups, drop, err
 	}
+	// The planner's target is the group's size; the files it writes are
+	// cut at target.
 	cfg := compaction.DefaultConfig()
-	cfg.TargetFileSizeBytes = target
+	cfg.TargetFileSizeBytes = target * groupTargets
 	cfg.MinFileSizeBytes = target * 3 / 4
-	cfg.MaxFileSizeBytes = target * 9 / 5
+	cfg.MaxFileSizeBytes = target * groupTargets
 	cfg.MinInputFiles = 2
 	cfg.DeleteFileThreshold = 1
 	plan, err := cfg.PlanCompaction(current)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, err
 	}
 	for _, g := range plan.Groups {
 		groups = append(groups, table.CompactionTaskGroup{PartitionKey: g.PartitionKey, Tasks: g.Tasks, TotalSizeBytes: g.TotalSizeBytes})
 	}
-	return groups, nil, respec, nil
+	return groups, nil, nil
 }
 
 // packGroups packs every task, in order, into groups of one partition
-// of at most target bytes (a larger file alone).
-func packGroups(tasks []table.FileScanTask, target int64) []table.CompactionTaskGroup {
+// of at most limit bytes (a larger file alone).
+func packGroups(tasks []table.FileScanTask, limit int64) []table.CompactionTaskGroup {
 	var (
 		groups []table.CompactionTaskGroup
 		open   = map[string]int{} // partition -> index of its open group
@@ -339,7 +350,7 @@ func packGroups(tasks []table.FileScanTask, target int64) []table.CompactionTask
 		key := partitionKey(tk.File)
 		i, ok := open[key]
 		size := tk.File.FileSizeBytes()
-		if !ok || groups[i].TotalSizeBytes+size > target {
+		if !ok || groups[i].TotalSizeBytes+size > limit {
 			groups = append(groups, table.CompactionTaskGroup{PartitionKey: key})
 			i = len(groups) - 1
 			open[key] = i
