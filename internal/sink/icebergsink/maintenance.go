@@ -14,12 +14,17 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
+	"github.com/google/uuid"
 	"go.uber.org/zap"
 )
 
 // SummaryMaintenance marks the snapshots maintenance commits (never a
 // batch: they carry no syncd.batch-id).
 const SummaryMaintenance = "syncd.maintenance"
+
+// SummaryMaintenanceID is a maintenance commit's own id, by which a
+// commit whose answer was lost is recognised.
+const SummaryMaintenanceID = "syncd.maintenance-id"
 
 // Defaults of MaintainOptions.
 const (
@@ -238,7 +243,8 @@ func (s *Sink) compactOnce(ctx context.Context, name string, target int64) (*tab
 			}
 		}
 		txn := t.NewTransaction()
-		rw := txn.NewRewrite(iceberg.Properties{SummaryMaintenance: "compact"})
+		id := uuid.NewString()
+		rw := txn.NewRewrite(iceberg.Properties{SummaryMaintenance: "compact", SummaryMaintenanceID: id})
 		var n int64
 		// One group at a time, streamed from the old files to the new:
 		// only the new files' metadata outlives it.
@@ -273,11 +279,19 @@ func (s *Sink) compactOnce(ctx context.Context, name string, target int64) (*tab
 		}
 		nt, err := txn.Commit(ctx)
 		if err != nil {
-			if errors.Is(err, table.ErrCommitFailed) {
-				// The catalog took nothing: the files are ours to remove.
-				removeWritten()
+			// Did the catalog take it (an answer lost)? The snapshot
+			// says, by its id.
+			lt, lerr := s.load(ctx, name)
+			if lerr == nil && lt != nil && hasSnapshotWith(lt, SummaryMaintenanceID, id) {
+				nt, err = lt, nil
+			} else {
+				if lerr == nil && lostRace(err) {
+					// The catalog refused it: the files are ours to
+					// remove. (Otherwise they stay for orphan cleanup.)
+					removeWritten()
+				}
+				return false, err
 			}
-			return false, err
 		}
 		out, rewritten, again = nt, rewritten+n, true
 		s.log.Info("compacted an Iceberg table", zapString("table", s.opts.Namespace+"."+name),
@@ -425,6 +439,23 @@ func liveDeleteFiles(ctx context.Context, t *table.Table) ([]iceberg.DataFile, e
 		}
 	}
 	return out, nil
+}
+
+// hasSnapshotWith reports whether a snapshot of t has summary key k = v.
+func hasSnapshotWith(t *table.Table, k, v string) bool {
+	for _, sn := range t.Metadata().Snapshots() {
+		if sn.Summary != nil && sn.Summary.Properties[k] == v {
+			return true
+		}
+	}
+	return false
+}
+
+// lostRace reports whether err says the catalog refused a commit: a
+// conflict (the REST catalog's 409), or a requirement that failed (the
+// SQL catalog checks them itself and says so in a plain error).
+func lostRace(err error) bool {
+	return errors.Is(err, table.ErrCommitFailed) || strings.Contains(err.Error(), "requirement failed")
 }
 
 // expire expires t's snapshots older than age but the last keep, and
