@@ -2,6 +2,7 @@ package icebergsink_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -558,5 +559,81 @@ func TestMaintainConflicts(t *testing.T) {
 			t.Errorf("latest table: %d delete files after a quiet compaction", len(l.DeleteFiles))
 		}
 		s.checkWarehouse(t, ".parquet", ".avro")
+	})
+}
+
+// TestMaintainOptions runs each step alone on a small table.
+func TestMaintainOptions(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name        string
+		opts        icebergsink.MaintainOptions
+		compacted   bool
+		snapshotsAt int // batch snapshots a table keeps after
+	}{
+		{"defaults do nothing yet", icebergsink.MaintainOptions{}, false, 6},
+		{"compact only", icebergsink.MaintainOptions{Compact: true}, true, 6},
+		{"expire only", icebergsink.MaintainOptions{ExpireOlderThan: time.Nanosecond, KeepSnapshots: 2}, false, 2},
+		{"expiry measured from Now", icebergsink.MaintainOptions{ExpireOlderThan: time.Hour, KeepSnapshots: 2,
+			Now: func() time.Time { return time.Now().Add(2 * time.Hour) }}, false, 2},
+		{"a young snapshot is kept", icebergsink.MaintainOptions{ExpireOlderThan: time.Hour, KeepSnapshots: 2}, false, 6},
+		{"no expiry", icebergsink.MaintainOptions{Compact: true, ExpireOlderThan: -1, KeepSnapshots: 1}, true, 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newMaintSink(t, 1<<20)
+			for i := range 6 {
+				if err := s.commit(t, i, 4); err != nil {
+					t.Fatal(err)
+				}
+			}
+			reps, err := s.Maintain(ctx, maintTable, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(reps) != 2 {
+				t.Fatalf("%d reports", len(reps))
+			}
+			for _, r := range reps {
+				tbl, err := s.Catalog().LoadTable(ctx, s.Ident(strings.TrimPrefix(r.Table, "acme.")))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := tbl.CurrentSnapshot().Summary.Properties[icebergsink.SummaryMaintenance] == "compact"; got != tc.compacted {
+					t.Errorf("%s: compacted %v, want %v", r.Table, got, tc.compacted)
+				}
+				// A compaction commits one snapshot, or two when it moved
+				// files of an older partition spec first.
+				batches, compactions := 0, 0
+				for _, sn := range tbl.Metadata().Snapshots() {
+					switch p := sn.Summary.Properties; {
+					case p[icebergsink.SummaryBatchID] != "":
+						batches++
+					case p[icebergsink.SummaryMaintenance] == "compact":
+						compactions++
+					default:
+						t.Errorf("%s: snapshot %d is neither a batch nor a compaction: %v", r.Table, sn.SnapshotID, p)
+					}
+				}
+				if batches != tc.snapshotsAt || (compactions > 0) != tc.compacted || compactions > 2 {
+					t.Errorf("%s: %d batch snapshots and %d compactions, want %d and compacted %v (report %+v)", r.Table, batches, compactions, tc.snapshotsAt, tc.compacted, r)
+				}
+				if r.SnapshotID != tbl.CurrentSnapshot().SnapshotID {
+					t.Errorf("%s: report's snapshot %d, current %d", r.Table, r.SnapshotID, tbl.CurrentSnapshot().SnapshotID)
+				}
+			}
+			b, _ := json.Marshal(reps[0])
+			for _, k := range []string{`"table":`, `"snapshot_id":`, `"data_files_before":`, `"delete_files_after":`, `"rows_after":`, `"bytes_rewritten":`, `"snapshots_expired":`, `"orphans_removed":`, `"duration_ns":`} {
+				if !strings.Contains(string(b), k) {
+					t.Errorf("report JSON %s lacks %s", b, k)
+				}
+			}
+		})
+	}
+	t.Run("no such table", func(t *testing.T) {
+		s := newMaintSink(t, 1<<20)
+		reps, err := s.Maintain(ctx, "nothing", icebergsink.MaintainOptions{Compact: true})
+		if err != nil || len(reps) != 0 {
+			t.Fatalf("Maintain of no table: %v, %v", reps, err)
+		}
 	})
 }
