@@ -309,10 +309,10 @@ func (s *Sink) compactOnce(ctx context.Context, name string, target int64) (*tab
 // Without delete files: the library's bin-packing planner over the
 // current spec's files smaller than 3/4 of target, in partitions with
 // two or more such; and every file of an older spec. With delete files
-// (the latest table's equality deletes): every data file, so that every
-// delete file is applied and can be dropped, returned as drop. An
-// equality delete applies to every older data file, so none is dead
-// while such a file stays unrewritten.
+// (the latest table's equality deletes): every data file a delete file
+// applies to (an equality delete: every older data file its key's bounds
+// may hold), and the small ones, so that every delete file is applied
+// and can be dropped, returned as drop.
 func planCompaction(ctx context.Context, t *table.Table, target int64) (groups []table.CompactionTaskGroup, drop []iceberg.DataFile, err error) {
 	tasks, err := t.Scan().PlanFiles(ctx)
 	if err != nil {
@@ -331,6 +331,13 @@ func planCompaction(ctx context.Context, t *table.Table, target int64) (groups [
 	}
 	groups = packGroups(old, target*groupTargets)
 	if deletes > 0 {
+		// The files a delete applies to (as the scan reads them), and
+		// the small ones; a file no delete applies to reads the same
+		// once the delete files are gone.
+		small := target * 3 / 4
+		current = slices.DeleteFunc(current, func(tk table.FileScanTask) bool {
+			return len(tk.EqualityDeleteFiles)+len(tk.DeleteFiles)+len(tk.DeletionVectorFiles) == 0 && tk.File.FileSizeBytes() >= small
+		})
 		groups = append(groups, packGroups(current, target*groupTargets)...)
 		drop, err = liveDeleteFiles(ctx, t)
 		return groups, drop, err

@@ -414,6 +414,21 @@ func TestMaintain(t *testing.T) {
 			l3, _ := s.read(t, maintTable+icebergsink.LatestSuffix)
 			sameLines(t, "versions table, batches after maintenance", versionLines(v3), s.wantVersions())
 			sameLines(t, "latest table, batches after maintenance", latestLines(l3), s.wantLatest())
+
+			// And a maintenance after them folds their deletes in too.
+			if _, err := s.Maintain(ctx, maintTable, maintOpts()); err != nil {
+				t.Fatal(err)
+			}
+			v4, _ := s.read(t, maintTable)
+			l4, _ := s.read(t, maintTable+icebergsink.LatestSuffix)
+			sameLines(t, "versions table, maintained again", versionLines(v4), s.wantVersions())
+			sameLines(t, "latest table, maintained again", latestLines(l4), s.wantLatest())
+			if len(l4.DeleteFiles) != 0 {
+				t.Errorf("latest table: %d delete files after the second compaction", len(l4.DeleteFiles))
+			}
+			checkFilesPerPartition(t, "versions", v4, tc.target)
+			checkFilesPerPartition(t, "latest", l4, tc.target)
+			s.checkWarehouse(t, ".parquet", ".avro")
 		})
 	}
 }
