@@ -301,7 +301,7 @@ func TestMaintain(t *testing.T) {
 		perBatch int
 	}{
 		{"one file a partition", 1 << 20, 8},
-		{"several files a partition", 12 << 10, 120},
+		{"several files a partition", 4 << 10, 120},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
