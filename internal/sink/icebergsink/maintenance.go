@@ -182,8 +182,10 @@ func fileCounts(t *table.Table) (data, deletes int, rows int64) {
 	return d, x, r
 }
 
-// compact rewrites the small data files of table name, and all of its
-// data files when it has delete files, in one snapshot of its own. A
+// compact rewrites the small data files of table name, and when it has
+// delete files every data file they apply to, each pass one snapshot of
+// its own (summary syncd.maintenance=compact, no batch id; the table's
+// properties are left as they are). A
 // commit that loses a race (a batch landed meanwhile) removes the files
 // it wrote, and compaction starts over from the table as it is then:
 // the rewrite replaces exactly the files it read, so a batch's rows are
