@@ -30,7 +30,9 @@ build:
 # on 2 idle cores, README),
 # starts the Forms and scheduling API simulators on loopback, signs in,
 # syncs into ./out, adds a few submissions and syncs again to show an
-# incremental pass, then prints some rows with `syncd rows`.
+# incremental pass, prints some rows with `syncd rows`, then syncs the
+# same simulators into Iceberg tables under ./lake (configs/demo-iceberg.yaml:
+# its own state, the embedded sqlite catalog) and prints their totals.
 demo:
 	GO='$(GO)' ./scripts/demo.sh
 
@@ -188,7 +190,7 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 clean:
-	rm -rf $(BIN) out state
+	rm -rf $(BIN) out lake state
 
 # Benchmarks, about 17 minutes on 2 cores: JSON pages to Parquet against
 # DuckDB, the simulator's serving speed, then end to end against the

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make demo: a real sync against the local Forms API simulator, no account needed.
-#   scripts/demo.sh           build, start the simulators, sign in, sync twice, show rows
+#   scripts/demo.sh           build, start the simulators, sign in, sync twice, show rows,
+#                             then sync the same simulators into Iceberg tables (./lake)
 #   scripts/demo.sh --serve   (make sims) only start the simulators as the demo had
 #                             them (same ports, key and seeds), until Ctrl-C
 set -euo pipefail
@@ -88,11 +89,12 @@ ENV
 
 # The sign-in as a person does it, the demo approving at the URL syncd
 # prints as a browser would. A restarted schedsim knows none of the tokens
-# it issued before, so make sims signs in again.
+# it issued before, so make sims signs in again. The sign-in is kept in the
+# state of the config given (default configs/demo.yaml).
 signin() {
-  local login lpid
+  local login lpid cfg=${1:-configs/demo.yaml}
   login=$(mktemp -t login.XXXXXX)
-  "$bin/syncd" auth login --config configs/demo.yaml --log-level warn >"$login" &
+  "$bin/syncd" auth login --config "$cfg" --log-level warn >"$login" &
   lpid=$!
   for _ in $(seq 50); do grep -q '^http' "$login" && break; sleep 0.1; done
   curl -sf -L -o /dev/null "$(head -1 "$login")"
@@ -102,13 +104,15 @@ signin() {
 }
 
 if [ -n "$serve" ]; then
-  echo "== sign in to the scheduling API again: syncd auth login"
+  echo "== sign in to the scheduling API again: syncd auth login (configs/demo.yaml, then configs/demo-iceberg.yaml)"
   signin
+  signin configs/demo-iceberg.yaml
   echo
   echo "== the demo's simulators, as make demo starts them, until Ctrl-C:"
   echo "   Forms API       $DEMO_BASE_URL  (key $FORMS_API_KEY, seed 1: the demo's 3 forms)"
   echo "   scheduling API  $DEMO_SCHED_URL  (seed 1: the demo's 120 bookings)"
   echo "   in another terminal:  . state/demo.env && $bin/syncd once --config configs/demo.yaml"
+  echo "   (or --config configs/demo-iceberg.yaml: the Iceberg tables under ./lake)"
   echo "   (the submissions the demo added are not in them: they serve the seeded history)"
   wait $sim $ssim
   exit 0
@@ -148,6 +152,33 @@ echo "== some of the rows it wrote: syncd rows (reads ./out; -o json prints ever
 "$bin/syncd" rows --config configs/demo.yaml "$form" -n 5 --columns submission_id,submission_time,_synced_at
 echo
 "$bin/syncd" rows --config configs/demo.yaml bookings -n 5 --columns uid,status,start_time,_version_time,_deleted
+
+echo
+echo "== Iceberg: the same simulators into Apache Iceberg tables (configs/demo-iceberg.yaml: its own state,"
+echo "   the embedded sqlite catalog state/iceberg-catalog.db, the warehouse ./lake; no server)"
+signin configs/demo-iceberg.yaml
+"$bin/syncd" once --config configs/demo-iceberg.yaml --log-level warn
+echo
+# What the catalog points at: each table's newest metadata file, and in it
+# the current snapshot's summary (Iceberg's own totals: records in the data
+# files, equality deletes, files). Read with grep and sed, so the demo needs
+# no JSON tool.
+echo "== the Iceberg tables under ./lake (namespace syncd; the current snapshot's totals)"
+printf '%-28s %8s %13s %10s %12s\n' TABLE RECORDS EQ_DELETES DATA_FILES DELETE_FILES
+for t in lake/syncd.db/*/; do
+  t=${t%/}
+  meta=$(ls "$t"/metadata/*.metadata.json | sort | tail -1)
+  cur=$(grep -o '"current-snapshot-id":[0-9-]*' "$meta" | head -1 | cut -d: -f2)
+  sum=$(grep -o "\"snapshot-id\":$cur,[^}]*\"summary\":{[^}]*}" "$meta" | head -1)
+  total() { echo "$sum" | grep -o "\"$1\":\"[0-9]*\"" | cut -d'"' -f4; }
+  printf '%-28s %8s %13s %10s %12s\n' "${t#lake/syncd.db/}" "$(total total-records)" "$(total total-equality-deletes)" \
+    "$(total total-data-files)" "$(total total-delete-files)"
+done
+echo "(RECORDS are the rows in a table's data files. <table>_latest keeps one live row per record: each batch"
+echo " after its first adds an equality delete of every record it writes, so that only the newest row counts;"
+echo " an engine's SELECT count(*) gives the live rows)"
+icetable=$(cd lake/syncd.db && ls -d ./*"$form" | head -1) && icetable=${icetable#./}
+icemeta=$(ls "lake/syncd.db/$icetable"/metadata/*.metadata.json | sort | tail -1)
 cat <<Q
 
 The simulators stopped with the demo. Start them again as the demo had them with
@@ -156,7 +187,11 @@ and, in another terminal, sync again or look around:
   . state/demo.env && $bin/syncd once --config configs/demo.yaml
   $bin/syncd state show --config configs/demo.yaml
   $bin/syncd rows $form -o json --config configs/demo.yaml
+The Iceberg tables: the catalog is state/iceberg-catalog.db (SQLite, the JDBC catalog's
+iceberg_tables), the files under ./lake; sync them again with
+  . state/demo.env && $bin/syncd once --config configs/demo-iceberg.yaml
 With DuckDB (https://duckdb.org), if you have it:
   duckdb -c "SELECT count(*) AS rows, count(DISTINCT submission_id) AS distinct_ids, min(submission_time), max(submission_time)
              FROM read_parquet('out/form_*/**/*.parquet', hive_partitioning = true, union_by_name = true)"
+  duckdb -c "INSTALL iceberg; LOAD iceberg; SELECT count(*) FROM iceberg_scan('$icemeta')"
 Q

@@ -57,6 +57,7 @@ var want = map[string]struct {
 	"base":                      {"CronJob", false},
 	"overlays/daemon":           {"Deployment", false},
 	"overlays/bucket":           {"CronJob", false},
+	"overlays/iceberg":          {"CronJob", false},
 	"overlays/sharded-backfill": {"Job", true},
 	"overlays/sharded-daemon":   {"Deployment", true},
 }
@@ -542,7 +543,7 @@ func checkPod(t *testing.T, r *rendered, where string, tpl *corev1.PodTemplateSp
 		if e.Name == secretKey {
 			keyEnv = &syncd.Env[i]
 		}
-		if e.Value != "" && regexp.MustCompile(`(?i)key|token|secret|password`).MatchString(e.Name) {
+		if e.Value != "" && regexp.MustCompile(`(?i)key|token|secret|password|credential`).MatchString(e.Name) {
 			t.Errorf("%s: env %s has a literal value: take it from a Secret", where, e.Name)
 		}
 	}
@@ -622,6 +623,7 @@ func checkPod(t *testing.T, r *rendered, where string, tpl *corev1.PodTemplateSp
 	if cfg.State.URL != "" {
 		checkBucket(t, r, where, ps, cfg)
 	}
+	checkIceberg(t, r, where, ps, syncd, cfg)
 	for _, vol := range ps.Volumes {
 		if pvc := vol.PersistentVolumeClaim; pvc != nil {
 			c := r.pvcs[pvc.ClaimName]
@@ -711,9 +713,15 @@ func checkBucket(t *testing.T, r *rendered, where string, ps *corev1.PodSpec, cf
 	if len(r.pvcs) > 0 {
 		t.Errorf("%s: PersistentVolumeClaims rendered with nothing to hold", where)
 	}
-	if scheme != "gs" {
-		return
+	if scheme == "gs" {
+		workloadIdentity(t, r, where, ps)
 	}
+}
+
+// workloadIdentity: a pod that reads and writes Cloud Storage signs in
+// with Workload Identity, never with a key file.
+func workloadIdentity(t *testing.T, r *rendered, where string, ps *corev1.PodSpec) {
+	t.Helper()
 	sa := r.accounts[ps.ServiceAccountName]
 	if sa == nil || !strings.HasSuffix(sa.Annotations["iam.gke.io/gcp-service-account"], ".iam.gserviceaccount.com") {
 		t.Errorf("%s: ServiceAccount %s has no iam.gke.io/gcp-service-account annotation (Workload Identity)", where, ps.ServiceAccountName)
@@ -833,7 +841,10 @@ func sameAsExample(t *testing.T, where string, got, example *config.Config) {
 	}
 	e := *example
 	e.State.Path, e.Sink.Parquet.Path, e.Log.Format, e.Server.Addr = got.State.Path, got.Sink.Parquet.Path, got.Log.Format, got.Server.Addr
-	e.State.URL = got.State.URL // the bucket overlay
+	e.State.URL = got.State.URL     // the bucket overlay
+	if got.Sink.Type == "iceberg" { // overlays/iceberg: checked by checkIceberg
+		e.Sink.Type, e.Sink.Iceberg = got.Sink.Type, got.Sink.Iceberg
+	}
 	e.State.Shared = got.State.Shared
 	// The scheduling section: absent, or the one the example shows (commented
 	// out there), with a start date of the pod's own.
@@ -853,7 +864,7 @@ func sameAsExample(t *testing.T, where string, got, example *config.Config) {
 			continue // bookkeeping of the parser (line numbers), not configuration
 		}
 		if !reflect.DeepEqual(g.Field(i).Interface(), w.Field(i).Interface()) {
-			t.Errorf("%s: %s differs from configs/syncd.example.yaml (only state.path, state.url, state.shared, sink.parquet.path, log.format, server.addr and an accounts list may):\n got  %+v\n want %+v",
+			t.Errorf("%s: %s differs from configs/syncd.example.yaml (only state.path, state.url, state.shared, sink.parquet.path, sink.type iceberg with its sink.iceberg, log.format, server.addr and an accounts list may):\n got  %+v\n want %+v",
 				where, g.Type().Field(i).Tag.Get("yaml"), g.Field(i).Interface(), w.Field(i).Interface())
 		}
 	}
@@ -954,7 +965,7 @@ func TestSecretsExample(t *testing.T) {
 			defined[s.Name+"/"+k] = true
 		}
 	}
-	for _, dir := range []string{"base", "overlays/daemon", "overlays/bucket"} {
+	for _, dir := range []string{"base", "overlays/daemon", "overlays/bucket", "overlays/iceberg"} {
 		r := render(t, dir)
 		var pods []corev1.PodSpec
 		for _, cj := range r.cronJobs {

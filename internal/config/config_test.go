@@ -149,6 +149,24 @@ func TestLoadFileAndExample(t *testing.T) {
 	if _, err := Load("../../configs/demo.yaml", env(map[string]string{"FORMS_API_KEY": "k"})); err != nil {
 		t.Fatalf("configs/demo.yaml: %v", err)
 	}
+	// make demo's Iceberg step: a state of its own (never the Parquet
+	// demo's), the embedded sqlite catalog beside it, a local warehouse.
+	demo, err := Load("../../configs/demo.yaml", env(map[string]string{"FORMS_API_KEY": "k"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ice, err := Load("../../configs/demo-iceberg.yaml", env(map[string]string{"FORMS_API_KEY": "k"}))
+	if err != nil {
+		t.Fatalf("configs/demo-iceberg.yaml: %v", err)
+	}
+	if ic := ice.Sink.Iceberg; ice.Sink.Type != "iceberg" || ic == nil || ic.Catalog.Type != "sqlite" || strings.Contains(ic.Warehouse, "://") {
+		t.Errorf("configs/demo-iceberg.yaml: sink %+v, want iceberg with the sqlite catalog and a local warehouse", ice.Sink)
+	} else if ic.Catalog.URI != filepath.Join(filepath.Dir(ice.State.Path), "iceberg-catalog.db") {
+		t.Errorf("configs/demo-iceberg.yaml: catalog %s, want iceberg-catalog.db beside the state %s", ic.Catalog.URI, ice.State.Path)
+	}
+	if ice.State.Path == demo.State.Path || ice.State.URL != "" {
+		t.Errorf("configs/demo-iceberg.yaml: state %s shared with configs/demo.yaml: the tables would start from the Parquet output's checkpoints", ice.State.Path)
+	}
 }
 
 func FuzzParse(f *testing.F) {
@@ -193,6 +211,35 @@ func TestLoadResolvesPathsAgainstTheConfigFolder(t *testing.T) {
 			filepath.Join(dir, "state/syncd.db"), filepath.Join(dir, "out"), ""},
 		{"absolute and URLs kept", "sink: {type: parquet, parquet: {path: s3://bucket/prefix}}\nstate: {path: /var/lib/syncd/syncd.db}\n",
 			"/var/lib/syncd/syncd.db", "s3://bucket/prefix", ""},
+	}
+	// The Iceberg sink's local warehouse and sqlite catalog too (the demo's
+	// configs/demo-iceberg.yaml: warehouse ../lake).
+	icebergCases := []struct {
+		name, yaml                 string
+		wantWarehouse, wantCatalog string
+	}{
+		{"iceberg relative", "sink: {type: iceberg, iceberg: {warehouse: ../lake}}\nstate: {path: st/syncd.db}\n",
+			filepath.Join(filepath.Dir(dir), "lake"), filepath.Join(dir, "st/iceberg-catalog.db")},
+		{"iceberg catalog file", "sink: {type: iceberg, iceberg: {warehouse: ./lake, catalog: {uri: cat/c.db}}}\n",
+			filepath.Join(dir, "lake"), filepath.Join(dir, "cat/c.db")},
+		{"iceberg bucket kept", "sink: {type: iceberg, iceberg: {warehouse: gs://b/lake, catalog: {type: rest, uri: https://cat.example.com/api}}}\n",
+			"gs://b/lake", "https://cat.example.com/api"},
+	}
+	for _, tc := range icebergCases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, "syncd.yaml")
+			if err := os.WriteFile(p, []byte("source: {api_key: k}\n"+tc.yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			t.Chdir(filepath.Dir(dir))
+			cfg, err := Load(filepath.Join(filepath.Base(dir), "syncd.yaml"), env(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ic := cfg.Sink.Iceberg; ic.Warehouse != tc.wantWarehouse || ic.Catalog.URI != tc.wantCatalog {
+				t.Errorf("warehouse %q, catalog %q; want %q, %q", ic.Warehouse, ic.Catalog.URI, tc.wantWarehouse, tc.wantCatalog)
+			}
+		})
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -70,8 +70,8 @@ func Load(path string, lookupEnv func(string) (string, bool)) (*Config, error) {
 }
 
 // resolvePaths makes the relative local paths of a configuration loaded from
-// a file (the state file, the Parquet folder, the spool folder; defaults
-// included) relative to the file's folder, not to the working directory: two
+// a file (the state file, the Parquet folder, the spool folder, the Iceberg
+// warehouse and sqlite catalog; defaults included) relative to the file's folder, not to the working directory: two
 // runs of one config from two folders must share one state, or the second
 // writes every row a second time into the same output.
 func (c *Config) resolvePaths(dir string) {
@@ -88,6 +88,16 @@ func (c *Config) resolvePaths(dir string) {
 		c.Sink.Parquet.Path = abs(c.Sink.Parquet.Path)
 	}
 	c.Sync.SpoolDir = abs(c.Sync.SpoolDir)
+	if ic := c.Sink.Iceberg; ic != nil {
+		if !strings.Contains(ic.Warehouse, "://") {
+			ic.Warehouse = abs(ic.Warehouse)
+		}
+		// The sqlite catalog's file (its default, beside the state, was
+		// made from the state's path before it was resolved).
+		if ic.Catalog.Type == "sqlite" && !strings.Contains(ic.Catalog.URI, "://") {
+			ic.Catalog.URI = abs(ic.Catalog.URI)
+		}
+	}
 	for i := range c.Accounts {
 		c.Accounts[i].APIKeyFile = abs(c.Accounts[i].APIKeyFile)
 	}
