@@ -159,24 +159,11 @@ echo "   the embedded sqlite catalog state/iceberg-catalog.db, the warehouse ./l
 signin configs/demo-iceberg.yaml
 "$bin/syncd" once --config configs/demo-iceberg.yaml --log-level warn
 echo
-# What the catalog points at: each table's newest metadata file, and in it
-# the current snapshot's summary (Iceberg's own totals: records in the data
-# files, equality deletes, files). Read with grep and sed, so the demo needs
-# no JSON tool.
-echo "== the Iceberg tables under ./lake (namespace syncd; the current snapshot's totals)"
-printf '%-28s %8s %13s %10s %12s\n' TABLE RECORDS EQ_DELETES DATA_FILES DELETE_FILES
-for t in lake/syncd.db/*/; do
-  t=${t%/}
-  meta=$(ls "$t"/metadata/*.metadata.json | sort | tail -1)
-  cur=$(grep -o '"current-snapshot-id":[0-9-]*' "$meta" | head -1 | cut -d: -f2)
-  sum=$(grep -o "\"snapshot-id\":$cur,[^}]*\"summary\":{[^}]*}" "$meta" | head -1)
-  total() { echo "$sum" | grep -o "\"$1\":\"[0-9]*\"" | cut -d'"' -f4; }
-  printf '%-28s %8s %13s %10s %12s\n' "${t#lake/syncd.db/}" "$(total total-records)" "$(total total-equality-deletes)" \
-    "$(total total-data-files)" "$(total total-delete-files)"
-done
-echo "(RECORDS are the rows in a table's data files. <table>_latest keeps one live row per record: each batch"
-echo " after its first adds an equality delete of every record it writes, so that only the newest row counts;"
-echo " an engine's SELECT count(*) gives the live rows)"
+echo "== the Iceberg tables: syncd tables (reads the catalog; -o json for every field)"
+"$bin/syncd" tables --config configs/demo-iceberg.yaml --log-level warn
+echo "(ROWS are the rows in a table's data files. <table>_latest keeps one live row per record: a batch"
+echo " adds an equality delete of every record it writes, so that only the newest row counts, until"
+echo " syncd compact folds the deletes in; an engine's SELECT count(*) gives the live rows)"
 icetable=$(cd lake/syncd.db && ls -d ./*"$form" | head -1) && icetable=${icetable#./}
 icemeta=$(ls "lake/syncd.db/$icetable"/metadata/*.metadata.json | sort | tail -1)
 cat <<Q
