@@ -159,6 +159,7 @@ func newRoot(stdout, stderr io.Writer) (*cobra.Command, *globals) {
 		newWebhooksCmd(g),
 		newRowsCmd(g),
 		newTablesCmd(g),
+		newCompactCmd(g),
 	)
 	addPprofFlags(root, g)
 	suggestCommands(root)

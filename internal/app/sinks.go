@@ -184,6 +184,7 @@ func openIceberg(ctx context.Context, cfg *config.Config, namespace, version str
 	s, err := icebergsink.New(icebergsink.Options{
 		Catalog: cat, CloseCatalog: true, Namespace: IcebergNamespace(cfg, namespace),
 		TargetFileSize: int64(ic.TargetFileMB) << 20, PartitionTarget: cfg.Sync.MaxRowsPerBatch,
+		MaintainEvery: ic.CompactEvery.D(), ExpireAfter: ic.ExpireAfter.D(), KeepSnapshots: ic.KeepSnapshots,
 		Version: version, Logger: log.Named("sink"),
 	})
 	if err != nil {
@@ -206,6 +207,9 @@ func IcebergCatalogConfig(cfg *config.Config) icebergsink.CatalogConfig {
 	}
 	if ic.Catalog.Scope != "" {
 		props["scope"] = ic.Catalog.Scope
+	}
+	if ic.Catalog.Warehouse != "" {
+		props["warehouse"] = ic.Catalog.Warehouse
 	}
 	return icebergsink.CatalogConfig{Type: ic.Catalog.Type, URI: ic.Catalog.URI, Warehouse: ic.Warehouse, Name: ic.Catalog.Name, Props: props}
 }

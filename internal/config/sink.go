@@ -31,6 +31,14 @@ type IcebergSink struct {
 	// TargetFileMB is the size data files are cut at and compacted to;
 	// default 128.
 	TargetFileMB int `yaml:"target_file_mb"`
+	// CompactEvery is how often a stream's tables are maintained
+	// (compacted, old snapshots expired, orphan files removed) after its
+	// passes, when they have files to fold; default 1h. ExpireAfter and
+	// KeepSnapshots bound the snapshots kept: older than expire_after
+	// (default 168h) go, the last keep_snapshots (default 10) stay.
+	CompactEvery  Duration `yaml:"compact_every"`
+	ExpireAfter   Duration `yaml:"expire_after"`
+	KeepSnapshots int      `yaml:"keep_snapshots"`
 }
 
 // IcebergCatalog is where the tables' pointers live. Secrets never go
@@ -49,6 +57,9 @@ type IcebergCatalog struct {
 	// Scope is the OAuth2 scope a REST catalog's credential asks for
 	// (Polaris: PRINCIPAL_ROLE:ALL).
 	Scope string `yaml:"scope"`
+	// Warehouse is the warehouse a REST catalog is asked for (Polaris,
+	// Lakekeeper and Unity name a catalog here); default sink.iceberg.warehouse.
+	Warehouse string `yaml:"warehouse"`
 }
 
 // setDefaults fills what a sink.iceberg section leaves out.
@@ -70,6 +81,15 @@ func (i *IcebergSink) setDefaults(state State) {
 	}
 	if i.TargetFileMB == 0 {
 		i.TargetFileMB = 128
+	}
+	if i.CompactEvery == 0 {
+		i.CompactEvery = Duration(time.Hour)
+	}
+	if i.ExpireAfter == 0 {
+		i.ExpireAfter = Duration(7 * 24 * time.Hour)
+	}
+	if i.KeepSnapshots == 0 {
+		i.KeepSnapshots = 10
 	}
 }
 
@@ -235,6 +255,9 @@ func (s *Sink) validate(bad func(key, msg string) error) error {
 		}
 		if ic.TargetFileMB < 1 {
 			return bad("sink.iceberg.target_file_mb", "must be at least 1")
+		}
+		if ic.CompactEvery < 0 || ic.ExpireAfter < 0 || ic.KeepSnapshots < 1 {
+			return bad("sink.iceberg", "compact_every and expire_after cannot be negative, and keep_snapshots must be at least 1")
 		}
 	default:
 		return bad("sink.type", fmt.Sprintf("%q is not a sink: use parquet, bigquery or iceberg", s.Type))

@@ -376,6 +376,21 @@ func (p *Poller) pass(ctx context.Context, s Stream, body func(f *streamRun) err
 		if serr := p.store.SetSucceeded(context.WithoutCancel(ctx), key, p.opts.Now()); serr != nil {
 			res.Err = fmt.Errorf("record the success of the pass of %s: %w", key, serr)
 		}
+		p.maintain(ctx, f, res.Table)
 	}
 	return res
+}
+
+// maintain lets a sink that keeps tables well-sized (a sink.Maintainer)
+// maintain the stream's table when it is due: here, under the stream's
+// lock, never beside the stream's own commits. A failure is logged, not
+// the pass's: its rows are committed, and the next pass tries again.
+func (p *Poller) maintain(ctx context.Context, f *streamRun, table string) {
+	m, ok := p.sink.(sink.Maintainer)
+	if !ok || table == "" || ctx.Err() != nil {
+		return
+	}
+	if _, err := m.MaintainIfDue(ctx, table); err != nil && ctx.Err() == nil {
+		f.log.Warn("table maintenance failed; the next pass tries again", zap.String(logkey.Table, table), zap.Error(err))
+	}
 }

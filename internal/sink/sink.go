@@ -270,6 +270,16 @@ type Lister interface {
 	Tables(ctx context.Context) ([]TableInfo, error)
 }
 
+// Maintainer is a capability a Sink may have: keeping a table's output
+// well-sized after the stream's commits (compaction, expiry, orphan
+// cleanup), when it is due. The engine calls it at the end of a stream's
+// pass that ended well, still under the stream's lock, so that it never
+// runs beside that stream's own commits. An error is a warning: the
+// rows are committed.
+type Maintainer interface {
+	MaintainIfDue(ctx context.Context, table string) (bool, error)
+}
+
 // TableColumns names a table and the columns of its rows' identity.
 type TableColumns struct {
 	Table   string

@@ -86,6 +86,9 @@ func OpenCatalog(ctx context.Context, cfg CatalogConfig) (*Catalog, error) {
 	for k, v := range cfg.Props {
 		props[k] = v
 	}
+	// A REST catalog may be asked for a warehouse by name (Polaris's
+	// catalog), given as the "warehouse" property.
+	restWarehouse := cfg.Props["warehouse"]
 	if cfg.Warehouse != "" {
 		wh, err := WarehouseLocation(cfg.Warehouse)
 		if err != nil {
@@ -118,8 +121,11 @@ func OpenCatalog(ctx context.Context, cfg CatalogConfig) (*Catalog, error) {
 		return openSQL(name, postgresDriver, cfg.URI, sqlcat.Postgres, props, redactURL(cfg.URI))
 	case CatalogREST:
 		opts := []rest.Option{}
-		if wh := props["warehouse"]; wh != "" {
-			opts = append(opts, rest.WithWarehouseLocation(wh))
+		if restWarehouse == "" {
+			restWarehouse = props["warehouse"]
+		}
+		if restWarehouse != "" {
+			opts = append(opts, rest.WithWarehouseLocation(restWarehouse))
 		}
 		if c := props["credential"]; c != "" {
 			opts = append(opts, rest.WithCredential(c))

@@ -1,9 +1,7 @@
 package icebergsink
 
 // SetBeforeCompactCommit runs f between a compaction's plan and its
-// commit, until the returned func restores the previous hook.
-func SetBeforeCompactCommit(f func(table string)) (restore func()) {
-	old := beforeCompactCommit
-	beforeCompactCommit = f
-	return func() { beforeCompactCommit = old }
+// commit (a test's hook, on this sink only).
+func (s *Sink) SetBeforeCompactCommit(f func(table string)) {
+	s.beforeCompactCommit = f
 }

@@ -84,9 +84,6 @@ const groupTargets = 8
 // maxCompactPasses bounds the compaction commits of one Maintain.
 const maxCompactPasses = 4
 
-// beforeCompactCommit, when set (tests), runs between a compaction's
-// plan and its commit.
-var beforeCompactCommit func(table string)
 
 // Maintain compacts, expires and cleans a stream's tables: table and
 // its latest table (when they exist), in that order.
@@ -276,8 +273,8 @@ func (s *Sink) compactOnce(ctx context.Context, name string, target int64) (*tab
 			removeWritten()
 			return false, fmt.Errorf("stage the compaction: %w", err)
 		}
-		if beforeCompactCommit != nil {
-			beforeCompactCommit(name)
+		if s.beforeCompactCommit != nil {
+			s.beforeCompactCommit(name)
 		}
 		nt, err := txn.Commit(ctx)
 		if err != nil {

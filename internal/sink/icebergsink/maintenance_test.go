@@ -482,7 +482,7 @@ func TestMaintainConflicts(t *testing.T) {
 			}
 		}
 		next, calls := 12, map[string]int{}
-		restore := icebergsink.SetBeforeCompactCommit(func(name string) {
+		s.SetBeforeCompactCommit(func(name string) {
 			calls[name]++
 			if calls[name] == 1 {
 				// The batch commits to both tables: each table's first
@@ -493,7 +493,7 @@ func TestMaintainConflicts(t *testing.T) {
 				next++
 			}
 		})
-		defer restore()
+		defer s.SetBeforeCompactCommit(nil)
 		opts := maintOpts()
 		opts.OrphansOlderThan = 0
 		if _, err := s.Maintain(ctx, maintTable, opts); err != nil {

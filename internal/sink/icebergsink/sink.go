@@ -75,7 +75,14 @@ type Options struct {
 	// MaxAttempts bounds the tries of one commit against conflicts (another
 	// writer, a maintenance job) and lost answers; 0: 8.
 	MaxAttempts int
-	Version     string
+	// MaintainEvery is how often a stream's tables are maintained after
+	// its passes (MaintainIfDue); 0: an hour; negative: never (only
+	// `syncd compact`). ExpireAfter and KeepSnapshots bound the history
+	// kept (0: MaintainOptions' defaults).
+	MaintainEvery time.Duration
+	ExpireAfter   time.Duration
+	KeepSnapshots int
+	Version       string
 	Logger      *zap.Logger
 }
 
@@ -90,6 +97,10 @@ type Sink struct {
 
 	stopMu sync.Mutex
 	stop   <-chan struct{}
+
+	// beforeCompactCommit, when set (tests), runs between a compaction's
+	// plan and its commit.
+	beforeCompactCommit func(table string)
 }
 
 var (
