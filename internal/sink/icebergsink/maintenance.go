@@ -84,7 +84,6 @@ const groupTargets = 8
 // maxCompactPasses bounds the compaction commits of one Maintain.
 const maxCompactPasses = 4
 
-
 // Maintain compacts, expires and cleans a stream's tables: table and
 // its latest table (when they exist), in that order.
 func (s *Sink) Maintain(ctx context.Context, name string, opts MaintainOptions) ([]TableReport, error) {

@@ -83,7 +83,7 @@ type Options struct {
 	ExpireAfter   time.Duration
 	KeepSnapshots int
 	Version       string
-	Logger      *zap.Logger
+	Logger        *zap.Logger
 }
 
 // Sink writes Iceberg tables.
