@@ -49,10 +49,22 @@ func (s *Sink) MaintainIfDue(ctx context.Context, name string) (bool, error) {
 	return true, err
 }
 
-// MaintainOptions are the maintenance the sink's options ask for.
+// MaintainOptions are the maintenance the sink's options ask for. Orphan
+// cleanup takes every unreferenced file, whatever its age: maintenance runs
+// under the stream's lock (the engine's, or the state's for `syncd
+// compact`), so no commit of the stream's tables is in flight, and the
+// files of the snapshots it expired are among them (iceberg-go v0.7.0's
+// expiry leaves the files a rewrite replaced, which a kept snapshot's
+// manifests still list as deleted), and so are the files a first
+// compaction pass wrote that the second one replaced, a moment old.
 func (s *Sink) MaintainOptions() MaintainOptions {
-	return MaintainOptions{Compact: true, ExpireOlderThan: s.opts.ExpireAfter, KeepSnapshots: s.opts.KeepSnapshots, OrphansOlderThan: MinOrphanAge * 24}
+	return MaintainOptions{Compact: true, ExpireOlderThan: s.opts.ExpireAfter, KeepSnapshots: s.opts.KeepSnapshots, OrphansOlderThan: lockedOrphanAge}
 }
+
+// lockedOrphanAge is the orphan age of maintenance under the stream's
+// lock: any (0 would skip the cleanup). A file whose store's clock is
+// ahead of syncd's waits for the next maintenance.
+const lockedOrphanAge = time.Nanosecond
 
 func (s *Sink) due(t *table.Table) bool {
 	snaps := t.Metadata().Snapshots()
