@@ -385,8 +385,14 @@ func TestManyAccountsOneProcess(t *testing.T) {
 		checkBookingsIn(t, duck, filepath.Join(m.w.Out, "account=s-"+u), admin.Journal())
 	}
 	var dups int
-	if err := duck.DB.QueryRow("SELECT count(*) FROM (SELECT uid, _version_time FROM " + testkit.Scan(filepath.Join(m.w.Out, "account=s-"+revokedUser), "bookings") + " GROUP BY 1, 2 HAVING count(*) > 1)").Scan(&dups); err != nil {
-		t.Fatal(err)
+	// On a loaded machine every run before the revocation may have been
+	// killed before the revoked user's first commit: no file, nothing twice.
+	if revokedOut := filepath.Join(m.w.Out, "account=s-"+revokedUser); testkit.HasFiles(revokedOut, "bookings") {
+		if err := duck.DB.QueryRow("SELECT count(*) FROM (SELECT uid, _version_time FROM " + testkit.Scan(revokedOut, "bookings") + " GROUP BY 1, 2 HAVING count(*) > 1)").Scan(&dups); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		t.Logf("s-%s synced no booking before the revocation", revokedUser)
 	}
 	if dups != 0 {
 		t.Errorf("s-%s: %d booking versions twice", revokedUser, dups)
