@@ -113,7 +113,7 @@ test chaos: export SYNCD_POISON_FREED_BUFFERS = 1
 test: export GOFLAGS += -pgo=off
 
 test: vet tools
-	$(GO) test -count=1 -timeout 20m $$($(GO) list ./... | grep -Ev '$(RACE_RE)')
+	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -Ev '$(RACE_RE)')
 	$(GO) test -race -count=1 -timeout 20m $(RACE_PKGS)
 
 # The reliability campaign (about 30-40 minutes on 2 cores; figures below):
