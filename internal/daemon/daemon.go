@@ -517,7 +517,8 @@ func Report(log *zap.Logger, m *metrics.Metrics, results []poller.Result) {
 		}
 		m.ObservePass(metrics.Pass{Account: a, Source: res.Source, Stream: res.Stream, Rows: res.Rows, Bytes: res.Bytes,
 			Batches: res.Batches, Misfits: res.Misfits, Discarded: res.Discarded, ReconciledWindows: res.ReconciledWindows,
-			Versions: res.Versions, Tombstones: res.Tombstones, Duration: res.Duration, CoveredEnd: res.CoveredEnd, Err: res.Err})
+			Versions: res.Versions, Tombstones: res.Tombstones, Duration: res.Duration, CoveredEnd: res.CoveredEnd, Err: res.Err,
+			Maintained: res.Maintained, MaintainFailed: res.MaintainErr != nil})
 		if res.Err != nil {
 			log.Error("form sync failed", zap.String(logkey.Account, a), zap.String(logkey.Stream, res.Stream), zap.Error(res.Err))
 			continue

@@ -54,6 +54,7 @@ type Metrics struct {
 	deliveries    *prometheus.CounterVec
 	triggered     *prometheus.CounterVec
 	hookLatency   *prometheus.HistogramVec
+	maintenance   *prometheus.CounterVec
 
 	now func() time.Time
 	mu  sync.Mutex
@@ -121,6 +122,7 @@ func New(now func() time.Time) *Metrics {
 		Name: "syncd_webhook_latency_seconds", Help: "From a delivery's arrival to the end of the triggered pass that committed what it announced.",
 		Buckets: prometheus.ExponentialBuckets(0.05, 2, 14),
 	}, []string{"source"})
+	m.maintenance = f.counterVec("syncd_table_maintenance_total", "Maintenance of a stream's tables after its passes (Iceberg: compaction, snapshot expiry, orphan files), by result: ok or error.", "account", "source", "stream", "result")
 	m.Registry.MustRegister(m.passDuration, m.hookLatency, &sinceCollector{m: m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -237,7 +239,10 @@ type Pass struct {
 	ReconciledWindows, Versions, Tombstones int64
 	Duration                                time.Duration
 	CoveredEnd                              time.Time
-	Err                                     error
+	// Maintained: the sink maintained the stream's tables after the pass;
+	// MaintainFailed: that failed.
+	Maintained, MaintainFailed bool
+	Err                        error
 }
 
 // ObservePass records the outcome of a pass, under p.Account.
@@ -252,6 +257,13 @@ func (m *Metrics) ObservePass(p Pass) {
 	m.versions.WithLabelValues(l...).Add(float64(p.Versions))
 	m.tombstones.WithLabelValues(l...).Add(float64(p.Tombstones))
 	m.passDuration.WithLabelValues(l...).Observe(p.Duration.Seconds())
+	if p.Maintained {
+		result := "ok"
+		if p.MaintainFailed {
+			result = "error"
+		}
+		m.maintenance.WithLabelValues(append(l, result)...).Inc()
+	}
 	now := m.now()
 	if !p.CoveredEnd.IsZero() {
 		m.checkpointLag.WithLabelValues(l...).Set(now.Sub(p.CoveredEnd).Seconds())

@@ -20,7 +20,7 @@ func TestEveryMetricDocumented(t *testing.T) {
 	m := New(nil)
 	// Touch every metric so that each vector has a series to gather.
 	m.ObserveRequest("list_submissions", 429, 2, time.Second, nil)
-	m.ObservePass(Pass{Source: "forms", Stream: "f", Rows: 1, Bytes: 1, Batches: 1, Misfits: 1, Discarded: 1, Duration: time.Second, CoveredEnd: time.Now()})
+	m.ObservePass(Pass{Source: "forms", Stream: "f", Rows: 1, Bytes: 1, Batches: 1, Misfits: 1, Discarded: 1, Duration: time.Second, CoveredEnd: time.Now(), Maintained: true})
 	m.ObservePass(Pass{Source: "forms", Stream: "g", Err: errors.New("x")})
 	m.ObserveSkipped("forms", "f")
 	m.ObserveDelivery("forms", "accepted")

@@ -224,7 +224,12 @@ type Result struct {
 	// pass left it committed as the API lists it now: read by this pass,
 	// new or again.
 	Rechecked []bool `json:"-"`
-	Err       error  `json:"-"`
+	// Maintained is set when the sink maintained the stream's table after
+	// the pass (a sink.Maintainer); MaintainErr when that failed (the
+	// pass's rows are committed all the same).
+	Maintained  bool  `json:"maintained"`
+	MaintainErr error `json:"-"`
+	Err         error `json:"-"`
 }
 
 // ErrBusy is returned when a pass of the same form is already running.
@@ -376,7 +381,7 @@ func (p *Poller) pass(ctx context.Context, s Stream, body func(f *streamRun) err
 		if serr := p.store.SetSucceeded(context.WithoutCancel(ctx), key, p.opts.Now()); serr != nil {
 			res.Err = fmt.Errorf("record the success of the pass of %s: %w", key, serr)
 		}
-		p.maintain(ctx, f, res.Table)
+		res.Maintained, res.MaintainErr = p.maintain(ctx, f, res.Table)
 	}
 	return res
 }
@@ -385,12 +390,15 @@ func (p *Poller) pass(ctx context.Context, s Stream, body func(f *streamRun) err
 // maintain the stream's table when it is due: here, under the stream's
 // lock, never beside the stream's own commits. A failure is logged, not
 // the pass's: its rows are committed, and the next pass tries again.
-func (p *Poller) maintain(ctx context.Context, f *streamRun, table string) {
+func (p *Poller) maintain(ctx context.Context, f *streamRun, table string) (bool, error) {
 	m, ok := p.sink.(sink.Maintainer)
 	if !ok || table == "" || ctx.Err() != nil {
-		return
+		return false, nil
 	}
-	if _, err := m.MaintainIfDue(ctx, table); err != nil && ctx.Err() == nil {
+	done, err := m.MaintainIfDue(ctx, table)
+	if err != nil && ctx.Err() == nil {
 		f.log.Warn("table maintenance failed; the next pass tries again", zap.String(logkey.Table, table), zap.Error(err))
+		return true, err
 	}
+	return done, nil
 }
