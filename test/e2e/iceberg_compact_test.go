@@ -135,3 +135,42 @@ func icebergTable(t *testing.T, w *testkit.Workdir, table string) *icebird.Table
 	}
 	return icebird.Read(t, tbl.MetadataLocation(), icebird.LocalDir("file://"+wh, wh))
 }
+
+// TestIcebergMaintainedAfterPasses: with compact_every set, a pass that
+// ends well maintains its stream's tables when due, with no `syncd
+// compact`: the latest tables' delete files are folded in.
+func TestIcebergMaintainedAfterPasses(t *testing.T) {
+	start, end := history(365)
+	sim := testkit.StartSim(t, formsim.Config{Seed: 9, Forms: 1, Submissions: 300, Start: start, End: end})
+	cfg := testkit.Config{Sync: "  safety_lag: 0s\n  max_rows_per_batch: 100\n", LogLevel: "warn",
+		Sink: "sink:\n  type: iceberg\n  iceberg:\n    warehouse: lake\n    compact_every: 1s\n"}
+	w := testkit.NewWorkdir(t, sim.BaseURL, cfg)
+	ctx := context.Background()
+	mustRun := func(args ...string) {
+		t.Helper()
+		if res := testkit.Run(ctx, syncdBin, w, args...); res.Code != 0 {
+			t.Fatalf("syncd %v exited %d\nstdout:\n%s\nstderr:\n%s", args, res.Code, res.Stdout, tail(res.Stderr))
+		}
+	}
+	mustRun("once")
+	form := sim.FormIDs()[0]
+	ids := sim.ExpectedIDs(form)
+	for i := 0; i < len(ids); i += 17 {
+		if err := sim.Edit(form, ids[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sim.Delete(form, ids[3]); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond) // the tables are due
+	mustRun("reconcile", "--form", form, "--from", start.Format(time.RFC3339))
+	checkIceberg(t, sim, w, start)
+	latest := icebergTable(t, w, poller.DefaultTable(form)+icebergsink.LatestSuffix)
+	if len(latest.DeleteFiles) != 0 {
+		t.Fatalf("the latest table has %d delete files after a pass that was due for maintenance", len(latest.DeleteFiles))
+	}
+	if len(latest.DataFiles) > 2 {
+		t.Errorf("the latest table has %d data files after maintenance", len(latest.DataFiles))
+	}
+}
