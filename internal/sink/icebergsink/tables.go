@@ -325,6 +325,10 @@ func (s *Sink) commitVersions(ctx context.Context, vt *table.Table, b sink.Batch
 	if err != nil {
 		return 0, vt, fmt.Errorf("read batch %s: %w", b.ID, err)
 	}
+	want, err := icebergSchema(recs.Schema)
+	if err != nil {
+		return 0, vt, asPermanent(err)
+	}
 	var (
 		files   []iceberg.DataFile
 		written int64
@@ -341,7 +345,7 @@ func (s *Sink) commitVersions(ctx context.Context, vt *table.Table, b sink.Batch
 				t = nt
 				return true, nil
 			}
-			if nt, err = s.evolveSchema(ctx, nt, mustSchema(recs.Schema)); err != nil {
+			if nt, err = s.evolveSchema(ctx, nt, want); err != nil {
 				return false, err
 			}
 			t = nt
@@ -384,15 +388,6 @@ func (s *Sink) commitVersions(ctx context.Context, vt *table.Table, b sink.Batch
 		return true, nil
 	})
 	return written, t, err
-}
-
-func mustSchema(sc *arrow.Schema) *iceberg.Schema {
-	out, err := icebergSchema(sc)
-	if err != nil {
-		// The first try mapped the same schema; it cannot fail now.
-		return iceberg.NewSchema(0)
-	}
-	return out
 }
 
 // removeTableFiles removes what a dropped table's location holds, for a
