@@ -41,7 +41,7 @@ func TestIcebergCatalogsCrashSafety(t *testing.T) {
 		t.Run(lane.name, func(t *testing.T) {
 			l := icejudge.StartLane(t, lane.catalog, lane.warehouse)
 			fired := map[icebergrest.Fault]int{}
-			testkit.KillLoop{Seed: seed, Stream: 0x1ce + uint64(i), Kills: testkit.CrashKills(12),
+			testkit.KillLoop{Seed: seed, Stream: 0x1ce + uint64(i), Kills: testkit.CrashKills(10),
 				Round: func(t *testing.T, r int) (func(testkit.Attempt) testkit.Result, func(*testing.T)) {
 					in := l.Install(t)
 					var fault icebergrest.Fault
