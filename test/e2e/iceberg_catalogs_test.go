@@ -14,7 +14,8 @@ import (
 
 // TestIcebergCatalogsCrashSafety is TestIcebergCrashSafety on the other
 // catalogs and on a bucket warehouse: `syncd once` killed with SIGKILL at
-// random instants and rerun until it finishes, a fresh installation (a new
+// random instants (in the first 70% of an uninterrupted run, so that a
+// round lands several kills) and rerun until it finishes, a fresh installation (a new
 // PostgreSQL database, REST catalog fake or bucket prefix) each round;
 // then every submission is live once in its versions table, no version is
 // there twice, and <table>_latest is the service's state, read by icebird
@@ -52,7 +53,7 @@ func TestIcebergCatalogsCrashSafety(t *testing.T) {
 					w := testkit.NewWorkdir(t, sim.BaseURL, testkit.Config{LogLevel: "warn", Sink: in.Sink,
 						Sync: "  safety_lag: 0s\n  max_rows_per_batch: 120\n  concurrency: 2\n"})
 					run := func(a testkit.Attempt) testkit.Result {
-						return testkit.RunEnvKilledAfter(ctx, syncdBin, w, in.Env, a.Delay(1), "once")
+						return testkit.RunEnvKilledAfter(ctx, syncdBin, w, in.Env, a.Delay(0.7), "once")
 					}
 					check := func(t *testing.T) {
 						if fault != 0 {
