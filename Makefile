@@ -156,12 +156,20 @@ CHAOS_AZBLOB_KILLS ?= 1000
 CHAOS_AZBLOB_SUBMISSIONS ?= 150
 CHAOS_BUCKET_KILL_PCT ?= 30
 CHAOS_SHARDS_SECONDS ?= 180
+# The Iceberg sink's campaign (TestChaosIceberg): SIGKILLs across the
+# catalogs (sqlite, postgres, rest) and warehouses (local, s3, gs), with
+# edits, deletions and back-dated imports between runs and reconciles,
+# both tables read by icebird after every round.
+CHAOS_ICEBERG_KILLS ?= 1000
+CHAOS_ICEBERG_SUBMISSIONS ?= 150
 chaos: tools
 	SYNCD_CHAOS_KILLS=$(CHAOS_KILLS) SYNCD_CHAOS_SUBMISSIONS=$(CHAOS_SUBMISSIONS) SYNCD_CHAOS_FORMS=$(CHAOS_FORMS) SYNCD_CHAOS_SINK_EVERY=3 \
 		SYNCD_CHAOS_BUCKET_KILLS=$(CHAOS_BUCKET_KILLS) SYNCD_CHAOS_BUCKET_SUBMISSIONS=$(CHAOS_BUCKET_SUBMISSIONS) \
 		SYNCD_CHAOS_AZBLOB_KILLS=$(CHAOS_AZBLOB_KILLS) SYNCD_CHAOS_AZBLOB_SUBMISSIONS=$(CHAOS_AZBLOB_SUBMISSIONS) \
 		SYNCD_CHAOS_BUCKET_KILL_PCT=$(CHAOS_BUCKET_KILL_PCT) \
 		$(GO) test -count=1 -v -timeout 150m -run '^(TestChaosCampaign|TestChaosBuckets)$$' ./test/chaos
+	SYNCD_CHAOS_ICEBERG_KILLS=$(CHAOS_ICEBERG_KILLS) SYNCD_CHAOS_ICEBERG_SUBMISSIONS=$(CHAOS_ICEBERG_SUBMISSIONS) \
+		$(GO) test -count=1 -v -timeout 120m -run '^TestChaosIceberg$$' ./test/chaos
 	SYNCD_SHARDS_SECONDS=$(CHAOS_SHARDS_SECONDS) $(GO) test -count=1 -v -timeout 30m -run '^TestShardedDaemons$$' ./test/e2e
 	SYNCD_WEBHOOK_SECONDS=$(CHAOS_SHARDS_SECONDS) $(GO) test -count=1 -v -timeout 30m -run '^(TestWebhooksKilled|TestWebhooksFaultsAndForgeries)$$' ./test/e2e
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSubmissionPage$$' -fuzztime $(CHAOS_FUZZTIME) ./internal/source/forms/api

@@ -2,16 +2,15 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/syncd-dev/syncd/internal/formsim"
-	"github.com/syncd-dev/syncd/internal/poller"
 	"github.com/syncd-dev/syncd/internal/sink/icebergsink"
 	"github.com/syncd-dev/syncd/internal/testkit"
 	"github.com/syncd-dev/syncd/internal/testkit/icebird"
+	"github.com/syncd-dev/syncd/internal/testkit/icejudge"
 )
 
 // icebergConfig is a workdir's config for an Iceberg sink on the embedded
@@ -20,71 +19,24 @@ func icebergConfig(sync string) testkit.Config {
 	return testkit.Config{Sync: sync, LogLevel: "warn", Sink: "sink:\n  type: iceberg\n  iceberg:\n    warehouse: lake\n"}
 }
 
-// icebergRows reads a table of the workdir's warehouse with icebird (not
-// iceberg-go, which wrote it); nil when the table does not exist.
-func icebergRows(t *testing.T, w *testkit.Workdir, table string) []map[string]any {
-	t.Helper()
-	ctx := context.Background()
+// sqliteReader reads the tables of the workdir's embedded catalog (the
+// warehouse "lake" in the workdir) with icebird, not iceberg-go, which
+// wrote them.
+func sqliteReader(w *testkit.Workdir) icejudge.Reader {
 	wh := filepath.Join(w.Dir, "lake")
-	cat, err := icebergsink.OpenCatalog(ctx, icebergsink.CatalogConfig{Type: icebergsink.CatalogSQLite, URI: filepath.Join(filepath.Dir(w.State), "iceberg-catalog.db"), Warehouse: wh})
-	if err != nil {
-		t.Fatal(err)
+	return icejudge.Reader{
+		Catalog: icebergsink.CatalogConfig{Type: icebergsink.CatalogSQLite, URI: filepath.Join(filepath.Dir(w.State), "iceberg-catalog.db"), Warehouse: wh},
+		Sources: []icebird.Source{icebird.LocalDir("file://"+wh, wh)},
 	}
-	defer cat.Close()
-	tbl, err := cat.LoadTable(ctx, []string{"syncd", table})
-	if err != nil {
-		return nil
-	}
-	return icebird.Read(t, tbl.MetadataLocation(), icebird.LocalDir("file://"+wh, wh)).Rows
 }
 
 // checkIceberg asserts that the versions table of every form holds each
 // submission of the committed windows exactly once, no version twice, and
-// that <table>_latest, read as it is, equals the service's current state.
+// that <table>_latest, read as it is, equals the service's current state
+// (icejudge.Check on the workdir's embedded catalog).
 func checkIceberg(t *testing.T, sim *testkit.Sim, w *testkit.Workdir, from time.Time) {
 	t.Helper()
-	for _, id := range sim.FormIDs() {
-		table := poller.DefaultTable(id)
-		rows := icebergRows(t, w, table)
-		versions := map[string]int{}
-		// Each submission's newest version: a deleted one's is its
-		// tombstone, and its older versions stay as history.
-		newest := map[string]time.Time{}
-		gone := map[string]bool{}
-		for _, r := range rows {
-			sid, _ := r["submission_id"].(string)
-			v, _ := r["last_updated_at"].(time.Time)
-			del, _ := r["_deleted"].(bool)
-			versions[fmt.Sprintf("%s@%d del=%v", sid, v.UnixMicro(), del)]++
-			if old, ok := newest[sid]; !ok || v.After(old) || v.Equal(old) && del {
-				newest[sid], gone[sid] = v, del
-			}
-		}
-		for v, n := range versions {
-			if n > 1 {
-				t.Errorf("form %s: version %s is in %s %d times", id, v, table, n)
-			}
-		}
-		covered := testkit.Covered(t, w.State, id)
-		distinct := map[string]int{}
-		for sid := range newest {
-			if !gone[sid] {
-				distinct[sid] = 1
-			}
-		}
-		testkit.CheckExactlyOnce(t, distinct, testkit.ExpectedIn(sim, id, covered))
-
-		latest := map[string]int64{}
-		for _, r := range icebergRows(t, w, table+icebergsink.LatestSuffix) {
-			sid, _ := r["submission_id"].(string)
-			v, _ := r["last_updated_at"].(time.Time)
-			if _, dup := latest[sid]; dup {
-				t.Errorf("form %s: %s%s holds %s twice", id, table, icebergsink.LatestSuffix, sid)
-			}
-			latest[sid] = v.UnixMicro()
-		}
-		testkit.CheckLatestView(t, latest, testkit.ServiceVersions(t, sim, id, from))
-	}
+	icejudge.Check(t, sqliteReader(w), sim, w.State, icejudge.Options{From: from})
 }
 
 // TestIcebergCrashSafety kills `syncd once` writing Iceberg tables at

@@ -111,8 +111,12 @@ func OpenCatalog(ctx context.Context, cfg CatalogConfig) (*Catalog, error) {
 		}
 		// WAL and a busy timeout: a compaction job and a commit (or two
 		// syncd processes) may write the catalog at once; the library
-		// sets neither.
-		dsn := "file:" + cfg.URI + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"
+		// sets neither. Write transactions begin IMMEDIATE: iceberg-go's
+		// read, then write, and a deferred one that must upgrade its
+		// lock fails at once with SQLITE_BUSY (no busy timeout applies)
+		// when another connection wrote meanwhile, as two forms'
+		// commits do (TestSQLiteCatalogConcurrentWriters).
+		dsn := "file:" + cfg.URI + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
 		return openSQL(name, "sqlite", dsn, sqlcat.SQLite, props, cfg.URI)
 	case CatalogPostgres:
 		if cfg.Warehouse == "" {
