@@ -119,21 +119,15 @@ func TestIcebergCompact(t *testing.T) {
 	}
 }
 
-// icebergTable reads a table of the workdir's warehouse with icebird.
+// icebergTable reads a table of the workdir's embedded catalog with
+// icebird; the test fails when it does not exist.
 func icebergTable(t *testing.T, w *testkit.Workdir, table string) *icebird.Table {
 	t.Helper()
-	ctx := context.Background()
-	wh := filepath.Join(w.Dir, "lake")
-	cat, err := icebergsink.OpenCatalog(ctx, icebergsink.CatalogConfig{Type: icebergsink.CatalogSQLite, URI: filepath.Join(filepath.Dir(w.State), "iceberg-catalog.db"), Warehouse: wh})
-	if err != nil {
-		t.Fatal(err)
+	tb := sqliteReader(w).Table(t, table)
+	if tb == nil {
+		t.Fatalf("no Iceberg table %s", table)
 	}
-	defer cat.Close()
-	tbl, err := cat.LoadTable(ctx, []string{"syncd", table})
-	if err != nil {
-		t.Fatalf("load %s: %v", table, err)
-	}
-	return icebird.Read(t, tbl.MetadataLocation(), icebird.LocalDir("file://"+wh, wh))
+	return tb
 }
 
 // TestIcebergMaintainedAfterPasses: with compact_every set, a pass that

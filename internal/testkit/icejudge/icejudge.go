@@ -33,6 +33,16 @@ type Reader struct {
 // when the table does not exist.
 func (r Reader) Rows(t testing.TB, table string) []map[string]any {
 	t.Helper()
+	if tb := r.Table(t, table); tb != nil {
+		return tb.Rows
+	}
+	return nil
+}
+
+// Table is table's current snapshot as icebird reads it (rows, data and
+// delete files); nil when the table does not exist.
+func (r Reader) Table(t testing.TB, table string) *icebird.Table {
+	t.Helper()
 	ctx := context.Background()
 	cat, err := icebergsink.OpenCatalog(ctx, r.Catalog)
 	if err != nil {
@@ -47,7 +57,7 @@ func (r Reader) Rows(t testing.TB, table string) []map[string]any {
 	if err != nil {
 		return nil
 	}
-	return icebird.Read(t, tbl.MetadataLocation(), r.Sources...).Rows
+	return icebird.Read(t, tbl.MetadataLocation(), r.Sources...)
 }
 
 // Verdict is what a judge counted over the forms it checked.
