@@ -80,6 +80,11 @@ func TestChaosIceberg(t *testing.T) {
 			began := time.Now()
 			defer func() { tl.took = time.Since(began) }()
 			lane := icejudge.StartLane(t, ln.catalog, ln.warehouse)
+			// Maintenance after nearly every pass (compaction, expiry down
+			// to two snapshots, orphan cleanup), so that kills land in it
+			// too, and batches are found again after their snapshots are
+			// expired.
+			lane.Maintenance = "    compact_every: 1s\n    expire_after: 2s\n    keep_snapshots: 2\n"
 			rng := rand.New(rand.NewPCG(p.Seed, 0x1ceb0+uint64(i)))
 			full := map[string]time.Duration{}
 			for round := 1; round == 1 || tl.kills < perLane; round++ {

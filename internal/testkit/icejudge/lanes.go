@@ -31,9 +31,13 @@ const (
 // Iceberg).
 type Lane struct {
 	Catalog, Warehouse string
-	pg                 *pgsrv.Server
-	lake               *lakes.Lake
-	n                  int
+	// Maintenance, when set, are lines under sink.iceberg (indented four
+	// spaces) that make syncd maintain its tables often (compact_every,
+	// expire_after, keep_snapshots), so that kills land in maintenance.
+	Maintenance string
+	pg          *pgsrv.Server
+	lake        *lakes.Lake
+	n           int
 }
 
 // restSecret is the REST fakes' client secret: syncd reads it from
@@ -121,8 +125,8 @@ func (l *Lane) Install(t testing.TB) Installation {
 		catURI = cat.URI
 		in.Env = append(in.Env, "SYNCD_ICEBERG_CREDENTIAL="+in.REST.Credential())
 	}
-	in.Sink = fmt.Sprintf("sink:\n  type: iceberg\n  iceberg:\n    warehouse: %s\n    catalog:\n      type: %s\n      uri: %s\n",
-		strconv.Quote(wh), l.Catalog, strconv.Quote(catURI))
+	in.Sink = fmt.Sprintf("sink:\n  type: iceberg\n  iceberg:\n    warehouse: %s\n    catalog:\n      type: %s\n      uri: %s\n%s",
+		strconv.Quote(wh), l.Catalog, strconv.Quote(catURI), l.Maintenance)
 	in.Reader = Reader{Catalog: cat, Sources: sources}
 	return in
 }
