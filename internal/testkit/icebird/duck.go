@@ -39,3 +39,47 @@ func DuckCount(t testing.TB, files []File) int64 {
 	}
 	return n
 }
+
+// DuckVersions reads the identity of every row of files (local ones) with
+// DuckDB's read_parquet: "key@µs del=bool" of key, version and deleted
+// columns, counted. A second reader's view of a table whose files carry
+// no deletes (a versions table), to compare with icebird's rows.
+func DuckVersions(t testing.TB, files []File, key, version, deleted string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	if len(files) == 0 {
+		return out
+	}
+	var paths []string
+	for _, f := range files {
+		p, err := LocalPath(f.Path)
+		if err != nil {
+			t.Fatalf("duckdb: %v", err)
+		}
+		paths = append(paths, "'"+strings.ReplaceAll(p, "'", "''")+"'")
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatalf("open duckdb: %v", err)
+	}
+	defer db.Close()
+	q := fmt.Sprintf(`SELECT %q, epoch_us(%q), coalesce(%q, false) FROM read_parquet([%s], union_by_name = true)`, key, version, deleted, strings.Join(paths, ", "))
+	rows, err := db.Query(q)
+	if err != nil {
+		t.Fatalf("duckdb %s: %v", q, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k string
+		var us int64
+		var del bool
+		if err := rows.Scan(&k, &us, &del); err != nil {
+			t.Fatalf("duckdb: %v", err)
+		}
+		out[fmt.Sprintf("%s@%d del=%v", k, us, del)]++
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("duckdb: %v", err)
+	}
+	return out
+}

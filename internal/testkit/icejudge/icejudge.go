@@ -8,6 +8,7 @@ package icejudge
 import (
 	"context"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -58,6 +59,17 @@ func (r Reader) Table(t testing.TB, table string) *icebird.Table {
 		return nil
 	}
 	return icebird.Read(t, tbl.MetadataLocation(), r.Sources...)
+}
+
+// local reports whether every file is on a local disk (DuckDB reads
+// those here).
+func local(files []icebird.File) bool {
+	for _, f := range files {
+		if _, err := icebird.LocalPath(f.Path); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // Verdict is what a judge counted over the forms it checked.
@@ -129,7 +141,11 @@ func checkForm(t testing.TB, r Reader, sim *testkit.Sim, statePath, form string,
 		}
 	}
 	table := poller.DefaultTable(form)
-	rows := r.Rows(t, table)
+	var rows []map[string]any
+	tb := r.Table(t, table)
+	if tb != nil {
+		rows = tb.Rows
+	}
 	v.Versions = len(rows)
 	versions := map[string]int{}
 	held := map[string]map[int64]bool{} // live versions by submission
@@ -154,6 +170,19 @@ func checkForm(t testing.TB, r Reader, sim *testkit.Sim, statePath, form string,
 		}
 		if old, ok := newest[sid]; !ok || at.After(old) || at.Equal(old) && del {
 			newest[sid], gone[sid] = at, del
+		}
+	}
+
+	if tb != nil {
+		if len(tb.DeleteFiles) > 0 {
+			note("deletes", "%s has %d delete files: a versions table only ever appends", table, len(tb.DeleteFiles))
+		}
+		// DuckDB's read_parquet over the current snapshot's data files
+		// (local warehouses) must see exactly the versions icebird reads.
+		if local(tb.DataFiles) {
+			if duck := icebird.DuckVersions(t, tb.DataFiles, "submission_id", "last_updated_at", "_deleted"); !maps.Equal(duck, versions) {
+				note("duckdb", "DuckDB's read_parquet over the data files of %s reads %d versions, icebird %d: they disagree", table, len(duck), len(versions))
+			}
 		}
 	}
 
