@@ -111,8 +111,12 @@ func OpenCatalog(ctx context.Context, cfg CatalogConfig) (*Catalog, error) {
 		}
 		// WAL and a busy timeout: a compaction job and a commit (or two
 		// syncd processes) may write the catalog at once; the library
-		// sets neither.
-		dsn := "file:" + cfg.URI + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"
+		// sets neither. Write transactions begin IMMEDIATE (_txlock): a
+		// deferred one reads, then upgrades to a write lock, and in WAL
+		// mode that upgrade fails at once with SQLITE_BUSY, busy timeout
+		// or not, when another connection wrote since its read (streams
+		// creating their tables at once did).
+		dsn := "file:" + cfg.URI + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
 		return openSQL(name, "sqlite", dsn, sqlcat.SQLite, props, cfg.URI)
 	case CatalogPostgres:
 		if cfg.Warehouse == "" {
