@@ -45,8 +45,9 @@ type hookEnv struct {
 	addr string
 	env  []string
 	// lake is the Iceberg warehouse when the sink is Iceberg (useIceberg);
-	// empty for Parquet.
-	lake string
+	// empty for Parquet. iceSeen is what its polls saw.
+	lake    string
+	iceSeen icebergSeen
 }
 
 // useIceberg switches h's config to the Iceberg sink, a warehouse in the
@@ -223,8 +224,8 @@ func (h *hookEnv) arrived(t *testing.T, events []event, within time.Duration) (f
 	var subs, books map[string]time.Time
 	missing := func() []string {
 		if h.lake != "" {
-			subs = icebergCommittedAt(t, duck, h.lake, h.w.State, table, "submission_id")
-			books = icebergCommittedAt(t, duck, h.lake, h.w.State, "bookings", "uid")
+			subs = h.iceSeen.poll(t, duck, h.lake, h.w.State, table, "submission_id")
+			books = h.iceSeen.poll(t, duck, h.lake, h.w.State, "bookings", "uid")
 		} else {
 			subs = committedAt(t, duck, h.w.Out, table, "submission_id")
 			books = committedAt(t, duck, h.w.Out, "bookings", "uid")
@@ -349,7 +350,16 @@ func TestWebhooksLatency(t *testing.T) {
 	cmd, stderr := h.daemon(t)
 	before := sumMetric(t, h.addr, "syncd_requests_total")
 	d := webhookSeconds(30 * time.Second)
+	var watched <-chan struct{}
+	stopWatch := make(chan struct{})
+	if h.lake != "" {
+		watched = h.watch(t, stopWatch)
+	}
 	events := h.create(t, 11, d, 700*time.Millisecond, nil)
+	close(stopWatch)
+	if watched != nil {
+		<-watched
+	}
 	formsLat, bookingsLat := h.arrived(t, events, 60*time.Second)
 	spent := sumMetric(t, h.addr, "syncd_requests_total") - before
 	passes := sumMetric(t, h.addr, "syncd_webhook_passes_total")
