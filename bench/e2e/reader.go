@@ -242,7 +242,7 @@ func reader(ctx context.Context, bin string, forms, subs int, startS, endS strin
 		}
 		commits := vSnaps + lSnaps
 		fmt.Printf("Commits (snapshots in the tables' metadata after `syncd once`: a batch commits once to its versions table and once to its latest table): %d to the versions tables, %d to the latest tables. syncd logs no commit duration; "+
-			"**commit latency here is an upper bound: syncd once's wall / commits = %.0f ms** (fetching, encoding and the sqlite catalog's commit included); CPU per commit %.0f ms. The latest tables after `syncd once`: %d data files, %d delete files.\n\n",
+			"**time per commit: syncd once's wall / commits = %.0f ms** (fetching, encoding and the sqlite catalog's commit included; a throughput figure, not one commit's latency: streams commit sync.concurrency at a time); CPU per commit %.0f ms. The latest tables after `syncd once`: %d data files, %d delete files.\n\n",
 			vSnaps, lSnaps, 1000*r.wall.Seconds()/float64(max(commits, 1)), 1000*r.cpu.Seconds()/float64(max(commits, 1)), lData, lDel)
 	}
 	fmt.Println("| output | tables | files | bytes | syncd CPU | DuckDB `count(*), count(DISTINCT submission_id)` | DuckDB `SELECT *` | `SELECT *` / one file | exact |")
