@@ -229,8 +229,10 @@ bench: build $(TOOLS)/.versitygw-$(VERSITYGW_VERSION)
 
 # Webhook latency (creation -> committed row, p50/p99) and request cost,
 # through the real binary on a 1-hour cron; figures appended to
-# bench/webhooks.txt (bench/RESULTS.md quotes them).
+# bench/webhooks.txt (bench/RESULTS.md quotes them). WEBHOOK_SINK=iceberg
+# measures the Iceberg sink (a local warehouse, the sqlite catalog).
 WEBHOOK_SECONDS ?= 180
+WEBHOOK_SINK ?= parquet
 bench-webhooks:
-	SYNCD_WEBHOOK_SECONDS=$(WEBHOOK_SECONDS) SYNCD_WEBHOOK_RESULTS=$(CURDIR)/bench/webhooks.txt \
+	SYNCD_WEBHOOK_SECONDS=$(WEBHOOK_SECONDS) SYNCD_WEBHOOK_SINK=$(WEBHOOK_SINK) SYNCD_WEBHOOK_RESULTS=$(CURDIR)/bench/webhooks.txt \
 		$(GO) test -count=1 -v -timeout 20m -run '^TestWebhooksLatency$$' ./test/e2e

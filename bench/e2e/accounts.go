@@ -137,17 +137,12 @@ func accountsConfig(dir, base string, list []customer, clientLimit float64, extr
   timeout: 30s
 sync:
   safety_lag: 0s
-%ssink:
-  type: parquet
-  parquet:
-    path: %s
-    compression: %s
-%sstate:
+%s%sstate:
 %slog:
   level: warn
   format: json
 %saccounts:
-`, base, clientLimit, extraSync, filepath.Join(dir, "out"), compression, partitionLine(), state, extra)
+`, base, clientLimit, extraSync, sinkLines(dir), state, extra)
 	for _, c := range list {
 		fmt.Fprintf(&b, "  - name: %s\n    api_key: ${%s}\n", c.name, c.env)
 		env = append(env, c.env+"="+c.key)
@@ -199,7 +194,7 @@ func manyAccounts(ctx context.Context, bin string, n, dense, denseSubs, maxBatch
 	}
 	first := profiledSyncd(ctx, bin, cfg, env, heapFile, "once")
 	t1 := m.totals()
-	files := countFiles(filepath.Join(dir, "out"))
+	files := countFiles(outDir(dir))
 	// Every account made at least its own minimum of requests: none was
 	// left out (syncd's exit 0 says each pass succeeded).
 	short, worst := 0, 0.0
@@ -222,7 +217,11 @@ func manyAccounts(ctx context.Context, bin string, n, dense, denseSubs, maxBatch
 	if maxBatches > 0 {
 		mb = fmt.Sprint(maxBatches)
 	}
-	fmt.Printf("## Many accounts in one syncd: first sync of %d accounts at 5 requests/s per key (sync.max_batches: %s, sink.parquet.partition: %s)\n\n", n, mb, partitionName())
+	layout := "sink.parquet.partition: " + partitionName()
+	if sinkKind != "parquet" {
+		layout = sinkKind + " sink"
+	}
+	fmt.Printf("## Many accounts in one syncd: first sync of %d accounts at 5 requests/s per key (sync.max_batches: %s, %s)\n\n", n, mb, layout)
 	fmt.Printf("%d accounts, %d forms (%d-%d per account), %d submissions; %d accounts hold one dense form of %d submissions over 90 days, every other form 100-500 over 1-5 years. Simulator and client: 5 requests/s per key.\n\n",
 		n, forms, minForms(list), maxForms(list), subs, denseN, denseSubs)
 	fmt.Println("| pass | requests | ideal (sum of accounts' minimums) | slowest account's minimum | its wait at 5 req/s (the ideal wall) | wall | wall / ideal | CPU (user+sys) | CPU-s per 1k submissions | CPU-ms per file | peak RSS | files |")
@@ -234,7 +233,7 @@ func manyAccounts(ctx context.Context, bin string, n, dense, denseSubs, maxBatch
 	quiet := time.Duration(maxForms(list)+1) * time.Second / formsim.ServiceRateLimit
 	fmt.Printf("| nothing new | %d | %d (a request per form and the listing) | %d | %.1f s | %.1f s | %.2f | %.1f s | | | %.0f MB | %d |\n\n",
 		t2.requests-t1.requests, forms+n, maxForms(list)+1, quiet.Seconds(), second.wall.Seconds(), second.wall.Seconds()/quiet.Seconds(),
-		second.cpu.Seconds(), float64(second.maxRSS)/(1<<20), countFiles(filepath.Join(dir, "out"))-files)
+		second.cpu.Seconds(), float64(second.maxRSS)/(1<<20), countFiles(outDir(dir))-files)
 	fmt.Printf("Per account, first sync: requests / own minimum median %.3f, worst %.3f; accounts with fewer requests than their minimum (not synced): %d.\n",
 		ratios[len(ratios)/2], worst, short)
 	fmt.Printf("Rate limit, both passes, by the simulator's clock: the most requests any key had admitted in a sliding second: **%d** (limit 5, burst 5); 429s: %d; most requests of one key in flight at once: %d.\n\n",

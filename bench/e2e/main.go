@@ -33,12 +33,26 @@ const apiKey = "sk_bench_E2E_KEY"
 // layout, auto).
 var compression, partition = "zstd", ""
 
-// sinkKind is the -sink flag: parquet, or bigquery (loads into bqfake,
-// the BigQuery fake, on loopback; bqEndpoint is its URL while it runs).
+// sinkKind is the -sink flag: parquet, iceberg (a warehouse in the run's
+// folder, the embedded sqlite catalog beside the state), or bigquery
+// (loads into bqfake, the BigQuery fake, on loopback; bqEndpoint is its
+// URL while it runs).
 var sinkKind, bqEndpoint = "parquet", ""
+
+// outDir is where a run in dir writes its files: the Parquet folder or the
+// Iceberg warehouse.
+func outDir(dir string) string {
+	if sinkKind == "iceberg" {
+		return filepath.Join(dir, "lake")
+	}
+	return filepath.Join(dir, "out")
+}
 
 // sinkLines is the config's sink section.
 func sinkLines(dir string) string {
+	if sinkKind == "iceberg" {
+		return fmt.Sprintf("sink:\n  type: iceberg\n  iceberg:\n    warehouse: %s\n", outDir(dir))
+	}
 	if sinkKind == "bigquery" {
 		return fmt.Sprintf("sink:\n  type: bigquery\n  bigquery:\n    project: bench\n    dataset: forms\n    endpoint: %s\n    min_backoff: 50ms\n    max_backoff: 1s\n", bqEndpoint)
 	}
@@ -117,12 +131,12 @@ func main() {
 		rdStart      = flag.String("reader-start", "2021-01-01T00:00:00Z", "reader: submission times start here")
 		rdEnd        = flag.String("reader-end", "2026-11-01T00:00:00Z", "reader: submission times end here")
 		rdRuns       = flag.Int("reader-runs", 3, "reader: runs of each DuckDB query, the fastest kept")
-		sinkFlag     = flag.String("sink", "parquet", "backfill: the sink, parquet or bigquery (bqfake on loopback)")
+		sinkFlag     = flag.String("sink", "parquet", "backfill, reader, accounts: the sink, parquet, iceberg (a local warehouse, the sqlite catalog) or bigquery (bqfake on loopback; backfill only)")
 	)
 	flag.Parse()
 	compression, partition, sinkKind = *codec, *layout, *sinkFlag
-	if sinkKind != "parquet" && sinkKind != "bigquery" {
-		fatalf("-sink %q: parquet or bigquery", sinkKind)
+	if sinkKind != "parquet" && sinkKind != "bigquery" && sinkKind != "iceberg" {
+		fatalf("-sink %q: parquet, iceberg or bigquery", sinkKind)
 	}
 	bin, err := filepath.Abs(*syncdBin)
 	if err == nil {
@@ -339,8 +353,8 @@ func runSyncd(ctx context.Context, bin, cfg string, args ...string) result {
 func runSyncdEnv(ctx context.Context, bin, cfg string, env []string, args ...string) result {
 	cmd := exec.CommandContext(ctx, bin, append(args, "--config", cfg)...)
 	cmd.Env = append(os.Environ(), env...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	t0 := time.Now()
 	err := cmd.Start()
 	var rss *peakRSS
@@ -354,7 +368,7 @@ func runSyncdEnv(ctx context.Context, bin, cfg string, env []string, args ...str
 		fatalf("run syncd %s: %v", args[0], err)
 	}
 	if err != nil {
-		fatalf("syncd %s exited %d:\n%s", args[0], exit.ExitCode(), tail(stderr.String()))
+		fatalf("syncd %s exited %d:\n%s%s", args[0], exit.ExitCode(), tail(stdout.String()), tail(stderr.String()))
 	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	return result{

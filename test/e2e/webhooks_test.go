@@ -34,6 +34,8 @@ import (
 // SYNCD_WEBHOOK_SECONDS sets how long events are created (default 30s for
 // make test; make bench uses 180s); SYNCD_WEBHOOK_RESULTS, when set, is a
 // file the latency test appends its figures to (bench/RESULTS.md's source).
+// SYNCD_WEBHOOK_SINK=iceberg runs the latency test with the Iceberg sink (a
+// warehouse in the workdir, the embedded sqlite catalog) instead of Parquet.
 
 const hookSecret = "e2e-webhook-secret-0123456789abcdef"
 
@@ -42,6 +44,30 @@ type hookEnv struct {
 	*schedEnv
 	addr string
 	env  []string
+	// lake is the Iceberg warehouse when the sink is Iceberg (useIceberg);
+	// empty for Parquet. iceSeen is what its polls saw.
+	lake    string
+	iceSeen icebergSeen
+}
+
+// useIceberg switches h's config to the Iceberg sink, a warehouse in the
+// workdir on the embedded sqlite catalog.
+func (h *hookEnv) useIceberg(t *testing.T) {
+	t.Helper()
+	raw, err := os.ReadFile(h.w.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lake := filepath.Join(h.w.Dir, "lake")
+	parquet := fmt.Sprintf("sink:\n  type: parquet\n  parquet:\n    path: %s\n", h.w.Out)
+	cfg := strings.Replace(string(raw), parquet, "sink:\n  type: iceberg\n  iceberg:\n    warehouse: "+lake+"\n", 1)
+	if cfg == string(raw) {
+		t.Fatal("the workdir's config has no Parquet sink section to replace")
+	}
+	if err := os.WriteFile(h.w.Config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.lake = lake
 }
 
 func startHooks(t *testing.T) *hookEnv {
@@ -197,8 +223,13 @@ func (h *hookEnv) arrived(t *testing.T, events []event, within time.Duration) (f
 	table := poller.DefaultTable(h.forms.FormIDs()[0])
 	var subs, books map[string]time.Time
 	missing := func() []string {
-		subs = committedAt(t, duck, h.w.Out, table, "submission_id")
-		books = committedAt(t, duck, h.w.Out, "bookings", "uid")
+		if h.lake != "" {
+			subs = h.iceSeen.poll(t, duck, h.lake, h.w.State, table, "submission_id")
+			books = h.iceSeen.poll(t, duck, h.lake, h.w.State, "bookings", "uid")
+		} else {
+			subs = committedAt(t, duck, h.w.Out, table, "submission_id")
+			books = committedAt(t, duck, h.w.Out, "bookings", "uid")
+		}
 		var m []string
 		for _, e := range events {
 			if _, ok := map[bool]map[string]time.Time{false: subs, true: books}[e.bookings][e.id]; !ok {
@@ -302,14 +333,33 @@ func stop(t *testing.T, cmd *exec.Cmd, stderr *bytes.Buffer) {
 }
 
 // TestWebhooksLatency: submissions and bookings created at random reach the
-// Parquet output through webhooks alone; it reports the latency from
-// creation to committed row, and the requests it cost against a cron.
+// Parquet output (or the Iceberg tables: SYNCD_WEBHOOK_SINK=iceberg) through
+// webhooks alone; it reports the latency from creation to committed row,
+// and the requests it cost against a cron.
 func TestWebhooksLatency(t *testing.T) {
 	h := startHooks(t)
+	sinkName := "parquet"
+	switch v := os.Getenv("SYNCD_WEBHOOK_SINK"); v {
+	case "", "parquet":
+	case "iceberg":
+		h.useIceberg(t)
+		sinkName = "iceberg"
+	default:
+		t.Fatalf("SYNCD_WEBHOOK_SINK=%q: parquet or iceberg", v)
+	}
 	cmd, stderr := h.daemon(t)
 	before := sumMetric(t, h.addr, "syncd_requests_total")
 	d := webhookSeconds(30 * time.Second)
+	var watched <-chan struct{}
+	stopWatch := make(chan struct{})
+	if h.lake != "" {
+		watched = h.watch(t, stopWatch)
+	}
 	events := h.create(t, 11, d, 700*time.Millisecond, nil)
+	close(stopWatch)
+	if watched != nil {
+		<-watched
+	}
 	formsLat, bookingsLat := h.arrived(t, events, 60*time.Second)
 	spent := sumMetric(t, h.addr, "syncd_requests_total") - before
 	passes := sumMetric(t, h.addr, "syncd_webhook_passes_total")
@@ -327,9 +377,9 @@ func TestWebhooksLatency(t *testing.T) {
 	all := append(slices.Clone(formsLat), bookingsLat...)
 	idle := h.onceRequests(t) // a scheduled pass with nothing new
 	perHour := func(n float64) float64 { return n * float64(time.Hour) / float64(d) }
-	report := fmt.Sprintf("events %d (%d submissions, %d bookings) over %s; creation -> committed row: p50 %s, p99 %s (submissions p50 %s p99 %s; bookings p50 %s p99 %s); "+
+	report := fmt.Sprintf("sink %s; events %d (%d submissions, %d bookings) over %s; creation -> committed row: p50 %s, p99 %s (submissions p50 %s p99 %s; bookings p50 %s p99 %s); "+
 		"webhook passes %.0f, requests %.0f (%.2f per event, %.0f/h at this rate); a pass with nothing new costs %d requests: a 1-minute cron %d/h, a 5-second cron (the same freshness) %d/h",
-		len(events), len(formsLat), len(bookingsLat), d,
+		sinkName, len(events), len(formsLat), len(bookingsLat), d,
 		percentile(all, .5).Round(time.Millisecond), percentile(all, .99).Round(time.Millisecond),
 		percentile(formsLat, .5).Round(time.Millisecond), percentile(formsLat, .99).Round(time.Millisecond),
 		percentile(bookingsLat, .5).Round(time.Millisecond), percentile(bookingsLat, .99).Round(time.Millisecond),
