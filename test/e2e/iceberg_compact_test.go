@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"io/fs"
 	"path/filepath"
@@ -26,16 +25,7 @@ func TestIcebergCompact(t *testing.T) {
 	cfg := testkit.Config{Sync: "  safety_lag: 0s\n  max_rows_per_batch: 100\n", LogLevel: "warn",
 		Sink: "sink:\n  type: iceberg\n  iceberg:\n    warehouse: lake\n    expire_after: 1s\n    keep_snapshots: 1\n    compact_every: 1000h\n"}
 	w := testkit.NewWorkdir(t, sim.BaseURL, cfg)
-	ctx := context.Background()
-	mustRun := func(args ...string) testkit.Result {
-		t.Helper()
-		res := testkit.Run(ctx, syncdBin, w, args...)
-		if res.Code != 0 {
-			t.Fatalf("syncd %v exited %d\nstdout:\n%s\nstderr:\n%s", args, res.Code, res.Stdout, tail(res.Stderr))
-		}
-		return res
-	}
-	mustRun("once")
+	mustSyncd(t, w, "once")
 	for round := 0; round < 4; round++ {
 		for _, form := range sim.FormIDs() {
 			ids := sim.ExpectedIDs(form)
@@ -50,7 +40,7 @@ func TestIcebergCompact(t *testing.T) {
 			if _, err := sim.Insert(form, end.Add(-time.Hour)); err != nil {
 				t.Fatal(err)
 			}
-			mustRun("reconcile", "--form", form, "--from", start.Format(time.RFC3339))
+			mustSyncd(t, w, "reconcile", "--form", form, "--from", start.Format(time.RFC3339))
 		}
 	}
 	checkIceberg(t, sim, w, start)
@@ -64,7 +54,7 @@ func TestIcebergCompact(t *testing.T) {
 	}
 
 	time.Sleep(1100 * time.Millisecond) // past expire_after
-	res := mustRun("compact", "-o", "json")
+	res := mustSyncd(t, w, "compact", "-o", "json")
 	var reports []map[string]any
 	if err := json.Unmarshal([]byte(res.Stdout), &reports); err != nil {
 		t.Fatalf("syncd compact -o json: %v\n%s", err, res.Stdout)
@@ -77,7 +67,7 @@ func TestIcebergCompact(t *testing.T) {
 	// the first run's intermediate snapshots (younger than expire_after
 	// then): every file left on disk is then the current snapshot's.
 	time.Sleep(1100 * time.Millisecond)
-	mustRun("compact")
+	mustSyncd(t, w, "compact")
 	checkIceberg(t, sim, w, start)
 	for _, form := range sim.FormIDs() {
 		for _, name := range []string{poller.DefaultTable(form), poller.DefaultTable(form) + icebergsink.LatestSuffix} {
@@ -139,14 +129,7 @@ func TestIcebergMaintainedAfterPasses(t *testing.T) {
 	cfg := testkit.Config{Sync: "  safety_lag: 0s\n  max_rows_per_batch: 100\n", LogLevel: "warn",
 		Sink: "sink:\n  type: iceberg\n  iceberg:\n    warehouse: lake\n    compact_every: 1s\n"}
 	w := testkit.NewWorkdir(t, sim.BaseURL, cfg)
-	ctx := context.Background()
-	mustRun := func(args ...string) {
-		t.Helper()
-		if res := testkit.Run(ctx, syncdBin, w, args...); res.Code != 0 {
-			t.Fatalf("syncd %v exited %d\nstdout:\n%s\nstderr:\n%s", args, res.Code, res.Stdout, tail(res.Stderr))
-		}
-	}
-	mustRun("once")
+	mustSyncd(t, w, "once")
 	form := sim.FormIDs()[0]
 	ids := sim.ExpectedIDs(form)
 	for i := 0; i < len(ids); i += 17 {
@@ -158,7 +141,7 @@ func TestIcebergMaintainedAfterPasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(1100 * time.Millisecond) // the tables are due
-	mustRun("reconcile", "--form", form, "--from", start.Format(time.RFC3339))
+	mustSyncd(t, w, "reconcile", "--form", form, "--from", start.Format(time.RFC3339))
 	checkIceberg(t, sim, w, start)
 	latest := icebergTable(t, w, poller.DefaultTable(form)+icebergsink.LatestSuffix)
 	if len(latest.DeleteFiles) != 0 {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"math/rand/v2"
 	"strings"
@@ -31,16 +30,7 @@ func TestIcebergManyPasses(t *testing.T) {
 	cfg := testkit.Config{Sync: "  safety_lag: 0s\n  max_rows_per_batch: 400\n", LogLevel: "warn",
 		Sink: "sink:\n  type: iceberg\n  iceberg:\n    warehouse: lake\n    compact_every: 2s\n    expire_after: 10s\n    keep_snapshots: 3\n"}
 	w := testkit.NewWorkdir(t, sim.BaseURL, cfg)
-	ctx := context.Background()
-	mustRun := func(args ...string) testkit.Result {
-		t.Helper()
-		res := testkit.Run(ctx, syncdBin, w, args...)
-		if res.Code != 0 {
-			t.Fatalf("syncd %v exited %d\nstdout:\n%s\nstderr:\n%s", args, res.Code, res.Stdout, tail(res.Stderr))
-		}
-		return res
-	}
-	mustRun("once")
+	mustSyncd(t, w, "once")
 	forms := sim.FormIDs()
 	rng := rand.New(rand.NewPCG(3, 43))
 	for pass := 1; pass <= passes; pass++ {
@@ -62,11 +52,11 @@ func TestIcebergManyPasses(t *testing.T) {
 				if _, err := sim.Insert(f, start.Add(time.Duration(rng.IntN(300))*24*time.Hour)); err != nil {
 					t.Fatal(err)
 				}
-				mustRun("reconcile", "--form", f, "--from", start.Format(time.RFC3339))
+				mustSyncd(t, w, "reconcile", "--form", f, "--from", start.Format(time.RFC3339))
 			}
 			continue
 		}
-		mustRun("once")
+		mustSyncd(t, w, "once")
 	}
 	checkIceberg(t, sim, w, start)
 
@@ -77,7 +67,7 @@ func TestIcebergManyPasses(t *testing.T) {
 		Partitioning string `json:"partitioning"`
 		Snapshots    int    `json:"snapshots"`
 	}
-	if err := json.Unmarshal([]byte(mustRun("tables", "-o", "json").Stdout), &tables); err != nil {
+	if err := json.Unmarshal([]byte(mustSyncd(t, w, "tables", "-o", "json").Stdout), &tables); err != nil {
 		t.Fatal(err)
 	}
 	spec := map[string]string{}

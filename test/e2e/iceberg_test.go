@@ -30,6 +30,17 @@ func sqliteReader(w *testkit.Workdir) icejudge.Reader {
 	}
 }
 
+// mustSyncd runs syncd to completion in w; a run that fails fails the
+// test with its output.
+func mustSyncd(t *testing.T, w *testkit.Workdir, args ...string) testkit.Result {
+	t.Helper()
+	res := testkit.Run(context.Background(), syncdBin, w, args...)
+	if res.Code != 0 {
+		t.Fatalf("syncd %v exited %d\nstdout:\n%s\nstderr:\n%s", args, res.Code, res.Stdout, tail(res.Stderr))
+	}
+	return res
+}
+
 // checkIceberg asserts that the versions table of every form holds each
 // submission of the committed windows exactly once, no version twice, and
 // that <table>_latest, read as it is, equals the service's current state
@@ -68,14 +79,7 @@ func TestIcebergEditsAndDeletions(t *testing.T) {
 	start, end := history(365)
 	sim := testkit.StartSim(t, formsim.Config{Seed: 11, Forms: 2, Submissions: 800, Start: start, End: end})
 	w := testkit.NewWorkdir(t, sim.BaseURL, icebergConfig("  safety_lag: 0s\n  max_rows_per_batch: 200\n"))
-	ctx := context.Background()
-	mustRun := func(args ...string) {
-		t.Helper()
-		if res := testkit.Run(ctx, syncdBin, w, args...); res.Code != 0 {
-			t.Fatalf("syncd %v exited %d\nstdout:\n%s\nstderr:\n%s", args, res.Code, res.Stdout, tail(res.Stderr))
-		}
-	}
-	mustRun("once")
+	mustSyncd(t, w, "once")
 	checkIceberg(t, sim, w, start)
 	for round := 0; round < 3; round++ {
 		for _, form := range sim.FormIDs() {
@@ -94,9 +98,9 @@ func TestIcebergEditsAndDeletions(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		mustRun("once")
+		mustSyncd(t, w, "once")
 		for _, form := range sim.FormIDs() {
-			mustRun("reconcile", "--form", form, "--from", start.Format(time.RFC3339))
+			mustSyncd(t, w, "reconcile", "--form", form, "--from", start.Format(time.RFC3339))
 		}
 		checkIceberg(t, sim, w, start)
 	}

@@ -19,7 +19,20 @@ func DuckCount(t testing.TB, files []File) int64 {
 	if len(files) == 0 {
 		return 0
 	}
-	var paths []string
+	db := openDuck(t)
+	defer db.Close()
+	var n int64
+	q := fmt.Sprintf("SELECT count(*) FROM read_parquet(%s)", localList(t, files))
+	if err := db.QueryRow(q).Scan(&n); err != nil {
+		t.Fatalf("duckdb %s: %v", q, err)
+	}
+	return n
+}
+
+// localList is files as DuckDB's list of local paths.
+func localList(t testing.TB, files []File) string {
+	t.Helper()
+	paths := make([]string, 0, len(files))
 	for _, f := range files {
 		p, err := LocalPath(f.Path)
 		if err != nil {
@@ -27,17 +40,16 @@ func DuckCount(t testing.TB, files []File) int64 {
 		}
 		paths = append(paths, "'"+strings.ReplaceAll(p, "'", "''")+"'")
 	}
+	return "[" + strings.Join(paths, ", ") + "]"
+}
+
+func openDuck(t testing.TB) *sql.DB {
+	t.Helper()
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		t.Fatalf("open duckdb: %v", err)
 	}
-	defer db.Close()
-	var n int64
-	q := fmt.Sprintf("SELECT count(*) FROM read_parquet([%s])", strings.Join(paths, ", "))
-	if err := db.QueryRow(q).Scan(&n); err != nil {
-		t.Fatalf("duckdb %s: %v", q, err)
-	}
-	return n
+	return db
 }
 
 // DuckVersions reads the identity of every row of files (local ones) with
@@ -50,20 +62,9 @@ func DuckVersions(t testing.TB, files []File, key, version, deleted string) map[
 	if len(files) == 0 {
 		return out
 	}
-	var paths []string
-	for _, f := range files {
-		p, err := LocalPath(f.Path)
-		if err != nil {
-			t.Fatalf("duckdb: %v", err)
-		}
-		paths = append(paths, "'"+strings.ReplaceAll(p, "'", "''")+"'")
-	}
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatalf("open duckdb: %v", err)
-	}
+	db := openDuck(t)
 	defer db.Close()
-	q := fmt.Sprintf(`SELECT %q, epoch_us(%q), coalesce(%q, false) FROM read_parquet([%s], union_by_name = true)`, key, version, deleted, strings.Join(paths, ", "))
+	q := fmt.Sprintf(`SELECT %q, epoch_us(%q), coalesce(%q, false) FROM read_parquet(%s, union_by_name = true)`, key, version, deleted, localList(t, files))
 	rows, err := db.Query(q)
 	if err != nil {
 		t.Fatalf("duckdb %s: %v", q, err)
