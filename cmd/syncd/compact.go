@@ -31,14 +31,18 @@ func newCompactCmd(g *globals) *cobra.Command {
 				return err
 			}
 			reports, err := app.Compact(cmd.Context(), cfg, g.accounts, tables, log)
-			if reports == nil {
-				reports = []app.CompactReport{}
-			}
-			if errors.Is(err, app.ErrNoTables) {
+			if errors.Is(err, app.ErrNoTables) || errors.Is(err, app.ErrNoSuchTable) {
 				return withCode(exitUsage, err)
 			}
-			if perr := g.emit(format, reports, func(w io.Writer) error { return writeCompact(w, reports) }); perr != nil && err == nil {
-				err = perr
+			// What was done before a failure is printed too: those tables
+			// are maintained.
+			if err == nil || len(reports) > 0 {
+				if reports == nil {
+					reports = []app.CompactReport{}
+				}
+				if perr := g.emit(format, reports, func(w io.Writer) error { return writeCompact(w, reports) }); perr != nil && err == nil {
+					err = perr
+				}
 			}
 			if err != nil {
 				if cmd.Context().Err() != nil {

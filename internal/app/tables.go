@@ -24,6 +24,9 @@ type AccountTable struct {
 // files, BigQuery): it has no snapshots to name.
 var ErrNoTables = errors.New("the output keeps no table snapshots")
 
+// ErrNoSuchTable is a table named that the output does not hold.
+var ErrNoSuchTable = errors.New("no such table")
+
 // OutputTables describes every table of the output of each account of
 // names (all when none): the sink's own view (sink.Lister), read from the
 // catalog, never from the state.
@@ -124,7 +127,7 @@ func compactAccount(ctx context.Context, cfg *config.Config, a config.Account, o
 	}
 	for _, n := range only {
 		if !have[n] {
-			return nil, fmt.Errorf("no table %s in Iceberg namespace %s (syncd tables lists them)", n, ice.Namespace())
+			return nil, fmt.Errorf("%w: %s is not in Iceberg namespace %s (syncd tables lists them)", ErrNoSuchTable, n, ice.Namespace())
 		}
 	}
 	var out []icebergsink.TableReport
