@@ -42,7 +42,13 @@ func TestIcebergCatalogsCrashSafety(t *testing.T) {
 		t.Run(lane.name, func(t *testing.T) {
 			l := icejudge.StartLane(t, lane.catalog, lane.warehouse)
 			fired := map[icebergrest.Fault]int{}
-			testkit.KillLoop{Seed: seed, Stream: 0x1ce + uint64(i), Kills: testkit.CrashKills(10),
+			kills := testkit.CrashKills(10)
+			testkit.KillLoop{Seed: seed, Stream: 0x1ce + uint64(i), Kills: kills,
+				// A round injects one fault: the REST lane runs until every
+				// kind has had its round, however few rounds its kills took.
+				Done: func(n int) bool {
+					return n >= kills && (lane.catalog != icejudge.REST || len(fired) == len(faults))
+				},
 				Round: func(t *testing.T, r int) (func(testkit.Attempt) testkit.Result, func(*testing.T)) {
 					in := l.Install(t)
 					var fault icebergrest.Fault
