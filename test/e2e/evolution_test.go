@@ -33,19 +33,7 @@ func TestSchemaEvolution(t *testing.T) {
 	duck := testkit.OpenDuck(t)
 	before := duck.Columns(t, w.Out, table)
 
-	meta, _ := sim.Form(form)
-	var text, number forms.Field
-	for _, q := range meta.Questions {
-		switch {
-		case text.ID == "" && q.Type == "ShortAnswer":
-			text = q
-		case number.ID == "" && q.Type == "NumberInput":
-			number = q
-		}
-	}
-	if text.ID == "" || number.ID == "" {
-		t.Fatalf("form %s lacks a ShortAnswer and a NumberInput question: %+v", form, meta.Questions)
-	}
+	text, number := textAndNumber(t, sim, form)
 	textCol, numberCol := columnOf(t, w, form, text.ID), columnOf(t, w, form, number.ID)
 
 	// Rename, add, change type, and introduce a type nobody knows yet.
@@ -84,6 +72,25 @@ func TestSchemaEvolution(t *testing.T) {
 	// Old and new files read together, each submission once.
 	got := duck.IDCounts(t, w.Out, table)
 	testkit.CheckExactlyOnce(t, got, testkit.ExpectedIn(sim, form, testkit.Covered(t, w.State, form)))
+}
+
+// textAndNumber are the first ShortAnswer and NumberInput questions of
+// form, which the evolution tests rename and retype.
+func textAndNumber(t *testing.T, sim *testkit.Sim, form string) (text, number forms.Field) {
+	t.Helper()
+	meta, _ := sim.Form(form)
+	for _, q := range meta.Questions {
+		switch {
+		case text.ID == "" && q.Type == "ShortAnswer":
+			text = q
+		case number.ID == "" && q.Type == "NumberInput":
+			number = q
+		}
+	}
+	if text.ID == "" || number.ID == "" {
+		t.Fatalf("form %s lacks a ShortAnswer and a NumberInput question: %+v", form, meta.Questions)
+	}
+	return text, number
 }
 
 // columnOf finds the column a question's answers land in, as `syncd schema`

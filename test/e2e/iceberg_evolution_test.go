@@ -37,19 +37,7 @@ func TestIcebergSchemaEvolution(t *testing.T) {
 		oldIDs[r["submission_id"].(string)] = true
 	}
 
-	meta, _ := sim.Form(form)
-	var text, number forms.Field
-	for _, q := range meta.Questions {
-		switch {
-		case text.ID == "" && q.Type == "ShortAnswer":
-			text = q
-		case number.ID == "" && q.Type == "NumberInput":
-			number = q
-		}
-	}
-	if text.ID == "" || number.ID == "" {
-		t.Fatalf("form %s lacks a ShortAnswer and a NumberInput question", form)
-	}
+	text, number := textAndNumber(t, sim, form)
 	textCol, numberCol := columnOf(t, w, form, text.ID), columnOf(t, w, form, number.ID)
 	must(t, sim.RenameQuestion(form, text.ID, "A completely new title for this question"))
 	must(t, sim.AddQuestion(form, forms.Field{ID: "qAdded1", Name: "Favourite colour", Type: "ShortAnswer"}))
